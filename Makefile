@@ -1,0 +1,36 @@
+# Every target builds .venv on first use, so a fresh clone needs nothing but `make demo` / `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint bench schema vectors clean
+
+$(BIN)/claim: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[observe,sign,dev]'
+	touch $(BIN)/claim
+
+demo: $(BIN)/claim
+	$(BIN)/python examples/demo.py
+
+lint: $(BIN)/claim
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest -q
+
+bench: $(BIN)/claim
+	$(BIN)/python benchmarks/bench.py
+
+# Regenerate committed artefacts; tests fail when the committed copies drift from these.
+schema: $(BIN)/claim
+	$(BIN)/python -m completion_claim._schemagen > src/completion_claim/schema/claim.schema.json
+
+vectors: $(BIN)/claim
+	$(BIN)/python conformance/generate.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build dist

@@ -1,0 +1,527 @@
+"""``make bench``: how fast is verifying a Completion Claim, next to parsing and schema checks?
+
+One run, one generated corpus (seeded, so every run measures the same bytes), measured three ways:
+
+  (a) ``json.loads`` of the bytes alone: the floor any JSON-based verifier pays;
+  (b) ``jsonschema`` (Draft202012Validator, compiled once) validating the shipped schema against
+      already-decoded data; "b+loads" adds the ``json.loads`` a real caller would also pay;
+  (c) what ``claim verify`` does: ``load_claim(bytes)`` (UTF-8, size limit, strict JSON, typed
+      model, cross-references) then ``verify(claim, at)``.
+
+Targets (issue 2, item 9): c/a <= 10; c faster than b (c/b < 1, b without its loads);
+t(10,000) / t(1,000) <= 12 for large claims (no quadratic paths).
+
+Each figure is the best of several repeats (``time.perf_counter``). This is a benchmark, not a
+test: it exits 0 and prints MISS when a target is missed. ``--quick`` shrinks everything for a
+smoke run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from completion_claim import load_claim, verify
+from completion_claim.timefmt import format_time
+
+SEED = 20260827
+DECIDED_AT = datetime(2026, 8, 27, 18, 30, 0, tzinfo=UTC)
+"""The decision time of every typical claim (so ``--batch --at`` can use one instant)."""
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "src/completion_claim/schema/claim.schema.json"
+
+TARGET_C_OVER_A = 10.0
+TARGET_C_OVER_B = 1.0
+TARGET_LARGE_RATIO = 12.0
+
+Json = dict[str, Any]
+
+# --- corpus ------------------------------------------------------------------------------------
+
+_OFFSETS = [
+    UTC,
+    UTC,
+    timezone(timedelta(hours=2)),
+    timezone(-timedelta(hours=7)),
+    timezone(timedelta(hours=5, minutes=30)),
+    timezone(-timedelta(hours=3, minutes=30)),
+]
+_WORDS = (
+    "billing address account invoice deploy service config cache retry handler parser "
+    "migration index schema token session quota limit region tenant webhook"
+).split()
+
+
+def stamp(rng: random.Random, moment: datetime) -> str:
+    """An RFC 3339 string for ``moment``: random offset, and none/milli/micro/nano digits."""
+    local = moment.astimezone(rng.choice(_OFFSETS))
+    precision = rng.choice(("seconds", "seconds", "milliseconds", "microseconds", "nanos"))
+    if precision == "nanos":
+        text = local.isoformat(timespec="microseconds")
+        text = text[:26] + f"{rng.randrange(1000):03d}" + text[26:]
+    else:
+        text = local.isoformat(timespec=precision)
+    if text.endswith("+00:00") and rng.random() < 0.8:
+        text = text[:-6] + "Z"
+    return text
+
+
+def _hex(rng: random.Random, n: int) -> str:
+    return f"{rng.getrandbits(4 * n):0{n}x}"
+
+
+def _mutation(rng: random.Random, ident: str, kind: str, target: str, at: datetime) -> Json:
+    out: Json = {"id": ident, "kind": kind, "target": target, "at": stamp(rng, at)}
+    if rng.random() < 0.6:
+        out["digest"] = ("sha256:" if kind != "file_write" else "git-blob:") + _hex(rng, 64)
+    return out
+
+
+def _target_for(rng: random.Random, kind: str, n: int) -> str:
+    if kind == "file_write":
+        return f"src/{rng.choice(_WORDS)}/{rng.choice(_WORDS)}_{n}.py"
+    if kind == "deploy":
+        return f"svc/{rng.choice(_WORDS)}-api"
+    return f"{rng.choice(('accounts', 'orders', 'tenants'))}/{rng.randrange(10_000)}"
+
+
+def _observation(
+    rng: random.Random, check_type: str, flaws: bool
+) -> tuple[Any, Any, Json | None]:
+    """(expected, observed_value, details) for one check; with ``flaws``, not always matching."""
+    details: Json | None = None
+    if check_type == "test_run":
+        passed = rng.randrange(1, 400)
+        expected: Any = {"exit_code": 0, "failed": 0, "errors": 0}
+        observed: Any = {
+            "exit_code": 0,
+            "passed": passed,
+            "failed": 0,
+            "errors": 0,
+            "skipped": rng.randrange(3),
+            "workspace": "git-tree:" + _hex(rng, 40),
+        }
+        if flaws and rng.random() < 0.08:
+            observed.update(exit_code=1, failed=rng.randrange(1, 5))
+        details = {
+            "duration_s": round(rng.uniform(0.5, 90.0), 3),
+            "command": ["pytest", "-q", "--junitxml", "/observer/report.xml"],
+            "output_tail": f"{passed} passed in {rng.uniform(0.5, 90):.2f}s",
+            "tests": {
+                f"tests/test_{rng.choice(_WORDS)}.py::test_{rng.choice(_WORDS)}_{i}": "passed"
+                for i in range(rng.randrange(1, 6))
+            },
+        }
+    elif check_type == "endpoint_health":
+        commit = _hex(rng, 12)
+        expected = {"status": 200, "body": {"/build/commit": commit}}
+        observed = {
+            "status": 200,
+            "headers": {"content-type": "application/json", "x-request-id": _hex(rng, 16)},
+            "body": {"/build/commit": commit, "/version": f"1.{rng.randrange(40)}.{rng.randrange(9)}"},
+            "body_digest": "sha256:" + _hex(rng, 64),
+        }
+        if flaws and rng.random() < 0.08:
+            observed["body"]["/build/commit"] = _hex(rng, 12)  # the old build still answers
+        if rng.random() < 0.3:
+            details = {"latency_ms": rng.randrange(5, 900), "baseline": {"status": 200}}
+    else:
+        zip_code = f"{rng.randrange(10_000, 99_999)}"
+        expected = {"billing_zip": zip_code, "country": "US"}
+        observed = {
+            "billing_zip": zip_code,
+            "country": "US",
+            "balance": round(rng.uniform(0, 10_000), 2),
+            "active": True,
+            "record_digest": "sha256:" + _hex(rng, 64),
+        }
+        if flaws and rng.random() < 0.08:
+            observed["billing_zip"] = int(zip_code)  # "94107" is not 94107
+        if rng.random() < 0.2:
+            details = {"read_only": True, "isolation": "repeatable read", "rows": 1}
+    if flaws and rng.random() < 0.04:
+        expected = {}  # asserts nothing
+    return expected, observed, details
+
+
+_CHECK_FOR_KIND = {"file_write": "test_run", "deploy": "endpoint_health", "state_write": "state_readback"}
+
+
+def _evidence(
+    rng: random.Random,
+    mutations: Sequence[tuple[Json, datetime]],
+    covered: Sequence[int],
+    at: datetime,
+    ident: str | None,
+    flaws: bool = True,
+) -> Json:
+    if covered:
+        kind = mutations[covered[0]][0]["kind"]
+        check_type = _CHECK_FOR_KIND[kind]
+        target = mutations[covered[0]][0]["target"]
+    else:
+        check_type = rng.choice(tuple(_CHECK_FOR_KIND.values()))
+        target = "pytest -q" if check_type == "test_run" else f"svc/{rng.choice(_WORDS)}-api"
+    if check_type == "test_run" and covered:
+        target = "tests/"
+    expected, observed, details = _observation(rng, check_type, flaws)
+    self_attested = rng.random() < 0.12
+    out: Json = {
+        "check_type": check_type,
+        "target": target,
+        "at": stamp(rng, at),
+        "covers": [mutations[i][0]["id"] for i in covered],
+        "verifier": {
+            "id": "agent/claude" if self_attested else f"{rng.choice(('ci', 'gate', 'probe'))}/0.3",
+            "kind": "self_attested" if self_attested else "independent",
+        },
+        "expected": expected,
+    }
+    if flaws and rng.random() < 0.05:  # the observation could not be made: no observed_value
+        details = {"error": "connection refused"}
+    else:
+        out["observed_value"] = observed
+    if ident is not None:
+        out["id"] = ident
+    if rng.random() < 0.3:
+        out["subject"] = "git-tree:" + _hex(rng, 40)
+    if details is not None:
+        out["details"] = details
+    return out
+
+
+def typical_claim(rng: random.Random, index: int) -> Json:
+    """1-5 mutations, 1-8 evidence items, decided at DECIDED_AT; every verdict state occurs."""
+    start = DECIDED_AT - timedelta(seconds=rng.uniform(20, 420))
+    mutations: list[tuple[Json, datetime]] = []
+    moment = start
+    for i in range(rng.randint(1, 5)):
+        moment += timedelta(seconds=rng.uniform(0.2, 15))
+        kind = rng.choice(("file_write", "file_write", "state_write", "deploy"))
+        target = _target_for(rng, kind, i)
+        mutations.append((_mutation(rng, f"m{i + 1}", kind, target, moment), moment))
+    evidence = []
+    for j in range(rng.randint(1, 8)):
+        covered = [] if rng.random() < 0.1 else rng.sample(range(len(mutations)), 1)
+        latest = max((mutations[i][1] for i in covered), default=mutations[-1][1])
+        if rng.random() < 0.06:
+            at = latest - timedelta(seconds=rng.uniform(0.5, 5))  # premature
+        else:
+            at = max(latest, mutations[-1][1]) + timedelta(seconds=rng.uniform(0.001, 20))
+        ident = f"e{j + 1}" if rng.random() < 0.7 else None
+        evidence.append(_evidence(rng, mutations, covered, at, ident))
+    claim: Json = {
+        "spec_version": "0.1",
+        "task": {"id": f"task-{index}", "description": " ".join(rng.sample(_WORDS, 6)) + " — ok"},
+        "claimed_outcome": f"Done: {' '.join(rng.sample(_WORDS, 4))}.",
+        "mutations": [m for m, _ in mutations],
+        "evidence": evidence,
+    }
+    if rng.random() < 0.7:
+        claim["policy"] = {
+            "id": "team-default",
+            "requires": rng.sample(sorted(_CHECK_FOR_KIND.values()), rng.randrange(2)),
+            "max_age_s": rng.choice((300, 600, 900.5)),
+        }
+    if rng.random() < 0.3:
+        claim["verdict"] = {"state": "verified", "unmet": [], "reason": None}
+    return claim
+
+
+def large_claim(rng: random.Random, n: int) -> tuple[Json, datetime]:
+    """n mutations then n evidence items (one per mutation, a few covering two).
+
+    The agent makes its n changes, then observers check them: distinct targets, so nothing is
+    superseded; 5% of the items are self-attested, so coverage also lists items that do not count.
+    """
+    start = datetime(2026, 8, 27, 9, 0, 0, tzinfo=UTC)
+    mutations: list[tuple[Json, datetime]] = []
+    for i in range(n):
+        moment = start + timedelta(milliseconds=20 * i)
+        kind = ("file_write", "state_write", "deploy")[i % 3]
+        target = f"{_target_for(rng, kind, i)}#{i}"
+        mutations.append((_mutation(rng, f"m{i}", kind, target, moment), moment))
+    evidence = []
+    observed_from = mutations[-1][1] + timedelta(seconds=1)
+    for i in range(n):
+        covered = [i] if i % 25 or i + 1 >= n else [i, i + 1]
+        at = observed_from + timedelta(milliseconds=20 * i)
+        item = _evidence(rng, mutations, covered, at, f"e{i}", flaws=False)
+        # keep the figure about scale, not about luck: observations match, most are independent
+        item["verifier"]["kind"] = "self_attested" if i % 20 == 7 else "independent"
+        evidence.append(item)
+    decided = observed_from + timedelta(milliseconds=20 * n + 500)
+    claim: Json = {
+        "spec_version": "0.1",
+        "task": {"id": f"large-{n}", "description": f"{n} changes"},
+        "claimed_outcome": f"Applied {n} changes.",
+        "mutations": [m for m, _ in mutations],
+        "evidence": evidence,
+        "policy": {"id": "large", "requires": ["test_run"], "max_age_s": 3600},
+    }
+    return claim, decided
+
+
+def encode(document: Json) -> bytes:
+    return json.dumps(document, ensure_ascii=False).encode("utf-8")
+
+
+# --- timing ------------------------------------------------------------------------------------
+
+
+def best_of(repeats: int, run: Callable[[], object]) -> float:
+    """The fastest of ``repeats`` runs, in seconds (the least disturbed by the machine)."""
+    best = float("inf")
+    for _ in range(repeats):
+        gc.collect()
+        started = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+@dataclass(frozen=True)
+class Target:
+    label: str
+    value: float
+    limit: float
+
+    def line(self) -> str:
+        verdict = "PASS" if self.value <= self.limit else "MISS"
+        return f"  [{verdict}] {self.label}: {self.value:.2f} (target <= {self.limit:g})"
+
+    @property
+    def met(self) -> bool:
+        return self.value <= self.limit
+
+
+def make_validator() -> Any:
+    jsonschema: Any = importlib.import_module("jsonschema")  # ships no type information
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)  # no format checker: the pattern does that
+
+
+def rate(count: int, seconds: float) -> str:
+    return f"{count / seconds:>12,.0f}/s"
+
+
+def per_item(seconds: float, count: int) -> str:
+    return f"{seconds / count * 1e6:>9.1f} us"
+
+
+def bench_typical(count: int, repeats: int) -> list[Target]:
+    rng = random.Random(SEED)
+    blobs = [encode(typical_claim(rng, i)) for i in range(count)]
+    decoded = [json.loads(blob) for blob in blobs]
+    validator = make_validator()
+    at = DECIDED_AT
+
+    # correctness first (untimed): every claim is schema-valid and loads; tally the verdicts
+    states: Counter[str] = Counter()
+    for blob, document in zip(blobs, decoded, strict=True):
+        if not validator.is_valid(document):
+            raise SystemExit("bench: generated a claim the shipped schema rejects")
+        states[verify(load_claim(blob), at).state] += 1
+
+    def floor() -> None:
+        for blob in blobs:
+            json.loads(blob)
+
+    def schema_only() -> None:
+        is_valid = validator.is_valid
+        for document in decoded:
+            is_valid(document)
+
+    def schema_with_loads() -> None:
+        is_valid = validator.is_valid
+        for blob in blobs:
+            is_valid(json.loads(blob))
+
+    def full() -> None:
+        for blob in blobs:
+            verify(load_claim(blob), at)
+
+    def parse_only() -> None:
+        for blob in blobs:
+            load_claim(blob)
+
+    a = best_of(repeats, floor)
+    b = best_of(max(2, repeats // 2), schema_only)
+    b_loads = best_of(max(2, repeats // 2), schema_with_loads)
+    c = best_of(repeats, full)
+    c_parse = best_of(repeats, parse_only)
+
+    sizes = sorted(len(blob) for blob in blobs)
+    print(
+        f"Typical claims: {count:,} claims, 1-5 mutations and 1-8 evidence items each, "
+        f"{sizes[len(sizes) // 2]:,} bytes median ({sizes[0]:,}-{sizes[-1]:,}), "
+        f"best of {repeats}"
+    )
+    shown = ", ".join(f"{state} {states[state]:,}" for state in ("verified", "unverified", "refuted"))
+    print(f"  verdicts: {shown}")
+    print(f"  {'':44}{'claims/s':>14}{'per claim':>12}")
+    rows = [
+        ("(a) json.loads(bytes)                 floor", a),
+        ("(b) jsonschema is_valid(decoded)           ", b),
+        ("    jsonschema incl. json.loads            ", b_loads),
+        ("(c) load_claim(bytes) + verify(claim, at)  ", c),
+        ("    of which load_claim alone              ", c_parse),
+    ]
+    for label, seconds in rows:
+        print(f"  {label}{rate(count, seconds)}{per_item(seconds, count)}")
+    print(f"  c/a = {c / a:.2f}   c/b = {c / b:.2f}   c/(b incl. loads) = {c / b_loads:.2f}")
+    return [
+        Target("c/a, full verification over the json.loads floor", c / a, TARGET_C_OVER_A),
+        Target("c/b, full verification over jsonschema alone (< 1)", c / b, TARGET_C_OVER_B),
+    ]
+
+
+def bench_large(sizes: Sequence[int], repeats: int) -> list[Target]:
+    validator = make_validator()
+    print()
+    print(f"Large claims: n mutations and n evidence items, best of {repeats}")
+    print(f"  {'n':>7}{'bytes':>13}{'json.loads':>13}{'jsonschema':>13}{'full (c)':>13}  verdict")
+    timings: dict[int, float] = {}
+    for n in sizes:
+        document, at = large_claim(random.Random(SEED + n), n)
+        blob = encode(document)
+        decoded = json.loads(blob)
+        if not validator.is_valid(decoded):
+            raise SystemExit("bench: generated a large claim the shipped schema rejects")
+        verdict = verify(load_claim(blob), at)
+        a = best_of(repeats, lambda blob=blob: json.loads(blob))  # type: ignore[misc]
+        b = best_of(max(1, repeats - 1), lambda d=decoded: validator.is_valid(d))  # type: ignore[misc]
+        c = best_of(repeats, lambda blob=blob, at=at: verify(load_claim(blob), at))  # type: ignore[misc]
+        timings[n] = c
+        print(
+            f"  {n:>7,}{len(blob):>13,}{a * 1e3:>10.1f} ms{b * 1e3:>10.1f} ms{c * 1e3:>10.1f} ms"
+            f"  {verdict.state}"
+        )
+    small, big = min(sizes), max(sizes)
+    ratio = timings[big] / timings[small]
+    print(f"  t({big:,}) / t({small:,}) = {ratio:.2f}  (linear would be {big / small:g})")
+    return [Target(f"large-claim ratio t({big:,})/t({small:,})", ratio, TARGET_LARGE_RATIO)]
+
+
+# --- claim verify --batch ------------------------------------------------------------------------
+
+_RSS_WRAPPER = """
+import resource, subprocess, sys, time
+with open(sys.argv[1], "wb") as out:
+    started = time.perf_counter()
+    code = subprocess.run(sys.argv[2:], stdout=out, stderr=subprocess.PIPE).returncode
+    elapsed = time.perf_counter() - started
+print(code, elapsed, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def claim_command() -> Path | None:
+    """The ``claim`` console script next to this interpreter, if it offers ``verify --batch``."""
+    exe = Path(sys.executable).parent / "claim"
+    if not exe.exists():
+        return None
+    try:
+        shown = subprocess.run(
+            [str(exe), "verify", "--help"], capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return exe if shown.returncode == 0 and "--batch" in shown.stdout else None
+
+
+def bench_batch(exe: Path, count: int) -> None:
+    rng = random.Random(SEED)
+    lines = [encode(typical_claim(rng, i)) for i in range(count)]
+    at = format_time(DECIDED_AT)
+    print()
+    print(
+        f"claim verify --batch: JSON Lines of typical claims, --at {at}; wall time of the whole "
+        "command (interpreter start-up included), peak RSS of the largest process"
+    )
+    print(f"  {'lines':>8}{'jobs':>6}{'seconds':>10}{'claims/s':>12}{'peak RSS':>12}  output")
+    with tempfile.TemporaryDirectory(prefix="claim-bench-") as tmp:
+        folder = Path(tmp)
+        for scale in (1, 10):
+            source = folder / f"claims-{scale}.jsonl"
+            with source.open("wb") as out:
+                for _ in range(scale):
+                    for line in lines:
+                        out.write(line + b"\n")
+            total = count * scale
+            for jobs in (1, 2):
+                result = folder / "verdicts.jsonl"
+                command = [str(exe), "verify", "--batch", str(source), "--at", at]
+                command += ["--jobs", str(jobs)]
+                # a fresh wrapper per run, so RUSAGE_CHILDREN sees this run alone
+                probe = subprocess.run(
+                    [sys.executable, "-c", _RSS_WRAPPER, str(result), *command],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                code_text, elapsed_text, rss_text = probe.stdout.split()
+                elapsed = float(elapsed_text)
+                states: Counter[str] = Counter()
+                with result.open("rb") as verdicts:
+                    for raw in verdicts:
+                        states[json.loads(raw).get("state", "?")] += 1
+                produced = sum(states.values())
+                note = f"exit {code_text}, {produced:,} verdicts"
+                if code_text != "0" or produced != total:
+                    note += "  <- UNEXPECTED"
+                print(
+                    f"  {total:>8,}{jobs:>6}{elapsed:>10.2f}{total / elapsed:>12,.0f}"
+                    f"{int(rss_text) / 1024:>9.1f} MiB  {note}"
+                )
+
+
+# --- main --------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="tiny corpus, one repeat: a smoke run")
+    args = parser.parse_args(argv)
+    if args.quick:
+        typical, repeats, large, batch = 200, 1, (100, 1_000), 200
+    else:
+        typical, repeats, large, batch = 2_000, 5, (1_000, 10_000), 2_000
+
+    started = time.perf_counter()
+    print(f"completion-claim benchmark  (Python {sys.version.split()[0]}, seed {SEED})")
+    print()
+    targets = bench_typical(typical, repeats)
+    targets += bench_large(large, 3 if not args.quick else 1)
+    exe = claim_command()
+    if exe is None:
+        print()
+        print("claim verify --batch: skipped (the installed `claim` has no --batch yet)")
+    else:
+        bench_batch(exe, batch)
+    print()
+    print("Targets:")
+    for target in targets:
+        print(target.line())
+    missed = [t for t in targets if not t.met]
+    print(
+        f"Result: {'all targets met' if not missed else f'MISS on {len(missed)} target(s)'}"
+        f"  ({time.perf_counter() - started:.0f} s)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,198 @@
+"""One table per document type drives both the strict parser and the shipped JSON Schema.
+
+Keeping a single description is what lets a test prove that the schema and the parser agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ._json import check_depth
+from .errors import InvalidDocument
+from .timefmt import parse_time, type_name
+
+Schema = dict[str, Any]
+
+
+class Kind:
+    """How one JSON value is checked, converted and described."""
+
+    def parse(self, value: object, path: str) -> Any:
+        raise NotImplementedError
+
+    def schema(self) -> Schema:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Text(Kind):
+    min_length: int = 1
+    choices: tuple[str, ...] = ()
+
+    def parse(self, value: object, path: str) -> str:
+        if type(value) is not str:
+            raise InvalidDocument(path, f"expected a string, got {type_name(value)}")
+        if len(value) < self.min_length:
+            raise InvalidDocument(path, "must not be empty")
+        if self.choices and value not in self.choices:
+            allowed = ", ".join(self.choices)
+            raise InvalidDocument(path, f"unknown value {value[:40]!r} (allowed: {allowed})")
+        return value
+
+    def schema(self) -> Schema:
+        out: Schema = {"type": "string"}
+        if self.choices:
+            out["enum"] = list(self.choices)
+        elif self.min_length:
+            out["minLength"] = self.min_length
+        return out
+
+
+@dataclass(frozen=True)
+class Time(Kind):
+    def parse(self, value: object, path: str) -> Any:
+        return parse_time(value, path)
+
+    def schema(self) -> Schema:
+        # The pattern demands the offset that format "date-time" validators do not all enforce.
+        return {
+            "type": "string",
+            "format": "date-time",
+            "pattern": (
+                r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$"
+            ),
+        }
+
+
+@dataclass(frozen=True)
+class PositiveNumber(Kind):
+    def parse(self, value: object, path: str) -> float | int:
+        if type(value) not in (int, float):
+            raise InvalidDocument(path, f"expected a number, got {type_name(value)}")
+        assert isinstance(value, int | float)
+        if value <= 0:
+            raise InvalidDocument(path, f"must be greater than 0, got {value}")
+        return value
+
+    def schema(self) -> Schema:
+        return {"type": "number", "exclusiveMinimum": 0}
+
+
+@dataclass(frozen=True)
+class ListOf(Kind):
+    item: Kind
+
+    def parse(self, value: object, path: str) -> tuple[Any, ...]:
+        if type(value) is not list:
+            raise InvalidDocument(path, f"expected an array, got {type_name(value)}")
+        parse_item = self.item.parse
+        return tuple(parse_item(element, f"{path}[{i}]") for i, element in enumerate(value))
+
+    def schema(self) -> Schema:
+        return {"type": "array", "items": self.item.schema()}
+
+
+@dataclass(frozen=True)
+class AnyJson(Kind):
+    """A free-form JSON value, bounded in depth so later recursion over it is safe."""
+
+    object_only: bool = False
+
+    def parse(self, value: object, path: str) -> Any:
+        if self.object_only and type(value) is not dict:
+            raise InvalidDocument(path, f"expected an object, got {type_name(value)}")
+        if type(value) in (dict, list):
+            check_depth(value, path)
+        return value
+
+    def schema(self) -> Schema:
+        return {"type": "object"} if self.object_only else {}
+
+
+@dataclass(frozen=True)
+class Ref(Kind):
+    """A nested document type, by name; resolved through the registry at parse time."""
+
+    name: str
+
+    def parse(self, value: object, path: str) -> Any:
+        return REGISTRY[self.name].parse(value, path)
+
+    def schema(self) -> Schema:
+        return {"$ref": f"#/$defs/{self.name}"}
+
+
+class _Absent:
+    """Marks a member that the document does not have (distinct from JSON null)."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+ABSENT: Any = _Absent()
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    kind: Kind
+    doc: str
+    required: bool = True
+    default: Any = ABSENT
+
+
+class Table:
+    """The members of one JSON object type and the Python type built from them."""
+
+    def __init__(
+        self,
+        name: str,
+        build: Callable[..., Any],
+        fields: Sequence[Field],
+        doc: str,
+    ) -> None:
+        self.name = name
+        self.build = build
+        self.fields = tuple(fields)
+        self.doc = doc
+        self._names = frozenset(f.name for f in fields)
+        REGISTRY[name] = self
+
+    def parse(self, value: object, path: str) -> Any:
+        if type(value) is not dict:
+            raise InvalidDocument(path, f"expected an object, got {type_name(value)}")
+        assert isinstance(value, dict)
+        if not self._names.issuperset(value):
+            unknown = sorted(set(value) - self._names)[0]
+            raise InvalidDocument(_join(path, unknown), "unknown member")
+        args = []
+        for field in self.fields:
+            raw = value.get(field.name, ABSENT)
+            if raw is ABSENT:
+                if field.required:
+                    raise InvalidDocument(_join(path, field.name), "required member is missing")
+                args.append(field.default)
+            else:
+                args.append(field.kind.parse(raw, _join(path, field.name)))
+        return self.build(*args)
+
+    def schema(self) -> Schema:
+        return {
+            "type": "object",
+            "description": self.doc,
+            "properties": {f.name: {**f.kind.schema(), "description": f.doc} for f in self.fields},
+            "required": [f.name for f in self.fields if f.required],
+            "additionalProperties": False,
+        }
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+REGISTRY: dict[str, Table] = {}

@@ -1,0 +1,86 @@
+"""Strict JSON reading: UTF-8 only, bounded size and depth, no duplicate keys, no NaN/Infinity."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from .errors import InvalidDocument
+
+DEFAULT_MAX_BYTES = 32 * 1024 * 1024
+MAX_DEPTH = 64
+
+JsonValue = Any
+
+
+def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise InvalidDocument("", f"not JSON: duplicate key {key!r}")
+            seen.add(key)
+    return obj
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise InvalidDocument("", f"not JSON: number {text[:20]!r} is out of range")
+    return value
+
+
+def _reject_constant(name: str) -> None:
+    raise InvalidDocument("", f"not JSON: {name} is not a JSON value")
+
+
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_reject_duplicates,
+    parse_float=_finite_float,
+    parse_constant=_reject_constant,
+)
+
+
+def decode_bytes(data: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+    if len(data) > max_bytes:
+        raise InvalidDocument("", f"document is over the size limit of {max_bytes} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidDocument("", f"not UTF-8: invalid byte at offset {exc.start}") from None
+
+
+def loads(text: str) -> JsonValue:
+    """Parse one JSON text strictly; every failure is an InvalidDocument with one clear line."""
+    try:
+        return _DECODER.decode(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidDocument(
+            "", f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    except RecursionError:
+        raise InvalidDocument("", "not JSON: nesting is too deep") from None
+    except ValueError as exc:  # e.g. an integer with more digits than Python converts
+        raise InvalidDocument("", f"not JSON: {exc}") from None
+
+
+def check_depth(value: JsonValue, path: str, limit: int = MAX_DEPTH) -> None:
+    """Reject free-form values nested deeper than ``limit`` (iteratively: no recursion to abuse)."""
+    stack: list[tuple[JsonValue, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            raise InvalidDocument(path, f"nested deeper than {limit} levels")
+        stack.extend((child, depth + 1) for child in children)
+
+
+def dumps(value: JsonValue, *, indent: int | None = None) -> str:
+    return json.dumps(value, indent=indent, ensure_ascii=False, allow_nan=False)

@@ -1,0 +1,24 @@
+"""Reasons shared by every check type why an observation could not have failed."""
+
+from __future__ import annotations
+
+from ..match import satisfies
+from ..model import ABSENT, Evidence
+
+BASELINE_KEY = "baseline"
+"""``details.baseline``: the value observed before the change, recorded by the observer."""
+
+
+def asserts_nothing(item: Evidence) -> str | None:
+    if item.expected is ABSENT or item.expected is None or item.expected in ({}, [], ""):
+        return "expected asserts nothing"
+    return None
+
+
+def baseline_already_met(item: Evidence) -> str | None:
+    """A check that the world already passed before the change proves nothing about the change."""
+    if item.details is None or BASELINE_KEY not in item.details:
+        return None
+    if satisfies(item.expected, item.details[BASELINE_KEY]):
+        return "the value observed before the change already met the expectation"
+    return None

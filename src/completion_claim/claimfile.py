@@ -1,0 +1,86 @@
+"""Editing a claim file in place: locked, validated, atomic, and never dropping what it held.
+
+Commands edit the raw JSON object (so members this version does not model survive untouched)
+and validate the whole document before and after the edit.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from itertools import count
+from pathlib import Path
+from typing import Any
+
+from ._files import read_limited, write_atomic
+from ._json import DEFAULT_MAX_BYTES, decode_bytes, dumps, loads
+from .errors import InvalidDocument, UsageError
+from .model import Claim, parse_claim
+
+RawClaim = dict[str, Any]
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Serialise writers of one claim, so concurrent observers never lose each other's evidence.
+
+    The lock is on the claim file itself. Writers replace the file by rename, so a writer that
+    waited on a file that has since been replaced tries again on the new one.
+    """
+    while True:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError as exc:
+            raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            current = os.stat(path).st_ino
+        except FileNotFoundError:
+            current = -1
+        if current == os.fstat(fd).st_ino:
+            break
+        os.close(fd)
+    try:
+        yield
+    finally:
+        os.close(fd)
+
+
+def read_claim(path: str | Path) -> tuple[RawClaim, Claim]:
+    """The raw document and its parsed form; invalid documents name the file."""
+    data = read_limited(str(path), DEFAULT_MAX_BYTES)
+    try:
+        raw = loads(decode_bytes(data))
+        return raw, parse_claim(raw)
+    except InvalidDocument as error:
+        raise error.in_source(str(path)) from None
+
+
+def render(raw: RawClaim) -> bytes:
+    return (dumps(raw, indent=2) + "\n").encode()
+
+
+def create_claim(path: str | Path, raw: RawClaim) -> None:
+    parse_claim(raw)
+    write_atomic(path, render(raw), exclusive=True)
+
+
+def edit_claim(path: str | Path, change: Callable[[RawClaim, Claim], None]) -> RawClaim:
+    """Apply ``change`` to the raw claim under a lock; write only if the result is valid."""
+    target = Path(path)
+    with _locked(target):
+        raw, claim = read_claim(target)
+        change(raw, claim)
+        try:
+            parse_claim(raw)
+        except InvalidDocument as error:
+            raise error.in_source(f"{target} (after the edit)") from None
+        write_atomic(target, render(raw))
+    return raw
+
+
+def next_id(prefix: str, taken: set[str]) -> str:
+    """The first of ``prefix1``, ``prefix2``, ... not already taken."""
+    return next(f"{prefix}{n}" for n in count(1) if f"{prefix}{n}" not in taken)

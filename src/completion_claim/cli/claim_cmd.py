@@ -1,0 +1,79 @@
+"""``claim new`` and ``claim mutate``: start a claim and record what the agent changed."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from ..claimfile import RawClaim, create_claim, edit_claim, next_id
+from ..errors import UsageError
+from ..model import BUILTIN_POLICY, Claim
+from ..timefmt import format_time
+from . import EXIT_VERIFIED, app
+from .verify_cmd import decision_time
+
+
+@app.command("new")
+@click.argument("path")
+@click.option("--task-id", required=True, help="Stable identifier of the task.")
+@click.option("--outcome", required=True, help="What the agent claims it achieved.")
+@click.option("--description", help="What was asked.")
+def new_command(path: str, task_id: str, outcome: str, description: str | None) -> int:
+    """Write a new claim to PATH (refuses to overwrite): no mutations, no evidence, and the
+    built-in policy."""
+    task: dict[str, Any] = {"id": task_id}
+    if description is not None:
+        task["description"] = description
+    create_claim(
+        path,
+        {
+            "spec_version": "0.1",
+            "task": task,
+            "claimed_outcome": outcome,
+            "mutations": [],
+            "evidence": [],
+            "policy": {
+                "id": BUILTIN_POLICY.id,
+                "requires": list(BUILTIN_POLICY.requires),
+                "max_age_s": BUILTIN_POLICY.max_age_s,
+            },
+        },
+    )
+    click.echo(f"created {path} for task {task_id}")
+    return EXIT_VERIFIED
+
+
+@app.command("mutate")
+@click.argument("path")
+@click.option("--kind", required=True, help="file_write, state_write, deploy, ...")
+@click.option("--target", required=True, help="What changed: a path, a record, a service.")
+@click.option("--id", "mutation_id", help="Mutation id (default m1, m2, ...).")
+@click.option("--at", "at_text", metavar="TIME", help="When it happened (RFC 3339); default now.")
+@click.option("--digest", help="Content digest of the target after the change.")
+def mutate_command(
+    path: str,
+    kind: str,
+    target: str,
+    mutation_id: str | None,
+    at_text: str | None,
+    digest: str | None,
+) -> int:
+    """Append one mutation to the claim in PATH."""
+    at = decision_time(at_text) if at_text is not None else datetime.now(UTC)
+    recorded: dict[str, Any] = {}
+
+    def append(raw: RawClaim, claim: Claim) -> None:
+        taken = {m.id for m in claim.mutations}
+        new_id = mutation_id or next_id("m", taken)
+        if new_id in taken:
+            raise UsageError(f"--id: mutation {new_id!r} is already in the claim")
+        recorded.update(id=new_id, kind=kind, target=target, at=format_time(at))
+        if digest is not None:
+            recorded["digest"] = digest
+        raw["mutations"].append(dict(recorded))
+
+    edit_claim(path, append)
+    click.echo(f"recorded {recorded['id']}: {kind} {target}")
+    return EXIT_VERIFIED

@@ -1,0 +1,149 @@
+"""``claim verify`` and ``claim schema``."""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+from importlib import resources
+
+import click
+
+from .._files import STDIN, read_limited, source_name
+from .._json import DEFAULT_MAX_BYTES, dumps
+from ..batch import verify_stream
+from ..errors import InvalidDocument, UsageError
+from ..model import Policy, load_claim, load_policy
+from ..report import render_report
+from ..timefmt import parse_time
+from ..verify import Verdict, verify
+from . import EXIT_INVALID, EXIT_REFUTED, EXIT_UNVERIFIED, EXIT_VERIFIED, app
+
+EXIT_FOR_STATE = {
+    "verified": EXIT_VERIFIED,
+    "unverified": EXIT_UNVERIFIED,
+    "refuted": EXIT_REFUTED,
+}
+
+
+def decision_time(text: str | None) -> datetime:
+    """``--at`` parsed, or now in UTC: the only clock the verification path reads."""
+    if text is None:
+        return datetime.now(UTC)
+    try:
+        return parse_time(text, "")
+    except InvalidDocument as error:
+        raise UsageError(f"--at: {error.problem}") from None
+
+
+def read_policy(path: str | None, max_bytes: int) -> Policy | None:
+    if path is None:
+        return None
+    try:
+        return load_policy(read_limited(path, max_bytes), max_bytes)
+    except InvalidDocument as error:
+        raise error.in_source(source_name(path)) from None
+
+
+@app.command("verify")
+@click.argument("path")
+@click.option(
+    "--policy",
+    "policy_path",
+    metavar="FILE",
+    help="Operator policy; replaces the policy embedded in the claim.",
+)
+@click.option(
+    "--at", "at_text", metavar="TIME", help="Decision time (RFC 3339 with offset); default: now."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict object alone, as JSON.")
+@click.option(
+    "--batch",
+    is_flag=True,
+    help="PATH is JSON Lines, one claim per line; print one verdict per line.",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Processes to use with --batch.",
+)
+@click.option(
+    "--max-bytes",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_BYTES,
+    show_default=True,
+    help="Largest claim (or batch line) accepted.",
+)
+def verify_command(
+    path: str,
+    policy_path: str | None,
+    at_text: str | None,
+    as_json: bool,
+    batch: bool,
+    jobs: int,
+    max_bytes: int,
+) -> int:
+    """Verify the claim in PATH ('-' for stdin) and exit with its state.
+
+    \b
+    Exit codes: 0 verified, 1 unverified, 2 refuted, 3 invalid claim or policy,
+    4 usage or internal error. With --batch: 0 when every line was processed.
+    """
+    at = decision_time(at_text)
+    policy = read_policy(policy_path, max_bytes)
+    if batch:
+        return _verify_batch(path, policy, at, max_bytes, jobs)
+    if jobs != 1:
+        raise UsageError("--jobs goes with --batch")
+    try:
+        claim = load_claim(read_limited(path, max_bytes), max_bytes)
+    except InvalidDocument as error:
+        raise error.in_source(source_name(path)) from None
+    verdict = verify(claim, at, policy)
+    if as_json:
+        click.echo(dumps(verdict.to_json(), indent=2))
+    else:
+        click.echo(render_report(claim, verdict, source_name(path)), nl=False)
+    return exit_code(verdict)
+
+
+def exit_code(verdict: Verdict) -> int:
+    return EXIT_FOR_STATE[verdict.state]
+
+
+def _verify_batch(path: str, policy: Policy | None, at: datetime, max_bytes: int, jobs: int) -> int:
+    try:
+        handle = sys.stdin.buffer if path == STDIN else open(path, "rb")  # noqa: SIM115
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    out = sys.stdout
+    with handle:
+        # readline with a bound keeps one absurd line from being held whole.
+        lines = iter(lambda: _bounded_line(handle, max_bytes), b"")
+        for line in verify_stream(lines, policy, at, max_bytes, jobs):
+            out.write(line + "\n")
+    out.flush()
+    return EXIT_VERIFIED
+
+
+def _bounded_line(handle: object, max_bytes: int) -> bytes:
+    assert hasattr(handle, "readline")
+    line: bytes = handle.readline(max_bytes + 1)
+    if len(line) > max_bytes and not line.endswith(b"\n"):
+        rest = line
+        while rest and not rest.endswith(b"\n"):  # skip the remainder of the long line
+            rest = handle.readline(1 << 20)
+        return line[: max_bytes + 1]
+    return line
+
+
+@app.command("schema")
+def schema_command() -> int:
+    """Print the JSON Schema (Draft 2020-12) of the claim document."""
+    text = resources.files("completion_claim.schema").joinpath("claim.schema.json").read_text()
+    click.echo(text, nl=False)
+    return EXIT_VERIFIED
+
+
+__all__ = ["EXIT_INVALID", "decision_time", "exit_code", "read_policy"]

@@ -1,0 +1,184 @@
+"""What every observer shares: the evidence item it writes and how it is recorded."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import click
+
+from .. import __version__
+from .._json import dumps
+from ..claimfile import RawClaim, edit_claim, next_id, read_claim
+from ..errors import ObservationFailed, UsageError
+from ..model import ABSENT, INDEPENDENT, SELF_ATTESTED, Claim
+from ..timefmt import format_time
+
+DEFAULT_VERIFIER_ID = f"claim-observer/{__version__}"
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class ObserverSettings:
+    """The options every ``claim observe`` command takes."""
+
+    claim_path: str
+    covers: tuple[str, ...] | None  # None: every mutation in the claim when observed
+    verifier_id: str
+    self_attested: bool
+    print_only: bool
+    record_failure: bool
+    evidence_id: str | None
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What an observer saw. ``observed_value`` is ABSENT only for a failed attempt."""
+
+    target: str
+    expected: Any
+    observed_value: Any
+    subject: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def observer_options(command: F) -> F:
+    """Attach the shared options to an observe command (they arrive as keyword arguments)."""
+    options = [
+        click.option(
+            "--covers",
+            metavar="IDS",
+            help="Comma-separated mutation ids this observes; '' for task-level. "
+            "Default: every mutation in the claim.",
+        ),
+        click.option(
+            "--verifier-id",
+            default=DEFAULT_VERIFIER_ID,
+            show_default=True,
+            help="Who observes (name/version).",
+        ),
+        click.option(
+            "--self-attested",
+            is_flag=True,
+            help="Record as the agent's own report (never satisfies a requirement).",
+        ),
+        click.option(
+            "--print",
+            "print_only",
+            is_flag=True,
+            help="Print the evidence item instead of writing it into the claim.",
+        ),
+        click.option(
+            "--record-failure",
+            is_flag=True,
+            help="When the observation fails, record the attempt (without an "
+            "observation) before exiting non-zero.",
+        ),
+        click.option("--evidence-id", help="Id of the new evidence item (default e1, e2, ...)."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def settings_from(claim_path: str, options: dict[str, Any]) -> ObserverSettings:
+    covers_text: str | None = options.pop("covers")
+    covers = None
+    if covers_text is not None:
+        covers = tuple(part.strip() for part in covers_text.split(",") if part.strip())
+    return ObserverSettings(
+        claim_path=claim_path,
+        covers=covers,
+        verifier_id=options.pop("verifier_id"),
+        self_attested=options.pop("self_attested"),
+        print_only=options.pop("print_only"),
+        record_failure=options.pop("record_failure"),
+        evidence_id=options.pop("evidence_id"),
+    )
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def run_observer(
+    settings: ObserverSettings,
+    check_type: str,
+    observe: Callable[[], Observation],
+    failed_target: str,
+    failed_expected: Any,
+) -> dict[str, Any]:
+    """Observe once and record the evidence; a failed attempt is recorded only on request.
+
+    ``at`` is the moment the observation started, from this process's clock. The claim is read
+    (and validated) before observing, so a broken claim is reported before any work is done.
+    """
+    _, claim = read_claim(settings.claim_path)
+    covers = _resolve_covers(settings, claim)
+    started = now()
+    try:
+        observation = observe()
+    except ObservationFailed as failure:
+        if settings.record_failure:
+            attempt = Observation(
+                failed_target, failed_expected, ABSENT, details={"error": str(failure)}
+            )
+            _record(settings, check_type, covers, started, attempt)
+        raise
+    return _record(settings, check_type, covers, started, observation)
+
+
+def _resolve_covers(settings: ObserverSettings, claim: Claim) -> tuple[str, ...]:
+    known = [m.id for m in claim.mutations]
+    if settings.covers is None:
+        return tuple(known)
+    unknown = [m for m in settings.covers if m not in known]
+    if unknown:
+        raise UsageError(f"--covers: no mutation {unknown[0]!r} in {settings.claim_path}")
+    return settings.covers
+
+
+def _record(
+    settings: ObserverSettings,
+    check_type: str,
+    covers: tuple[str, ...],
+    started: datetime,
+    observation: Observation,
+) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "check_type": check_type,
+        "target": observation.target,
+        "at": format_time(started),
+        "covers": list(covers),
+        "verifier": {
+            "id": settings.verifier_id,
+            "kind": SELF_ATTESTED if settings.self_attested else INDEPENDENT,
+        },
+        "expected": observation.expected,
+    }
+    if observation.observed_value is not ABSENT:
+        item["observed_value"] = observation.observed_value
+    if observation.subject is not None:
+        item["subject"] = observation.subject
+    if observation.details:
+        item["details"] = observation.details
+
+    def append(raw: RawClaim, claim: Claim) -> None:
+        taken = {e.id for e in claim.evidence if e.id is not None}
+        evidence_id = settings.evidence_id or next_id("e", taken)
+        if evidence_id in taken:
+            raise UsageError(f"--evidence-id: {evidence_id!r} is already in the claim")
+        item["id"] = evidence_id
+        raw["evidence"].append(item)
+
+    if settings.print_only:
+        _, claim = read_claim(settings.claim_path)
+        item["id"] = settings.evidence_id or next_id(
+            "e", {e.id for e in claim.evidence if e.id is not None}
+        )
+        click.echo(dumps(item, indent=2))
+    else:
+        edit_claim(settings.claim_path, append)
+    return item

@@ -1,0 +1,98 @@
+"""The readable report of a verdict. Pure text formatting: no I/O."""
+
+from __future__ import annotations
+
+from .model import Claim
+from .timefmt import format_time
+from .verify import EvidenceResult, Finding, Unmet, Verdict, evidence_ref
+
+_FINDING_TEXT = {
+    "self_attested": "self-attested: the agent's own report never satisfies a requirement",
+    "no_observation": "no observation: the attempt to observe did not produce one",
+    "unknown_check_type": "unknown check type",
+    "premature": "not collected strictly after mutation {mutation}, which it covers",
+    "superseded": "superseded by mutation {mutation}, a later change to what it observed",
+    "from_future": "dated after the decision time",
+    "stale": "stale: older than the policy's max_age_s at decision time",
+    "not_discriminating": "could not have failed",
+}
+
+_UNMET_TEXT = {
+    "contradicted": "evidence {evidence} contradicts the claim",
+    "no_evidence": "the claim has no evidence at all",
+    "no_supporting_evidence": "no evidence qualifies and supports the claim",
+    "mutation_uncovered": "mutation {mutation} is not covered by qualifying evidence",
+    "requirement_unmet": "the policy requires a supporting {check_type} observation",
+}
+
+
+def describe_finding(finding: Finding) -> str:
+    text = _FINDING_TEXT.get(finding.code, finding.code).format(mutation=finding.mutation)
+    if finding.detail:
+        text = f"{text} ({finding.detail})"
+    return text
+
+
+def describe_unmet(unmet: Unmet) -> str:
+    template = _UNMET_TEXT.get(unmet.code, unmet.code)
+    return template.format(
+        mutation=unmet.mutation, check_type=unmet.check_type, evidence=unmet.evidence
+    )
+
+
+def render_report(claim: Claim, verdict: Verdict, source: str = "") -> str:
+    items = {evidence_ref(item, i): item for i, item in enumerate(claim.evidence)}
+    results = {result.evidence: result for result in verdict.evidence}
+    lines = [
+        f"{verdict.state.upper()}  {source}".rstrip(),
+        f"  task {claim.task.id}: {claim.claimed_outcome}",
+        f"  policy {verdict.policy_id}, independence {verdict.independence}, "
+        f"decided at {format_time(verdict.decided_at)}",
+        f"  {verdict.reason}",
+        "",
+        "Mutations",
+    ]
+    if not claim.mutations:
+        lines.append("  (none)")
+    coverage = {c.mutation: c for c in verdict.coverage}
+    for mutation in claim.mutations:
+        lines.append(
+            f"  {mutation.id}  {mutation.kind} {mutation.target} at {format_time(mutation.at)}"
+        )
+        cover = coverage[mutation.id]
+        if cover.covered_by:
+            lines.append(f"      covered by {_refs(cover.covered_by, results)}")
+        if cover.contradicted_by:
+            lines.append(f"      contradicted by {_refs(cover.contradicted_by, results)}")
+        if not cover.covered_by and not cover.contradicted_by:
+            lines.append("      NOT COVERED")
+    uncounted = [r for r in verdict.evidence if not r.counts]
+    task_level = [r for r in verdict.evidence if r.counts and not items[r.evidence].covers]
+    if task_level:
+        lines += ["", "Task-level evidence that counts"]
+        lines += [f"  {r.evidence}  {r.check_type}: {_observation(r)}" for r in task_level]
+    if uncounted:
+        lines += ["", "Evidence that does not count"]
+        for result in uncounted:
+            item = items[result.evidence]
+            lines.append(
+                f"  {result.evidence}  {result.check_type} by {item.verifier.id} "
+                f"({item.verifier.kind}), {_observation(result)}"
+            )
+            lines += [f"      - {describe_finding(f)}" for f in result.reasons]
+    if verdict.unmet:
+        lines += ["", "Unmet"]
+        lines += [f"  - {describe_unmet(u)}" for u in verdict.unmet]
+    return "\n".join(lines) + "\n"
+
+
+def _refs(refs: tuple[str, ...], results: dict[str, EvidenceResult]) -> str:
+    return ", ".join(f"{ref} ({results[ref].check_type})" for ref in refs)
+
+
+def _observation(result: EvidenceResult) -> str:
+    return {
+        "matches": "observation matches the expectation",
+        "differs": "observation CONTRADICTS the expectation",
+        "absent": "no observation",
+    }[result.observation]

@@ -1,0 +1,404 @@
+"""The verifier: a pure function of (claim, policy, decision time).
+
+Each rule is a small named function that returns why an evidence item does not count, or None.
+``verify`` composes them; it never reads the document's own verdict and never does I/O.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from .checks import CHECK_TYPES, why_not_discriminating
+from .match import satisfies
+from .model import BUILTIN_POLICY, INDEPENDENT, Claim, Evidence, Mutation, Policy
+from .timefmt import format_time
+
+State = Literal["verified", "unverified", "refuted"]
+Observation = Literal["matches", "differs", "absent"]
+FILE_WRITE = "file_write"
+TEST_RUN = "test_run"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One reason an evidence item does not count."""
+
+    code: str
+    mutation: str | None = None
+    detail: str | None = None
+
+    def to_json(self) -> dict[str, str]:
+        return _without_none(code=self.code, mutation=self.mutation, detail=self.detail)
+
+
+@dataclass(frozen=True, slots=True)
+class Unmet:
+    """One thing the claim still lacks; ``code`` is stable, the ids say where."""
+
+    code: str
+    mutation: str | None = None
+    check_type: str | None = None
+    evidence: str | None = None
+
+    def to_json(self) -> dict[str, str]:
+        return _without_none(
+            code=self.code,
+            mutation=self.mutation,
+            check_type=self.check_type,
+            evidence=self.evidence,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceResult:
+    """How one evidence item was judged."""
+
+    evidence: str
+    check_type: str
+    observation: Observation
+    reasons: tuple[Finding, ...]
+
+    @property
+    def counts(self) -> bool:
+        return not self.reasons
+
+    @property
+    def supports(self) -> bool:
+        return self.counts and self.observation == "matches"
+
+    @property
+    def contradicts(self) -> bool:
+        return self.counts and self.observation == "differs"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "evidence": self.evidence,
+            "check_type": self.check_type,
+            "counts": self.counts,
+            "observation": self.observation,
+            "reasons": [reason.to_json() for reason in self.reasons],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    """Which evidence covers one mutation, and why each other item naming it does not count."""
+
+    mutation: str
+    covered_by: tuple[str, ...]
+    contradicted_by: tuple[str, ...]
+    not_counted: tuple[EvidenceResult, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "mutation": self.mutation,
+            "covered_by": list(self.covered_by),
+            "contradicted_by": list(self.contradicted_by),
+            "not_counted": [
+                {"evidence": r.evidence, "reasons": [f.to_json() for f in r.reasons]}
+                for r in self.not_counted
+            ],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    state: State
+    unmet: tuple[Unmet, ...]
+    reason: str
+    decided_at: datetime
+    policy_id: str
+    independence: Literal["declared", "proven"]
+    coverage: tuple[Coverage, ...]
+    evidence: tuple[EvidenceResult, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "state": self.state,
+            "unmet": [item.to_json() for item in self.unmet],
+            "reason": self.reason,
+            "decided_at": format_time(self.decided_at),
+            "policy_id": self.policy_id,
+            "independence": self.independence,
+            "coverage": [item.to_json() for item in self.coverage],
+            "evidence": [item.to_json() for item in self.evidence],
+        }
+
+
+Independence = Callable[[Evidence], Finding | None]
+"""Decides rule 1 for one item: None when it is independent, else why not."""
+
+
+def declared_independence(item: Evidence) -> Finding | None:
+    """Rule 1 in declared mode: read ``verifier.kind`` as written."""
+    if item.verifier.kind != INDEPENDENT:
+        return Finding("self_attested")
+    return None
+
+
+class _Timeline:
+    """Mutation times indexed for the ordering rules, so large claims stay near-linear."""
+
+    def __init__(self, mutations: Iterable[Mutation]) -> None:
+        self.by_id: dict[str, Mutation] = {}
+        by_target: dict[str, list[Mutation]] = {}
+        file_writes: list[Mutation] = []
+        for mutation in mutations:
+            self.by_id[mutation.id] = mutation
+            by_target.setdefault(mutation.target, []).append(mutation)
+            if mutation.kind == FILE_WRITE:
+                file_writes.append(mutation)
+        self.by_target = {target: _chronological(ms) for target, ms in by_target.items()}
+        self.file_writes = _chronological(file_writes)
+        everything = _chronological(self.by_id.values())
+        self.last = everything[1][-1] if everything[1] else None
+
+
+def _chronological(mutations: Iterable[Mutation]) -> tuple[list[datetime], list[Mutation]]:
+    ordered = sorted(mutations, key=lambda m: (m.at, m.id))
+    return [m.at for m in ordered], ordered
+
+
+def _first_not_covered(
+    series: tuple[list[datetime], list[Mutation]], since: datetime, covers: frozenset[str]
+) -> Mutation | None:
+    times, ordered = series
+    for mutation in ordered[bisect_left(times, since) :]:
+        if mutation.id not in covers:
+            return mutation
+    return None
+
+
+# --- the rules ---------------------------------------------------------------------------------
+
+
+def rule_independent(item: Evidence, independence: Independence) -> Finding | None:
+    """Rule 1: self-attested evidence never satisfies anything (it may be recorded)."""
+    return independence(item)
+
+
+def rule_observed(item: Evidence) -> Finding | None:
+    """A failed attempt to observe is not an observation: it neither supports nor contradicts."""
+    return None if item.observed else Finding("no_observation")
+
+
+def rule_known_check_type(item: Evidence) -> Finding | None:
+    return None if item.check_type in CHECK_TYPES else Finding("unknown_check_type")
+
+
+def rule_after_mutations(item: Evidence, timeline: _Timeline) -> Finding | None:
+    """Rule 2: strictly after the latest mutation it covers; task-level: after every mutation."""
+    if item.covers:
+        latest = max((timeline.by_id[m] for m in item.covers), key=lambda m: (m.at, m.id))
+    elif timeline.last is not None:
+        latest = timeline.last
+    else:
+        return None
+    if item.at <= latest.at:
+        return Finding("premature", mutation=latest.id)
+    return None
+
+
+def rule_not_superseded(item: Evidence, timeline: _Timeline) -> Finding | None:
+    """A later change to what it observed makes it stale in content; a test run counts only
+    after the claim's final file modification."""
+    covers = frozenset(item.covers)
+    for target in sorted({timeline.by_id[m].target for m in covers}):
+        later = _first_not_covered(timeline.by_target[target], item.at, covers)
+        if later is not None:
+            return Finding("superseded", mutation=later.id)
+    if item.check_type == TEST_RUN:
+        later = _first_not_covered(timeline.file_writes, item.at, covers)
+        if later is not None:
+            return Finding("superseded", mutation=later.id, detail="a file changed after the run")
+    return None
+
+
+def rule_not_in_future(item: Evidence, decided_at: datetime) -> Finding | None:
+    return Finding("from_future") if item.at > decided_at else None
+
+
+def rule_fresh(item: Evidence, oldest_allowed: datetime) -> Finding | None:
+    """Rule 5: older than max_age_s at decision time is treated as absent (equal counts)."""
+    return Finding("stale") if item.at < oldest_allowed else None
+
+
+def rule_discriminating(item: Evidence) -> Finding | None:
+    """An observation that could not have failed proves nothing."""
+    why = why_not_discriminating(item)
+    return None if why is None else Finding("not_discriminating", detail=why)
+
+
+def judge_evidence(
+    item: Evidence,
+    ref: str,
+    timeline: _Timeline,
+    decided_at: datetime,
+    oldest_allowed: datetime,
+    independence: Independence,
+) -> EvidenceResult:
+    reasons = [
+        rule_independent(item, independence),
+        rule_observed(item),
+        rule_known_check_type(item),
+        rule_after_mutations(item, timeline),
+        rule_not_superseded(item, timeline),
+        rule_not_in_future(item, decided_at),
+        rule_fresh(item, oldest_allowed),
+    ]
+    if item.observed and item.check_type in CHECK_TYPES:
+        reasons.append(rule_discriminating(item))
+    if not item.observed:
+        observation: Observation = "absent"
+    elif satisfies(item.expected, item.observed_value):
+        observation = "matches"
+    else:
+        observation = "differs"
+    found = tuple(reason for reason in reasons if reason is not None)
+    return EvidenceResult(ref, item.check_type, observation, found)
+
+
+# --- the verdict -------------------------------------------------------------------------------
+
+
+def verify(
+    claim: Claim,
+    at: datetime,
+    policy: Policy | None = None,
+    *,
+    independence: Independence = declared_independence,
+    independence_mode: Literal["declared", "proven"] = "declared",
+) -> Verdict:
+    """Decide the claim at instant ``at`` under ``policy`` (else the claim's, else the built-in).
+
+    Rule 3 (coverage), rule 4 (absence is unverified) and rule 6 (only a qualifying
+    contradiction refutes) are applied here, over the per-item judgements.
+    """
+    if at.tzinfo is None:
+        raise ValueError("the decision time must carry a UTC offset")
+    chosen = policy or claim.policy or BUILTIN_POLICY
+    timeline = _Timeline(claim.mutations)
+    oldest_allowed = at - timedelta(seconds=chosen.max_age_s)
+    results = [
+        judge_evidence(item, evidence_ref(item, i), timeline, at, oldest_allowed, independence)
+        for i, item in enumerate(claim.evidence)
+    ]
+    by_ref = sorted(zip(results, claim.evidence, strict=True), key=lambda p: _ref_key(p[0]))
+    coverage = tuple(_coverage(mutation_id, by_ref) for mutation_id in sorted(timeline.by_id))
+    unmet = _unmet(claim, chosen, by_ref, coverage)
+    state: State
+    if any(u.code == "contradicted" for u in unmet):
+        state = "refuted"
+    elif unmet:
+        state = "unverified"
+    else:
+        state = "verified"
+    return Verdict(
+        state=state,
+        unmet=unmet,
+        reason=_reason(state, unmet, [r for r, _ in by_ref], len(claim.mutations)),
+        decided_at=at,
+        policy_id=chosen.id,
+        independence=independence_mode,
+        coverage=coverage,
+        evidence=tuple(r for r, _ in by_ref),
+    )
+
+
+def evidence_ref(item: Evidence, index: int) -> str:
+    """How the verdict names an evidence item: its id, else its place in the list."""
+    return item.id if item.id is not None else f"evidence[{index}]"
+
+
+def _ref_key(result: EvidenceResult) -> tuple[int, str, int]:
+    ref = result.evidence
+    if ref.startswith("evidence[") and ref.endswith("]") and ref[9:-1].isdigit():
+        return (1, "", int(ref[9:-1]))
+    return (0, ref, 0)
+
+
+def _coverage(mutation_id: str, judged: list[tuple[EvidenceResult, Evidence]]) -> Coverage:
+    naming = [r for r, item in judged if mutation_id in item.covers]
+    return Coverage(
+        mutation=mutation_id,
+        covered_by=tuple(r.evidence for r in naming if r.supports),
+        contradicted_by=tuple(r.evidence for r in naming if r.contradicts),
+        not_counted=tuple(r for r in naming if not r.counts),
+    )
+
+
+def _unmet(
+    claim: Claim,
+    policy: Policy,
+    judged: list[tuple[EvidenceResult, Evidence]],
+    coverage: tuple[Coverage, ...],
+) -> tuple[Unmet, ...]:
+    unmet = [Unmet("contradicted", evidence=r.evidence) for r, _ in judged if r.contradicts]
+    supporting_types = {r.check_type for r, _ in judged if r.supports}
+    if not claim.evidence:
+        unmet.append(Unmet("no_evidence"))
+    elif not supporting_types:
+        unmet.append(Unmet("no_supporting_evidence"))
+    unmet.extend(
+        Unmet("mutation_uncovered", mutation=c.mutation) for c in coverage if not c.covered_by
+    )
+    unmet.extend(
+        Unmet("requirement_unmet", check_type=check_type)
+        for check_type in sorted(set(policy.requires) - supporting_types)
+    )
+    return tuple(unmet)
+
+
+def _reason(
+    state: State, unmet: tuple[Unmet, ...], results: list[EvidenceResult], mutations: int
+) -> str:
+    if state == "verified":
+        supporting = sum(1 for r in results if r.supports)
+        return (
+            f"Verified: {_count(supporting, 'qualifying observation')} "
+            f"{_verb(supporting)} the claim and cover {_count(mutations, 'mutation')}; "
+            "the policy's requirements are met."
+        )
+    first = unmet[0]
+    if state == "refuted":
+        culprit = next(r for r in results if r.evidence == first.evidence)
+        return (
+            f"Evidence {culprit.evidence} ({culprit.check_type}) contradicts the claim: "
+            "the observed value does not satisfy the expected one."
+        )
+    if first.code == "no_evidence":
+        return "No evidence was recorded, so nothing proves the claim."
+    parts = []
+    if first.code == "no_supporting_evidence":
+        codes = sorted({f.code for r in results for f in r.reasons})
+        parts.append(f"no evidence counts ({', '.join(codes) or 'none supports'})")
+    uncovered = [u.mutation for u in unmet if u.code == "mutation_uncovered"]
+    if uncovered and first.code != "no_supporting_evidence":
+        parts.append(f"{_list(uncovered, 'mutation')} not covered by qualifying evidence")
+    missing = [u.check_type for u in unmet if u.code == "requirement_unmet"]
+    if missing:
+        parts.append(f"the policy requires {', '.join(str(m) for m in missing)}")
+    return "Unverified: " + "; ".join(parts) + "."
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _list(ids: list[str | None], noun: str) -> str:
+    shown = ", ".join(str(i) for i in ids[:5])
+    if len(ids) > 5:
+        shown += f" and {len(ids) - 5} more"
+    return f"{noun}{'' if len(ids) == 1 else 's'} {shown} {'is' if len(ids) == 1 else 'are'}"
+
+
+def _without_none(**members: str | None) -> dict[str, str]:
+    return {key: value for key, value in members.items() if value is not None}
+
+
+def _verb(n: int) -> str:
+    return "supports" if n == 1 else "support"
