@@ -88,7 +88,7 @@ class ListOf(Kind):
         if type(value) is not list:
             raise InvalidDocument(path, f"expected an array, got {type_name(value)}")
         parse_item = self.item.parse
-        return tuple(parse_item(element, f"{path}[{i}]") for i, element in enumerate(value))
+        return tuple([parse_item(element, f"{path}[{i}]") for i, element in enumerate(value)])
 
     def schema(self) -> Schema:
         return {"type": "array", "items": self.item.schema()}
@@ -161,6 +161,7 @@ class Table:
         self.fields = tuple(fields)
         self.doc = doc
         self._names = frozenset(f.name for f in fields)
+        self._plan = tuple((f.name, f.kind.parse, f.required, f.default) for f in self.fields)
         REGISTRY[name] = self
 
     def parse(self, value: object, path: str) -> Any:
@@ -170,15 +171,16 @@ class Table:
         if not self._names.issuperset(value):
             unknown = sorted(set(value) - self._names)[0]
             raise InvalidDocument(_join(path, unknown), "unknown member")
+        prefix = f"{path}." if path else ""  # as _join, once per object: this loop is hot
         args = []
-        for field in self.fields:
-            raw = value.get(field.name, ABSENT)
+        for name, parse, required, default in self._plan:
+            raw = value.get(name, ABSENT)
             if raw is ABSENT:
-                if field.required:
-                    raise InvalidDocument(_join(path, field.name), "required member is missing")
-                args.append(field.default)
+                if required:
+                    raise InvalidDocument(prefix + name, "required member is missing")
+                args.append(default)
             else:
-                args.append(field.kind.parse(raw, _join(path, field.name)))
+                args.append(parse(raw, prefix + name))
         return self.build(*args)
 
     def schema(self) -> Schema:

@@ -67,19 +67,26 @@ def loads(text: str) -> JsonValue:
 
 
 def check_depth(value: JsonValue, path: str, limit: int = MAX_DEPTH) -> None:
-    """Reject free-form values nested deeper than ``limit`` (iteratively: no recursion to abuse)."""
-    stack: list[tuple[JsonValue, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict):
-            children: Any = node.values()
-        elif isinstance(node, list):
-            children = node
-        else:
-            continue
-        if depth > limit:
-            raise InvalidDocument(path, f"nested deeper than {limit} levels")
-        stack.extend((child, depth + 1) for child in children)
+    """Reject free-form values nested deeper than ``limit`` (iteratively: no recursion to abuse).
+
+    Walks one level at a time, so no (node, depth) pair is built per value.
+    """
+    level: list[JsonValue] = [value]
+    depth = 1
+    while level:
+        below: list[JsonValue] = []
+        for node in level:
+            if isinstance(node, dict):
+                children: Any = node.values()
+            elif isinstance(node, list):
+                children = node
+            else:
+                continue
+            if depth > limit:
+                raise InvalidDocument(path, f"nested deeper than {limit} levels")
+            below.extend(children)
+        level = below
+        depth += 1
 
 
 def dumps(value: JsonValue, *, indent: int | None = None) -> str:

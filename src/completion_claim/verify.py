@@ -7,7 +7,7 @@ Each rule is a small named function that returns why an evidence item does not c
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -288,7 +288,10 @@ def verify(
         for i, item in enumerate(claim.evidence)
     ]
     by_ref = sorted(zip(results, claim.evidence, strict=True), key=lambda p: _ref_key(p[0]))
-    coverage = tuple(_coverage(mutation_id, by_ref) for mutation_id in sorted(timeline.by_id))
+    naming = _naming(by_ref)
+    coverage = tuple(
+        _coverage(mutation_id, naming.get(mutation_id, ())) for mutation_id in sorted(timeline.by_id)
+    )
     unmet = _unmet(claim, chosen, by_ref, coverage)
     state: State
     if any(u.code == "contradicted" for u in unmet):
@@ -321,8 +324,17 @@ def _ref_key(result: EvidenceResult) -> tuple[int, str, int]:
     return (0, ref, 0)
 
 
-def _coverage(mutation_id: str, judged: list[tuple[EvidenceResult, Evidence]]) -> Coverage:
-    naming = [r for r, item in judged if mutation_id in item.covers]
+def _naming(judged: list[tuple[EvidenceResult, Evidence]]) -> dict[str, list[EvidenceResult]]:
+    """For each mutation id, the items whose ``covers`` name it, in verdict order (one pass, so
+    coverage stays linear in the size of the claim)."""
+    naming: dict[str, list[EvidenceResult]] = {}
+    for result, item in judged:
+        for mutation_id in dict.fromkeys(item.covers):
+            naming.setdefault(mutation_id, []).append(result)
+    return naming
+
+
+def _coverage(mutation_id: str, naming: Sequence[EvidenceResult]) -> Coverage:
     return Coverage(
         mutation=mutation_id,
         covered_by=tuple(r.evidence for r in naming if r.supports),

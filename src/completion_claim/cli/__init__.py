@@ -72,4 +72,13 @@ def _one_line(message: str) -> str:
 
 
 # Commands register themselves on ``app`` when imported.
-from . import claim_cmd, observe_cmd, verify_cmd  # noqa: E402, F401
+from . import (  # noqa: E402, F401
+    capture_cmd,
+    claim_cmd,
+    observe_cmd,
+    observe_endpoint_cmd,
+    observe_readback_cmd,
+    observe_test_run_cmd,
+    trust_cmd,
+    verify_cmd,
+)

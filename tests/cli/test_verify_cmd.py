@@ -1,0 +1,213 @@
+"""``claim verify``: exit codes, the readable report, JSON output, batch mode, errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from completion_claim.cli import run
+
+from ..builders import claim_doc, evidence, mutation
+
+DECIDE = "2026-08-27T18:00:20Z"
+
+
+def write(path: Path, doc: Any) -> str:
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def claim_file(tmp_path: Path, **over: Any) -> str:
+    return write(tmp_path / "claim.json", claim_doc(**over))
+
+
+@pytest.mark.parametrize(
+    ("items", "code", "state"),
+    [
+        ([evidence()], 0, "VERIFIED"),
+        ([], 1, "UNVERIFIED"),
+        ([evidence(observed_value={"billing_zip": "0"})], 2, "REFUTED"),
+    ],
+)
+def test_exit_code_follows_the_state(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], items: list[Any], code: int, state: str
+) -> None:
+    path = claim_file(tmp_path, evidence_items=items)
+    assert run(["verify", path, "--at", DECIDE]) == code
+    assert capsys.readouterr().out.startswith(state)
+
+
+def test_json_prints_the_verdict_alone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["verify", claim_file(tmp_path), "--at", DECIDE, "--json"]) == 0
+    verdict = json.loads(capsys.readouterr().out)
+    assert verdict["state"] == "verified"
+    assert verdict["decided_at"] == DECIDE
+
+
+def test_report_lists_coverage_and_why_items_do_not_count(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    items = [
+        evidence(id="ok", covers=["m1"]),
+        evidence(id="late", t=-1, covers=["m1"]),
+        evidence(id="mine", verifier={"id": "agent", "kind": "self_attested"}),
+    ]
+    muts = [mutation("m1"), mutation("m2", 1, target="other")]
+    path = claim_file(tmp_path, mutations=muts, evidence_items=items)
+    assert run(["verify", path, "--at", DECIDE]) == 1
+    out = capsys.readouterr().out
+    assert "m1  state_write accounts/4471" in out
+    assert "covered by ok (state_readback)" in out
+    assert "NOT COVERED" in out
+    assert "late  state_readback" in out
+    assert "not collected strictly after mutation m1" in out
+    assert "self-attested" in out
+    assert "mutation m2 is not covered" in out
+
+
+def test_stdin_is_read_with_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = json.dumps(claim_doc()).encode()
+    result = subprocess.run(
+        [sys.executable, "-m", "completion_claim", "verify", "-", "--at", DECIDE, "--json"],
+        input=data,
+        capture_output=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["state"] == "verified"
+
+
+def test_operator_policy_replaces_embedded(tmp_path: Path) -> None:
+    path = claim_file(tmp_path, policy={"id": "mine", "requires": [], "max_age_s": 1})
+    assert run(["verify", path, "--at", "2026-08-27T18:05:00Z"]) == 1
+    policy = write(tmp_path / "policy.json", {"id": "ops", "requires": [], "max_age_s": 600})
+    assert run(["verify", path, "--at", "2026-08-27T18:05:00Z", "--policy", policy]) == 0
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b'{"spec_version": "0.1"', "claim.json: not JSON: Expecting"),
+        (b"[]", "claim.json: expected an object, got an array"),
+        (b"\xff\xfe{}", "claim.json: not UTF-8: invalid byte at offset 0"),
+        (json.dumps(claim_doc(evidence_items=[evidence(at="2026-08-27T18:00:10")])).encode(),
+         "claim.json: evidence[0].at: no UTC offset"),
+    ],
+)
+def test_invalid_claim_exits_3_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, message: str
+) -> None:
+    (tmp_path / "claim.json").write_bytes(content)
+    assert run(["verify", str(tmp_path / "claim.json")]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_invalid_policy_exits_3_naming_the_policy_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    policy = write(tmp_path / "p.json", {"id": "x", "requires": [], "max_age_s": 0})
+    assert run(["verify", claim_file(tmp_path), "--policy", policy]) == 3
+    assert f"{policy}: max_age_s: must be greater than 0" in capsys.readouterr().err
+
+
+def test_max_bytes_limits_the_document(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["verify", claim_file(tmp_path), "--max-bytes", "100"]) == 3
+    assert "over the size limit of 100 bytes" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["verify", "missing.json"], "cannot read missing.json"),
+        (["verify", "x.json", "--at", "2026-08-27T18:00:00"], "--at: no UTC offset"),
+        (["verify", "x.json", "--bogus"], "No such option"),
+        (["verify"], "Missing argument"),
+        (["verify", "x.json", "--jobs", "2"], "--jobs goes with --batch"),
+    ],
+)
+def test_usage_errors_exit_4(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    message: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x.json").write_text(json.dumps(claim_doc()))
+    assert run(argv) == 4
+    err = capsys.readouterr().err
+    assert message in err
+    assert err.startswith("claim: ")
+
+
+def test_real_console_script_exit_code(tmp_path: Path) -> None:
+    claim = Path(sys.executable).with_name("claim")
+    result = subprocess.run(
+        [str(claim), "verify", claim_file(tmp_path, evidence_items=[])],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stdout.startswith("UNVERIFIED")
+
+
+def test_schema_command_prints_the_shipped_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+
+
+# --- batch ------------------------------------------------------------------------------------
+
+
+def batch_lines() -> list[bytes]:
+    return [
+        json.dumps(claim_doc()).encode(),
+        b'{"not": "a claim"}',
+        json.dumps(claim_doc(evidence_items=[])).encode(),
+        b"{truncated",
+        json.dumps(claim_doc(evidence_items=[evidence(observed_value={"billing_zip": 1})])).encode(),
+    ]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_batch_gives_one_verdict_per_line_in_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], jobs: str
+) -> None:
+    lines = batch_lines() * 150  # several chunks, so order across processes is exercised
+    path = tmp_path / "claims.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    assert run(["verify", "--batch", str(path), "--at", DECIDE, "--jobs", jobs]) == 0
+    out = capsys.readouterr().out.splitlines()
+    states = [json.loads(line)["state"] for line in out]
+    assert states == ["verified", "invalid", "unverified", "invalid", "refuted"] * 150
+
+
+def test_batch_invalid_line_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "claims.jsonl"
+    path.write_bytes(b'{"spec_version": "9"}\n')
+    assert run(["verify", "--batch", str(path)]) == 0
+    line = json.loads(capsys.readouterr().out)
+    assert line == {"state": "invalid", "error": "spec_version: unsupported spec_version '9' "
+                    "(this reads 0.x)"}
+
+
+def test_batch_line_over_the_limit_is_invalid_and_the_batch_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    small = json.dumps(claim_doc()).encode()
+    path = tmp_path / "claims.jsonl"
+    path.write_bytes(b"[" + b"1," * 5000 + b"1]\n" + small + b"\n")
+    assert run(["verify", "--batch", str(path), "--at", DECIDE, "--max-bytes", "2000"]) == 0
+    out = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [o["state"] for o in out] == ["invalid", "verified"]
+    assert "over the size limit" in out[0]["error"]

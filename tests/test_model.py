@@ -1,0 +1,132 @@
+"""The document model: strict parsing, errors that name the place, references checked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from completion_claim import ABSENT, InvalidDocument, load_claim, load_policy, parse_claim, verify
+from completion_claim.timefmt import parse_time
+
+from .builders import claim_doc, evidence, mutation
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+
+def error_for(doc: Any) -> InvalidDocument:
+    with pytest.raises(InvalidDocument) as caught:
+        parse_claim(doc)
+    return caught.value
+
+
+def test_format_note_example_loads_and_verifies_at_its_own_decision_time() -> None:
+    claim = load_claim((EXAMPLES / "format-note.claim.json").read_bytes())
+    verdict = verify(claim, parse_time("2026-08-27T18:04:10Z", ""))
+    assert verdict.state == "verified"
+    assert verdict.policy_id == "default"
+
+
+def test_optional_members_default_to_absent_or_none() -> None:
+    item = evidence()
+    del item["observed_value"], item["expected"]
+    claim = parse_claim(claim_doc(evidence_items=[item]))
+    assert claim.evidence[0].observed_value is ABSENT
+    assert claim.evidence[0].expected is ABSENT
+    assert claim.evidence[0].id is None
+    assert claim.policy is None
+
+
+def test_null_observation_is_an_observation() -> None:
+    claim = parse_claim(claim_doc(evidence_items=[evidence(observed_value=None)]))
+    assert claim.evidence[0].observed
+
+
+@pytest.mark.parametrize(
+    ("change", "path", "problem"),
+    [
+        (lambda d: d.pop("task"), "task", "required member is missing"),
+        (lambda d: d.update(spec_version="1.0"), "spec_version", "unsupported spec_version"),
+        (lambda d: d.update(spec_version=0.1), "spec_version", "expected a string"),
+        (lambda d: d.update(mutations={}), "mutations", "expected an array"),
+        (lambda d: d["mutations"][0].update(at="2026-08-27T18:04:02"), "mutations[0].at",
+         "no UTC offset"),
+        (lambda d: d["mutations"][0].update(at="2026-02-30T18:04:02Z"), "mutations[0].at",
+         "impossible date-time"),
+        (lambda d: d["mutations"][0].update(at="yesterday"), "mutations[0].at",
+         "not an RFC 3339 date-time"),
+        (lambda d: d["mutations"][0].update(at=1700000000), "mutations[0].at",
+         "expected an RFC 3339 date-time string"),
+        (lambda d: d["evidence"][0]["verifier"].update(kind="ci"), "evidence[0].verifier.kind",
+         "unknown value"),
+        (lambda d: d["evidence"][0].update(covers="m1"), "evidence[0].covers",
+         "expected an array"),
+        (lambda d: d["evidence"][0].update(covers=["m9"]), "evidence[0].covers[0]",
+         "unknown mutation"),
+        (lambda d: d["evidence"][0].update(obsreved_value=1), "evidence[0].obsreved_value",
+         "unknown member"),
+        (lambda d: d.update(policy={"id": "p", "requires": [], "max_age_s": 0}),
+         "policy.max_age_s", "greater than 0"),
+        (lambda d: d.update(policy={"id": "p", "requires": [], "max_age_s": -5}),
+         "policy.max_age_s", "greater than 0"),
+        (lambda d: d.update(policy={"id": "p", "requires": [], "max_age_s": True}),
+         "policy.max_age_s", "expected a number"),
+        (lambda d: d.update(policy={"id": "p", "require": ["test_run"], "max_age_s": 300}),
+         "policy.require", "unknown member"),
+        (lambda d: d["task"].update(id=""), "task.id", "must not be empty"),
+        (lambda d: d.update(verdict="verified"), "verdict", "expected an object"),
+    ],
+)
+def test_invalid_documents_name_the_place(change: Any, path: str, problem: str) -> None:
+    doc = claim_doc()
+    change(doc)
+    error = error_for(doc)
+    assert error.path == path
+    assert problem in error.problem
+
+
+def test_duplicate_mutation_ids_are_invalid() -> None:
+    error = error_for(claim_doc([mutation("m1"), mutation("m1", 1)]))
+    assert error.path == "mutations[1].id"
+
+
+def test_duplicate_evidence_ids_are_invalid() -> None:
+    error = error_for(claim_doc(evidence_items=[evidence(id="e"), evidence(id="e")]))
+    assert error.path == "evidence[1].id"
+
+
+def test_non_object_root_is_invalid() -> None:
+    assert "expected an object" in str(error_for([1, 2]))
+
+
+def test_deep_free_form_value_is_invalid() -> None:
+    deep: Any = "leaf"
+    for _ in range(100):
+        deep = {"k": deep}
+    error = error_for(claim_doc(evidence_items=[evidence(details=deep)]))
+    assert error.path == "evidence[0].details"
+    assert "nested deeper" in error.problem
+
+
+def test_minor_spec_versions_are_read() -> None:
+    assert parse_claim(claim_doc(spec_version="0.2")).spec_version == "0.2"
+
+
+def test_error_message_is_one_line_with_source() -> None:
+    with pytest.raises(InvalidDocument) as caught:
+        load_claim(b'{"spec_version": "0.1"}')
+    message = str(caught.value.in_source("claim.json"))
+    assert message == "claim.json: task: required member is missing"
+
+
+def test_policy_document_loads() -> None:
+    policy = load_policy(b'{"id": "ops", "requires": ["test_run"], "max_age_s": 60.5}')
+    assert policy.requires == ("test_run",)
+    assert policy.max_age_s == 60.5
+
+
+def test_policy_document_errors_name_the_member() -> None:
+    with pytest.raises(InvalidDocument) as caught:
+        load_policy(b'{"id": "ops", "requires": [1], "max_age_s": 60}')
+    assert caught.value.path == "requires[0]"
