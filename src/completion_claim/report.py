@@ -11,7 +11,7 @@ _FINDING_TEXT = {
     "no_observation": "no observation: the attempt to observe did not produce one",
     "unknown_check_type": "unknown check type",
     "premature": "not collected strictly after mutation {mutation}, which it covers",
-    "superseded": "superseded by mutation {mutation}, a later change to what it observed",
+    "superseded": "superseded by mutation {mutation}, made at or after it",
     "from_future": "dated after the decision time",
     "stale": "stale: older than the policy's max_age_s at decision time",
     "not_discriminating": "could not have failed",

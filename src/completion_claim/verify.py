@@ -210,7 +210,7 @@ def rule_not_superseded(item: Evidence, timeline: _Timeline) -> Finding | None:
     for target in sorted({timeline.by_id[m].target for m in covers}):
         later = _first_not_covered(timeline.by_target[target], item.at, covers)
         if later is not None:
-            return Finding("superseded", mutation=later.id)
+            return Finding("superseded", mutation=later.id, detail="a later change to the target")
     if item.check_type == TEST_RUN:
         later = _first_not_covered(timeline.file_writes, item.at, covers)
         if later is not None:
@@ -290,7 +290,8 @@ def verify(
     by_ref = sorted(zip(results, claim.evidence, strict=True), key=lambda p: _ref_key(p[0]))
     naming = _naming(by_ref)
     coverage = tuple(
-        _coverage(mutation_id, naming.get(mutation_id, ())) for mutation_id in sorted(timeline.by_id)
+        _coverage(mutation_id, naming.get(mutation_id, ()))
+        for mutation_id in sorted(timeline.by_id)
     )
     unmet = _unmet(claim, chosen, by_ref, coverage)
     state: State
@@ -372,7 +373,7 @@ def _reason(
         supporting = sum(1 for r in results if r.supports)
         return (
             f"Verified: {_count(supporting, 'qualifying observation')} "
-            f"{_verb(supporting)} the claim and cover {_count(mutations, 'mutation')}; "
+            f"{_verb(supporting)} the claim, covering {_count(mutations, 'mutation')}; "
             "the policy's requirements are met."
         )
     first = unmet[0]
