@@ -49,7 +49,9 @@ def test_invalid_times_are_rejected_with_the_reason(text: str, problem: str) -> 
 def test_format_is_utc_with_z_and_only_needed_precision() -> None:
     plus_two = timezone(timedelta(hours=2))
     assert format_time(datetime(2026, 1, 1, 2, 0, tzinfo=plus_two)) == "2026-01-01T00:00:00Z"
-    assert format_time(datetime(2026, 1, 1, 0, 0, 0, 7, tzinfo=UTC)) == "2026-01-01T00:00:00.000007Z"
+    assert (
+        format_time(datetime(2026, 1, 1, 0, 0, 0, 7, tzinfo=UTC)) == "2026-01-01T00:00:00.000007Z"
+    )
 
 
 def test_format_then_parse_round_trips() -> None:

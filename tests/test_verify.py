@@ -51,7 +51,10 @@ class TestRule1SelfAttested:
         assert verdict.evidence[0].observation == "differs"
 
     def test_self_attested_item_is_recorded_beside_independent_one(self) -> None:
-        items = [evidence(id="e1"), evidence(id="e2", verifier={"id": "a", "kind": "self_attested"})]
+        items = [
+            evidence(id="e1"),
+            evidence(id="e2", verifier={"id": "a", "kind": "self_attested"}),
+        ]
         verdict = verify(build(evidence_items=items), DECIDE)
         assert verdict.state == "verified"
         assert verdict.coverage[0].covered_by == ("e1",)
@@ -100,9 +103,7 @@ class TestSupersession:
     def test_later_mutation_on_same_target_supersedes(self) -> None:
         muts = [mutation("m1", 0), mutation("m2", 15)]
         verdict = verify(build(muts, [evidence(t=10, covers=["m1"])]), DECIDE)
-        assert [(f.code, f.mutation) for f in verdict.evidence[0].reasons] == [
-            ("superseded", "m2")
-        ]
+        assert [(f.code, f.mutation) for f in verdict.evidence[0].reasons] == [("superseded", "m2")]
         assert verdict.state == "unverified"
 
     def test_mutation_at_the_same_instant_supersedes(self) -> None:
@@ -130,9 +131,7 @@ class TestSupersession:
             observed_value={"exit_code": 0, "passed": 3, "failed": 0, "errors": 0},
         )
         verdict = verify(build(muts, [run]), DECIDE)
-        assert [(f.code, f.mutation) for f in verdict.evidence[0].reasons] == [
-            ("superseded", "m2")
-        ]
+        assert [(f.code, f.mutation) for f in verdict.evidence[0].reasons] == [("superseded", "m2")]
 
     def test_later_state_write_does_not_supersede_test_run(self) -> None:
         muts = [
@@ -280,10 +279,24 @@ class TestRule6Refuted:
 
 
 class TestDiscriminating:
-    @pytest.mark.parametrize("expected", [{}, [], "", None])
+    @pytest.mark.parametrize("expected", [{}, [], ""])
     def test_empty_expectation_asserts_nothing(self, expected: object) -> None:
         verdict = verify(build(evidence_items=[evidence(expected=expected)]), DECIDE)
         assert reasons(verdict) == ["not_discriminating"]
+
+    def test_null_expectation_asserts_absence_after_a_deletion(self) -> None:
+        item = evidence(expected=None, observed_value=None)
+        assert verify(build(evidence_items=[item]), DECIDE).state == "verified"
+        item = evidence(expected=None, observed_value={"billing_zip": "94107"})
+        assert verify(build(evidence_items=[item]), DECIDE).state == "refuted"
+
+    def test_endpoint_padding_status_with_empty_members_is_not_discriminating(self) -> None:
+        item = evidence(
+            check_type="endpoint_health",
+            expected={"status": 200, "json": {}, "headers": {}},
+            observed_value={"status": 200, "json": {}, "headers": {}},
+        )
+        assert reasons(verify(build(evidence_items=[item]), DECIDE)) == ["not_discriminating"]
 
     def test_absent_expectation_asserts_nothing(self) -> None:
         item = evidence()
@@ -357,9 +370,16 @@ class TestPolicy:
         assert verify(build(), at(10 + 301)).state == "unverified"
 
     def test_requirement_met_by_task_level_item(self) -> None:
-        items = [evidence(id="e1"), evidence(id="e2", covers=[], check_type="endpoint_health",
-                                             expected={"json": {"/v": 2}},
-                                             observed_value={"json": {"/v": 2}})]
+        items = [
+            evidence(id="e1"),
+            evidence(
+                id="e2",
+                covers=[],
+                check_type="endpoint_health",
+                expected={"json": {"/v": 2}},
+                observed_value={"json": {"/v": 2}},
+            ),
+        ]
         policy = Policy("p", ("endpoint_health",), 300)
         assert verify(build(evidence_items=items), DECIDE, policy).state == "verified"
 
@@ -407,6 +427,38 @@ def test_verdict_json_shape() -> None:
     assert data["decided_at"] == "2026-08-27T18:00:20Z"
     assert data["independence"] == "declared"
     assert set(data) == {
-        "state", "unmet", "reason", "decided_at", "policy_id", "independence", "coverage",
+        "state",
+        "unmet",
+        "reason",
+        "decided_at",
+        "policy_id",
+        "independence",
+        "coverage",
         "evidence",
     }
+
+
+# --- "passes when nothing was checked": the failures witness fixed in 2026 ------------------
+
+
+class TestNothingCheckedNeverPasses:
+    def test_empty_policy_and_empty_claim_is_unverified(self) -> None:
+        verdict = verify(build([], []), DECIDE, Policy("empty", (), 300))
+        assert verdict.state == "unverified"
+
+    def test_empty_step_evidence_that_asserts_nothing_is_unverified(self) -> None:
+        item = evidence(expected={}, observed_value={})
+        assert verify(build(evidence_items=[item]), DECIDE).state == "unverified"
+
+    @pytest.mark.parametrize("contradiction_first", [True, False])
+    def test_every_item_is_evaluated_not_only_the_last(self, contradiction_first: bool) -> None:
+        items = [evidence(id="ok"), evidence(id="bad", observed_value={"billing_zip": "1"})]
+        if contradiction_first:
+            items.reverse()
+        assert verify(build(evidence_items=items), DECIDE).state == "refuted"
+
+    def test_supporting_item_for_one_mutation_does_not_verify_the_others(self) -> None:
+        muts = [mutation("m1", 0), mutation("m2", 1, target="b"), mutation("m3", 2, target="c")]
+        verdict = verify(build(muts, [evidence(t=10, covers=["m1"])]), DECIDE)
+        assert verdict.state == "unverified"
+        assert [u.mutation for u in verdict.unmet] == ["m2", "m3"]

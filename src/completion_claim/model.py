@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from ._fields import ABSENT, AnyJson, Field, ListOf, PositiveNumber, Ref, Table, Text, Time
+from ._fields import ABSENT, AnyJson, Field, Kind, ListOf, PositiveNumber, Ref, Table, Text, Time
 from ._json import DEFAULT_MAX_BYTES, decode_bytes, loads
 from .errors import InvalidDocument
+from .trust.pubkey import SCHEMA_PATTERN, PublicKey, parse_public_key
 
 __all__ = [
     "ABSENT",
@@ -21,7 +22,10 @@ __all__ = [
     "Evidence",
     "Mutation",
     "Policy",
+    "PublicKey",
     "Task",
+    "Trust",
+    "TrustedObserver",
     "VerifierRef",
     "load_claim",
     "load_policy",
@@ -33,6 +37,9 @@ SPEC_MAJOR = "0"
 INDEPENDENT = "independent"
 SELF_ATTESTED = "self_attested"
 VerifierKind = Literal["independent", "self_attested"]
+DECLARED = "declared"
+SIGNED = "signed"
+TrustMode = Literal["declared", "signed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,10 +83,28 @@ class Evidence:
 
 
 @dataclass(frozen=True, slots=True)
+class TrustedObserver:
+    """One grant: evidence whose ``verifier.id`` is ``id``, signed with ``public_key``, counts as
+    independent for ``check_types``. An observer with several keys has one entry per key."""
+
+    id: str
+    public_key: PublicKey
+    check_types: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Trust:
+    mode: TrustMode
+    observers: tuple[TrustedObserver, ...]
+    agent_keys: tuple[PublicKey, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Policy:
     id: str
     requires: tuple[str, ...]
     max_age_s: float
+    trust: Trust | None = None  # None: declared mode
 
 
 BUILTIN_POLICY = Policy(id="completion-claim/builtin", requires=(), max_age_s=300)
@@ -95,18 +120,38 @@ class Claim:
     evidence: tuple[Evidence, ...]
     policy: Policy | None
     verdict: dict[str, Any] | None  # as written by whoever produced the file; never read
+    verdict_attestation: dict[str, Any] | None  # checked by check-verdict; never read by verify
 
 
 class _SpecVersion(Text):
     def parse(self, value: object, path: str) -> str:
         text: str = super().parse(value, path)
         parts = text.split(".")
-        if parts[0] != SPEC_MAJOR or not all(part.isdigit() for part in parts):
+        if parts[0] != SPEC_MAJOR or not all(part.isascii() and part.isdigit() for part in parts):
             raise InvalidDocument(path, f"unsupported spec_version {text[:20]!r} (this reads 0.x)")
         return text
 
     def schema(self) -> dict[str, Any]:
         return {"type": "string", "pattern": r"^0(\.[0-9]+)*$"}
+
+
+class _PublicKeyText(Kind):
+    def parse(self, value: object, path: str) -> PublicKey:
+        return parse_public_key(Text().parse(value, path), path)
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": "string", "pattern": SCHEMA_PATTERN}
+
+
+class _NonEmptyList(ListOf):
+    def parse(self, value: object, path: str) -> tuple[Any, ...]:
+        items = super().parse(value, path)
+        if not items:
+            raise InvalidDocument(path, "must not be empty")
+        return items
+
+    def schema(self) -> dict[str, Any]:
+        return {**super().schema(), "minItems": 1}
 
 
 TASK = Table(
@@ -188,6 +233,48 @@ EVIDENCE = Table(
     ],
     "One observation about the world.",
 )
+TRUSTED_OBSERVER = Table(
+    "TrustedObserver",
+    TrustedObserver,
+    [
+        Field("id", Text(), "The verifier.id its evidence carries."),
+        Field("public_key", _PublicKeyText(), "ed25519:<base64 of the 32-byte public key>."),
+        Field(
+            "check_types",
+            _NonEmptyList(Text()),
+            "The check types this key may attest.",
+        ),
+    ],
+    "An observer whose signature proves independence.",
+)
+TRUST = Table(
+    "Trust",
+    Trust,
+    [
+        Field(
+            "mode",
+            Text(choices=(DECLARED, SIGNED)),
+            "declared: verifier.kind is read as written; signed: only a trusted observer's "
+            "signature makes evidence independent.",
+        ),
+        Field(
+            "observers",
+            ListOf(Ref("TrustedObserver")),
+            "Trusted observers, one entry per key.",
+            False,
+            (),
+        ),
+        Field(
+            "agent_keys",
+            ListOf(_PublicKeyText()),
+            "Keys the agent holds: evidence they sign never counts, even if listed as an "
+            "observer's.",
+            False,
+            (),
+        ),
+    ],
+    "Who may prove that evidence is independent.",
+)
 POLICY = Table(
     "Policy",
     Policy,
@@ -199,6 +286,7 @@ POLICY = Table(
             PositiveNumber(),
             "Evidence older than this at decision time is treated as absent.",
         ),
+        Field("trust", Ref("Trust"), "Trust roots; absent means declared mode.", False, None),
     ],
     "What counts as proof.",
 )
@@ -219,6 +307,14 @@ CLAIM = Table(
             False,
             None,
         ),
+        Field(
+            "verdict_attestation",
+            AnyJson(object_only=True),
+            "A DSSE envelope by the gate over the verdict and the claim's digest (claim verify "
+            "--sign-key); checked by claim check-verdict, never read by verify.",
+            False,
+            None,
+        ),
     ],
     "A Completion Claim.",
 )
@@ -236,15 +332,23 @@ def parse_policy(document: object, path: str = "") -> Policy:
     return policy
 
 
+
 def load_claim(data: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES) -> Claim:
-    """Parse a claim from JSON text or UTF-8 bytes."""
-    text = decode_bytes(data, max_bytes) if isinstance(data, bytes) else data
-    return parse_claim(loads(text))
+    """Parse a claim from JSON text or UTF-8 bytes, at most ``max_bytes`` long in UTF-8."""
+    return parse_claim(loads(_text(data, max_bytes)))
 
 
 def load_policy(data: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES) -> Policy:
-    text = decode_bytes(data, max_bytes) if isinstance(data, bytes) else data
-    return parse_policy(loads(text))
+    return parse_policy(loads(_text(data, max_bytes)))
+
+
+def _text(data: bytes | str, max_bytes: int) -> str:
+    if isinstance(data, bytes):
+        return decode_bytes(data, max_bytes)
+    # A character is 1 to 4 bytes in UTF-8: only a text near the limit needs measuring.
+    if len(data) * 4 > max_bytes and len(data.encode("utf-8", "surrogatepass")) > max_bytes:
+        raise InvalidDocument("", f"document is over the size limit of {max_bytes} bytes")
+    return data
 
 
 def _check_references(claim: Claim) -> None:

@@ -8,8 +8,9 @@ from datetime import UTC, datetime, timedelta, timezone
 from .errors import InvalidDocument
 
 _RFC3339 = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?"
-    r"(?:([Zz])|([+-])(\d{2}):(\d{2}))?\Z"
+    r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?"
+    r"(?:([Zz])|([+-])(\d{2}):(\d{2}))?\Z",
+    re.ASCII,  # RFC 3339 digits are ASCII; without this, \d also matches e.g. full-width digits
 )
 _OFFSETS: dict[str, timezone] = {}
 

@@ -15,13 +15,28 @@ from completion_claim.cli import run
 
 def test_new_writes_a_valid_empty_claim_with_the_builtin_policy(tmp_path: Path) -> None:
     path = tmp_path / "c.json"
-    assert run(["new", str(path), "--task-id", "t-1", "--outcome", "Fixed it",
-                "--description", "Fix the bug"]) == 0
+    assert (
+        run(
+            [
+                "new",
+                str(path),
+                "--task-id",
+                "t-1",
+                "--outcome",
+                "Fixed it",
+                "--description",
+                "Fix the bug",
+            ]
+        )
+        == 0
+    )
     claim = load_claim(path.read_bytes())
     assert (claim.task.id, claim.task.description) == ("t-1", "Fix the bug")
     assert claim.claimed_outcome == "Fixed it"
-    assert claim.mutations == () and claim.evidence == ()
-    assert claim.policy is not None and claim.policy.id == "completion-claim/builtin"
+    assert claim.mutations == ()
+    assert claim.evidence == ()
+    assert claim.policy is not None
+    assert claim.policy.id == "completion-claim/builtin"
 
 
 def test_new_refuses_to_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -36,8 +51,23 @@ def test_mutate_appends_with_default_ids_and_times(tmp_path: Path) -> None:
     path = tmp_path / "c.json"
     run(["new", str(path), "--task-id", "t", "--outcome", "o"])
     assert run(["mutate", str(path), "--kind", "file_write", "--target", "a.py"]) == 0
-    assert run(["mutate", str(path), "--kind", "deploy", "--target", "web",
-                "--at", "2026-08-27T18:00:00+02:00", "--digest", "sha256:ab"]) == 0
+    assert (
+        run(
+            [
+                "mutate",
+                str(path),
+                "--kind",
+                "deploy",
+                "--target",
+                "web",
+                "--at",
+                "2026-08-27T18:00:00+02:00",
+                "--digest",
+                "sha256:ab",
+            ]
+        )
+        == 0
+    )
     claim = load_claim(path.read_bytes())
     assert [m.id for m in claim.mutations] == ["m1", "m2"]
     assert claim.mutations[1].digest == "sha256:ab"
@@ -68,8 +98,17 @@ def test_concurrent_mutates_lose_nothing(tmp_path: Path) -> None:
     run(["new", str(path), "--task-id", "t", "--outcome", "o"])
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "completion_claim", "mutate", str(path), "--kind", "k",
-             "--target", f"file{i}"],
+            [
+                sys.executable,
+                "-m",
+                "completion_claim",
+                "mutate",
+                str(path),
+                "--kind",
+                "k",
+                "--target",
+                f"file{i}",
+            ],
             stdout=subprocess.DEVNULL,
         )
         for i in range(8)

@@ -95,8 +95,10 @@ def test_operator_policy_replaces_embedded(tmp_path: Path) -> None:
         (b'{"spec_version": "0.1"', "claim.json: not JSON: Expecting"),
         (b"[]", "claim.json: expected an object, got an array"),
         (b"\xff\xfe{}", "claim.json: not UTF-8: invalid byte at offset 0"),
-        (json.dumps(claim_doc(evidence_items=[evidence(at="2026-08-27T18:00:10")])).encode(),
-         "claim.json: evidence[0].at: no UTC offset"),
+        (
+            json.dumps(claim_doc(evidence_items=[evidence(at="2026-08-27T18:00:10")])).encode(),
+            "claim.json: evidence[0].at: no UTC offset",
+        ),
     ],
 )
 def test_invalid_claim_exits_3_with_one_line(
@@ -175,7 +177,9 @@ def batch_lines() -> list[bytes]:
         b'{"not": "a claim"}',
         json.dumps(claim_doc(evidence_items=[])).encode(),
         b"{truncated",
-        json.dumps(claim_doc(evidence_items=[evidence(observed_value={"billing_zip": 1})])).encode(),
+        json.dumps(
+            claim_doc(evidence_items=[evidence(observed_value={"billing_zip": 1})])
+        ).encode(),
     ]
 
 
@@ -197,8 +201,10 @@ def test_batch_invalid_line_says_why(tmp_path: Path, capsys: pytest.CaptureFixtu
     path.write_bytes(b'{"spec_version": "9"}\n')
     assert run(["verify", "--batch", str(path)]) == 0
     line = json.loads(capsys.readouterr().out)
-    assert line == {"state": "invalid", "error": "spec_version: unsupported spec_version '9' "
-                    "(this reads 0.x)"}
+    assert line == {
+        "state": "invalid",
+        "error": "spec_version: unsupported spec_version '9' (this reads 0.x)",
+    }
 
 
 def test_batch_line_over_the_limit_is_invalid_and_the_batch_goes_on(

@@ -10,9 +10,15 @@ BASELINE_KEY = "baseline"
 
 
 def asserts_nothing(item: Evidence) -> str | None:
-    if item.expected is ABSENT or item.expected is None or item.expected in ({}, [], ""):
+    # ``null`` is an assertion (the record must be absent, as after a deletion), not emptiness.
+    if item.expected is ABSENT or is_empty(item.expected):
         return "expected asserts nothing"
     return None
+
+
+def is_empty(value: object) -> bool:
+    """An empty object, array or string: a value that asserts nothing when expected."""
+    return type(value) in (dict, list, str) and not value
 
 
 def baseline_already_met(item: Evidence) -> str | None:

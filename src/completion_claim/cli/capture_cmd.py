@@ -1,1 +1,68 @@
-"""(being written)."""
+"""``claim capture-git``: record the agent's file changes from git, one mutation per file."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+
+from ..claimfile import RawClaim, edit_claim, next_id
+from ..model import Claim
+from ..observe.git_capture import FILE_WRITE, FileChange, capture, repository_root
+from ..timefmt import format_time
+from . import EXIT_VERIFIED, app
+
+
+@app.command("capture-git")
+@click.argument("path")
+@click.option(
+    "--repo",
+    default=".",
+    show_default=True,
+    metavar="DIR",
+    help="Any folder inside the git work tree.",
+)
+@click.option(
+    "--base",
+    default="HEAD",
+    show_default=True,
+    metavar="REV",
+    help="The revision changes are measured against.",
+)
+def capture_git_command(path: str, repo: str, base: str) -> int:
+    """Append one file_write mutation to the claim in PATH per file changed against REV.
+
+    Modified, added, untracked (not ignored) and deleted files count; targets are paths relative
+    to the repository root, `at` is the file's modification time (for a deletion: now) and
+    `digest` is sha256 of the content, or `deleted`. Files whose digest matches the latest
+    mutation already recorded for them are skipped, so running it again records only what moved
+    on. Files that running tests writes (__pycache__/, *.pyc, .pytest_cache/) and the claim file
+    itself are never recorded.
+    """
+    root = repository_root(Path(repo))
+    now = datetime.now(UTC)
+    recorded: list[tuple[str, FileChange]] = []
+
+    def append(raw: RawClaim, claim: Claim) -> None:
+        taken = {m.id for m in claim.mutations}
+        for change in capture(root, base, claim.mutations, now, excluded=[Path(path)]):
+            mutation_id = next_id("m", taken)
+            taken.add(mutation_id)
+            raw["mutations"].append(
+                {
+                    "id": mutation_id,
+                    "kind": FILE_WRITE,
+                    "target": change.target,
+                    "at": format_time(change.at),
+                    "digest": change.digest,
+                }
+            )
+            recorded.append((mutation_id, change))
+
+    edit_claim(path, append)
+    for mutation_id, change in recorded:
+        click.echo(f"recorded {mutation_id}: {FILE_WRITE} {change.target} {change.digest}")
+    if not recorded:
+        click.echo(f"nothing to record: no file differs from what {path} already holds")
+    return EXIT_VERIFIED

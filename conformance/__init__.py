@@ -1,0 +1,1 @@
+"""Language-neutral conformance vectors for Completion Claim verifiers (see README.md)."""
