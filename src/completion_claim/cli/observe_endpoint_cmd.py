@@ -1,1 +1,105 @@
-"""(being written)."""
+"""``claim observe endpoint``: one live request against the deployed thing."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import click
+
+from ..errors import UsageError
+from ..match import satisfies
+from ..observe._common import observer_options, run_observer, settings_from
+from ..observe.values import assignments
+from . import EXIT_VERIFIED
+from .observe_cmd import observe_group
+
+TIMEOUT = click.FloatRange(min=0, min_open=True)
+
+
+@observe_group.command("endpoint")
+@click.argument("path")
+@click.argument("url")
+@click.option("--method", default="GET", show_default=True, help="HTTP method.")
+@click.option(
+    "--expect-status",
+    type=click.IntRange(100, 599),
+    default=200,
+    show_default=True,
+    help="Expected status code (never enough on its own).",
+)
+@click.option(
+    "--expect-json",
+    multiple=True,
+    metavar="POINTER=VALUE",
+    help="Expected value at an RFC 6901 pointer of the JSON body, e.g. /build=4f2c1e. "
+    "An unquoted VALUE takes the type of the value found; '\"...\"' is a string. Repeatable.",
+)
+@click.option(
+    "--expect-header",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Expected response header value (exact text). Repeatable.",
+)
+@click.option("--timeout", type=TIMEOUT, default=10.0, show_default=True, help="Seconds to wait.")
+@click.option(
+    "--follow-redirects", is_flag=True, help="Follow redirects (default: observe the 3xx)."
+)
+@observer_options
+def endpoint_command(
+    path: str,
+    url: str,
+    method: str,
+    expect_status: int,
+    expect_json: tuple[str, ...],
+    expect_header: tuple[str, ...],
+    timeout: float,
+    follow_redirects: bool,
+    **shared: Any,
+) -> int:
+    """Request URL once and record its status, the asserted headers and JSON values, and the
+    body's digest, as endpoint_health evidence in the claim in PATH.
+
+    Assert something the deploy changes (a build id, a commit): a check that asserts only the
+    status is refused, since it would pass before the deploy too.
+    """
+    try:
+        # Imported here: httpx and the database drivers are the optional ``observe`` extra, and
+        # every other command must work (and start fast) without them.
+        from ..observe.endpoint import CHECK_TYPE, endpoint_check, observe_endpoint  # noqa: PLC0415
+    except ImportError as error:
+        raise needs_observe_extra(error) from None
+    settings = settings_from(path, shared)
+    check = endpoint_check(
+        url,
+        method,
+        expect_status,
+        assignments(expect_json, "--expect-json"),
+        assignments(expect_header, "--expect-header"),
+        timeout,
+        follow_redirects,
+    )
+    item = run_observer(
+        settings,
+        CHECK_TYPE,
+        partial(observe_endpoint, check),
+        check.target,
+        check.failed_expected(),
+    )
+    if not settings.print_only:
+        click.echo(recorded_line(item))
+    return EXIT_VERIFIED
+
+
+def needs_observe_extra(error: ImportError) -> UsageError:
+    return UsageError(
+        f"this observer needs {error.name or 'a driver'}: pip install 'completion-claim[observe]'"
+    )
+
+
+def recorded_line(item: dict[str, Any]) -> str:
+    """One line saying what was recorded and whether the observation met the expectation
+    (which is not the verdict: timing, coverage and the policy decide that)."""
+    agrees = satisfies(item["expected"], item["observed_value"])
+    outcome = "observed as expected" if agrees else "observed value differs from expected"
+    return f"recorded {item['id']}: {item['check_type']} {item['target']}: {outcome}"

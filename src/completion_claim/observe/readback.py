@@ -1,0 +1,174 @@
+"""state_readback observed: read one record back from its system of record.
+
+A store reader returns the record as a JSON object (values typed by ``values.to_json``), or
+None when no record matches. The observation holds the asserted fields only; ``subject`` is the
+digest of the whole record. A missing record is an observation (observed_value null, which
+contradicts); not being able to read is an ObservationFailed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .._fields import ABSENT
+from ..errors import UsageError
+from . import readback_http, readback_redis, readback_sql
+from ._common import Observation
+from .endpoint import check_url
+from .readback_sql import QueryLookup, Record, TableLookup
+from .values import assignments, canonical_json, expected_value, redact_url, sha256_digest
+
+CHECK_TYPE = "state_readback"
+SQL_STORES = ("postgresql", "mariadb", "sqlite")
+STORE_FOR_SCHEME = {
+    "postgresql": "postgresql",
+    "postgres": "postgresql",
+    "mysql": "mariadb",
+    "mariadb": "mariadb",
+    "sqlite": "sqlite",
+    "redis": "redis",
+    "rediss": "redis",
+    "http": "http",
+    "https": "http",
+}
+
+
+@dataclass(frozen=True)
+class KeyLookup:
+    """A Redis key."""
+
+    key: str
+
+
+@dataclass(frozen=True)
+class ResourceLookup:
+    """An HTTP resource: the URL itself names the record."""
+
+
+Lookup = TableLookup | QueryLookup | KeyLookup | ResourceLookup
+
+
+@dataclass(frozen=True)
+class Readback:
+    url: str
+    store: str
+    lookup: Lookup
+    expect: dict[str, str]  # field -> VALUE as given
+    timeout: float
+
+    @property
+    def target(self) -> str:
+        """The store (password redacted), the table or query, and the key."""
+        where = redact_url(self.url)
+        lookup = self.lookup
+        if isinstance(lookup, TableLookup):
+            keys = " and ".join(f"{column}={value}" for column, value in lookup.keys)
+            return f"{where} table {lookup.table} where {keys}"
+        if isinstance(lookup, QueryLookup):
+            params = ", ".join(f"{name}={value}" for name, value in lookup.params)
+            return f"{where} query {lookup.sql}" + (f" with {params}" if params else "")
+        if isinstance(lookup, KeyLookup):
+            return f"{where} key {lookup.key}"
+        return where
+
+    def failed_expected(self) -> dict[str, Any]:
+        """What the check asserts, typed without an observation (recorded for a failed attempt)."""
+        return self.expected_for({})
+
+    def expected_for(self, record: Record) -> dict[str, Any]:
+        return {
+            field: expected_value(text, record.get(field, ABSENT))
+            for field, text in self.expect.items()
+        }
+
+
+def build_readback(
+    url: str,
+    table: str | None,
+    keys: tuple[str, ...],
+    query: str | None,
+    params: tuple[str, ...],
+    expect: tuple[str, ...],
+    timeout: float,
+) -> Readback:
+    """Validate the options for the store the URL names; refuse what the store cannot do."""
+    scheme = url.partition("://")[0].lower() if "://" in url else ""
+    store = STORE_FOR_SCHEME.get(scheme)
+    if store is None:
+        raise UsageError(
+            f"URL {redact_url(url)!r}: expected postgresql://, mysql://, sqlite:///, redis:// "
+            "or http(s)://"
+        )
+    if not expect:
+        raise UsageError(
+            "--expect FIELD=VALUE is required: a readback that asserts nothing cannot fail"
+        )
+    lookup: Lookup
+    if store in SQL_STORES:
+        lookup = _sql_lookup(table, keys, query, params)
+    elif store == "redis":
+        if table is not None or query is not None or params:
+            raise UsageError(
+                "a redis readback takes --key REDIS_KEY only (no --table, --query, --param)"
+            )
+        if len(keys) != 1:
+            raise UsageError("a redis readback takes exactly one --key REDIS_KEY")
+        lookup = KeyLookup(keys[0])
+    else:
+        if table is not None or keys or query is not None or params:
+            raise UsageError(
+                "an http(s) readback reads the URL itself: drop --table, --key, --query and --param"
+            )
+        check_url(url)
+        lookup = ResourceLookup()
+    return Readback(url, store, lookup, assignments(expect, "--expect"), timeout)
+
+
+def _sql_lookup(
+    table: str | None, keys: tuple[str, ...], query: str | None, params: tuple[str, ...]
+) -> Lookup:
+    if query is not None:
+        if table is not None or keys:
+            raise UsageError("--query replaces --table and --key; give one or the other")
+        return QueryLookup(query, tuple(assignments(params, "--param").items()))
+    if params:
+        raise UsageError("--param goes with --query")
+    if table is None or not keys:
+        raise UsageError("a SQL readback needs --table T --key COL=VALUE, or --query SQL")
+    return TableLookup(table, tuple(assignments(keys, "--key").items()))
+
+
+def observe_readback(readback: Readback) -> Observation:
+    """Read the record once and record the asserted fields as the store typed them."""
+    record = _read(readback)
+    details: dict[str, Any] = {"store": readback.store}
+    if record is None:
+        details["record"] = "absent"
+        return Observation(readback.target, readback.expected_for({}), None, details=details)
+    missing = [field for field in readback.expect if field not in record]
+    if missing:
+        details["missing_fields"] = missing
+    return Observation(
+        target=readback.target,
+        expected=readback.expected_for(record),
+        # A field the record lacks is left out, so that it contradicts any expectation.
+        observed_value={field: record[field] for field in readback.expect if field in record},
+        subject=sha256_digest(canonical_json(record)),
+        details=details,
+    )
+
+
+def _read(readback: Readback) -> Record | None:
+    lookup = readback.lookup
+    if isinstance(lookup, TableLookup | QueryLookup):
+        read_sql: Callable[[str, TableLookup | QueryLookup, float], Record | None] = {
+            "postgresql": readback_sql.read_postgresql,
+            "mariadb": readback_sql.read_mariadb,
+            "sqlite": readback_sql.read_sqlite,
+        }[readback.store]
+        return read_sql(readback.url, lookup, readback.timeout)
+    if isinstance(lookup, KeyLookup):
+        return readback_redis.read_redis(readback.url, lookup.key, readback.timeout)
+    return readback_http.read_http(readback.url, readback.timeout)

@@ -1,0 +1,283 @@
+"""Readback from SQL stores: PostgreSQL (psycopg 3), MariaDB (PyMySQL) and SQLite (stdlib).
+
+Every read runs in a read-only transaction (PostgreSQL ``BEGIN READ ONLY``, MariaDB
+``START TRANSACTION READ ONLY``, SQLite opened with ``mode=ro``) and binds every value: key values
+and ``--param`` values are parameters, identifiers from ``--table``/``--key`` are quoted as
+identifiers, and nothing from the command line is formatted into SQL text. Exactly one
+statement is executed for the user, so a ``COMMIT`` cannot end the read-only transaction early
+and let a second statement write.
+
+``--query`` names its parameters ``:name`` on every store; for PostgreSQL and MariaDB they are
+translated to the driver's ``%(name)s`` (outside string literals, quoted identifiers and
+comments; a PostgreSQL ``::`` cast is left alone).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import psycopg
+import pymysql
+from psycopg import sql
+
+from ..errors import ObservationFailed, UsageError
+from .values import redact_url, scrub, to_json, url_secrets
+
+Record = dict[str, Any]
+ROWS_COUNTED = 100  # rows fetched to tell the user how many a too-broad lookup matched
+
+
+@dataclass(frozen=True)
+class TableLookup:
+    """``--table T --key COL=VALUE ...``: the row whose key columns equal the values."""
+
+    table: str
+    keys: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class QueryLookup:
+    """``--query SQL --param NAME=VALUE ...``."""
+
+    sql: str
+    params: tuple[tuple[str, str], ...]
+
+
+# Tokens that may contain a ``:name`` look-alike that is not a parameter, per dialect.
+_SKIP = {
+    "postgresql": r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/"
+    r"|(?P<tag>\$[A-Za-z_]*\$).*?(?P=tag)|::",
+    "mariadb": r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"|`(?:[^`]|``)*`"
+    r"|(?:--\s|\#)[^\n]*|/\*.*?\*/",
+    "sqlite": r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`(?:[^`]|``)*`|\[[^\]]*\]|--[^\n]*|/\*.*?\*/",
+}
+_TOKENS = {
+    dialect: re.compile(rf"(?P<skip>{skip})|:(?P<name>[A-Za-z_][A-Za-z0-9_]*)|%", re.S)
+    for dialect, skip in _SKIP.items()
+}
+
+
+def translate_query(query: str, dialect: str, params: dict[str, str]) -> str:
+    """``:name`` placeholders in the driver's style; every name needs a --param and vice versa.
+
+    For the ``%``-style drivers every literal ``%`` is doubled, as they read ``%`` everywhere.
+    """
+    percent_style = dialect != "sqlite"
+    used: list[str] = []
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group("name")
+        if name is not None:
+            used.append(name)
+            return f"%({name})s" if percent_style else match.group()
+        return match.group().replace("%", "%%") if percent_style else match.group()
+
+    text = _TOKENS[dialect].sub(replace, query)
+    missing = [name for name in used if name not in params]
+    if missing:
+        raise UsageError(f"--query uses :{missing[0]} but no --param {missing[0]}=VALUE is given")
+    unused = [name for name in params if name not in used]
+    if unused:
+        raise UsageError(f"--param {unused[0]}: the query has no :{unused[0]}")
+    return text
+
+
+def _identifier(name: str, option: str) -> str:
+    if not name or any(ord(char) < 32 for char in name):
+        raise UsageError(f"{option}: {name!r} is not a usable identifier")
+    return name
+
+
+def _table_parts(table: str) -> list[str]:
+    """``NAME`` or ``SCHEMA.NAME`` (a database for MariaDB)."""
+    return [_identifier(part, "--table") for part in table.split(".")]
+
+
+def _backticked(name: str) -> str:
+    """Quote an identifier for MariaDB and SQLite. Backticks, not double quotes, for SQLite too:
+    SQLite reads an unknown double-quoted identifier as a string literal, which would turn a
+    mistyped key column into "no such record" instead of an error."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _backticked_select(lookup: TableLookup, placeholder: str) -> str:
+    table = ".".join(_backticked(part) for part in _table_parts(lookup.table))
+    where = " AND ".join(
+        f"{_backticked(_identifier(column, '--key'))} = {placeholder}" for column, _ in lookup.keys
+    )
+    # Identifiers are quoted above and every value is a placeholder: nothing is formatted in.
+    return f"SELECT * FROM {table} WHERE {where} LIMIT {ROWS_COUNTED + 1}"  # noqa: S608
+
+
+def one_record(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Record | None:
+    """The single row as a record; none is an absent record, several are an error."""
+    duplicates = [name for name, count in Counter(columns).items() if count > 1]
+    if duplicates:
+        raise UsageError(
+            f"the result has two columns named {duplicates[0]!r}; name each column once (AS ...)"
+        )
+    if len(rows) > 1:
+        count = f"more than {ROWS_COUNTED}" if len(rows) > ROWS_COUNTED else str(len(rows))
+        raise ObservationFailed(f"query returned {count} rows; a readback must identify one record")
+    if not rows:
+        return None
+    return {column: to_json(value) for column, value in zip(columns, rows[0], strict=True)}
+
+
+def _failed(url: str, message: str) -> ObservationFailed:
+    """A driver's error, password-free and on one line, naming the store."""
+    return ObservationFailed(f"readback from {redact_url(url)}: {scrub(message, url_secrets(url))}")
+
+
+def _not_a_query(url: str) -> ObservationFailed:
+    return ObservationFailed(
+        f"readback from {redact_url(url)}: the statement returned no rows; a readback runs a query"
+    )
+
+
+def read_postgresql(url: str, lookup: TableLookup | QueryLookup, timeout: float) -> Record | None:
+    query: sql.Composable
+    if isinstance(lookup, TableLookup):
+        query = sql.SQL("SELECT * FROM {} WHERE {} LIMIT {}").format(
+            sql.Identifier(*_table_parts(lookup.table)),
+            sql.SQL(" AND ").join(
+                sql.SQL("{} = %s").format(sql.Identifier(_identifier(column, "--key")))
+                for column, _ in lookup.keys
+            ),
+            sql.Literal(ROWS_COUNTED + 1),
+        )
+        params: Sequence[str] | dict[str, str] = [value for _, value in lookup.keys]
+    else:
+        params = dict(lookup.params)
+        query = sql.SQL(translate_query(lookup.sql, "postgresql", params))
+    try:
+        # libpq's connect_timeout is whole seconds.
+        conn = psycopg.connect(url, connect_timeout=max(1, math.ceil(timeout)))
+    except psycopg.Error as error:
+        raise _failed(url, str(error)) from None
+    try:
+        conn.read_only = True  # the transaction below begins READ ONLY
+        with conn.cursor() as cursor:
+            cursor.execute(
+                "SELECT set_config('statement_timeout', %s, true)", [str(math.ceil(timeout * 1000))]
+            )
+            # prepare=True forces the extended protocol, which runs exactly one statement;
+            # the simple protocol would run "COMMIT; UPDATE ..." as two.
+            cursor.execute(query, params, prepare=True)
+            if cursor.description is None:
+                raise _not_a_query(url)
+            columns = [column.name for column in cursor.description]
+            return one_record(columns, cursor.fetchmany(ROWS_COUNTED + 1))
+    except psycopg.Error as error:
+        message = error.diag.message_primary if error.diag.message_primary else str(error)
+        raise _failed(url, message) from None
+    finally:
+        conn.close()  # closing discards the transaction: a readback never commits
+
+
+def read_mariadb(url: str, lookup: TableLookup | QueryLookup, timeout: float) -> Record | None:
+    parts = urlsplit(url)
+    try:
+        port = parts.port or 3306
+    except ValueError:
+        raise UsageError(f"URL {redact_url(url)!r}: the port is not a number") from None
+    if not parts.hostname:
+        raise UsageError(f"URL {redact_url(url)!r}: no host")
+    if parts.query:
+        raise UsageError(f"URL {redact_url(url)!r}: mysql:// URL options are not supported")
+    if isinstance(lookup, TableLookup):
+        text = _backticked_select(lookup, "%s")
+        params: Sequence[str] | dict[str, str] = [value for _, value in lookup.keys]
+    else:
+        params = dict(lookup.params)
+        text = translate_query(lookup.sql, "mariadb", params)
+    try:
+        conn = pymysql.connect(
+            host=parts.hostname,
+            port=port,
+            user=unquote(parts.username) if parts.username else None,
+            password=unquote(parts.password or ""),
+            database=unquote(parts.path.lstrip("/")) or None,
+            connect_timeout=timeout,
+            read_timeout=timeout,
+            write_timeout=timeout,
+            charset="utf8mb4",
+            autocommit=False,
+        )
+    except pymysql.err.MySQLError as error:
+        raise _failed(url, _mysql_message(error)) from None
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute("SET SESSION max_statement_time = %s", [timeout])
+            # DDL commits implicitly and would run outside START TRANSACTION READ ONLY: the
+            # session default makes the transaction that follows read-only as well.
+            cursor.execute("SET SESSION TRANSACTION READ ONLY")
+            cursor.execute("START TRANSACTION READ ONLY")
+            # PyMySQL sends one statement (no multi-statement flag). Parameters are always
+            # given, even empty, so that the driver reads the doubled %% back as %.
+            cursor.execute(text, params)
+            if cursor.description is None:
+                raise _not_a_query(url)
+            columns = [column[0] for column in cursor.description]
+            rows = cursor.fetchmany(ROWS_COUNTED + 1)
+            # MariaDB converts silently where PostgreSQL refuses: '4471abc' compared with an
+            # integer column matches 4471. A warning means the comparison was not exact.
+            cursor.execute("SHOW WARNINGS")
+            for level, _, message in cursor.fetchall():
+                if level in ("Warning", "Error"):
+                    raise _failed(url, f"the server converted a value: {message}")
+            return one_record(columns, rows)
+    except pymysql.err.MySQLError as error:
+        raise _failed(url, _mysql_message(error)) from None
+    finally:
+        conn.close()  # without a commit: a readback never commits
+
+
+def _mysql_message(error: Exception) -> str:
+    """PyMySQL errors carry (code, message); show the message."""
+    return str(error.args[1]) if len(error.args) > 1 else str(error)
+
+
+def read_sqlite(url: str, lookup: TableLookup | QueryLookup, timeout: float) -> Record | None:
+    prefix = "sqlite:///"
+    if not url.startswith(prefix) or len(url) == len(prefix):
+        raise UsageError(
+            f"URL {url!r}: expected sqlite:///relative/path or sqlite:////absolute/path"
+        )
+    path = Path(url[len(prefix) :])
+    if isinstance(lookup, TableLookup):
+        text = _backticked_select(lookup, "?")
+        params: Sequence[str] | dict[str, str] = [value for _, value in lookup.keys]
+    else:
+        params = dict(lookup.params)
+        text = translate_query(lookup.sql, "sqlite", params)
+    # mode=ro: the file is opened read-only (and never created); every write fails.
+    uri = path.absolute().as_uri() + "?mode=ro"
+    deadline = time.monotonic() + timeout
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=timeout)
+    except sqlite3.Error as error:
+        raise _failed(url, str(error)) from None
+    try:
+        # Abort a statement that runs past the deadline (SQLite's busy timeout covers locks only).
+        conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+        cursor = conn.execute(text, params)  # execute() refuses more than one statement
+        if cursor.description is None:
+            raise _not_a_query(url)
+        columns = [column[0] for column in cursor.description]
+        return one_record(columns, cursor.fetchmany(ROWS_COUNTED + 1))
+    except sqlite3.Error as error:
+        if time.monotonic() > deadline:
+            raise _failed(url, f"no result within {timeout:g}s") from None
+        raise _failed(url, str(error)) from None
+    finally:
+        conn.close()

@@ -1,0 +1,871 @@
+"""``claim observe readback``: real PostgreSQL, MariaDB, Redis, SQLite and HTTP stores."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable
+from datetime import UTC, date, datetime, time, timedelta, timezone
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from completion_claim.cli import run
+from completion_claim.errors import UsageError
+from completion_claim.model import ABSENT
+from completion_claim.observe.readback_sql import translate_query
+from completion_claim.observe.values import (
+    canonical_json,
+    expected_value,
+    redact_url,
+    sha256_digest,
+    to_json,
+)
+
+from .conftest import (
+    POSTGRES_URL,
+    REDIS_URL,
+    ROWS,
+    RedisKeys,
+    Site,
+    SqlTable,
+    closed_port,
+    last_evidence,
+    service_unavailable,
+    unique,
+    verdict_of,
+)
+
+CLAIM = str(Path(sys.executable).parent / "claim")
+MakeClaim = Callable[..., Path]
+
+
+def readback(path: Path, url: str, *options: str) -> int:
+    return run(["observe", "readback", str(path), url, *options])
+
+
+@pytest.fixture
+def claim(make_claim: MakeClaim) -> Path:
+    return make_claim()
+
+
+def by_key(table: SqlTable, key: str, *expect: str) -> list[str]:
+    args = ["--table", table.table, "--key", key]
+    for expectation in expect:
+        args += ["--expect", expectation]
+    return args
+
+
+# --- SQL: PostgreSQL, MariaDB and SQLite alike --------------------------------------------
+
+
+def test_a_matching_record_verifies(
+    sql_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = by_key(sql_table, "id=4471", "zip=94107", "zip_n=94107", "amount=12.50")
+    assert readback(claim, sql_table.url, *args) == 0
+    assert "observed as expected" in capsys.readouterr().out
+    item = last_evidence(claim)
+    # Each VALUE took the type of its column: text, integer, decimal.
+    assert item["observed_value"] == {"zip": "94107", "zip_n": 94107, "amount": 12.5}
+    assert item["expected"] == {"zip": "94107", "zip_n": 94107, "amount": 12.5}
+    assert item["check_type"] == "state_readback"
+    assert item["target"] == f"{sql_table.url} table {sql_table.table} where id=4471"
+    assert item["details"]["store"] == sql_table.store
+    record = {"id": 4471, "code": "acct-4471", "zip": "94107", "zip_n": 94107, "amount": 12.5}
+    assert item["subject"] == sha256_digest(canonical_json(record))
+    assert verdict_of(claim) == "verified"
+
+
+def test_a_contradicting_record_refutes(sql_table: SqlTable, claim: Path) -> None:
+    assert readback(claim, sql_table.url, *by_key(sql_table, "id=4472", "zip=94107")) == 0
+    item = last_evidence(claim)
+    assert item["observed_value"] == {"zip": "10001"}
+    assert verdict_of(claim) == "refuted"
+
+
+def test_a_quoted_value_is_a_string_and_does_not_match_an_integer(
+    sql_table: SqlTable, claim: Path
+) -> None:
+    assert readback(claim, sql_table.url, *by_key(sql_table, "id=4471", 'zip_n="94107"')) == 0
+    assert last_evidence(claim)["expected"] == {"zip_n": "94107"}
+    assert verdict_of(claim) == "refuted"
+
+
+def test_a_missing_record_is_observed_as_null_and_refutes(sql_table: SqlTable, claim: Path) -> None:
+    assert readback(claim, sql_table.url, *by_key(sql_table, "id=9999", "zip=94107")) == 0
+    item = last_evidence(claim)
+    assert item["observed_value"] is None
+    assert item["expected"] == {"zip": 94107}  # no column to take a type from: JSON, else text
+    assert item["details"]["record"] == "absent"
+    assert "subject" not in item
+    assert verdict_of(claim) == "refuted"
+
+
+def test_a_field_the_record_lacks_contradicts(sql_table: SqlTable, claim: Path) -> None:
+    args = by_key(sql_table, "id=4471", "zip=94107", "billing_zip=94107")
+    assert readback(claim, sql_table.url, *args) == 0
+    item = last_evidence(claim)
+    assert item["observed_value"] == {"zip": "94107"}
+    assert item["details"]["missing_fields"] == ["billing_zip"]
+    assert verdict_of(claim) == "refuted"
+
+
+def test_a_composite_key(sql_table: SqlTable, claim: Path) -> None:
+    args = [*by_key(sql_table, "zip=10001", "amount=0.1"), "--key", "id=4473"]
+    assert readback(claim, sql_table.url, *args) == 0
+    assert last_evidence(claim)["target"].endswith("where zip=10001 and id=4473")
+    assert verdict_of(claim) == "verified"
+
+
+def test_a_query_with_named_parameters(sql_table: SqlTable, claim: Path) -> None:
+    # ':x' in a literal is not a parameter, '%' is a literal percent sign on every driver.
+    query = (
+        f"SELECT zip, ':x' AS lit, 'a%b' AS pct FROM {sql_table.table} "
+        "WHERE code = :code AND zip LIKE '9%'"
+    )
+    args = [
+        "--query",
+        query,
+        "--param",
+        "code=acct-4471",
+        "--expect",
+        "zip=94107",
+        "--expect",
+        "lit=:x",
+        "--expect",
+        "pct=a%b",
+    ]
+    assert readback(claim, sql_table.url, *args) == 0
+    item = last_evidence(claim)
+    assert item["observed_value"] == {"zip": "94107", "lit": ":x", "pct": "a%b"}
+    assert item["target"].endswith("with code=acct-4471")
+    assert verdict_of(claim) == "verified"
+
+
+def test_a_query_matching_no_row_is_an_absent_record(sql_table: SqlTable, claim: Path) -> None:
+    query = f"SELECT zip FROM {sql_table.table} WHERE code = :code"
+    args = ["--query", query, "--param", "code=acct-0", "--expect", "zip=94107"]
+    assert readback(claim, sql_table.url, *args) == 0
+    assert last_evidence(claim)["observed_value"] is None
+    assert verdict_of(claim) == "refuted"
+
+
+def test_a_two_row_query_is_an_observation_failure(
+    sql_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = claim.read_bytes()
+    query = f"SELECT * FROM {sql_table.table} WHERE zip = :zip"
+    args = ["--query", query, "--param", "zip=10001", "--expect", "zip=10001"]
+    assert readback(claim, sql_table.url, *args) == 5
+    assert "query returned 2 rows; a readback must identify one record" in capsys.readouterr().err
+    assert claim.read_bytes() == before
+    assert verdict_of(claim) == "unverified"
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE {t} SET zip = '00000' WHERE id = :id",
+        "DELETE FROM {t} WHERE id = :id",
+        "INSERT INTO {t} (id, zip) VALUES (:id + 1000, '00000')",
+    ],
+)
+def test_a_write_through_query_fails_and_changes_nothing(
+    sql_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str], statement: str
+) -> None:
+    before = sql_table.rows()
+    args = [
+        "--query",
+        statement.format(t=sql_table.table),
+        "--param",
+        "id=4471",
+        "--expect",
+        "zip=00000",
+    ]
+    assert readback(claim, sql_table.url, *args) == 5
+    err = capsys.readouterr().err.lower()
+    assert "read only" in err or "read-only" in err or "readonly" in err, err
+    assert sql_table.rows() == before
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ["DROP TABLE {t}", "COMMIT", "COMMIT; DROP TABLE {t}", "SELECT 1; DROP TABLE {t}"],
+)
+def test_ending_the_transaction_or_a_second_statement_cannot_write(
+    sql_table: SqlTable, claim: Path, statement: str
+) -> None:
+    args = ["--query", statement.format(t=sql_table.table), "--expect", "zip=00000"]
+    assert readback(claim, sql_table.url, *args) == 5
+    assert sql_table.exists()
+    assert len(sql_table.rows()) == len(ROWS)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "code=x' OR '1'='1",
+        "code=x'; DROP TABLE {t}; --",
+        'code=x" OR "1"="1',
+        "code=acct-4471' --",
+    ],
+)
+def test_an_injection_in_the_key_is_bound_as_a_value(
+    sql_table: SqlTable, claim: Path, key: str
+) -> None:
+    args = by_key(sql_table, key.format(t=sql_table.table), "zip=94107")
+    assert readback(claim, sql_table.url, *args) == 0
+    assert last_evidence(claim)["observed_value"] is None  # no such code: nothing was executed
+    assert sql_table.exists()
+    assert len(sql_table.rows()) == len(ROWS)
+
+
+@pytest.mark.parametrize(
+    ("key", "refused_by"),
+    [("id=1 OR 1=1", {"postgresql"}), ("id=4471abc", {"postgresql", "mariadb"})],
+)
+def test_a_value_that_is_not_an_integer_never_matches_an_integer_key(
+    sql_table: SqlTable,
+    claim: Path,
+    capsys: pytest.CaptureFixture[str],
+    key: str,
+    refused_by: set[str],
+) -> None:
+    """PostgreSQL refuses the text for an integer. MariaDB reads '4471abc' as 4471 with a
+    warning, and the observer refuses such a conversion; it finds no row for '1 OR 1=1'.
+    SQLite compares the text with the integers and finds none equal. Never the row 4471."""
+    code = readback(claim, sql_table.url, *by_key(sql_table, key, "zip=94107"))
+    if sql_table.store in refused_by:
+        assert code == 5
+        assert key.partition("=")[2] in capsys.readouterr().err
+    else:
+        assert code == 0
+        assert last_evidence(claim)["observed_value"] is None
+    assert len(sql_table.rows()) == len(ROWS)
+
+
+def test_an_injection_in_the_table_name_is_quoted_as_an_identifier(
+    sql_table: SqlTable, claim: Path
+) -> None:
+    hostile = f"{sql_table.table} WHERE 1=1; DROP TABLE {sql_table.table}; --"
+    args = ["--table", hostile, "--key", "id=4471", "--expect", "zip=94107"]
+    assert readback(claim, sql_table.url, *args) == 5
+    assert sql_table.exists()
+
+
+def test_an_unknown_table_or_column_fails_clearly(
+    sql_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--table", f"{sql_table.table}_nope", "--key", "id=4471", "--expect", "zip=94107"]
+    assert readback(claim, sql_table.url, *args) == 5
+    err = capsys.readouterr().err
+    assert f"{sql_table.table}_nope" in err
+    assert len(err.splitlines()) == 1
+    # A mistyped key column is an error, never an "absent record" (SQLite would otherwise
+    # read an unknown double-quoted name as a string).
+    assert readback(claim, sql_table.url, *by_key(sql_table, "idd=4471", "zip=94107")) == 5
+    assert "idd" in capsys.readouterr().err
+
+
+def test_a_recorded_failure_keeps_the_claim_unverified(sql_table: SqlTable, claim: Path) -> None:
+    args = [
+        "--table",
+        f"{sql_table.table}_nope",
+        "--key",
+        "id=4471",
+        "--expect",
+        "zip=94107",
+        "--record-failure",
+    ]
+    assert readback(claim, sql_table.url, *args) == 5
+    item = last_evidence(claim)
+    assert "observed_value" not in item
+    assert "error" in item["details"]
+    assert verdict_of(claim) == "unverified"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--table", "t", "--key", "id=1"], "--expect FIELD=VALUE is required"),
+        (["--table", "t", "--expect", "a=1"], "needs --table T --key COL=VALUE, or --query"),
+        (["--key", "id=1", "--expect", "a=1"], "needs --table T --key COL=VALUE, or --query"),
+        (["--query", "SELECT 1", "--table", "t", "--expect", "a=1"], "--query replaces"),
+        (
+            ["--table", "t", "--key", "id=1", "--param", "a=1", "--expect", "a=1"],
+            "--param goes with --query",
+        ),
+        (["--query", "SELECT :a", "--expect", "a=1"], "no --param a=VALUE"),
+        (["--query", "SELECT 1", "--param", "a=1", "--expect", "a=1"], "has no :a"),
+        (["--table", "t", "--key", "id", "--expect", "a=1"], "expected NAME=VALUE"),
+        (["--table", "t", "--key", "id=1", "--expect", "a=1", "--expect", "a=2"], "given twice"),
+    ],
+)
+def test_bad_options_are_usage_errors(
+    sql_table: SqlTable,
+    claim: Path,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    message: str,
+) -> None:
+    before = claim.read_bytes()
+    assert readback(claim, sql_table.url, *args) == 4
+    assert message in capsys.readouterr().err
+    assert claim.read_bytes() == before
+
+
+# --- Passwords ----------------------------------------------------------------------------
+
+
+def assert_secret_nowhere(secret: str, claim: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    captured = capsys.readouterr()
+    assert secret not in captured.out + captured.err
+    assert secret not in claim.read_text()
+
+
+def test_a_postgresql_password_never_leaks(
+    postgres: Any, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = unique("accounts")
+    postgres.execute(f"CREATE TABLE {table} (id INTEGER PRIMARY KEY, zip TEXT)")
+    try:
+        postgres.execute(f"INSERT INTO {table} VALUES (4471, '94107')")
+        # Trust authentication accepts any password, so the observation succeeds.
+        url = "postgresql://postgres:s3cret@127.0.0.1:5432/test"
+        args = ["--table", table, "--key", "id=4471", "--expect", "zip=94107"]
+        assert readback(claim, url, *args) == 0
+        assert last_evidence(claim)["target"].startswith("postgresql://postgres:***@127.0.0.1")
+        wrong_port = f"postgresql://postgres:s3cret@127.0.0.1:{closed_port()}/test"
+        assert readback(claim, wrong_port, *args, "--record-failure") == 5
+        unknown_role = "postgresql://nosuch:s3cret@127.0.0.1:5432/test"
+        assert readback(claim, unknown_role, *args) == 5
+        err = capsys.readouterr().err
+        assert 'role "nosuch" does not exist' in err
+        assert "s3cret" not in err
+        query_password = f"postgresql://postgres@127.0.0.1:{closed_port()}/test?password=s3cret"
+        assert readback(claim, query_password, *args, "--record-failure") == 5
+        assert_secret_nowhere("s3cret", claim, capsys)
+        assert verdict_of(claim) == "verified"  # the failed attempts record no observation
+    finally:
+        postgres.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def test_a_mariadb_password_never_leaks(
+    mariadb: Any, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    user, table = unique("claim"), unique("accounts")
+    with mariadb.cursor() as cursor:
+        cursor.execute(f"CREATE TABLE {table} (id INTEGER PRIMARY KEY, zip VARCHAR(10))")
+        cursor.execute(f"INSERT INTO {table} VALUES (4471, '94107')")
+        cursor.execute(f"CREATE USER '{user}'@'%' IDENTIFIED BY 's3cret'")
+        cursor.execute(f"GRANT SELECT ON test.{table} TO '{user}'@'%'")
+    try:
+        args = ["--table", table, "--key", "id=4471", "--expect", "zip=94107"]
+        assert readback(claim, f"mysql://{user}:s3cret@127.0.0.1:3306/test", *args) == 0
+        assert last_evidence(claim)["target"].startswith(f"mysql://{user}:***@127.0.0.1")
+        # A wrong password is refused by the server; neither password may appear.
+        assert readback(claim, f"mysql://{user}:wr0ng@127.0.0.1:3306/test", *args) == 5
+        err = capsys.readouterr().err
+        assert "Access denied" in err
+        assert "wr0ng" not in err
+        wrong_port = f"mysql://{user}:s3cret@127.0.0.1:{closed_port()}/test"
+        assert readback(claim, wrong_port, *args, "--record-failure") == 5
+        assert_secret_nowhere("s3cret", claim, capsys)
+        assert "wr0ng" not in claim.read_text()
+    finally:
+        with mariadb.cursor() as cursor:
+            cursor.execute(f"DROP USER IF EXISTS '{user}'@'%'")
+            cursor.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def test_a_redis_password_never_leaks(
+    redis_keys: RedisKeys, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    user, key = unique("claim"), redis_keys.key("account:4471")
+    redis_keys.client.hset(key, mapping={"zip": "94107"})
+    redis_keys.client.acl_setuser(
+        user,
+        enabled=True,
+        passwords=["+s3cret"],
+        keys=[f"{redis_keys.prefix}*"],
+        commands=["+type", "+hgetall", "+get", "+multi", "+exec"],
+    )
+    try:
+        url = f"redis://{user}:s3cret@127.0.0.1:6379/0"
+        assert readback(claim, url, "--key", key, "--expect", "zip=94107") == 0
+        assert last_evidence(claim)["target"].startswith(f"redis://{user}:***@127.0.0.1")
+        wrong = f"redis://{user}:wr0ng@127.0.0.1:6379/0"
+        assert readback(claim, wrong, "--key", key, "--expect", "zip=94107") == 5
+        wrong_port = f"redis://{user}:s3cret@127.0.0.1:{closed_port()}/0"
+        assert (
+            readback(claim, wrong_port, "--key", key, "--expect", "zip=94107", "--record-failure")
+            == 5
+        )
+        assert_secret_nowhere("s3cret", claim, capsys)
+    finally:
+        redis_keys.client.acl_deluser(user)
+
+
+def test_a_password_never_leaks_through_the_real_command(
+    claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"postgresql://postgres:s3cret@127.0.0.1:{closed_port()}/test"
+    done = subprocess.run(
+        [
+            CLAIM,
+            "observe",
+            "readback",
+            str(claim),
+            url,
+            "--table",
+            "t",
+            "--key",
+            "id=1",
+            "--expect",
+            "zip=94107",
+            "--record-failure",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 5
+    assert done.stderr.startswith("claim: readback from postgresql://postgres:***@127.0.0.1:")
+    assert "s3cret" not in done.stdout + done.stderr + claim.read_text()
+
+
+# --- PostgreSQL and MariaDB value types ------------------------------------------------------
+
+
+def test_postgresql_values_keep_their_types(postgres: Any, claim: Path) -> None:
+    table = unique("typed")
+    postgres.execute(
+        f"CREATE TABLE {table} (id INTEGER PRIMARY KEY, price NUMERIC(30,20), whole NUMERIC, "
+        "at TIMESTAMPTZ, day DATE, raw BYTEA, doc JSONB, flag BOOLEAN, note TEXT, "
+        "ratio DOUBLE PRECISION, span INTERVAL)"
+    )
+    try:
+        postgres.execute(
+            f"INSERT INTO {table} VALUES (1, 1.23456789012345678901, 94107, "
+            "'2026-08-27 20:04:02+02', '2026-08-27', '\\x00ff', '{\"zip\": \"94107\", \"n\": 2}',"
+            " true, NULL, 'NaN', '1 hour 30 seconds')"
+        )
+        expectations = {
+            "price": "1.23456789012345678901",
+            "whole": "94107",
+            "at": "2026-08-27T18:04:02Z",
+            "day": "2026-08-27",
+            "raw": "base64:AP8=",
+            "doc": '{"zip": "94107"}',
+            "flag": "true",
+            "note": "null",
+            "ratio": "NaN",
+            "span": "3630",
+        }
+        args = ["--table", table, "--key", "id=1"]
+        for field_name, value in expectations.items():
+            args += ["--expect", f"{field_name}={value}"]
+        assert readback(claim, POSTGRES_URL, *args) == 0
+        item = last_evidence(claim)
+        assert item["observed_value"] == {
+            "price": "1.23456789012345678901",
+            "whole": 94107,
+            "at": "2026-08-27T18:04:02Z",
+            "day": "2026-08-27",
+            "raw": "base64:AP8=",
+            "doc": {"zip": "94107", "n": 2},
+            "flag": True,
+            "note": None,
+            "ratio": "NaN",
+            "span": 3630,
+        }
+        assert verdict_of(claim) == "verified"
+    finally:
+        postgres.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def test_postgresql_statement_timeout(
+    postgres: Any, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    del postgres  # the service must be up for the timeout to be the failure
+    args = ["--query", "SELECT pg_sleep(5) AS slept", "--expect", "slept=null", "--timeout", "0.5"]
+    assert readback(claim, POSTGRES_URL, *args) == 5
+    assert "statement timeout" in capsys.readouterr().err
+
+
+def test_mariadb_values_keep_their_types(mariadb: Any, claim: Path) -> None:
+    table = unique("typed")
+    with mariadb.cursor() as cursor:
+        cursor.execute(
+            f"CREATE TABLE {table} (id INTEGER PRIMARY KEY, price DECIMAL(10,2), at DATETIME, "
+            "span TIME, raw BLOB, active TINYINT(1), note VARCHAR(10))"
+        )
+        cursor.execute(
+            f"INSERT INTO {table} VALUES (1, 12.50, '2026-08-27 18:04:02', '01:00:30', "
+            "x'00ff', 1, NULL)"
+        )
+    try:
+        args = [
+            "--table",
+            table,
+            "--key",
+            "id=1",
+            "--expect",
+            "price=12.5",
+            "--expect",
+            "at=2026-08-27T18:04:02",
+            "--expect",
+            "span=3630",
+            "--expect",
+            "raw=base64:AP8=",
+            "--expect",
+            "active=1",
+            "--expect",
+            "note=null",
+        ]
+        assert readback(claim, "mysql://root@127.0.0.1:3306/test", *args) == 0
+        assert last_evidence(claim)["observed_value"] == {
+            "price": 12.5,
+            "at": "2026-08-27T18:04:02",
+            "span": 3630,
+            "raw": "base64:AP8=",
+            "active": 1,
+            "note": None,
+        }
+        assert verdict_of(claim) == "verified"
+    finally:
+        with mariadb.cursor() as cursor:
+            cursor.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def test_an_sqlite_query_past_the_timeout_is_interrupted(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "empty.db"
+    sqlite3.connect(store).close()
+    endless = (
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) AS m FROM c"
+    )
+    args = ["--query", endless, "--expect", "m=1", "--timeout", "0.3"]
+    assert readback(claim, f"sqlite:///{store}", *args) == 5
+    assert "no result within 0.3s" in capsys.readouterr().err
+
+
+def test_an_sqlite_file_that_does_not_exist_is_not_created(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "missing.db"
+    args = ["--table", "t", "--key", "id=1", "--expect", "zip=94107"]
+    assert readback(claim, f"sqlite:///{missing}", *args) == 5
+    assert "unable to open database file" in capsys.readouterr().err
+    assert not missing.exists()
+
+
+# --- Redis -------------------------------------------------------------------------------
+
+
+def test_a_redis_hash_matches_as_text(redis_keys: RedisKeys, claim: Path) -> None:
+    key = redis_keys.key("account:4471")
+    redis_keys.client.hset(key, mapping={"zip": "94107", "visits": "5"})
+    args = ["--key", key, "--expect", "zip=94107", "--expect", "visits=5"]
+    assert readback(claim, REDIS_URL, *args) == 0
+    item = last_evidence(claim)
+    # A hash field is text in Redis, so the unquoted 5 is the text "5".
+    assert item["observed_value"] == item["expected"] == {"zip": "94107", "visits": "5"}
+    assert item["target"] == f"{REDIS_URL} key {key}"
+    assert item["subject"] == sha256_digest(canonical_json({"zip": "94107", "visits": "5"}))
+    assert verdict_of(claim) == "verified"
+
+
+def test_a_redis_json_string_keeps_json_types(redis_keys: RedisKeys, claim: Path) -> None:
+    key = redis_keys.key("account:4471")
+    redis_keys.client.set(key, json.dumps({"zip": "94107", "visits": 5, "vip": False}))
+    args = ["--key", key, "--expect", "visits=5", "--expect", "vip=false"]
+    assert readback(claim, REDIS_URL, *args) == 0
+    assert last_evidence(claim)["observed_value"] == {"visits": 5, "vip": False}
+    assert verdict_of(claim) == "verified"
+
+
+def test_a_contradicting_redis_record_refutes(redis_keys: RedisKeys, claim: Path) -> None:
+    key = redis_keys.key("account:4471")
+    redis_keys.client.hset(key, mapping={"zip": "10001"})
+    assert readback(claim, REDIS_URL, "--key", key, "--expect", "zip=94107") == 0
+    assert last_evidence(claim)["observed_value"] == {"zip": "10001"}
+    assert verdict_of(claim) == "refuted"
+
+
+def test_a_missing_redis_key_is_an_absent_record(redis_keys: RedisKeys, claim: Path) -> None:
+    key = redis_keys.key("account:missing")
+    assert readback(claim, REDIS_URL, "--key", key, "--expect", "zip=94107") == 0
+    assert last_evidence(claim)["observed_value"] is None
+    assert verdict_of(claim) == "refuted"
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [("list", "holds a list; a readback reads a hash"), ("text", "not a JSON object")],
+)
+def test_a_redis_value_that_is_not_a_record_fails(
+    redis_keys: RedisKeys,
+    claim: Path,
+    capsys: pytest.CaptureFixture[str],
+    kind: str,
+    message: str,
+) -> None:
+    key = redis_keys.key("account:4471")
+    if kind == "list":
+        redis_keys.client.rpush(key, "94107")
+    else:
+        redis_keys.client.set(key, "94107")
+    assert readback(claim, REDIS_URL, "--key", key, "--expect", "zip=94107") == 5
+    assert message in capsys.readouterr().err
+    assert verdict_of(claim) == "unverified"
+
+
+def test_a_redis_key_is_sent_as_one_argument(redis_keys: RedisKeys, claim: Path) -> None:
+    other = redis_keys.key("other")
+    redis_keys.client.set(other, "keep")
+    for hostile in (f"x\r\nDEL {other}\r\n", redis_keys.key("*"), f"x DEL {other}"):
+        assert readback(claim, REDIS_URL, "--key", hostile, "--expect", "zip=94107") == 0
+        assert last_evidence(claim)["observed_value"] is None
+    assert redis_keys.client.get(other) == b"keep"
+
+
+def test_a_redis_write_cannot_be_asked_for(
+    redis_keys: RedisKeys, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = redis_keys.key("account:4471")
+    redis_keys.client.set(key, "keep")
+    args = ["--key", key, "--query", f"SET {key} changed", "--expect", "zip=94107"]
+    assert readback(claim, REDIS_URL, *args) == 4
+    assert "--key REDIS_KEY only" in capsys.readouterr().err
+    assert redis_keys.client.get(key) == b"keep"
+
+
+def test_redis_unreachable_fails(claim: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"redis://127.0.0.1:{closed_port()}/0"
+    assert readback(claim, url, "--key", "k", "--expect", "zip=94107", "--timeout", "2") == 5
+    assert "Connection refused" in capsys.readouterr().err
+
+
+# --- HTTP JSON resources -----------------------------------------------------------------
+
+
+def test_an_http_record_matches(site: Site, claim: Path) -> None:
+    site.records["4471"] = {"id": 4471, "zip": "94107", "zip_n": 94107}
+    args = ["--expect", "zip=94107", "--expect", "zip_n=94107"]
+    assert readback(claim, f"{site.url}/records/4471", *args) == 0
+    item = last_evidence(claim)
+    assert item["observed_value"] == {"zip": "94107", "zip_n": 94107}
+    assert item["target"] == f"{site.url}/records/4471"
+    assert verdict_of(claim) == "verified"
+
+
+def test_an_http_record_that_contradicts_refutes(site: Site, claim: Path) -> None:
+    site.records["4471"] = {"zip": "10001"}
+    assert readback(claim, f"{site.url}/records/4471", "--expect", "zip=94107") == 0
+    assert verdict_of(claim) == "refuted"
+
+
+def test_an_http_404_is_an_absent_record(site: Site, claim: Path) -> None:
+    assert readback(claim, f"{site.url}/records/9999", "--expect", "zip=94107") == 0
+    assert last_evidence(claim)["observed_value"] is None
+    assert verdict_of(claim) == "refuted"
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("broken", "HTTP 500"),
+        ("moved", "HTTP 301 to /records/4471"),
+        ("list", "not a JSON object"),
+        ("text", "not a JSON object"),
+    ],
+)
+def test_an_http_resource_that_is_not_a_record_fails(
+    site: Site, claim: Path, capsys: pytest.CaptureFixture[str], name: str, message: str
+) -> None:
+    assert readback(claim, f"{site.url}/records/{name}", "--expect", "zip=94107") == 5
+    assert message in capsys.readouterr().err
+    assert verdict_of(claim) == "unverified"
+
+
+def test_an_http_readback_takes_no_table_or_key(
+    site: Site, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--key", "id=1", "--expect", "zip=94107"]
+    assert readback(claim, f"{site.url}/records/4471", *args) == 4
+    assert "reads the URL itself" in capsys.readouterr().err
+    assert site.requests == 0
+
+
+def test_an_unsupported_url_is_a_usage_error(
+    claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert readback(claim, "mongodb://u:s3cret@h/db", "--key", "k", "--expect", "a=1") == 4
+    err = capsys.readouterr().err
+    assert "expected postgresql://" in err
+    assert "s3cret" not in err
+
+
+def test_a_readback_through_the_real_command(tmp_path: Path, claim: Path) -> None:
+    store = tmp_path / "accounts.db"
+    with sqlite3.connect(store) as conn:
+        conn.execute("CREATE TABLE accounts (id INTEGER PRIMARY KEY, zip TEXT)")
+        conn.execute("INSERT INTO accounts VALUES (4471, '94107')")
+    conn.close()
+    done = subprocess.run(
+        [
+            CLAIM,
+            "observe",
+            "readback",
+            str(claim),
+            f"sqlite:///{store}",
+            "--table",
+            "accounts",
+            "--key",
+            "id=4471",
+            "--expect",
+            "zip=94107",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("recorded e1: state_readback sqlite:///")
+    verified = subprocess.run(
+        [CLAIM, "verify", str(claim)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert verified.returncode == 0, verified.stdout
+
+
+# --- value rules (pure) ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "observed", "expected"),
+    [
+        ("94107", 94107, 94107),
+        ("94107", "94107", "94107"),
+        ('"94107"', 94107, "94107"),
+        ('"94107"', "94107", "94107"),
+        ("true", "true", "true"),
+        ("true", True, True),
+        ("null", None, None),
+        ("abc", None, "abc"),
+        ("abc", 5, "abc"),
+        ("1.50", 1.5, 1.5),
+        ('{"a": 1}', {"a": 1, "b": 2}, {"a": 1}),
+        ("94107", ABSENT, 94107),
+        ("x=y", ABSENT, "x=y"),
+        ("", ABSENT, ""),
+        ("NaN", ABSENT, "NaN"),
+    ],
+)
+def test_an_unquoted_value_takes_the_observed_type(text: str, observed: Any, expected: Any) -> None:
+    result = expected_value(text, observed)
+    assert (result, type(result)) == (expected, type(expected))
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (Decimal("12.50"), 12.5),
+        (Decimal("94107"), 94107),
+        (Decimal("0.1"), 0.1),
+        (Decimal("12345678901234567.891"), "12345678901234567.891"),
+        (Decimal("NaN"), "NaN"),
+        (float("-inf"), "-Infinity"),
+        (
+            datetime(2026, 8, 27, 20, 4, 2, tzinfo=timezone(timedelta(hours=2))),
+            "2026-08-27T18:04:02Z",
+        ),
+        (datetime(2026, 8, 27, 18, 4, 2, 500, tzinfo=UTC), "2026-08-27T18:04:02.000500Z"),
+        (datetime(2026, 8, 27, 18, 4, 2), "2026-08-27T18:04:02"),
+        (date(2026, 8, 27), "2026-08-27"),
+        (time(18, 4), "18:04:00"),
+        (timedelta(seconds=1.5), 1.5),
+        (b"\x00\xff", "base64:AP8="),
+        (memoryview(b"ab"), "base64:YWI="),
+        (uuid.UUID(int=1), "00000000-0000-0000-0000-000000000001"),
+        ([Decimal("1"), None], [1, None]),
+        (True, True),
+    ],
+)
+def test_store_values_as_json(value: Any, expected: Any) -> None:
+    result = to_json(value)
+    assert (result, type(result)) == (expected, type(expected))
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (
+            "postgresql://postgres:s3cret@127.0.0.1:5432/test",
+            "postgresql://postgres:***@127.0.0.1:5432/test",
+        ),
+        ("redis://:s3cret@127.0.0.1:6379/0", "redis://:***@127.0.0.1:6379/0"),
+        (
+            "postgresql://u@h/db?sslmode=require&password=s3cret",
+            "postgresql://u@h/db?sslmode=require&password=***",
+        ),
+        ("mysql://root@127.0.0.1/test", "mysql://root@127.0.0.1/test"),
+        ("sqlite:////tmp/a.db", "sqlite:////tmp/a.db"),
+        ("https://u:p%40ss@h/x", "https://u:***@h/x"),
+    ],
+)
+def test_urls_are_redacted(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
+
+
+@pytest.mark.parametrize(
+    ("dialect", "query", "translated"),
+    [
+        (
+            "postgresql",
+            "SELECT a::text, ':x', \":y\", $$:z$$, $q$ :w $q$ FROM t -- :c\nWHERE b = :b",
+            "SELECT a::text, ':x', \":y\", $$:z$$, $q$ :w $q$ FROM t -- :c\nWHERE b = %(b)s",
+        ),
+        (
+            "postgresql",
+            "SELECT '50%' WHERE b LIKE :b /* :c % */",
+            "SELECT '50%%' WHERE b LIKE %(b)s /* :c %% */",
+        ),
+        (
+            "mariadb",
+            "SELECT 'it\\':s', `:t` # :c\nFROM t WHERE b=:b",
+            "SELECT 'it\\':s', `:t` # :c\nFROM t WHERE b=%(b)s",
+        ),
+        ("sqlite", "SELECT '%', [:x] FROM t WHERE b = :b", "SELECT '%', [:x] FROM t WHERE b = :b"),
+    ],
+)
+def test_named_parameters_are_translated_outside_literals(
+    dialect: str, query: str, translated: str
+) -> None:
+    assert translate_query(query, dialect, {"b": "1"}) == translated
+
+
+def test_a_parameter_used_twice_needs_one_value() -> None:
+    assert translate_query("SELECT :b, :b", "postgresql", {"b": "1"}) == "SELECT %(b)s, %(b)s"
+    with pytest.raises(UsageError, match="no --param c"):
+        translate_query("SELECT :b, :c", "postgresql", {"b": "1"})
+
+
+@pytest.mark.parametrize(
+    ("ci", "outcome"), [("true", pytest.fail.Exception), ("", pytest.skip.Exception)]
+)
+def test_an_unreachable_service_fails_only_under_ci(
+    monkeypatch: pytest.MonkeyPatch, ci: str, outcome: type[BaseException]
+) -> None:
+    monkeypatch.setenv("CI", ci)
+    with pytest.raises(outcome, match="PostgreSQL is not reachable"):
+        service_unavailable("PostgreSQL", ConnectionRefusedError("refused"))
