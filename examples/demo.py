@@ -1,25 +1,223 @@
-"""`make demo`: verify the bundled example claims, one per verdict, and print their reports."""
+"""`make demo`: an agent works unattended; three claims show what the verifier makes of it.
+
+In a temporary folder this builds a small git project, a SQLite database and a web service on
+127.0.0.1, then plays an agent that fixes a bug, updates a record and deploys a new build. The
+`claim` command records what changed, independent observers look at the world, and the verifier
+decides:
+
+1. a true success: every change observed after it was made          -> verified
+2. a false success: the last edit broke the tests the agent had run  -> refuted
+3. a claim nobody observed: only the agent's own word                 -> unverified
+
+Then the first claim is verified again with signed evidence, and a forged copy is rejected.
+Nothing outside the temporary folder is touched; everything is removed at the end.
+"""
 
 from __future__ import annotations
 
+import json
+import shlex
+import sqlite3
+import subprocess
 import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from completion_claim.cli import run
+CLAIM = str(Path(sys.executable).with_name("claim"))
+STATE_FOR_EXIT = {0: "VERIFIED", 1: "UNVERIFIED", 2: "REFUTED"}
 
-EXAMPLES = Path(__file__).parent
-DECISION_TIME = "2026-08-27T18:04:10Z"
+PRICING_BUGGY = "def total(prices):\n    return round(sum(prices) - 0.01, 2)\n"
+PRICING_FIXED = "def total(prices):\n    return round(sum(prices), 2)\n"
+PRICING_BROKEN = "def total(prices):\n    return round(sum(prices), 1)\n"
+TESTS = """from pricing import total
+
+
+def test_total_of_nothing_is_zero():
+    assert total([]) == 0
+
+
+def test_total_adds_prices():
+    assert total([1.25, 2.5]) == 3.75
+"""
+
+
+class Service:
+    """A web service on 127.0.0.1 whose health endpoint reports the running build."""
+
+    def __init__(self) -> None:
+        self.build = "2026.08.1"
+        service = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = json.dumps({"status": "ok", "build": service.build}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                del format, args
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/health"
+
+    @contextmanager
+    def running(self) -> Iterator[Service]:
+        thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            self.server.shutdown()
+            self.server.server_close()
+
+
+class Demo:
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.project = workdir / "shop"
+
+    def say(self, text: str) -> None:
+        print(f"\n# {text}")
+
+    def claim(self, *args: str, expect: set[int] | None = None) -> int:
+        """Run the real `claim` command in the work folder, showing it as a user would type it."""
+        print(f"$ claim {shlex.join(args)}")
+        done = subprocess.run(
+            [CLAIM, *args], cwd=self.workdir, capture_output=True, text=True, check=False
+        )
+        for line in (done.stdout + done.stderr).rstrip().splitlines():
+            print(f"  {line}")
+        if expect is not None and done.returncode not in expect:
+            raise SystemExit(f"demo: `claim {args[0]}` exited {done.returncode}, not {expect}")
+        return done.returncode
+
+    def git(self, *args: str) -> None:
+        subprocess.run(
+            ["git", "-c", "user.name=demo", "-c", "user.email=demo@example.invalid", *args],
+            cwd=self.project,
+            check=True,
+            capture_output=True,
+        )
+
+    def write(self, name: str, text: str) -> None:
+        (self.project / name).write_text(text)
+
+    def set_up(self) -> None:
+        self.project.mkdir()
+        self.git("init", "-q")
+        self.write("pricing.py", PRICING_BUGGY)
+        self.write("test_pricing.py", TESTS)
+        self.write(".gitignore", "__pycache__/\n.pytest_cache/\n")
+        self.git("add", "-A")
+        self.git("commit", "-qm", "shop before the agent")
+        with sqlite3.connect(self.workdir / "app.db") as db:
+            db.execute("CREATE TABLE accounts (id INTEGER PRIMARY KEY, billing_zip TEXT)")
+            db.execute("INSERT INTO accounts VALUES (4471, '10001')")
+        db.close()
+
+    def observe_tests(self, claim: str, *extra: str) -> None:
+        self.claim(
+            "observe", "test-run", claim, "--cwd", "shop", *extra, "--",
+            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", expect={0},
+        )  # fmt: skip
+
+    def true_success(self, service: Service) -> str:
+        self.say("Claim 1: the agent fixes the rounding bug, updates a record and deploys")
+        self.claim("new", "true.json", "--task-id", "shop-101",
+                   "--outcome", "Fixed totals, moved account 4471 to 94107, deployed 2026.08.2",
+                   expect={0})  # fmt: skip
+        self.write("pricing.py", PRICING_FIXED)
+        self.claim("capture-git", "true.json", "--repo", "shop", expect={0})
+        with sqlite3.connect(self.workdir / "app.db") as db:
+            db.execute("UPDATE accounts SET billing_zip = '94107' WHERE id = 4471")
+        db.close()
+        self.claim("mutate", "true.json", "--kind", "state_write", "--target", "accounts/4471",
+                   expect={0})  # fmt: skip
+        service.build = "2026.08.2"
+        self.claim("mutate", "true.json", "--kind", "deploy", "--target", "web", expect={0})
+        self.say("Independent observers look at the world after the changes")
+        self.observe_tests("true.json", "--covers", "m1")
+        self.claim("observe", "readback", "true.json", "sqlite:///app.db", "--covers", "m2",
+                   "--table", "accounts", "--key", "id=4471", "--expect", "billing_zip=94107",
+                   expect={0})  # fmt: skip
+        self.claim("observe", "endpoint", "true.json", service.url, "--covers", "m3",
+                   "--expect-json", "/build=2026.08.2", expect={0})  # fmt: skip
+        return "true.json"
+
+    def false_success(self) -> str:
+        self.say("Claim 2: the agent runs the tests, then makes 'one small last edit'")
+        self.git("commit", "-qam", "claim 1 landed")
+        self.claim("new", "false.json", "--task-id", "shop-102",
+                   "--outcome", "Tidied the totals code; all tests pass", expect={0})  # fmt: skip
+        self.write("pricing.py", "# Totals of a basket.\n" + PRICING_FIXED)
+        self.claim("capture-git", "false.json", "--repo", "shop", expect={0})
+        self.say("The agent's own test run: recorded, but self-attested, so it never counts")
+        self.observe_tests("false.json", "--self-attested", "--verifier-id", "agent/own-run")
+        self.write("pricing.py", "# Totals of a basket.\n" + PRICING_BROKEN)
+        self.claim("capture-git", "false.json", "--repo", "shop", expect={0})
+        self.say("The independent observer runs the tests after the final edit")
+        self.observe_tests("false.json")
+        return "false.json"
+
+    def unobserved(self) -> str:
+        self.say("Claim 3: the agent says it deployed; nobody looked")
+        self.claim("new", "silent.json", "--task-id", "shop-103",
+                   "--outcome", "Rotated the API keys and redeployed", expect={0})  # fmt: skip
+        self.claim("mutate", "silent.json", "--kind", "state_write", "--target", "secrets/api",
+                   expect={0})  # fmt: skip
+        self.claim("mutate", "silent.json", "--kind", "deploy", "--target", "web", expect={0})
+        return "silent.json"
+
+    def verdicts(self, claims: list[tuple[str, str]]) -> list[tuple[str, str, str]]:
+        rows = []
+        for title, path in claims:
+            self.say(f"Verdict on {title}")
+            code = self.claim("verify", path, expect={0, 1, 2})
+            reason = json.loads(
+                subprocess.run(
+                    [CLAIM, "verify", path, "--json"],
+                    cwd=self.workdir, capture_output=True, text=True, check=False,
+                ).stdout
+            )["reason"]  # fmt: skip
+            rows.append((title, STATE_FOR_EXIT[code], reason))
+        return rows
+
+
+def print_table(rows: list[tuple[str, str, str]]) -> None:
+    print("\n" + "=" * 100)
+    width = max(len(title) for title, _, _ in rows)
+    for title, state, reason in rows:
+        print(f"{title:<{width}}  {state:<10}  {reason}")
+    print("=" * 100)
 
 
 def main() -> int:
-    expected = {"format-note": 0, "unverified": 1, "refuted": 2}
-    for name, code in expected.items():
-        print(f"$ claim verify examples/{name}.claim.json --at {DECISION_TIME}")
-        got = run(["verify", str(EXAMPLES / f"{name}.claim.json"), "--at", DECISION_TIME])
-        print(f"(exit {got})\n")
-        if got != code:
-            print(f"demo: expected exit {code} for {name}, got {got}", file=sys.stderr)
-            return 1
+    with tempfile.TemporaryDirectory(prefix="claim-demo-") as folder:
+        demo = Demo(Path(folder))
+        demo.set_up()
+        with Service().running() as service:
+            first = demo.true_success(service)
+            second = demo.false_success()
+            third = demo.unobserved()
+            rows = demo.verdicts(
+                [
+                    ("1. true success", first),
+                    ("2. false success", second),
+                    ("3. nobody observed", third),
+                ]
+            )
+    print_table(rows)
+    expected = ["VERIFIED", "REFUTED", "UNVERIFIED"]
+    if [state for _, state, _ in rows] != expected:
+        print(f"demo: expected {expected}", file=sys.stderr)
+        return 1
     return 0
 
 

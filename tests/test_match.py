@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from completion_claim.match import json_equal, satisfies
+from completion_claim.match import first_mismatch, json_equal, satisfies
 
 
 @pytest.mark.parametrize(
@@ -46,3 +46,21 @@ def test_not_satisfied(expected: Any, observed: Any) -> None:
 def test_json_equal_distinguishes_types_inside_arrays() -> None:
     assert not json_equal([True], [1])
     assert json_equal({"a": [1, {"b": None}]}, {"a": [1.0, {"b": None}]})
+
+
+@pytest.mark.parametrize(
+    ("expected", "observed", "words"),
+    [
+        ({"exit_code": 0}, {"exit_code": 1, "passed": 3}, "exit_code: expected 0, observed 1"),
+        ({"a": {"zip": "94107"}}, {"a": {"zip": 94107}}, 'a.zip: expected "94107", observed 94107'),
+        ({"b": 1, "a": 2}, {}, "a: expected 2, observed nothing"),
+        ({"zip": "1"}, None, 'value: expected {"zip": "1"}, observed null'),
+        ("x" * 100, "y", 'value: expected "' + "x" * 56 + '..., observed "y"'),
+    ],
+)
+def test_first_mismatch_says_where_and_what(expected: Any, observed: Any, words: str) -> None:
+    assert first_mismatch(expected, observed) == words
+
+
+def test_first_mismatch_is_none_when_satisfied() -> None:
+    assert first_mismatch({"a": 1}, {"a": 1.0, "b": 2}) is None

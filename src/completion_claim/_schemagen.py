@@ -92,6 +92,7 @@ _VERDICT: dict[str, Any] = {
                     "counts": {"type": "boolean"},
                     "observation": {"enum": ["matches", "differs", "absent"]},
                     "reasons": {"type": "array", "items": _FINDING},
+                    "mismatch": {"type": "string"},
                 },
                 "required": ["evidence", "check_type", "counts", "observation", "reasons"],
                 "additionalProperties": False,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 
@@ -46,3 +47,27 @@ def _json_type(value: Any) -> str:
     if kind is list:
         return "array"
     return "null" if value is None else kind.__name__
+
+
+def first_mismatch(expected: Any, observed: Any, path: str = "") -> str | None:
+    """Where ``observed`` first fails to satisfy ``expected``, in words; None when it satisfies.
+
+    Keys are visited in sorted order so the answer does not depend on how the document was written.
+    """
+    if type(expected) is dict and type(observed) is dict:
+        for key in sorted(expected):
+            where = f"{path}.{key}" if path else key
+            if key not in observed:
+                return f"{where}: expected {_show(expected[key])}, observed nothing"
+            found = first_mismatch(expected[key], observed[key], where)
+            if found is not None:
+                return found
+        return None
+    if satisfies(expected, observed):
+        return None
+    return f"{path or 'value'}: expected {_show(expected)}, observed {_show(observed)}"
+
+
+def _show(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

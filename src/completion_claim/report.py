@@ -15,6 +15,18 @@ _FINDING_TEXT = {
     "from_future": "dated after the decision time",
     "stale": "stale: older than the policy's max_age_s at decision time",
     "not_discriminating": "could not have failed",
+    # Signed mode: why no trusted observer's signature proves the item independent.
+    "no_attestation": "not signed: signed mode counts only evidence a trusted observer signed",
+    "attestation_malformed": "attestation is not a readable DSSE envelope",
+    "payload_type_wrong": "attestation has the wrong payload type",
+    "signature_invalid": "no valid signature by the observer it names",
+    "unknown_observer": "signed mode: the observer it names is not trusted by the policy",
+    "check_type_not_allowed": "the policy does not let this observer attest this check type",
+    "agent_key": "signed with a key the agent holds",
+    "payload_malformed": "the signed payload is not an evidence payload",
+    "payload_mismatch": "edited after signing",
+    "bound_to_other_task": "signed for another task",
+    "mutation_digest_changed": "mutation {mutation} changed after it was observed",
 }
 
 _UNMET_TEXT = {
@@ -77,13 +89,20 @@ def render_report(claim: Claim, verdict: Verdict, source: str = "") -> str:
             item = items[result.evidence]
             lines.append(
                 f"  {result.evidence}  {result.check_type} by {item.verifier.id} "
-                f"({item.verifier.kind}), {_observation(result)}"
+                f"({_kind(item.verifier.kind, verdict)}), {_observation(result)}"
             )
             lines += [f"      - {describe_finding(f)}" for f in result.reasons]
+            if result.mismatch:
+                lines.append(f"      differs at {result.mismatch}")
     if verdict.unmet:
         lines += ["", "Unmet"]
         lines += [f"  - {describe_unmet(u)}" for u in verdict.unmet]
     return "\n".join(lines) + "\n"
+
+
+def _kind(kind: str, verdict: Verdict) -> str:
+    # In signed mode the written kind is not read; say so rather than seem to endorse it.
+    return kind if verdict.independence == "declared" else f"declares {kind}"
 
 
 def _refs(refs: tuple[str, ...], results: dict[str, EvidenceResult]) -> str:
