@@ -40,7 +40,9 @@ from completion_claim.timefmt import format_time
 SEED = 20260827
 DECIDED_AT = datetime(2026, 8, 27, 18, 30, 0, tzinfo=UTC)
 """The decision time of every typical claim (so ``--batch --at`` can use one instant)."""
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "src/completion_claim/schema/claim.schema.json"
+SCHEMA_PATH = (
+    Path(__file__).resolve().parent.parent / "src/completion_claim/schema/claim.schema.json"
+)
 
 TARGET_C_OVER_A = 10.0
 TARGET_C_OVER_B = 1.0
@@ -58,10 +60,11 @@ _OFFSETS = [
     timezone(timedelta(hours=5, minutes=30)),
     timezone(-timedelta(hours=3, minutes=30)),
 ]
-_WORDS = (
-    "billing address account invoice deploy service config cache retry handler parser "
-    "migration index schema token session quota limit region tenant webhook"
-).split()
+_WORDS = [
+    *("billing", "address", "account", "invoice", "deploy", "service", "config", "cache"),
+    *("retry", "handler", "parser", "migration", "index", "schema", "token", "session"),
+    *("quota", "limit", "region", "tenant", "webhook"),
+]
 
 
 def stamp(rng: random.Random, moment: datetime) -> str:
@@ -97,9 +100,7 @@ def _target_for(rng: random.Random, kind: str, n: int) -> str:
     return f"{rng.choice(('accounts', 'orders', 'tenants'))}/{rng.randrange(10_000)}"
 
 
-def _observation(
-    rng: random.Random, check_type: str, flaws: bool
-) -> tuple[Any, Any, Json | None]:
+def _observation(rng: random.Random, check_type: str, flaws: bool) -> tuple[Any, Any, Json | None]:
     """(expected, observed_value, details) for one check; with ``flaws``, not always matching."""
     details: Json | None = None
     if check_type == "test_run":
@@ -130,7 +131,10 @@ def _observation(
         observed = {
             "status": 200,
             "headers": {"content-type": "application/json", "x-request-id": _hex(rng, 16)},
-            "body": {"/build/commit": commit, "/version": f"1.{rng.randrange(40)}.{rng.randrange(9)}"},
+            "body": {
+                "/build/commit": commit,
+                "/version": f"1.{rng.randrange(40)}.{rng.randrange(9)}",
+            },
             "body_digest": "sha256:" + _hex(rng, 64),
         }
         if flaws and rng.random() < 0.08:
@@ -156,7 +160,11 @@ def _observation(
     return expected, observed, details
 
 
-_CHECK_FOR_KIND = {"file_write": "test_run", "deploy": "endpoint_health", "state_write": "state_readback"}
+_CHECK_FOR_KIND = {
+    "file_write": "test_run",
+    "deploy": "endpoint_health",
+    "state_write": "state_readback",
+}
 
 
 def _evidence(
@@ -244,7 +252,8 @@ def large_claim(rng: random.Random, n: int) -> tuple[Json, datetime]:
     """n mutations then n evidence items (one per mutation, a few covering two).
 
     The agent makes its n changes, then observers check them: distinct targets, so nothing is
-    superseded; 5% of the items are self-attested, so coverage also lists items that do not count.
+    superseded, and the claim is verified. 5% of the items are self-attested (their mutation is
+    also covered by the item before), so coverage also lists items that do not count.
     """
     start = datetime(2026, 8, 27, 9, 0, 0, tzinfo=UTC)
     mutations: list[tuple[Json, datetime]] = []
@@ -256,11 +265,11 @@ def large_claim(rng: random.Random, n: int) -> tuple[Json, datetime]:
     evidence = []
     observed_from = mutations[-1][1] + timedelta(seconds=1)
     for i in range(n):
-        covered = [i] if i % 25 or i + 1 >= n else [i, i + 1]
+        self_attested = i % 20 == 7
+        covered = [i, i + 1] if (i + 1) % 20 == 7 and i + 1 < n else [i]
         at = observed_from + timedelta(milliseconds=20 * i)
         item = _evidence(rng, mutations, covered, at, f"e{i}", flaws=False)
-        # keep the figure about scale, not about luck: observations match, most are independent
-        item["verifier"]["kind"] = "self_attested" if i % 20 == 7 else "independent"
+        item["verifier"]["kind"] = "self_attested" if self_attested else "independent"
         evidence.append(item)
     decided = observed_from + timedelta(milliseconds=20 * n + 500)
     claim: Json = {
@@ -283,12 +292,19 @@ def encode(document: Json) -> bytes:
 
 def best_of(repeats: int, run: Callable[[], object]) -> float:
     """The fastest of ``repeats`` runs, in seconds (the least disturbed by the machine)."""
-    best = float("inf")
+    return best_of_each(repeats, {"": run})[""]
+
+
+def best_of_each(repeats: int, runs: dict[str, Callable[[], object]]) -> dict[str, float]:
+    """Like best_of for several measurements, taken in turns, so that a slow spell of the
+    machine hits all of them alike and their ratios stay honest."""
+    best = dict.fromkeys(runs, float("inf"))
     for _ in range(repeats):
-        gc.collect()
-        started = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - started)
+        for name, run in runs.items():
+            gc.collect()
+            started = time.perf_counter()
+            run()
+            best[name] = min(best[name], time.perf_counter() - started)
     return best
 
 
@@ -297,14 +313,17 @@ class Target:
     label: str
     value: float
     limit: float
-
-    def line(self) -> str:
-        verdict = "PASS" if self.value <= self.limit else "MISS"
-        return f"  [{verdict}] {self.label}: {self.value:.2f} (target <= {self.limit:g})"
+    strict: bool = False  # the value must stay below the limit, not reach it
 
     @property
     def met(self) -> bool:
-        return self.value <= self.limit
+        return self.value < self.limit if self.strict else self.value <= self.limit
+
+    def line(self) -> str:
+        bound = f"{'<' if self.strict else '<='} {self.limit:g}"
+        return (
+            f"  [{'PASS' if self.met else 'MISS'}] {self.label}: {self.value:.2f} (target {bound})"
+        )
 
 
 def make_validator() -> Any:
@@ -325,20 +344,33 @@ def per_item(seconds: float, count: int) -> str:
 def bench_typical(count: int, repeats: int) -> list[Target]:
     rng = random.Random(SEED)
     blobs = [encode(typical_claim(rng, i)) for i in range(count)]
-    decoded = [json.loads(blob) for blob in blobs]
     validator = make_validator()
     at = DECIDED_AT
 
     # correctness first (untimed): every claim is schema-valid and loads; tally the verdicts
     states: Counter[str] = Counter()
-    for blob, document in zip(blobs, decoded, strict=True):
-        if not validator.is_valid(document):
+    for blob in blobs:
+        if not validator.is_valid(json.loads(blob)):
             raise SystemExit("bench: generated a claim the shipped schema rejects")
         states[verify(load_claim(blob), at).state] += 1
 
     def floor() -> None:
         for blob in blobs:
             json.loads(blob)
+
+    def full() -> None:
+        for blob in blobs:
+            verify(load_claim(blob), at)
+
+    def parse_only() -> None:
+        for blob in blobs:
+            load_claim(blob)
+
+    # a and c first, in turns, while the corpus bytes are all the benchmark holds
+    timed = best_of_each(repeats, {"a": floor, "c": full, "parse": parse_only})
+    a, c, c_parse = timed["a"], timed["c"], timed["parse"]
+
+    decoded = [json.loads(blob) for blob in blobs]
 
     def schema_only() -> None:
         is_valid = validator.is_valid
@@ -350,19 +382,8 @@ def bench_typical(count: int, repeats: int) -> list[Target]:
         for blob in blobs:
             is_valid(json.loads(blob))
 
-    def full() -> None:
-        for blob in blobs:
-            verify(load_claim(blob), at)
-
-    def parse_only() -> None:
-        for blob in blobs:
-            load_claim(blob)
-
-    a = best_of(repeats, floor)
-    b = best_of(max(2, repeats // 2), schema_only)
-    b_loads = best_of(max(2, repeats // 2), schema_with_loads)
-    c = best_of(repeats, full)
-    c_parse = best_of(repeats, parse_only)
+    timed = best_of_each(max(2, repeats // 2), {"b": schema_only, "b+loads": schema_with_loads})
+    b, b_loads = timed["b"], timed["b+loads"]
 
     sizes = sorted(len(blob) for blob in blobs)
     print(
@@ -370,7 +391,9 @@ def bench_typical(count: int, repeats: int) -> list[Target]:
         f"{sizes[len(sizes) // 2]:,} bytes median ({sizes[0]:,}-{sizes[-1]:,}), "
         f"best of {repeats}"
     )
-    shown = ", ".join(f"{state} {states[state]:,}" for state in ("verified", "unverified", "refuted"))
+    shown = ", ".join(
+        f"{state} {states[state]:,}" for state in ("verified", "unverified", "refuted")
+    )
     print(f"  verdicts: {shown}")
     print(f"  {'':44}{'claims/s':>14}{'per claim':>12}")
     rows = [
@@ -383,36 +406,65 @@ def bench_typical(count: int, repeats: int) -> list[Target]:
     for label, seconds in rows:
         print(f"  {label}{rate(count, seconds)}{per_item(seconds, count)}")
     print(f"  c/a = {c / a:.2f}   c/b = {c / b:.2f}   c/(b incl. loads) = {c / b_loads:.2f}")
+    print("  (b) is Draft202012Validator, compiled once, no format checker (the schema's pattern")
+    print("  checks the timestamps); a and c are timed in turns, b after them.")
     return [
         Target("c/a, full verification over the json.loads floor", c / a, TARGET_C_OVER_A),
-        Target("c/b, full verification over jsonschema alone (< 1)", c / b, TARGET_C_OVER_B),
+        Target("c/b, full verification over jsonschema alone", c / b, TARGET_C_OVER_B, strict=True),
     ]
 
 
-def bench_large(sizes: Sequence[int], repeats: int) -> list[Target]:
+def measure_large(n: int, repeats: int) -> Json:
+    """Time one large claim; run in a fresh interpreter (``--large-worker``), as ``claim`` is."""
+    document, at = large_claim(random.Random(SEED + n), n)
+    blob = encode(document)
+    del document
+    verdict = verify(load_claim(blob), at)
+    # (c) first, while the claim's bytes are all this process holds beyond the interpreter
+    c = best_of(repeats, lambda: verify(load_claim(blob), at))
+    a = best_of(repeats, lambda: json.loads(blob))
+    decoded = json.loads(blob)
     validator = make_validator()
+    if not validator.is_valid(decoded):
+        raise SystemExit("bench: generated a large claim the shipped schema rejects")
+    b = best_of(max(1, repeats - 1), lambda: validator.is_valid(decoded))
+    return {"n": n, "bytes": len(blob), "a": a, "b": b, "c": c, "state": verdict.state}
+
+
+def bench_large(sizes: Sequence[int], repeats: int, rounds: int) -> list[Target]:
     print()
-    print(f"Large claims: n mutations and n evidence items, best of {repeats}")
+    print(
+        f"Large claims: n mutations and n evidence items; each size in a fresh interpreter "
+        f"(as `claim verify` runs), sizes in turns, best of {rounds} x {repeats}"
+    )
     print(f"  {'n':>7}{'bytes':>13}{'json.loads':>13}{'jsonschema':>13}{'full (c)':>13}  verdict")
-    timings: dict[int, float] = {}
+    best: dict[int, Json] = {}
+    for _ in range(rounds):
+        for n in sizes:
+            worker = subprocess.run(
+                [sys.executable, __file__, "--large-worker", str(n), "--repeats", str(repeats)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            row: Json = json.loads(worker.stdout)
+            if n in best:
+                row.update({key: min(row[key], best[n][key]) for key in ("a", "b", "c")})
+            best[n] = row
     for n in sizes:
-        document, at = large_claim(random.Random(SEED + n), n)
-        blob = encode(document)
-        decoded = json.loads(blob)
-        if not validator.is_valid(decoded):
-            raise SystemExit("bench: generated a large claim the shipped schema rejects")
-        verdict = verify(load_claim(blob), at)
-        a = best_of(repeats, lambda blob=blob: json.loads(blob))  # type: ignore[misc]
-        b = best_of(max(1, repeats - 1), lambda d=decoded: validator.is_valid(d))  # type: ignore[misc]
-        c = best_of(repeats, lambda blob=blob, at=at: verify(load_claim(blob), at))  # type: ignore[misc]
-        timings[n] = c
+        row = best[n]
         print(
-            f"  {n:>7,}{len(blob):>13,}{a * 1e3:>10.1f} ms{b * 1e3:>10.1f} ms{c * 1e3:>10.1f} ms"
-            f"  {verdict.state}"
+            f"  {n:>7,}{row['bytes']:>13,}{row['a'] * 1e3:>10.1f} ms{row['b'] * 1e3:>10.1f} ms"
+            f"{row['c'] * 1e3:>10.1f} ms  {row['state']}"
         )
     small, big = min(sizes), max(sizes)
-    ratio = timings[big] / timings[small]
+    ratio = best[big]["c"] / best[small]["c"]
+    floor = best[big]["a"] / best[small]["a"]
     print(f"  t({big:,}) / t({small:,}) = {ratio:.2f}  (linear would be {big / small:g})")
+    print(
+        f"  for comparison, json.loads alone scales {floor:.2f} on this machine "
+        f"(full / floor scaling = {ratio / floor:.2f})"
+    )
     return [Target(f"large-claim ratio t({big:,})/t({small:,})", ratio, TARGET_LARGE_RATIO)]
 
 
@@ -480,7 +532,9 @@ def bench_batch(exe: Path, count: int) -> None:
                         states[json.loads(raw).get("state", "?")] += 1
                 produced = sum(states.values())
                 note = f"exit {code_text}, {produced:,} verdicts"
-                if code_text != "0" or produced != total:
+                if states["invalid"]:
+                    note += f" ({states['invalid']:,} invalid)"
+                if code_text != "0" or produced != total or states["invalid"]:
                     note += "  <- UNEXPECTED"
                 print(
                     f"  {total:>8,}{jobs:>6}{elapsed:>10.2f}{total / elapsed:>12,.0f}"
@@ -494,7 +548,12 @@ def bench_batch(exe: Path, count: int) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="tiny corpus, one repeat: a smoke run")
+    parser.add_argument("--large-worker", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--repeats", type=int, default=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.large_worker is not None:
+        print(json.dumps(measure_large(args.large_worker, args.repeats)))
+        return 0
     if args.quick:
         typical, repeats, large, batch = 200, 1, (100, 1_000), 200
     else:
@@ -504,7 +563,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"completion-claim benchmark  (Python {sys.version.split()[0]}, seed {SEED})")
     print()
     targets = bench_typical(typical, repeats)
-    targets += bench_large(large, 3 if not args.quick else 1)
+    targets += bench_large(large, 1 if args.quick else 3, 1 if args.quick else 2)
     exe = claim_command()
     if exe is None:
         print()

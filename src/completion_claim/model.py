@@ -332,7 +332,6 @@ def parse_policy(document: object, path: str = "") -> Policy:
     return policy
 
 
-
 def load_claim(data: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES) -> Claim:
     """Parse a claim from JSON text or UTF-8 bytes, at most ``max_bytes`` long in UTF-8."""
     return parse_claim(loads(_text(data, max_bytes)))

@@ -13,8 +13,8 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from .checks import CHECK_TYPES, why_not_discriminating
-from .match import satisfies
-from .model import BUILTIN_POLICY, INDEPENDENT, Claim, Evidence, Mutation, Policy
+from .match import first_mismatch, satisfies
+from .model import ABSENT, BUILTIN_POLICY, INDEPENDENT, SIGNED, Claim, Evidence, Mutation, Policy
 from .timefmt import format_time
 
 State = Literal["verified", "unverified", "refuted"]
@@ -61,6 +61,7 @@ class EvidenceResult:
     check_type: str
     observation: Observation
     reasons: tuple[Finding, ...]
+    mismatch: str | None = None  # where the observation differs, when it does
 
     @property
     def counts(self) -> bool:
@@ -81,6 +82,7 @@ class EvidenceResult:
             "counts": self.counts,
             "observation": self.observation,
             "reasons": [reason.to_json() for reason in self.reasons],
+            **({"mismatch": self.mismatch} if self.mismatch is not None else {}),
         }
 
 
@@ -252,27 +254,22 @@ def judge_evidence(
     ]
     if item.observed and item.check_type in CHECK_TYPES:
         reasons.append(rule_discriminating(item))
+    mismatch = None
     if not item.observed:
         observation: Observation = "absent"
-    elif satisfies(item.expected, item.observed_value):
-        observation = "matches"
+    elif item.expected is ABSENT or satisfies(item.expected, item.observed_value):
+        observation = "matches"  # nothing expected is trivially met (and not discriminating)
     else:
         observation = "differs"
+        mismatch = first_mismatch(item.expected, item.observed_value)
     found = tuple(reason for reason in reasons if reason is not None)
-    return EvidenceResult(ref, item.check_type, observation, found)
+    return EvidenceResult(ref, item.check_type, observation, found, mismatch)
 
 
 # --- the verdict -------------------------------------------------------------------------------
 
 
-def verify(
-    claim: Claim,
-    at: datetime,
-    policy: Policy | None = None,
-    *,
-    independence: Independence = declared_independence,
-    independence_mode: Literal["declared", "proven"] = "declared",
-) -> Verdict:
+def verify(claim: Claim, at: datetime, policy: Policy | None = None) -> Verdict:
     """Decide the claim at instant ``at`` under ``policy`` (else the claim's, else the built-in).
 
     Rule 3 (coverage), rule 4 (absence is unverified) and rule 6 (only a qualifying
@@ -281,6 +278,7 @@ def verify(
     if at.tzinfo is None:
         raise ValueError("the decision time must carry a UTC offset")
     chosen = policy or claim.policy or BUILTIN_POLICY
+    independence, independence_mode = _independence(claim, chosen, policy is not None)
     timeline = _Timeline(claim.mutations)
     oldest_allowed = at - timedelta(seconds=chosen.max_age_s)
     results = [
@@ -311,6 +309,23 @@ def verify(
         coverage=coverage,
         evidence=tuple(r for r, _ in by_ref),
     )
+
+
+def _independence(
+    claim: Claim, chosen: Policy, from_operator: bool
+) -> tuple[Independence, Literal["declared", "proven"]]:
+    """Rule 1's judge: kinds as written, or signatures checked against the policy's observers.
+
+    Signatures prove independence only against trust roots the operator chose. A claim's own
+    trust section is still applied (it can only make evidence count less), but whoever wrote
+    the claim chose its keys, so the verdict does not call that proof.
+    """
+    if chosen.trust is None or chosen.trust.mode != SIGNED:
+        return declared_independence, "declared"
+    # Imported here so that unsigned verification never loads the crypto library.
+    from .trust.evidence import signed_independence  # noqa: PLC0415
+
+    return signed_independence(claim, chosen.trust), "proven" if from_operator else "declared"
 
 
 def evidence_ref(item: Evidence, index: int) -> str:
@@ -381,7 +396,7 @@ def _reason(
         culprit = next(r for r in results if r.evidence == first.evidence)
         return (
             f"Evidence {culprit.evidence} ({culprit.check_type}) contradicts the claim: "
-            "the observed value does not satisfy the expected one."
+            f"{culprit.mismatch}."
         )
     if first.code == "no_evidence":
         return "No evidence was recorded, so nothing proves the claim."

@@ -1,1 +1,137 @@
-"""(being written)."""
+"""``claim keygen``, ``claim pubkey``, ``claim check-verdict`` and ``claim export``.
+
+The trust modules are imported inside each command, so commands that never sign do not load
+the crypto library.
+"""
+
+from __future__ import annotations
+
+import click
+
+from .._files import read_limited, source_name, write_atomic
+from .._json import DEFAULT_MAX_BYTES, decode_bytes, dumps, loads
+from ..errors import InvalidDocument, UsageError
+from ..model import Claim, parse_claim
+from ..verify import verify
+from . import EXIT_UNVERIFIED, EXIT_VERIFIED, app
+from .verify_cmd import decision_time, read_policy
+
+
+@app.command("keygen")
+@click.option(
+    "--out",
+    "out_path",
+    required=True,
+    metavar="FILE",
+    help="Where to write the private key (mode 0600; an existing file is never replaced).",
+)
+def keygen_command(out_path: str) -> int:
+    """Make an Ed25519 signing key; print its public key and key id.
+
+    Put the public key in a policy's trust.observers (for an observer's key) or
+    trust.agent_keys (for a key the agent holds).
+    """
+    from ..trust.keys import SigningKey, write_private_key  # noqa: PLC0415
+
+    key = SigningKey.generate()
+    write_private_key(out_path, key)
+    click.echo(f"wrote private key {out_path} (mode 0600)")
+    click.echo(f"public key: {key.public.text}")
+    click.echo(f"key id: {key.public.keyid}")
+    return EXIT_VERIFIED
+
+
+@app.command("pubkey")
+@click.argument("key_path", metavar="FILE")
+def pubkey_command(key_path: str) -> int:
+    """Print the public key of the private key in FILE, as a policy's public_key takes it."""
+    from ..trust.keys import load_signing_key  # noqa: PLC0415
+
+    click.echo(load_signing_key(key_path).public.text)
+    return EXIT_VERIFIED
+
+
+@app.command("check-verdict")
+@click.argument("path")
+@click.option(
+    "--public-key",
+    "public_key",
+    required=True,
+    metavar="KEY",
+    help="The gate's public key: 'ed25519:...' or a file holding it.",
+)
+def check_verdict_command(path: str, public_key: str) -> int:
+    """Check a signed verdict written by `claim verify --sign-key --out`.
+
+    \b
+    Exit codes: 0 the signature is valid and the file's claim and verdict are exactly
+    what was signed; 1 they are not (the reason is printed); 3 not a claim; 4 usage.
+    """
+    from ..trust.keys import read_public_key  # noqa: PLC0415
+    from ..trust.verdicts import VerdictRejected, check_verdict  # noqa: PLC0415
+
+    key = read_public_key(public_key)
+    document, _ = _read_claim(path)
+    try:
+        verdict = check_verdict(document, key)
+    except VerdictRejected as rejected:
+        click.echo(f"INVALID: {rejected}")
+        return EXIT_UNVERIFIED
+    click.echo(
+        f"valid: verdict {verdict.get('state')!s} decided at {verdict.get('decided_at')!s}, "
+        f"signed by key {key.keyid[:16]}"
+    )
+    return EXIT_VERIFIED
+
+
+@app.command("export")
+@click.argument("path")
+@click.option("--in-toto", "in_toto", is_flag=True, help="Write an in-toto Statement v1 (DSSE).")
+@click.option("--sign-key", "sign_key_path", required=True, metavar="FILE", help="The signing key.")
+@click.option("--out", "out_path", metavar="FILE", help="Write here instead of stdout.")
+@click.option("--policy", "policy_path", metavar="FILE", help="Operator policy for the verdict.")
+@click.option(
+    "--at", "at_text", metavar="TIME", help="Decision time (RFC 3339 with offset); default: now."
+)
+def export_command(
+    path: str,
+    in_toto: bool,
+    sign_key_path: str,
+    out_path: str | None,
+    policy_path: str | None,
+    at_text: str | None,
+) -> int:
+    """Export the claim in PATH, with a freshly computed verdict, as a signed attestation.
+
+    With --in-toto: a DSSE envelope (payload type application/vnd.in-toto+json) holding an
+    in-toto Statement v1 whose subject is the claim's digest and whose predicate is the claim
+    with its verdict.
+    """
+    if not in_toto:
+        raise UsageError("choose the export format: --in-toto")
+    from ..trust.keys import load_signing_key  # noqa: PLC0415
+    from ..trust.verdicts import intoto_statement, sign_statement  # noqa: PLC0415
+
+    key = load_signing_key(sign_key_path)
+    at = decision_time(at_text)
+    policy = read_policy(policy_path, DEFAULT_MAX_BYTES)
+    document, claim = _read_claim(path)
+    verdict = verify(claim, at, policy).to_json()
+    envelope = sign_statement(intoto_statement(document, verdict, claim.task.id), key)
+    text = dumps(envelope, indent=2) + "\n"
+    if out_path is None:
+        click.echo(text, nl=False)
+    else:
+        write_atomic(out_path, text.encode())
+    return EXIT_VERIFIED
+
+
+def _read_claim(path: str) -> tuple[dict[str, object], Claim]:
+    """A claim file's JSON object and its parsed form; invalid input names the file."""
+    try:
+        document = loads(decode_bytes(read_limited(path, DEFAULT_MAX_BYTES)))
+        claim = parse_claim(document)
+    except InvalidDocument as error:
+        raise error.in_source(source_name(path)) from None
+    assert isinstance(document, dict)
+    return document, claim

@@ -5,18 +5,23 @@ from __future__ import annotations
 import sys
 from datetime import UTC, datetime
 from importlib import resources
+from typing import TYPE_CHECKING
 
 import click
 
-from .._files import STDIN, read_limited, source_name
-from .._json import DEFAULT_MAX_BYTES, dumps
+from .._files import STDIN, read_limited, source_name, write_atomic
+from .._json import DEFAULT_MAX_BYTES, decode_bytes, dumps, loads
 from ..batch import verify_stream
+from ..claimfile import render
 from ..errors import InvalidDocument, UsageError
 from ..model import Policy, load_claim, load_policy
 from ..report import render_report
 from ..timefmt import parse_time
 from ..verify import Verdict, verify
 from . import EXIT_INVALID, EXIT_REFUTED, EXIT_UNVERIFIED, EXIT_VERIFIED, app
+
+if TYPE_CHECKING:
+    from ..trust.keys import SigningKey
 
 EXIT_FOR_STATE = {
     "verified": EXIT_VERIFIED,
@@ -75,6 +80,18 @@ def read_policy(path: str | None, max_bytes: int) -> Policy | None:
     show_default=True,
     help="Largest claim (or batch line) accepted.",
 )
+@click.option(
+    "--sign-key",
+    "sign_key_path",
+    metavar="FILE",
+    help="Sign the verdict with this private key (with --out).",
+)
+@click.option(
+    "--out",
+    "out_path",
+    metavar="FILE",
+    help="Write the claim with its verdict and the signature over both (with --sign-key).",
+)
 def verify_command(
     path: str,
     policy_path: str | None,
@@ -83,6 +100,8 @@ def verify_command(
     batch: bool,
     jobs: int,
     max_bytes: int,
+    sign_key_path: str | None,
+    out_path: str | None,
 ) -> int:
     """Verify the claim in PATH ('-' for stdin) and exit with its state.
 
@@ -92,20 +111,50 @@ def verify_command(
     """
     at = decision_time(at_text)
     policy = read_policy(policy_path, max_bytes)
+    if (sign_key_path is None) != (out_path is None):
+        raise UsageError("--sign-key and --out go together: they write a signed verdict")
+    key = _signing_key(sign_key_path, batch)
     if batch:
         return _verify_batch(path, policy, at, max_bytes, jobs)
     if jobs != 1:
         raise UsageError("--jobs goes with --batch")
+    data = read_limited(path, max_bytes)
     try:
-        claim = load_claim(read_limited(path, max_bytes), max_bytes)
+        claim = load_claim(data, max_bytes)
     except InvalidDocument as error:
         raise error.in_source(source_name(path)) from None
     verdict = verify(claim, at, policy)
+    if key is not None and out_path is not None:
+        _write_signed_verdict(out_path, loads(decode_bytes(data)), verdict, key)
     if as_json:
         click.echo(dumps(verdict.to_json(), indent=2))
     else:
         click.echo(render_report(claim, verdict, source_name(path)), nl=False)
     return exit_code(verdict)
+
+
+def _signing_key(path: str | None, batch: bool) -> SigningKey | None:
+    """The verdict signing key, read before verifying so a bad key fails fast."""
+    if path is None:
+        return None
+    if batch:
+        raise UsageError("--sign-key does not go with --batch")
+    # Imported here: signing is the only path of `claim verify` that needs cryptography.
+    from ..trust.keys import load_signing_key  # noqa: PLC0415
+
+    return load_signing_key(path)
+
+
+def _write_signed_verdict(
+    out_path: str, document: dict[str, object], verdict: Verdict, key: SigningKey
+) -> None:
+    from ..trust.verdicts import sign_verdict  # noqa: PLC0415
+
+    write_atomic(out_path, render(sign_verdict(document, verdict.to_json(), key)))
+    click.echo(
+        f"wrote {out_path}: the claim with its verdict, signed by key {key.public.keyid[:16]}",
+        err=True,
+    )
 
 
 def exit_code(verdict: Verdict) -> int:

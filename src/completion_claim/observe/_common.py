@@ -5,16 +5,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from .. import __version__
-from .._json import dumps
+from .._json import dumps, loads
 from ..claimfile import RawClaim, edit_claim, next_id, read_claim
 from ..errors import ObservationFailed, UsageError
 from ..model import ABSENT, INDEPENDENT, SELF_ATTESTED, Claim
 from ..timefmt import format_time
+
+if TYPE_CHECKING:
+    from ..trust.keys import SigningKey
 
 DEFAULT_VERIFIER_ID = f"claim-observer/{__version__}"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -31,6 +34,7 @@ class ObserverSettings:
     print_only: bool
     record_failure: bool
     evidence_id: str | None
+    sign_key: SigningKey | None = None  # signs each item's attestation (DSSE)
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,12 @@ def observer_options(command: F) -> F:
             "observation) before exiting non-zero.",
         ),
         click.option("--evidence-id", help="Id of the new evidence item (default e1, e2, ...)."),
+        click.option(
+            "--sign-key",
+            metavar="FILE",
+            help="Sign the evidence with this observer's private key, so a policy in signed "
+            "mode can prove it independent.",
+        ),
     ]
     for option in reversed(options):
         command = option(command)
@@ -88,6 +98,14 @@ def settings_from(claim_path: str, options: dict[str, Any]) -> ObserverSettings:
     covers = None
     if covers_text is not None:
         covers = tuple(part.strip() for part in covers_text.split(",") if part.strip())
+    sign_key_path: str | None = options.pop("sign_key", None)
+    sign_key = None
+    if sign_key_path is not None:
+        # Imported here: only signing needs the crypto library. Read before observing, so a bad
+        # key fails before any work is done.
+        from ..trust.keys import load_signing_key  # noqa: PLC0415
+
+        sign_key = load_signing_key(sign_key_path)
     return ObserverSettings(
         claim_path=claim_path,
         covers=covers,
@@ -96,6 +114,7 @@ def settings_from(claim_path: str, options: dict[str, Any]) -> ObserverSettings:
         print_only=options.pop("print_only"),
         record_failure=options.pop("record_failure"),
         evidence_id=options.pop("evidence_id"),
+        sign_key=sign_key,
     )
 
 
@@ -171,6 +190,7 @@ def _record(
         if evidence_id in taken:
             raise UsageError(f"--evidence-id: {evidence_id!r} is already in the claim")
         item["id"] = evidence_id
+        _attest(item, claim, settings.sign_key)
         raw["evidence"].append(item)
 
     if settings.print_only:
@@ -178,7 +198,19 @@ def _record(
         item["id"] = settings.evidence_id or next_id(
             "e", {e.id for e in claim.evidence if e.id is not None}
         )
+        _attest(item, claim, settings.sign_key)
         click.echo(dumps(item, indent=2))
     else:
         edit_claim(settings.claim_path, append)
     return item
+
+
+def _attest(item: dict[str, Any], claim: Claim, key: SigningKey | None) -> None:
+    """Sign the item as it will be written, bound to the claim's task and to the covered
+    mutations' ids and digests as they stand now (the caller holds the claim's lock)."""
+    if key is None:
+        return
+    from ..trust.evidence import sign_evidence  # noqa: PLC0415
+
+    # Sign the JSON the file will hold, not the Python values the observer produced.
+    item["attestation"] = sign_evidence(loads(dumps(item)), claim, key)

@@ -1,0 +1,247 @@
+"""Signed evidence: what an observer signs, and rule 1 in signed mode.
+
+The payload (canonical JSON, payload type ``application/vnd.completion-claim.evidence+json``)::
+
+    {"_type": "https://completion-claim.dev/evidence/v0.1",
+     "task_id": "<the claim's task.id>",
+     "evidence": {<the item's check_type, target, expected, observed_value, at, covers,
+                   subject, details, each only when the item has it>, "verifier": {"id": ...}},
+     "mutations": [{"id": "<covered id>", "digest": "<its digest then>"}, ...]}
+
+``mutations`` lists each covered mutation once, in ``covers`` order; ``digest`` is absent when the
+mutation had none. The item's ``id``, ``verifier.kind`` and ``attestation`` are not signed: in
+signed mode ``verifier.kind`` is computed, never read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from .._json import decode_bytes, loads
+from ..errors import InvalidDocument
+from ..match import json_equal
+from ..model import ABSENT, EVIDENCE, INDEPENDENT, Claim, Evidence, Mutation, Trust
+from ..verify import Finding
+from .canonical import canonical_bytes
+from .dsse import Envelope, EnvelopeError, decode_envelope, first_verifying_key
+from .keys import SigningKey
+from .pubkey import PublicKey
+
+EVIDENCE_PAYLOAD_TYPE = "application/vnd.completion-claim.evidence+json"
+EVIDENCE_PAYLOAD_V = "https://completion-claim.dev/evidence/v0.1"
+SIGNED_MEMBERS = (
+    "check_type",
+    "target",
+    "expected",
+    "observed_value",
+    "at",
+    "covers",
+    "verifier",
+    "subject",
+    "details",
+)
+FINDING_CODES = (
+    "no_attestation",
+    "attestation_malformed",
+    "payload_type_wrong",
+    "agent_key",
+    "unknown_observer",
+    "check_type_not_allowed",
+    "signature_invalid",
+    "payload_malformed",
+    "payload_mismatch",
+    "bound_to_other_task",
+    "mutation_digest_changed",
+)
+"""Why signed mode did not find an item independent; at most one per item, checked in this
+order (all of them take the place of ``self_attested``)."""
+_PAYLOAD_MEMBERS = frozenset({"_type", "task_id", "evidence", "mutations"})
+_MISSING = object()
+
+
+def evidence_payload(
+    item: Mapping[str, Any], task_id: str, mutations: Sequence[Mutation]
+) -> dict[str, Any]:
+    """The payload for an evidence item as written (JSON values), bound to its claim."""
+    signed = {name: item[name] for name in SIGNED_MEMBERS if name in item}
+    signed["verifier"] = {"id": item["verifier"]["id"]}
+    digests = {m.id: m.digest for m in mutations}
+    bound = []
+    for mutation_id in dict.fromkeys(item["covers"]):
+        entry = {"id": mutation_id}
+        digest = digests[mutation_id]
+        if digest is not None:
+            entry["digest"] = digest
+        bound.append(entry)
+    return {"_type": EVIDENCE_PAYLOAD_V, "task_id": task_id, "evidence": signed, "mutations": bound}
+
+
+def sign_evidence(item: Mapping[str, Any], claim: Claim, key: SigningKey) -> dict[str, Any]:
+    """The ``attestation`` envelope for ``item``, binding the claim's task and the covered
+    mutations' current ids and digests."""
+    payload = evidence_payload(item, claim.task.id, claim.mutations)
+    return key.sign_envelope(EVIDENCE_PAYLOAD_TYPE, canonical_bytes(payload))
+
+
+def signed_independence(claim: Claim, trust: Trust) -> Callable[[Evidence], Finding | None]:
+    """Rule 1 in signed mode, for the items of ``claim``: None when a trusted observer's
+    signature proves the item independent, else the finding that says why not."""
+    return _SignedMode(claim, trust).check
+
+
+class _SignedMode:
+    def __init__(self, claim: Claim, trust: Trust) -> None:
+        self.task_id = claim.task.id
+        self.digests: dict[str, str | None] = {m.id: m.digest for m in claim.mutations}
+        self.agent_keys = list(dict.fromkeys(trust.agent_keys))
+        agent = set(self.agent_keys)
+        self.grants: dict[str, dict[PublicKey, set[str]]] = {}
+        self.owners: dict[PublicKey, str] = {}
+        for observer in trust.observers:
+            types = self.grants.setdefault(observer.id, {}).setdefault(observer.public_key, set())
+            types.update(observer.check_types)
+            self.owners.setdefault(observer.public_key, observer.id)
+        # Keys that can make an item independent, per (observer, check type): agent keys never.
+        self.usable: dict[tuple[str, str], list[PublicKey]] = {}
+        for observer_id, keys in self.grants.items():
+            for key, types in keys.items():
+                if key not in agent:
+                    for check_type in types:
+                        self.usable.setdefault((observer_id, check_type), []).append(key)
+
+    def check(self, item: Evidence) -> Finding | None:
+        if item.attestation is None:
+            return Finding("no_attestation")
+        try:
+            envelope = decode_envelope(item.attestation)
+        except EnvelopeError as error:
+            return Finding("attestation_malformed", detail=str(error))
+        if envelope.payload_type != EVIDENCE_PAYLOAD_TYPE:
+            return Finding(
+                "payload_type_wrong",
+                detail=f"{envelope.payload_type[:80]!r}, expected {EVIDENCE_PAYLOAD_TYPE!r}",
+            )
+        usable = self.usable.get((item.verifier.id, item.check_type), [])
+        if first_verifying_key(envelope, usable) is None:
+            return self._why_not_signed(item, envelope)
+        # Only now, with the signature verified over the exact bytes, is the payload read.
+        return self._compare(item, envelope.payload)
+
+    def _why_not_signed(self, item: Evidence, envelope: Envelope) -> Finding:
+        """The most telling reason no signature proves the item (never a success path)."""
+        observer = item.verifier.id
+        agent = first_verifying_key(envelope, self.agent_keys)
+        if agent is not None:
+            return Finding("agent_key", detail=f"signed with agent key {agent.keyid[:16]}")
+        named = self.grants.get(observer)
+        if named is None:
+            return Finding(
+                "unknown_observer", detail=f"{observer[:80]!r} is not a trusted observer"
+            )
+        signer = first_verifying_key(envelope, list(named))
+        if signer is not None:
+            allowed = ", ".join(sorted(named[signer]))
+            return Finding(
+                "check_type_not_allowed",
+                detail=f"{observer[:80]!r} may attest {allowed}, not {item.check_type[:80]}",
+            )
+        others = [key for key in self.owners if key not in named]
+        stranger = first_verifying_key(envelope, others)
+        if stranger is not None:
+            detail = f"signed by observer {self.owners[stranger][:80]!r}, not {observer[:80]!r}"
+        else:
+            problems = [s.problem for s in envelope.signatures if s.problem is not None]
+            if len(problems) == len(envelope.signatures):
+                detail = problems[0]
+            else:
+                detail = f"no signature verifies with a key of {observer[:80]!r}"
+        return Finding("signature_invalid", detail=detail)
+
+    def _compare(self, item: Evidence, payload: bytes) -> Finding | None:
+        try:
+            task_id, signed, bound = _read_payload(payload)
+        except InvalidDocument as error:
+            where = f"{error.path}: " if error.path else ""
+            return Finding("payload_malformed", detail=where + error.problem)
+        differ = [
+            name
+            for name, same in (
+                ("check_type", signed.check_type == item.check_type),
+                ("target", signed.target == item.target),
+                ("expected", _same(signed.expected, item.expected)),
+                ("observed_value", _same(signed.observed_value, item.observed_value)),
+                ("at", signed.at == item.at),
+                ("covers", signed.covers == item.covers),
+                ("verifier.id", signed.verifier.id == item.verifier.id),
+                ("subject", signed.subject == item.subject),
+                ("details", _same(signed.details, item.details)),
+            )
+            if not same
+        ]
+        if differ:
+            return Finding("payload_mismatch", detail=f"not as signed: {', '.join(differ)}")
+        if task_id != self.task_id:
+            return Finding("bound_to_other_task", detail=f"signed for task {task_id[:80]!r}")
+        for mutation_id, then in bound:
+            now = self.digests.get(mutation_id, _MISSING)
+            if now != then:
+                return Finding(
+                    "mutation_digest_changed",
+                    mutation=mutation_id,
+                    detail=f"signed {_digest_text(then)}, now {_digest_text(now)}",
+                )
+        return None
+
+
+def _read_payload(payload: bytes) -> tuple[str, Evidence, list[tuple[str, str | None]]]:
+    """Parse a verified payload strictly; any surprise is an InvalidDocument."""
+    document = loads(decode_bytes(payload))
+    if type(document) is not dict:
+        raise InvalidDocument("", "not a JSON object")
+    if set(document) != _PAYLOAD_MEMBERS:
+        raise InvalidDocument("", f"members must be {', '.join(sorted(_PAYLOAD_MEMBERS))}")
+    if document["_type"] != EVIDENCE_PAYLOAD_V:
+        raise InvalidDocument("_type", f"expected {EVIDENCE_PAYLOAD_V!r}")
+    task_id = document["task_id"]
+    if type(task_id) is not str:
+        raise InvalidDocument("task_id", "expected a string")
+    signed = document["evidence"]
+    if type(signed) is not dict or not set(SIGNED_MEMBERS).issuperset(signed):
+        raise InvalidDocument("evidence", f"expected an object of {', '.join(SIGNED_MEMBERS)}")
+    verifier = signed.get("verifier")
+    if type(verifier) is not dict or set(verifier) != {"id"}:
+        raise InvalidDocument("evidence.verifier", 'expected {"id": ...}')
+    # The evidence table checks types and times; kind is not signed, so any valid one will do.
+    evidence = EVIDENCE.parse({**signed, "verifier": {**verifier, "kind": INDEPENDENT}}, "evidence")
+    entries = document["mutations"]
+    if type(entries) is not list:
+        raise InvalidDocument("mutations", "expected an array")
+    bound = [_bound_mutation(entry, i) for i, entry in enumerate(entries)]
+    if [mutation_id for mutation_id, _ in bound] != list(dict.fromkeys(evidence.covers)):
+        raise InvalidDocument("mutations", "must list each covered mutation once, in covers order")
+    return task_id, evidence, bound
+
+
+def _bound_mutation(entry: object, index: int) -> tuple[str, str | None]:
+    path = f"mutations[{index}]"
+    if type(entry) is not dict or not {"id"} <= set(entry) <= {"id", "digest"}:
+        raise InvalidDocument(path, 'expected {"id": ..., "digest": ...}')
+    assert isinstance(entry, dict)
+    mutation_id, digest = entry["id"], entry.get("digest")
+    if type(mutation_id) is not str or ("digest" in entry and type(digest) is not str):
+        raise InvalidDocument(path, "id and digest must be strings")
+    return mutation_id, digest
+
+
+def _same(signed: Any, current: Any) -> bool:
+    """Equal as JSON values (types strict, 1 equals 1.0); absent equals only absent."""
+    if signed is ABSENT or current is ABSENT:
+        return signed is current
+    return json_equal(signed, current)
+
+
+def _digest_text(digest: object) -> str:
+    if digest is _MISSING:
+        return "no such mutation"
+    return "no digest" if digest is None else repr(str(digest)[:80])
