@@ -8,7 +8,7 @@ These keys are public: they prove nothing outside these vectors.
 
 Each vector starts from a claim whose evidence a trusted observer genuinely signed (it verifies
 under the signed policy), then applies one attack. Expected outcomes are written here by hand
-from docs/trust.md, never computed by running the verifier.
+from docs/spec.md section 8, never computed by running the verifier.
 
 Numbering is the order of ``_vectors()``: append new vectors at the end so numbers stay stable.
 """

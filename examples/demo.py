@@ -9,7 +9,8 @@ decides:
 2. a false success: the last edit broke the tests the agent had run  -> refuted
 3. a claim nobody observed: only the agent's own word                 -> unverified
 
-Then the first claim is verified again with signed evidence, and a forged copy is rejected.
+Then the observer signs its evidence: a claim verifies with independence proven, the gate signs
+its verdict for a downstream check, and a signed run the agent edited is rejected.
 Nothing outside the temporary folder is touched; everything is removed at the end.
 """
 
@@ -28,6 +29,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 CLAIM = str(Path(sys.executable).with_name("claim"))
+OBSERVER_ID = "demo-observer/1"
+Row = tuple[str, str, str]
 STATE_FOR_EXIT = {0: "VERIFIED", 1: "UNVERIFIED", 2: "REFUTED"}
 
 PRICING_BUGGY = "def total(prices):\n    return round(sum(prices) - 0.01, 2)\n"
@@ -175,26 +178,87 @@ class Demo:
         self.claim("mutate", "silent.json", "--kind", "deploy", "--target", "web", expect={0})
         return "silent.json"
 
-    def verdicts(self, claims: list[tuple[str, str]]) -> list[tuple[str, str, str]]:
+    def signed(self) -> tuple[str, str]:
+        self.say("Signed evidence: the observer holds a key; the operator's policy trusts it")
+        self.claim("keygen", "--out", "observer.key", expect={0})
+        self.claim("keygen", "--out", "agent.key", expect={0})
+        self.claim("keygen", "--out", "gate.key", expect={0})
+        policy = {
+            "id": "signed-ops",
+            "requires": ["test_run"],
+            "max_age_s": 300,
+            "trust": {
+                "mode": "signed",
+                "observers": [
+                    {
+                        "id": OBSERVER_ID,
+                        "public_key": self.public_key("observer.key"),
+                        "check_types": ["test_run", "state_readback", "endpoint_health"],
+                    }
+                ],
+                "agent_keys": [self.public_key("agent.key")],
+            },
+        }
+        (self.workdir / "signed-policy.json").write_text(json.dumps(policy, indent=2))
+        print("  (wrote signed-policy.json: observer " + OBSERVER_ID + " may attest test runs)")
+
+        self.say("Claim 4: a real fix, observed by the signing observer")
+        self.write("pricing.py", '"""Totals of a basket, to the cent."""\n\n' + PRICING_FIXED)
+        self.claim("new", "signed.json", "--task-id", "shop-104", "--outcome",
+                   "Restored correct totals", expect={0})  # fmt: skip
+        self.claim("capture-git", "signed.json", "--repo", "shop", expect={0})
+        self.observe_tests("signed.json", "--verifier-id", OBSERVER_ID,
+                           "--sign-key", "observer.key")  # fmt: skip
+        self.say("The gate signs its verdict; a downstream system checks it")
+        self.claim("verify", "signed.json", "--policy", "signed-policy.json",
+                   "--sign-key", "gate.key", "--out", "verdict.json", expect={0})  # fmt: skip
+        self.claim("check-verdict", "verdict.json", "--public-key", self.public_key("gate.key"),
+                   expect={0})  # fmt: skip
+
+        self.say("Claim 5: the code is broken; the agent edits the signed red run to look green")
+        self.write("pricing.py", PRICING_BROKEN)
+        self.claim("new", "forged.json", "--task-id", "shop-105", "--outcome",
+                   "Rounded totals to one decimal; tests pass", expect={0})  # fmt: skip
+        self.claim("capture-git", "forged.json", "--repo", "shop", expect={0})
+        self.observe_tests("forged.json", "--verifier-id", OBSERVER_ID,
+                           "--sign-key", "observer.key")  # fmt: skip
+        forged_path = self.workdir / "forged.json"
+        forged = json.loads(forged_path.read_text())
+        run = forged["evidence"][0]["observed_value"]
+        run.update(exit_code=0, passed=run["passed"] + run["failed"], failed=0)
+        run["tests"] = dict.fromkeys(run["tests"], "passed")
+        forged_path.write_text(json.dumps(forged, indent=2))
+        print("  (the agent rewrote e1.observed_value: exit_code 0, every test passed)")
+        return "signed.json", "forged.json"
+
+    def public_key(self, key_file: str) -> str:
+        return subprocess.run(
+            [CLAIM, "pubkey", key_file],
+            cwd=self.workdir, capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+
+    def verdicts(self, claims: list[tuple[str, str, tuple[str, ...]]]) -> list[Row]:
         rows = []
-        for title, path in claims:
+        for title, path, options in claims:
             self.say(f"Verdict on {title}")
-            code = self.claim("verify", path, expect={0, 1, 2})
-            reason = json.loads(
+            code = self.claim("verify", path, *options, expect={0, 1, 2})
+            verdict = json.loads(
                 subprocess.run(
-                    [CLAIM, "verify", path, "--json"],
+                    [CLAIM, "verify", path, *options, "--json"],
                     cwd=self.workdir, capture_output=True, text=True, check=False,
                 ).stdout
-            )["reason"]  # fmt: skip
-            rows.append((title, STATE_FOR_EXIT[code], reason))
+            )  # fmt: skip
+            state = f"{STATE_FOR_EXIT[code]} ({verdict['independence']})"
+            rows.append((title, state, verdict["reason"]))
         return rows
 
 
-def print_table(rows: list[tuple[str, str, str]]) -> None:
+def print_table(rows: list[Row]) -> None:
     print("\n" + "=" * 100)
     width = max(len(title) for title, _, _ in rows)
+    state_width = max(len(state) for _, state, _ in rows)
     for title, state, reason in rows:
-        print(f"{title:<{width}}  {state:<10}  {reason}")
+        print(f"{title:<{width}}  {state:<{state_width}}  {reason}")
     print("=" * 100)
 
 
@@ -206,15 +270,25 @@ def main() -> int:
             first = demo.true_success(service)
             second = demo.false_success()
             third = demo.unobserved()
+            fourth, fifth = demo.signed()
+            signed = ("--policy", "signed-policy.json")
             rows = demo.verdicts(
                 [
-                    ("1. true success", first),
-                    ("2. false success", second),
-                    ("3. nobody observed", third),
+                    ("1. true success", first, ()),
+                    ("2. false success", second, ()),
+                    ("3. nobody observed", third, ()),
+                    ("4. signed, under the signed policy", fourth, signed),
+                    ("5. forged signed run", fifth, signed),
                 ]
             )
     print_table(rows)
-    expected = ["VERIFIED", "REFUTED", "UNVERIFIED"]
+    expected = [
+        "VERIFIED (declared)",
+        "REFUTED (declared)",
+        "UNVERIFIED (declared)",
+        "VERIFIED (proven)",
+        "UNVERIFIED (proven)",
+    ]
     if [state for _, state, _ in rows] != expected:
         print(f"demo: expected {expected}", file=sys.stderr)
         return 1
