@@ -34,6 +34,8 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import signed  # benchmarks/signed.py, beside this script
+
 from completion_claim import load_claim, verify
 from completion_claim.timefmt import format_time
 
@@ -570,6 +572,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("claim verify --batch: skipped (the installed `claim` has no --batch yet)")
     else:
         bench_batch(exe, batch)
+    print()
+    signed.run()
     print()
     print("Targets:")
     for target in targets:

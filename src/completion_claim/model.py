@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ._fields import ABSENT, AnyJson, Field, Kind, ListOf, PositiveNumber, Ref, Table, Text, Time
-from ._json import DEFAULT_MAX_BYTES, decode_bytes, loads
+from ._json import DEFAULT_MAX_BYTES, cycle_collection_paused, decode_bytes, loads
 from .errors import InvalidDocument
 from .trust.pubkey import SCHEMA_PATTERN, PublicKey, parse_public_key
 
@@ -334,7 +334,8 @@ def parse_policy(document: object, path: str = "") -> Policy:
 
 def load_claim(data: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES) -> Claim:
     """Parse a claim from JSON text or UTF-8 bytes, at most ``max_bytes`` long in UTF-8."""
-    return parse_claim(loads(_text(data, max_bytes)))
+    with cycle_collection_paused():
+        return parse_claim(loads(_text(data, max_bytes)))
 
 
 def load_policy(data: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES) -> Policy:

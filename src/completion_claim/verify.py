@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from ._json import cycle_collection_paused
 from .checks import CHECK_TYPES, why_not_discriminating
 from .match import first_mismatch, satisfies
 from .model import ABSENT, BUILTIN_POLICY, INDEPENDENT, SIGNED, Claim, Evidence, Mutation, Policy
@@ -277,6 +278,11 @@ def verify(claim: Claim, at: datetime, policy: Policy | None = None) -> Verdict:
     """
     if at.tzinfo is None:
         raise ValueError("the decision time must carry a UTC offset")
+    with cycle_collection_paused():  # the judgements form an acyclic tree, like the document
+        return _decide(claim, at, policy)
+
+
+def _decide(claim: Claim, at: datetime, policy: Policy | None) -> Verdict:
     chosen = policy or claim.policy or BUILTIN_POLICY
     independence, independence_mode = _independence(claim, chosen, policy is not None)
     timeline = _Timeline(claim.mutations)
