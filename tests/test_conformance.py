@@ -10,7 +10,14 @@ from typing import Any
 import jsonschema
 import pytest
 from conformance.generate import build
-from conformance.vectors import RULE_TAGS, VECTOR_DIR, Vector, load_vectors
+from conformance.vectors import (
+    FINDING_CODES,
+    RULE_TAGS,
+    UNMET_CODES,
+    VECTOR_DIR,
+    Vector,
+    load_vectors,
+)
 
 from completion_claim import (
     Claim,
@@ -59,24 +66,9 @@ def test_every_state_and_code_is_expected_somewhere() -> None:
     states = {v.state for v in VECTORS}
     assert states == {"verified", "unverified", "refuted", "invalid"}
     codes = {code for v in VECTORS for code in v.unmet}
-    assert codes == {
-        "contradicted",
-        "no_evidence",
-        "no_supporting_evidence",
-        "mutation_uncovered",
-        "requirement_unmet",
-    }
+    assert codes == UNMET_CODES
     findings = {code for v in VECTORS for codes in (v.findings or {}).values() for code in codes}
-    assert findings == {
-        "self_attested",
-        "no_observation",
-        "unknown_check_type",
-        "premature",
-        "superseded",
-        "from_future",
-        "stale",
-        "not_discriminating",
-    }
+    assert findings == FINDING_CODES
 
 
 def test_vector_names_are_numbered_without_gaps() -> None:

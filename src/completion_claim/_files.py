@@ -35,25 +35,31 @@ def source_name(path: str) -> str:
     return "stdin" if path == STDIN else path
 
 
-def write_atomic(path: str | Path, data: bytes, *, exclusive: bool = False) -> None:
+def write_atomic(
+    path: str | Path, data: bytes, *, exclusive: bool = False, mode: int | None = None
+) -> None:
     """Replace ``path`` with ``data`` in one step: a reader sees the old file or the new, never
     half of one. With ``exclusive``, refuse when the file already exists (even if another process
-    creates it meanwhile)."""
+    creates it meanwhile). ``mode`` sets the new file's permissions (the temporary file has them
+    from the start, so a private key is never readable by others, even briefly)."""
     target = Path(path)
     if exclusive and target.exists():
         raise UsageError(f"{target} already exists; refusing to overwrite it")
     temp = ""
     try:
         fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        if mode is not None:
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        if mode is None:
+            keep = not exclusive and target.exists()
+            os.chmod(temp, target.stat().st_mode & 0o7777 if keep else _new_file_mode())
         if exclusive:
-            os.chmod(temp, _new_file_mode())
             os.link(temp, target)
         else:
-            os.chmod(temp, target.stat().st_mode & 0o7777 if target.exists() else _new_file_mode())
             os.replace(temp, target)
     except FileExistsError:
         raise UsageError(f"{target} already exists; refusing to overwrite it") from None

@@ -7,10 +7,7 @@ DSSE tools (e.g. securesystemslib's ``file2:`` signer) read it too.
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -21,6 +18,7 @@ from cryptography.hazmat.primitives.serialization import (
     load_pem_private_key,
 )
 
+from .._files import write_atomic
 from ..errors import InvalidDocument, UsageError
 from . import dsse
 from .pubkey import PREFIX, PublicKey, parse_public_key
@@ -76,30 +74,8 @@ def load_signing_key(path: str) -> SigningKey:
 
 
 def write_private_key(path: str, key: SigningKey) -> None:
-    """Write the key readable by its owner only, refusing to replace any existing file.
-
-    The key is written to a private temporary file and linked into place, so no reader ever sees
-    a half-written key and a file created meanwhile by someone else is never overwritten.
-    """
-    target = Path(path)
-    if target.exists():
-        raise UsageError(f"{target} already exists; refusing to overwrite a key")
-    temp = ""
-    try:
-        fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), 0o600)
-            handle.write(key.pem())
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.link(temp, target)
-    except FileExistsError:
-        raise UsageError(f"{target} already exists; refusing to overwrite a key") from None
-    except OSError as exc:
-        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
-    finally:
-        if temp and os.path.exists(temp):
-            os.unlink(temp)
+    """Write the key readable by its owner only, refusing to replace any existing file."""
+    write_atomic(path, key.pem(), exclusive=True, mode=0o600)
 
 
 def read_public_key(text: str) -> PublicKey:
