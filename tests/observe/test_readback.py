@@ -107,6 +107,36 @@ def test_a_missing_record_is_observed_as_null_and_refutes(sql_table: SqlTable, c
     assert verdict_of(claim) == "refuted"
 
 
+def test_expect_absent_verifies_a_deleted_record(sql_table: SqlTable, claim: Path) -> None:
+    args = ["--table", sql_table.table, "--key", "id=9999", "--expect-absent"]
+    assert readback(claim, sql_table.url, *args) == 0
+    item = last_evidence(claim)
+    assert item["expected"] is None
+    assert item["observed_value"] is None
+    assert verdict_of(claim) == "verified"
+
+
+def test_expect_absent_is_refuted_by_a_record_that_is_still_there(
+    sql_table: SqlTable, claim: Path
+) -> None:
+    args = ["--table", sql_table.table, "--key", "id=4471", "--expect-absent"]
+    assert readback(claim, sql_table.url, *args) == 0
+    item = last_evidence(claim)
+    assert item["expected"] is None
+    assert item["observed_value"] == {}  # present; its fields are not copied into the claim
+    assert item["details"]["record"] == "present"
+    assert item["subject"].startswith("sha256:")
+    assert verdict_of(claim) == "refuted"
+
+
+def test_expect_absent_and_expect_together_are_a_usage_error(
+    sql_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [*by_key(sql_table, "id=1", "zip=1"), "--expect-absent"]
+    assert readback(claim, sql_table.url, *args) == 4
+    assert "--expect-absent asserts that there is no record" in capsys.readouterr().err
+
+
 def test_a_field_the_record_lacks_contradicts(sql_table: SqlTable, claim: Path) -> None:
     args = by_key(sql_table, "id=4471", "zip=94107", "billing_zip=94107")
     assert readback(claim, sql_table.url, *args) == 0
@@ -293,7 +323,7 @@ def test_a_recorded_failure_keeps_the_claim_unverified(sql_table: SqlTable, clai
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--table", "t", "--key", "id=1"], "--expect FIELD=VALUE is required"),
+        (["--table", "t", "--key", "id=1"], "--expect FIELD=VALUE (or --expect-absent) is required"),
         (["--table", "t", "--expect", "a=1"], "needs --table T --key COL=VALUE, or --query"),
         (["--key", "id=1", "--expect", "a=1"], "needs --table T --key COL=VALUE, or --query"),
         (["--query", "SELECT 1", "--table", "t", "--expect", "a=1"], "--query replaces"),

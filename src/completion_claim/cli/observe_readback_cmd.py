@@ -43,6 +43,11 @@ from .observe_endpoint_cmd import TIMEOUT, needs_observe_extra, recorded_line
     help="Expected value of a field of the record. An unquoted VALUE takes the field's type; "
     "'\"...\"' is a string. Repeatable; at least one.",
 )
+@click.option(
+    "--expect-absent",
+    is_flag=True,
+    help="Assert that the record does not exist (after a deletion) instead of --expect.",
+)
 @click.option("--timeout", type=TIMEOUT, default=10.0, show_default=True, help="Seconds to wait.")
 @observer_options
 def readback_command(
@@ -53,6 +58,7 @@ def readback_command(
     query: str | None,
     params: tuple[str, ...],
     expect: tuple[str, ...],
+    expect_absent: bool,
     timeout: float,
     **shared: Any,
 ) -> int:
@@ -69,7 +75,7 @@ def readback_command(
     except ImportError as error:
         raise needs_observe_extra(error) from None
     settings = settings_from(path, shared)
-    readback = build_readback(url, table, keys, query, params, expect, timeout)
+    readback = build_readback(url, table, keys, query, params, expect, timeout, expect_absent)
     item = run_observer(
         settings,
         CHECK_TYPE,

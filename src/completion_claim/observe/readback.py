@@ -55,8 +55,12 @@ class Readback:
     url: str
     store: str
     lookup: Lookup
-    expect: dict[str, str]  # field -> VALUE as given
+    expect: dict[str, str]  # field -> VALUE as given; empty when the record must be absent
     timeout: float
+
+    @property
+    def expects_absence(self) -> bool:
+        return not self.expect
 
     @property
     def target(self) -> str:
@@ -73,11 +77,13 @@ class Readback:
             return f"{where} key {lookup.key}"
         return where
 
-    def failed_expected(self) -> dict[str, Any]:
+    def failed_expected(self) -> dict[str, Any] | None:
         """What the check asserts, typed without an observation (recorded for a failed attempt)."""
         return self.expected_for({})
 
-    def expected_for(self, record: Record) -> dict[str, Any]:
+    def expected_for(self, record: Record) -> dict[str, Any] | None:
+        if self.expects_absence:
+            return None  # JSON null: the record must not exist (after a deletion)
         return {
             field: expected_value(text, record.get(field, ABSENT))
             for field, text in self.expect.items()
@@ -92,6 +98,7 @@ def build_readback(
     params: tuple[str, ...],
     expect: tuple[str, ...],
     timeout: float,
+    expect_absent: bool = False,
 ) -> Readback:
     """Validate the options for the store the URL names; refuse what the store cannot do."""
     scheme = url.partition("://")[0].lower() if "://" in url else ""
@@ -101,9 +108,12 @@ def build_readback(
             f"URL {redact_url(url)!r}: expected postgresql://, mysql://, sqlite:///, redis:// "
             "or http(s)://"
         )
-    if not expect:
+    if expect_absent and expect:
+        raise UsageError("--expect-absent asserts that there is no record: drop --expect")
+    if not expect and not expect_absent:
         raise UsageError(
-            "--expect FIELD=VALUE is required: a readback that asserts nothing cannot fail"
+            "--expect FIELD=VALUE (or --expect-absent) is required: a readback that asserts "
+            "nothing cannot fail"
         )
     lookup: Lookup
     if store in SQL_STORES:
@@ -147,6 +157,14 @@ def observe_readback(readback: Readback) -> Observation:
     if record is None:
         details["record"] = "absent"
         return Observation(readback.target, readback.expected_for({}), None, details=details)
+    if readback.expects_absence:
+        # The record exists: an empty object differs from the expected null, and the digest
+        # identifies the record without copying its fields into the claim.
+        details["record"] = "present"
+        return Observation(
+            readback.target, None, {}, subject=sha256_digest(canonical_json(record)),
+            details=details,
+        )  # fmt: skip
     missing = [field for field in readback.expect if field not in record]
     if missing:
         details["missing_fields"] = missing
