@@ -323,7 +323,7 @@ def test_a_recorded_failure_keeps_the_claim_unverified(sql_table: SqlTable, clai
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--table", "t", "--key", "id=1"], "--expect FIELD=VALUE (or --expect-absent) is required"),
+        (["--table", "t", "--key", "id=1"], "(or --expect-absent) is required"),
         (["--table", "t", "--expect", "a=1"], "needs --table T --key COL=VALUE, or --query"),
         (["--key", "id=1", "--expect", "a=1"], "needs --table T --key COL=VALUE, or --query"),
         (["--query", "SELECT 1", "--table", "t", "--expect", "a=1"], "--query replaces"),
