@@ -7,14 +7,9 @@ from typing import Any
 
 import click
 
-from ..errors import UsageError
-from ..match import satisfies
-from ..observe._common import observer_options, run_observer, settings_from
+from ..observe._common import observer_options, settings_from
 from ..observe.values import assignments
-from . import EXIT_VERIFIED
-from .observe_cmd import observe_group
-
-TIMEOUT = click.FloatRange(min=0, min_open=True)
+from .observe_cmd import TIMEOUT, needs_observe_extra, observe_group, record_and_report
 
 
 @observe_group.command("endpoint")
@@ -79,27 +74,7 @@ def endpoint_command(
         timeout,
         follow_redirects,
     )
-    item = run_observer(
-        settings,
-        CHECK_TYPE,
-        partial(observe_endpoint, check),
-        check.target,
+    return record_and_report(
+        settings, CHECK_TYPE, partial(observe_endpoint, check), check.target,
         check.failed_expected(),
-    )
-    if not settings.print_only:
-        click.echo(recorded_line(item))
-    return EXIT_VERIFIED
-
-
-def needs_observe_extra(error: ImportError) -> UsageError:
-    return UsageError(
-        f"this observer needs {error.name or 'a driver'}: pip install 'completion-claim[observe]'"
-    )
-
-
-def recorded_line(item: dict[str, Any]) -> str:
-    """One line saying what was recorded and whether the observation met the expectation
-    (which is not the verdict: timing, coverage and the policy decide that)."""
-    agrees = satisfies(item["expected"], item["observed_value"])
-    outcome = "observed as expected" if agrees else "observed value differs from expected"
-    return f"recorded {item['id']}: {item['check_type']} {item['target']}: {outcome}"
+    )  # fmt: skip

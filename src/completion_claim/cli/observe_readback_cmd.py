@@ -7,10 +7,8 @@ from typing import Any
 
 import click
 
-from ..observe._common import observer_options, run_observer, settings_from
-from . import EXIT_VERIFIED
-from .observe_cmd import observe_group
-from .observe_endpoint_cmd import TIMEOUT, needs_observe_extra, recorded_line
+from ..observe._common import observer_options, settings_from
+from .observe_cmd import TIMEOUT, needs_observe_extra, observe_group, record_and_report
 
 
 @observe_group.command("readback")
@@ -76,13 +74,7 @@ def readback_command(
         raise needs_observe_extra(error) from None
     settings = settings_from(path, shared)
     readback = build_readback(url, table, keys, query, params, expect, timeout, expect_absent)
-    item = run_observer(
-        settings,
-        CHECK_TYPE,
-        partial(observe_readback, readback),
-        readback.target,
+    return record_and_report(
+        settings, CHECK_TYPE, partial(observe_readback, readback), readback.target,
         readback.failed_expected(),
-    )
-    if not settings.print_only:
-        click.echo(recorded_line(item))
-    return EXIT_VERIFIED
+    )  # fmt: skip

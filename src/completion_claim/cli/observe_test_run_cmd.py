@@ -8,9 +8,8 @@ from typing import Any
 import click
 
 from ..observe import test_run
-from ..observe._common import observer_options, run_observer, settings_from
-from . import EXIT_VERIFIED
-from .observe_cmd import observe_group
+from ..observe._common import observer_options, settings_from
+from .observe_cmd import observe_group, record_and_report
 
 DEFAULT_TIMEOUT_S = 600.0
 
@@ -76,16 +75,10 @@ def test_run_command(
     request = test_run.prepare(
         command, Path(cwd), junit, require_tests, timeout_s, excluded=[Path(path)]
     )
-    item = run_observer(
-        settings,
-        test_run.CHECK_TYPE,
-        lambda: test_run.observe(request),
-        failed_target=request.target,
-        failed_expected=request.expected,
-    )
-    if not settings.print_only:
-        click.echo(f"recorded {item['id']}: {test_run.CHECK_TYPE} {_summary(item)}")
-    return EXIT_VERIFIED
+    return record_and_report(
+        settings, test_run.CHECK_TYPE, lambda: test_run.observe(request), request.target,
+        request.expected, describe=_summary,
+    )  # fmt: skip
 
 
 def _summary(item: dict[str, Any]) -> str:
@@ -93,4 +86,5 @@ def _summary(item: dict[str, Any]) -> str:
     counts = ", ".join(
         f"{observed[key]} {key}" for key in test_run.COUNT_KEYS.values() if key in observed
     )
-    return f"exit code {observed['exit_code']}" + (f", {counts}" if counts else "")
+    summary = f"{test_run.CHECK_TYPE} exit code {observed['exit_code']}"
+    return summary + (f", {counts}" if counts else "")
