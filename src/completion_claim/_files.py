@@ -35,6 +35,18 @@ def source_name(path: str) -> str:
     return "stdin" if path == STDIN else path
 
 
+_TEMPORARY_SUFFIX = ".tmp"
+
+
+def _temporary_prefix(name: str) -> str:
+    return f".{name}."
+
+
+def is_temporary_of(name: str, target_name: str) -> bool:
+    """Whether ``name`` is a temporary file ``write_atomic`` makes beside ``target_name``."""
+    return name.startswith(_temporary_prefix(target_name)) and name.endswith(_TEMPORARY_SUFFIX)
+
+
 def write_atomic(
     path: str | Path, data: bytes, *, exclusive: bool = False, mode: int | None = None
 ) -> None:
@@ -47,7 +59,9 @@ def write_atomic(
         raise UsageError(f"{target} already exists; refusing to overwrite it")
     temp = ""
     try:
-        fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        fd, temp = tempfile.mkstemp(
+            prefix=_temporary_prefix(target.name), suffix=_TEMPORARY_SUFFIX, dir=target.parent
+        )
         if mode is not None:
             os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:

@@ -8,9 +8,8 @@ from pathlib import Path
 import click
 
 from ..claimfile import RawClaim, edit_claim, next_id
-from ..model import Claim
-from ..observe.git_capture import FILE_WRITE, FileChange, capture, repository_root
-from ..timefmt import format_time
+from ..model import Claim, Mutation
+from ..observe.git_capture import as_mutation, capture, mutation_record, repository_root
 from . import EXIT_VERIFIED, app
 
 
@@ -42,27 +41,19 @@ def capture_git_command(path: str, repo: str, base: str) -> int:
     """
     root = repository_root(Path(repo))
     now = datetime.now(UTC)
-    recorded: list[tuple[str, FileChange]] = []
+    recorded: list[Mutation] = []
 
     def append(raw: RawClaim, claim: Claim) -> None:
         taken = {m.id for m in claim.mutations}
         for change in capture(root, base, claim.mutations, now, excluded=[Path(path)]):
-            mutation_id = next_id("m", taken)
-            taken.add(mutation_id)
-            raw["mutations"].append(
-                {
-                    "id": mutation_id,
-                    "kind": FILE_WRITE,
-                    "target": change.target,
-                    "at": format_time(change.at),
-                    "digest": change.digest,
-                }
-            )
-            recorded.append((mutation_id, change))
+            mutation = as_mutation(next_id("m", taken), change)
+            taken.add(mutation.id)
+            raw["mutations"].append(mutation_record(mutation))
+            recorded.append(mutation)
 
     edit_claim(path, append)
-    for mutation_id, change in recorded:
-        click.echo(f"recorded {mutation_id}: {FILE_WRITE} {change.target} {change.digest}")
+    for m in recorded:
+        click.echo(f"recorded {m.id}: {m.kind} {m.target} {m.digest}")
     if not recorded:
         click.echo(f"nothing to record: no file differs from what {path} already holds")
     return EXIT_VERIFIED

@@ -1,9 +1,11 @@
 """Mutation capture from git: one ``file_write`` per file that differs from a base revision.
 
-A file counts as changed when it is modified, added, untracked (not ignored) or deleted against
-the base, or when the claim already records it and its content moved on since (a reverted edit
-is an edit too). Files that running tests writes are left out, like the workspace digest does:
-otherwise the observer's own test run would look like an edit made after it.
+A file counts as changed when its content (or whether it is a link) differs from the base
+commit's blob, hashed here with no filter (see ``repository``): modified, added, untracked (not
+ignored) or deleted; or when the claim already records it and its content moved on since (a
+reverted edit is an edit too). Files that running tests writes are left out, like the workspace
+digest does (otherwise the observer's own test run would look like an edit made after it), and so
+are the claim's own files: the claim and the temporary files its atomic writes leave beside it.
 """
 
 from __future__ import annotations
@@ -14,27 +16,31 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
 
+from .._files import is_temporary_of
+from ..claimfile import next_id
 from ..errors import UsageError
 from ..model import Mutation
-from .workspace import (
-    DIFF_NAMES,
+from ..timefmt import format_time
+from .repository import (
+    SYMLINK_PREFIX,
+    changed_files,
     content_digest,
     git_process,
     git_toplevel,
-    is_byproduct,
-    run_git,
-    split_z,
+    is_folder,
 )
+from .workspace import is_byproduct
 
 FILE_WRITE = "file_write"
 DELETED = "deleted"
+WORKSPACE_ID_PREFIX = "workspace:"
 
 
 @dataclass(frozen=True)
 class FileChange:
     target: str  # POSIX path relative to the repository root
     at: datetime
-    digest: str  # sha256:<hex>, or "deleted"
+    digest: str  # sha256:<hex>, symlink:..., or "deleted"
 
 
 def repository_root(directory: Path) -> Path:
@@ -51,31 +57,62 @@ def capture(
 ) -> list[FileChange]:
     """The changes in the work tree at ``root`` that ``recorded`` does not already hold, by path.
 
-    ``now`` dates deletions: when a file went is unknown, and the latest possible moment is the
-    one that can never make a test run look newer than the deletion.
+    ``excluded`` are the claim files: neither they nor their temporary files are changes. ``now``
+    dates deletions: when a file went is unknown, and the latest possible moment is the one that
+    can never make a test run look newer than the deletion.
     """
-    skipped = {_relative(root, path) for path in excluded}
+    claim_files = [_relative(root, path) for path in excluded]
+
+    def left_out(rel: bytes) -> bool:
+        return is_byproduct(rel) or any(_belongs_to(rel, claim) for claim in claim_files)
+
+    root_bytes = os.fsencode(root)
+    current = changed_files(root, _resolve(root, base), UsageError, left_out)
     latest = _latest_digests(recorded)
-    candidates = set(_changed_against(root, base))
-    candidates |= {t.encode() for t, digest in latest.items() if _was_captured(t, digest)}
+    for target, digest in latest.items():
+        rel = target.encode()
+        again = _was_captured(target, digest) and rel not in current and not left_out(rel)
+        # a folder now (a nested repository, a submodule) is not a file write
+        if again and not is_folder(os.path.join(root_bytes, rel)):
+            current[rel] = content_digest(root_bytes, rel, UsageError)
     changes = []
-    for rel in sorted(candidates):
-        if is_byproduct(rel) or rel in skipped:
-            continue
-        change = _current(root, rel, now)
-        if change is not None and latest.get(change.target) != change.digest:
+    for rel, digest in sorted(current.items()):
+        change = _change(root_bytes, rel, digest, now)
+        if latest.get(change.target) != change.digest:
             changes.append(change)
     return changes
 
 
-def _changed_against(root: Path, base: str) -> list[bytes]:
-    commit = _resolve(root, base)
-    if commit is None:  # no commit yet: everything in the work tree is new
-        listing = ("ls-files", "-z", "--cached", "--others", "--exclude-standard")
-        return split_z(run_git(root, *listing, failure=UsageError))
-    changed = split_z(run_git(root, *DIFF_NAMES, commit, "--", failure=UsageError))
-    untracked = ("ls-files", "-z", "--others", "--exclude-standard")
-    return changed + split_z(run_git(root, *untracked, failure=UsageError))
+def workspace_mutations(
+    directory: Path, base: str, recorded: Sequence[Mutation], at: datetime, excluded: Iterable[Path]
+) -> list[Mutation]:
+    """The work tree's changes that ``recorded`` does not hold, as file_write mutations, all
+    dated ``at`` (the decision time: no time the agent can set on a file comes after it), with
+    ids ``workspace:<path>`` that say what they are."""
+    taken = {m.id for m in recorded}
+    found = []
+    for change in capture(repository_root(directory), base, recorded, at, excluded):
+        mutation_id = WORKSPACE_ID_PREFIX + change.target
+        if mutation_id in taken:
+            mutation_id = next_id(mutation_id + "#", taken)
+        taken.add(mutation_id)
+        found.append(Mutation(mutation_id, FILE_WRITE, change.target, at, change.digest))
+    return found
+
+
+def as_mutation(mutation_id: str, change: FileChange) -> Mutation:
+    return Mutation(mutation_id, FILE_WRITE, change.target, change.at, change.digest)
+
+
+def mutation_record(mutation: Mutation) -> dict[str, str | None]:
+    """A captured mutation as a claim document holds it."""
+    return {
+        "id": mutation.id,
+        "kind": mutation.kind,
+        "target": mutation.target,
+        "at": format_time(mutation.at),
+        "digest": mutation.digest,
+    }
 
 
 def _resolve(root: Path, base: str) -> str | None:
@@ -92,24 +129,23 @@ def _resolve(root: Path, base: str) -> str | None:
     raise UsageError(f"--base: no commit {base!r} in {root}")
 
 
-def _current(root: Path, rel: bytes, now: datetime) -> FileChange | None:
+def _change(root: bytes, rel: bytes, digest: str | None, now: datetime) -> FileChange:
     try:
         target = rel.decode()
     except UnicodeDecodeError:
         raise UsageError(f"file name is not UTF-8, cannot record it: {rel!r}") from None
-    path = os.path.join(os.fsencode(root), rel)
-    digest = content_digest(path)
-    if digest is not None:
-        return FileChange(target, _modified_at(path), digest)
-    if os.path.lexists(path):  # a folder (submodule, nested repository): not a file write
-        return None
-    return FileChange(target, now, DELETED)
+    if digest is None:
+        return FileChange(target, now, DELETED)
+    return FileChange(target, _modified_at(os.path.join(root, rel)), digest)
 
 
 def _modified_at(path: bytes) -> datetime:
-    """The file's modification time, rounded up to the microsecond a claim can hold: rounding
-    down could date an edit before a test run that started in the same microsecond."""
+    """The file's modification time (for a link, the later of the link's and its target's),
+    rounded up to the microsecond a claim can hold: rounding down could date an edit before a
+    test run that started in the same microsecond."""
     nanoseconds = os.lstat(path).st_mtime_ns
+    if os.path.islink(path) and os.path.exists(path):
+        nanoseconds = max(nanoseconds, os.stat(path).st_mtime_ns)
     micro = -(-nanoseconds // 1000)
     return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=micro)
 
@@ -125,7 +161,17 @@ def _was_captured(target: str, digest: str | None) -> bool:
     names can be checked again; other file_write records are left to what git reports."""
     path = PurePosixPath(target)
     plain = bool(target) and not path.is_absolute() and ".." not in path.parts
-    return plain and digest is not None and (digest == DELETED or digest.startswith("sha256:"))
+    content = digest is not None and digest.startswith(("sha256:", SYMLINK_PREFIX))
+    return plain and (digest == DELETED or content)
+
+
+def _belongs_to(rel: bytes, claim: bytes) -> bool:
+    """The claim file itself, or a temporary file its atomic writes make beside it."""
+    if rel == claim:
+        return True
+    folder, name = os.path.split(rel)
+    claim_folder, claim_name = os.path.split(claim)
+    return folder == claim_folder and is_temporary_of(os.fsdecode(name), os.fsdecode(claim_name))
 
 
 def _relative(root: Path, path: Path) -> bytes:

@@ -19,24 +19,23 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import stat
-import subprocess
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ClaimError, ObservationFailed
+from ..errors import ObservationFailed
+from .repository import (
+    changed_files,
+    content_digest,
+    display,
+    git_process,
+    git_toplevel,
+    run_git,
+    split_z,
+)
 
 Files = dict[bytes, str]
 """Relative path (POSIX, bytes) -> content digest."""
-
-# Repository configuration can name programs that git runs on its own (core.fsmonitor); the
-# repository belongs to the agent, so reading it must not run them.
-_GIT = ("git", "-c", "core.fsmonitor=false")
-
-# Only the names of the files that differ: no external diff or textconv program the repository
-# configures is run.
-DIFF_NAMES = ("diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv")
 
 _BYPRODUCT_DIRS = frozenset({b"__pycache__", b".pytest_cache"})
 _NEVER_WALKED = _BYPRODUCT_DIRS | {b".git"}
@@ -52,38 +51,6 @@ _CONFIG_NAMES = frozenset(
 )
 
 
-def run_git(cwd: Path, *args: str, failure: type[ClaimError] = ObservationFailed) -> bytes:
-    """Run one git command (argument list, no shell) and return its output; ``failure`` is raised,
-    with git's own last line of complaint, when it fails."""
-    done = git_process(cwd, args, failure)
-    if done.returncode != 0:
-        complaint = done.stderr.decode(errors="replace").strip().splitlines()
-        raise failure(f"git {args[0]} failed: {complaint[-1] if complaint else done.returncode}")
-    return done.stdout
-
-
-def git_toplevel(path: Path, failure: type[ClaimError] = ObservationFailed) -> Path | None:
-    """The root of the git work tree holding ``path``, or None when it is not in one."""
-    done = git_process(path, ("rev-parse", "--show-toplevel"), failure)
-    if done.returncode != 0:
-        return None
-    return Path(os.fsdecode(done.stdout.rstrip(b"\n")))
-
-
-def git_process(
-    cwd: Path, args: Iterable[str], failure: type[ClaimError]
-) -> subprocess.CompletedProcess[bytes]:
-    try:
-        return subprocess.run([*_GIT, *args], cwd=cwd, capture_output=True, check=False)
-    except FileNotFoundError:
-        raise failure("git is not installed (not found on PATH)") from None
-
-
-def split_z(output: bytes) -> list[bytes]:
-    """The entries of git's ``-z`` output (NUL-terminated, so any file name survives)."""
-    return [entry for entry in output.split(b"\0") if entry]
-
-
 def is_byproduct(rel: bytes) -> bool:
     """Written by running Python tests, not read by them as source."""
     parts = rel.split(b"/")
@@ -93,29 +60,6 @@ def is_byproduct(rel: bytes) -> bool:
 def is_test_config(rel: bytes) -> bool:
     name = rel.rsplit(b"/", 1)[-1]
     return name in _CONFIG_NAMES or name.endswith(b".pth")
-
-
-def content_digest(path: bytes) -> str | None:
-    """``sha256:<hex>`` of a regular file's bytes, or of a symbolic link's target text (as git
-    stores a link, and without following it out of the workspace); None for anything else, or
-    when nothing is there."""
-    try:
-        info = os.lstat(path)
-        if stat.S_ISLNK(info.st_mode):
-            return "sha256:" + hashlib.sha256(os.readlink(path)).hexdigest()
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        with open(path, "rb") as handle:
-            return "sha256:" + hashlib.file_digest(handle, "sha256").hexdigest()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise ObservationFailed(f"cannot read {display(path)}: {exc.strerror or exc}") from None
-
-
-def display(path: bytes) -> str:
-    """A path as text for documents and messages; undecodable bytes are shown escaped."""
-    return path.decode("utf-8", "backslashreplace")
 
 
 @dataclass(frozen=True)
@@ -142,7 +86,7 @@ class Workspace:
         for rel in sorted(listed):
             if is_byproduct(rel) or any(rel == s or rel.startswith(s + b"/") for s in skipped):
                 continue
-            digest = content_digest(os.path.join(root, rel))
+            digest = content_digest(root, rel)
             if digest is not None:
                 files[rel] = digest
         return files
@@ -151,7 +95,7 @@ class Workspace:
         """Test configuration files that differ from HEAD: added, modified or deleted."""
         if self._has_head():
             head = set(split_z(run_git(self.root, "ls-tree", "-r", "-z", "--name-only", "HEAD")))
-            modified = set(split_z(run_git(self.root, *DIFF_NAMES, "HEAD")))
+            modified = set(changed_files(self.root, "HEAD", ObservationFailed, is_byproduct))
         else:  # no commit yet: every configuration file is new
             head, modified = set(), set()
         current = {rel for rel in files if is_test_config(rel)}
