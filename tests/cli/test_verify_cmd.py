@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from completion_claim.cli import run
 
 from ..builders import claim_doc, evidence, mutation
+from ..fixtures.projects import CALC, CALC_BUGGY, TEST_CALC, make_repo, write_files
 
 DECIDE = "2026-08-27T18:00:20Z"
 
@@ -217,3 +219,140 @@ def test_batch_line_over_the_limit_is_invalid_and_the_batch_goes_on(
     out = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [o["state"] for o in out] == ["invalid", "verified"]
     assert "over the size limit" in out[0]["error"]
+
+
+# --- --workspace: the work tree as it is at decision time -----------------------------------------
+
+TEST_RUN_POLICY = {"id": "ci", "requires": ["test_run"], "max_age_s": 600}
+
+
+@pytest.fixture
+def tested_fix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Path, str]:
+    """The standard flow: the agent fixes calc.add, CI captures the change and runs the tests,
+    which pass. Returns the work tree, the claim and the policy file."""
+    workspace = make_repo(tmp_path / "ws", {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC})
+    claim = tmp_path / "claim.json"
+    assert run(["new", str(claim), "--task-id", "fix-add", "--outcome", "fixed add()"]) == 0
+    write_files(workspace, {"calc.py": CALC})
+    assert run(["capture-git", str(claim), "--repo", str(workspace)]) == 0
+    pytest_argv = ["--", sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    assert run(["observe", "test-run", str(claim), "--cwd", str(workspace), *pytest_argv]) == 0
+    capsys.readouterr()
+    return workspace, claim, write(tmp_path / "policy.json", TEST_RUN_POLICY)
+
+
+def verify_workspace(claim: Path, workspace: Path, *args: str) -> int:
+    return run(["verify", str(claim), "--workspace", str(workspace), "--json", *args])
+
+
+def test_attack_14_edit_after_test_run_is_caught_by_verify_workspace(
+    tested_fix: tuple[Path, Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    workspace, claim, policy = tested_fix
+    write_files(workspace, {"calc.py": CALC_BUGGY})  # broken after the run, nobody re-captures
+    long_ago = 1_000_000_000  # and dated before the run, which changes nothing
+    os.utime(workspace / "calc.py", (long_ago, long_ago))
+
+    assert verify_workspace(claim, workspace, "--policy", policy) == 1
+
+    captured = capsys.readouterr()
+    verdict = json.loads(captured.out)
+    assert verdict["state"] == "unverified"
+    assert {"code": "mutation_uncovered", "mutation": "workspace:calc.py"} in verdict["unmet"]
+    (run_item,) = verdict["evidence"]
+    assert {"code": "superseded", "mutation": "workspace:calc.py"}.items() <= (
+        run_item["reasons"][0].items()
+    )
+    assert captured.err == (
+        f"workspace {workspace}: 1 work-tree change the claim does not hold: calc.py\n"
+    )
+
+
+def test_an_untouched_workspace_still_verifies(
+    tested_fix: tuple[Path, Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    workspace, claim, policy = tested_fix
+
+    assert verify_workspace(claim, workspace, "--policy", policy) == 0
+
+    assert json.loads(capsys.readouterr().out)["state"] == "verified"
+    assert run(["verify", str(claim), "--workspace", str(workspace), "--policy", policy]) == 0
+    err = capsys.readouterr().err
+    assert err == f"workspace {workspace}: 0 work-tree changes the claim does not hold\n"
+
+
+def test_an_unrecorded_file_and_a_deletion_are_named(
+    tested_fix: tuple[Path, Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    workspace, claim, policy = tested_fix
+    write_files(workspace, {"calc_helpers.py": "X = 1\n"})
+    (workspace / "tests" / "test_calc.py").unlink()
+
+    assert verify_workspace(claim, workspace, "--policy", policy) == 1
+
+    captured = capsys.readouterr()
+    unmet = {item.get("mutation") for item in json.loads(captured.out)["unmet"]}
+    assert {"workspace:calc_helpers.py", "workspace:tests/test_calc.py"} <= unmet
+    assert "2 work-tree changes the claim does not hold" in captured.err
+
+
+def test_a_signed_verdict_holds_the_workspace_changes_it_judged(
+    tested_fix: tuple[Path, Path, str], tmp_path: Path
+) -> None:
+    workspace, claim, policy = tested_fix
+    key, out = tmp_path / "gate.key", tmp_path / "signed.json"
+    assert run(["keygen", "--out", str(key)]) == 0
+    write_files(workspace, {"calc.py": CALC_BUGGY})
+
+    signing = ("--policy", policy, "--sign-key", str(key), "--out", str(out))
+
+    assert verify_workspace(claim, workspace, *signing) == 1
+
+    signed = json.loads(out.read_text())
+    assert signed["mutations"][-1]["id"] == "workspace:calc.py"
+    assert signed["mutations"][-1]["at"] == signed["verdict"]["decided_at"]
+    assert signed["verdict"]["state"] == "unverified"
+
+
+def test_an_id_the_claim_already_uses_is_not_reused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    workspace = make_repo(tmp_path / "ws", {"calc.py": CALC})
+    write_files(workspace, {"calc.py": CALC_BUGGY})
+    path = claim_file(
+        tmp_path, mutations=[mutation("workspace:calc.py", target="calc.py")], evidence_items=[]
+    )
+
+    assert verify_workspace(Path(path), workspace) == 1
+
+    unmet = {item.get("mutation") for item in json.loads(capsys.readouterr().out)["unmet"]}
+    assert "workspace:calc.py#1" in unmet
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--base", "HEAD"], "--base goes with --workspace"),
+        (["--batch", "--workspace", "."], "--workspace does not go with --batch"),
+        (["--workspace", "."], "is not inside a git repository"),
+    ],
+)
+def test_workspace_usage_errors_exit_4(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    message: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))  # wherever the temp folder is
+    path = claim_file(tmp_path)
+    assert run(["verify", path, *argv]) == 4
+    assert message in capsys.readouterr().err
+
+
+def test_a_bad_base_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    workspace = make_repo(tmp_path / "ws", {"calc.py": CALC})
+    path = claim_file(tmp_path)
+    assert run(["verify", path, "--workspace", str(workspace), "--base", "nope"]) == 4
+    assert "--base: no commit 'nope'" in capsys.readouterr().err

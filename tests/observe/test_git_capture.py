@@ -13,7 +13,7 @@ import pytest
 
 from completion_claim.cli import run
 from completion_claim.timefmt import parse_time
-from tests.fixtures.projects import git, make_repo, write_files
+from tests.fixtures.projects import CALC, CALC_BUGGY, git, make_repo, write_files
 
 # 2026-03-01T12:00:00.123456789Z as nanoseconds since the epoch.
 KNOWN_MTIME_NS = 1_772_366_400_123_456_789
@@ -197,3 +197,267 @@ def test_a_folder_outside_git_is_a_usage_error(
 
     assert "is not inside a git repository" in capsys.readouterr().err
     assert mutations(claim) == []
+
+
+# --- no agent code runs, nothing hides an edit ----------------------------------------------------
+
+# Each variant leaves calc.py looking unchanged to git commands that filter content, and runs a
+# program that leaves MARKER behind when git runs it.
+PLANTS = {
+    "clean filter in info/attributes": (
+        {".git/info/attributes": "* filter=x\n"},
+        {"filter.x.clean": "sh -c 'touch {marker}; git show HEAD:%f'"},
+    ),
+    "process filter": (
+        {".git/info/attributes": "* filter=x\n"},
+        {"filter.x.process": "sh -c 'touch {marker}'", "filter.x.required": "true"},
+    ),
+    "textconv in .gitattributes": (
+        {".gitattributes": "* diff=x\n"},
+        {"diff.x.textconv": "sh -c 'touch {marker}; cat'", "diff.external": "touch {marker}"},
+    ),
+    "fsmonitor hook": ({}, {"core.fsmonitor": "{hook}"}),
+    "attributes file": (
+        {".git/agent-attributes": "* filter=x\n"},
+        {"core.attributesFile": ".git/agent-attributes", "filter.x.clean": "touch {marker}"},
+    ),
+}
+
+
+@pytest.mark.parametrize("included", [False, True], ids=["config", "included config"])
+@pytest.mark.parametrize("plant", list(PLANTS))
+def test_attack_03_clean_filter_runs_no_agent_code(
+    tmp_path: Path, claim: Path, plant: str, included: bool
+) -> None:
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC})
+    marker = tmp_path / "MARKER"
+    hook = tmp_path / "fsmonitor-hook"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    hook.chmod(0o755)
+    files, settings = PLANTS[plant]
+    write_files(repo, files)
+    config = repo / ".git" / "agent.cfg" if included else None
+    if config is not None:
+        git(repo, "config", "include.path", "agent.cfg")
+    for key, value in settings.items():
+        where = ["--file", str(config)] if config is not None else []
+        git(repo, "config", *where, key, value.format(marker=marker, hook=hook))
+    write_files(repo, {"calc.py": CALC_BUGGY})
+
+    assert capture(claim, repo) == 0
+
+    assert not marker.exists()
+    assert by_target(claim)["calc.py"] == sha256(CALC_BUGGY)
+
+
+def test_a_harmless_gitattributes_still_records_edits(tmp_path: Path, claim: Path) -> None:
+    repo = make_repo(
+        tmp_path / "repo",
+        {".gitattributes": "*.txt text\n*.py text eol=lf\n", "notes.txt": "a\n", "calc.py": CALC},
+    )
+    write_files(repo, {"notes.txt": "b\n", "calc.py": CALC_BUGGY, "same.txt": "new\n"})
+
+    assert capture(claim, repo) == 0
+
+    assert by_target(claim) == {
+        "calc.py": sha256(CALC_BUGGY),
+        "notes.txt": sha256("b\n"),
+        "same.txt": sha256("new\n"),
+    }
+
+
+@pytest.mark.parametrize(
+    "hide",
+    [
+        ("update-index", "--assume-unchanged", "calc.py"),
+        ("update-index", "--skip-worktree", "calc.py"),
+        ("rm", "-q", "--cached", "calc.py"),
+    ],
+    ids=["assume-unchanged", "skip-worktree", "untracked and excluded"],
+)
+def test_index_flags_and_ignore_rules_cannot_hide_an_edit(
+    tmp_path: Path, claim: Path, hide: tuple[str, ...]
+) -> None:
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC})
+    git(repo, *hide)
+    write_files(repo, {".git/info/exclude": "calc.py\n", "calc.py": CALC_BUGGY})
+
+    assert capture(claim, repo) == 0
+
+    assert by_target(claim) == {"calc.py": sha256(CALC_BUGGY)}
+
+
+def test_a_sha256_repository_records_only_what_changed(tmp_path: Path, claim: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "--object-format=sha256")
+    write_files(repo, {"keep.py": "same\n", "calc.py": CALC})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    write_files(repo, {"calc.py": CALC_BUGGY})
+
+    assert capture(claim, repo) == 0
+
+    assert by_target(claim) == {"calc.py": sha256(CALC_BUGGY)}
+
+
+def test_core_worktree_cannot_move_the_capture(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path / "outer" / "repo", {"calc.py": CALC})
+    git(repo, "config", "core.worktree", "../..")  # relative to .git: the folder above the repo
+    write_files(repo, {"calc.py": CALC_BUGGY})
+
+    assert capture(claim, repo) == 4
+
+    err = capsys.readouterr().err
+    assert "core.worktree" in err
+    assert err.count("\n") == 1
+    assert mutations(claim) == []
+
+
+def test_git_variables_of_the_caller_do_not_redirect_the_capture(
+    tmp_path: Path, claim: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decoy = make_repo(tmp_path / "decoy", {"calc.py": CALC_BUGGY})
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC})
+    write_files(repo, {"calc.py": CALC_BUGGY})
+    monkeypatch.setenv("GIT_DIR", str(decoy / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(decoy))
+
+    assert capture(claim, repo) == 0
+
+    assert by_target(claim) == {"calc.py": sha256(CALC_BUGGY)}
+
+
+def test_a_linked_work_tree_whose_git_is_a_file_is_captured(tmp_path: Path, claim: Path) -> None:
+    main = make_repo(tmp_path / "main", {"calc.py": CALC})
+    linked = tmp_path / "linked"
+    git(main, "worktree", "add", "-q", str(linked))
+    assert (linked / ".git").is_file()
+    write_files(linked, {"calc.py": CALC_BUGGY})
+
+    assert capture(claim, linked) == 0
+
+    assert by_target(claim) == {"calc.py": sha256(CALC_BUGGY)}
+
+
+# --- symbolic links -------------------------------------------------------------------------------
+
+
+def link_out(repo: Path, outside: Path) -> None:
+    (repo / "calc.py").symlink_to(outside)
+
+
+def link_up(repo: Path, outside: Path) -> None:
+    (repo / "calc.py").symlink_to(Path("..") / outside.name)
+
+
+def link_chain(repo: Path, outside: Path) -> None:
+    (repo / "hop.py").symlink_to(outside)
+    (repo / "calc.py").symlink_to("hop.py")
+
+
+def link_through_outside(repo: Path, outside: Path) -> None:
+    """Ends inside the repository, by way of a link outside it the agent can retarget."""
+    write_files(repo, {"real.py": CALC})
+    hop = outside.with_name("hop.py")
+    hop.symlink_to(repo / "real.py")
+    (repo / "calc.py").symlink_to(hop)
+
+
+def link_folder(repo: Path, outside: Path) -> None:
+    (repo / "pkg").symlink_to(outside.parent)
+
+
+def link_into_git(repo: Path, outside: Path) -> None:
+    (repo / "calc.py").symlink_to(".git/config")
+
+
+@pytest.mark.parametrize(
+    "plant",
+    [link_out, link_up, link_chain, link_through_outside, link_folder, link_into_git],
+    ids=["absolute", "dot-dot", "chain", "through outside", "folder", "into .git"],
+)
+def test_attack_05_symlink_out_of_repo_is_refused_by_capture(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str], plant: Any
+) -> None:
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC_BUGGY})
+    outside = tmp_path / "outside.py"
+    outside.write_text(CALC)
+    (repo / "calc.py").unlink()
+    plant(repo, outside)
+
+    assert capture(claim, repo) == 4
+
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "symbolic link" in err
+    assert "pkg" in err if plant is link_folder else "calc.py" in err
+    assert mutations(claim) == []
+
+
+def test_a_link_inside_the_repository_is_recorded_with_its_target_content(
+    tmp_path: Path, claim: Path
+) -> None:
+    repo = make_repo(tmp_path / "repo", {"src/real.py": CALC})
+    (repo / "calc.py").symlink_to("src/real.py")
+    (repo / "lib").symlink_to("src")
+
+    assert capture(claim, repo) == 0
+
+    assert by_target(claim) == {
+        "calc.py": f"symlink:src/real.py:{sha256(CALC)}",
+        "lib": "symlink:src",
+    }
+
+    write_files(repo, {"src/real.py": CALC_BUGGY})
+
+    assert capture(claim, repo) == 0
+
+    later = {m["target"]: m["digest"] for m in mutations(claim)[2:]}
+    assert later == {
+        "calc.py": f"symlink:src/real.py:{sha256(CALC_BUGGY)}",
+        "src/real.py": sha256(CALC_BUGGY),
+    }
+
+
+def test_a_file_replaced_by_a_link_to_the_same_text_is_a_change(
+    tmp_path: Path, claim: Path
+) -> None:
+    repo = make_repo(tmp_path / "repo", {"other.py": "x\n", "calc.py": "other.py"})
+    (repo / "calc.py").unlink()
+    (repo / "calc.py").symlink_to("other.py")  # git would hash the same bytes: the link text
+
+    assert capture(claim, repo) == 0
+
+    assert by_target(claim) == {"calc.py": f"symlink:other.py:{sha256('x' + chr(10))}"}
+
+
+# --- the claim's own files ------------------------------------------------------------------------
+
+
+def test_the_claim_and_its_temporary_files_are_never_changes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path / "repo", {"a.txt": "a0\n"})
+    claim = repo / "notes" / "claim.json"
+    claim.parent.mkdir()
+    assert run(["new", str(claim), "--task-id", "t", "--outcome", "done"]) == 0
+    write_files(
+        repo,
+        {
+            "notes/.claim.json.k2j4x_9a.tmp": "left by an interrupted write\n",
+            "notes/.other.json.k2j4x_9a.tmp": "not the claim's\n",
+            ".claim.json.k2j4x_9a.tmp": "beside another folder's claim.json\n",
+            "a.txt": "a1\n",
+        },
+    )
+
+    assert capture(claim, repo) == 0
+
+    assert sorted(by_target(claim)) == [
+        ".claim.json.k2j4x_9a.tmp",
+        "a.txt",
+        "notes/.other.json.k2j4x_9a.tmp",
+    ]

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -14,7 +16,8 @@ from .._json import DEFAULT_MAX_BYTES, decode_bytes, dumps, loads
 from ..batch import verify_stream
 from ..claimfile import render
 from ..errors import InvalidDocument, UsageError
-from ..model import Policy, load_claim, load_policy
+from ..model import Mutation, Policy, load_claim, load_policy
+from ..observe.git_capture import mutation_record, workspace_mutations
 from ..report import render_report
 from ..timefmt import parse_time
 from ..verify import Verdict, verify
@@ -22,6 +25,8 @@ from . import EXIT_INVALID, EXIT_REFUTED, EXIT_UNVERIFIED, EXIT_VERIFIED, app
 
 if TYPE_CHECKING:
     from ..trust.keys import SigningKey
+
+_NAMED_CHANGES = 10  # on the one summary line; the verdict names every one
 
 EXIT_FOR_STATE = {
     "verified": EXIT_VERIFIED,
@@ -81,6 +86,18 @@ def read_policy(path: str | None, max_bytes: int) -> Policy | None:
     help="Largest claim (or batch line) accepted.",
 )
 @click.option(
+    "--workspace",
+    "workspace",
+    metavar="DIR",
+    help="Capture the git work tree holding DIR now (nothing is written) and judge the claim "
+    "with every change it does not hold, dated at the decision time.",
+)
+@click.option(
+    "--base",
+    metavar="REV",
+    help="With --workspace: the revision changes are measured against (default HEAD).",
+)
+@click.option(
     "--sign-key",
     "sign_key_path",
     metavar="FILE",
@@ -100,6 +117,8 @@ def verify_command(
     batch: bool,
     jobs: int,
     max_bytes: int,
+    workspace: str | None,
+    base: str | None,
     sign_key_path: str | None,
     out_path: str | None,
 ) -> int:
@@ -107,14 +126,19 @@ def verify_command(
 
     \b
     Exit codes: 0 verified, 1 unverified, 2 refuted, 3 invalid claim or policy,
-    4 usage or internal error. With --batch: 0 when every line was processed.
+    4 usage or internal error (a work tree --workspace cannot record included).
+    With --batch: 0 when every line was processed.
     """
     at = decision_time(at_text)
     policy = read_policy(policy_path, max_bytes)
     if (sign_key_path is None) != (out_path is None):
         raise UsageError("--sign-key and --out go together: they write a signed verdict")
     key = _signing_key(sign_key_path, batch)
+    if base is not None and workspace is None:
+        raise UsageError("--base goes with --workspace")
     if batch:
+        if workspace is not None:
+            raise UsageError("--workspace does not go with --batch")
         return _verify_batch(path, policy, at, max_bytes, jobs)
     if jobs != 1:
         raise UsageError("--jobs goes with --batch")
@@ -123,14 +147,31 @@ def verify_command(
         claim = load_claim(data, max_bytes)
     except InvalidDocument as error:
         raise error.in_source(source_name(path)) from None
+    found: list[Mutation] = []
+    if workspace is not None:
+        claimed = [] if path == STDIN else [Path(path)]
+        found = workspace_mutations(Path(workspace), base or "HEAD", claim.mutations, at, claimed)
+        claim = replace(claim, mutations=(*claim.mutations, *found))
+        click.echo(_workspace_summary(workspace, found), err=True)
     verdict = verify(claim, at, policy)
     if key is not None and out_path is not None:
-        _write_signed_verdict(out_path, loads(decode_bytes(data)), verdict, key)
+        document = loads(decode_bytes(data))
+        # The signed claim is the one judged: the work-tree changes are part of it.
+        document["mutations"] = [*document["mutations"], *map(mutation_record, found)]
+        _write_signed_verdict(out_path, document, verdict, key)
     if as_json:
         click.echo(dumps(verdict.to_json(), indent=2))
     else:
         click.echo(render_report(claim, verdict, source_name(path)), nl=False)
     return exit_code(verdict)
+
+
+def _workspace_summary(workspace: str, found: list[Mutation]) -> str:
+    shown = ", ".join(m.target for m in found[:_NAMED_CHANGES])
+    more = f" and {len(found) - _NAMED_CHANGES} more" if len(found) > _NAMED_CHANGES else ""
+    named = f": {shown}{more}" if found else ""
+    noun = "change" if len(found) == 1 else "changes"
+    return f"workspace {workspace}: {len(found)} work-tree {noun} the claim does not hold{named}"
 
 
 def _signing_key(path: str | None, batch: bool) -> SigningKey | None:
