@@ -342,6 +342,19 @@ def test_a_linked_work_tree_whose_git_is_a_file_is_captured(tmp_path: Path, clai
     assert by_target(claim) == {"calc.py": sha256(CALC_BUGGY)}
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
+def test_a_work_tree_owned_by_another_user_is_read(tmp_path: Path, claim: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC})
+    write_files(repo, {"calc.py": CALC_BUGGY})
+    for folder, _, names in os.walk(repo):  # as the agent's own user would leave it
+        for path in [folder, *(os.path.join(folder, name) for name in names)]:
+            os.lchown(path, 4242, 4242)
+
+    assert capture(claim, repo) == 0
+
+    assert by_target(claim) == {"calc.py": sha256(CALC_BUGGY)}
+
+
 # --- symbolic links -------------------------------------------------------------------------------
 
 

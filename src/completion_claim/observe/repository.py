@@ -62,6 +62,10 @@ _ISOLATED = {
     "GIT_NO_LAZY_FETCH": "1",
 }
 
+# Git refuses to find a repository another user owns, lest its configuration run programs as
+# the caller; none runs here, and the agent's work tree may well belong to the agent's user.
+_ANY_OWNER = ("-c", "safe.directory=*")
+
 _LINK_MODE = b"120000"
 _SUBMODULE_MODE = b"160000"
 _MAX_LINK_HOPS = 40  # as the kernel's own limit
@@ -95,8 +99,8 @@ def git_toplevel(path: Path, failure: type[ClaimError] = ObservationFailed) -> P
     linked work trees and submodules). A repository whose ``core.worktree`` moves its work tree
     elsewhere is refused: what would be read is not the folder given.
     """
-    toplevel = _single_line(_git(path, ("rev-parse", "--show-toplevel"), failure))
-    found = _single_line(_git(path, ("rev-parse", "--absolute-git-dir"), failure))
+    toplevel = _single_line(_git(path, (*_ANY_OWNER, "rev-parse", "--show-toplevel"), failure))
+    found = _single_line(_git(path, (*_ANY_OWNER, "rev-parse", "--absolute-git-dir"), failure))
     if toplevel is None or found is None:
         return None
     root = Path(os.fsdecode(toplevel))
