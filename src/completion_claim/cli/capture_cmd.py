@@ -34,10 +34,15 @@ def capture_git_command(path: str, repo: str, base: str) -> int:
 
     Modified, added, untracked (not ignored) and deleted files count; targets are paths relative
     to the repository root, `at` is the file's modification time (for a deletion: now) and
-    `digest` is sha256 of the content, or `deleted`. Files whose digest matches the latest
-    mutation already recorded for them are skipped, so running it again records only what moved
-    on. Files that running tests writes (__pycache__/, *.pyc, .pytest_cache/) and the claim file
-    itself are never recorded.
+    `digest` is sha256 of the content (for a link: symlink:TARGET:sha256 of the target's), or
+    `deleted`. Files whose digest matches the latest mutation already recorded for them are
+    skipped, so running it again records only what moved on. Files that running tests writes
+    (__pycache__/, *.pyc, .pytest_cache/), the claim file and its temporary files are never
+    recorded.
+
+    No program the repository configures runs (filters, textconv, hooks, fsmonitor): changes
+    are found by hashing the work tree's raw bytes. Exit 4, recording nothing, for a symbolic
+    link leading out of the repository or a core.worktree pointing elsewhere.
     """
     root = repository_root(Path(repo))
     now = datetime.now(UTC)

@@ -161,8 +161,9 @@ class WorkTreeFile:
 def content_digest(
     root: bytes, rel: bytes, failure: type[ClaimError] = ObservationFailed
 ) -> str | None:
-    """The digest of the file at ``rel`` under ``root`` (see the module's description); None for
-    anything else (a folder, a device) or when nothing is there, or only beyond a link."""
+    """The digest of the file at ``rel`` under ``root`` (a real path: no link in it), as the
+    module's description says; None for anything else (a folder, a device), or when nothing is
+    there, or only beyond a link. ``failure`` names a link leading out of ``root``."""
     found = work_tree_file(root, rel, failure)
     return None if found is None else found.digest
 
