@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from completion_claim.cli import run
+from completion_claim.observe import repository
 from completion_claim.timefmt import parse_time
 from tests.fixtures.projects import CALC, CALC_BUGGY, git, make_repo, write_files
 
@@ -353,6 +354,19 @@ def test_a_work_tree_owned_by_another_user_is_read(tmp_path: Path, claim: Path) 
     assert capture(claim, repo) == 0
 
     assert by_target(claim) == {"calc.py": sha256(CALC_BUGGY)}
+
+
+def test_a_fifo_where_git_reads_a_file_cannot_hang_the_capture(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC})
+    os.mkfifo(repo / ".gitignore")  # git opens it to read the ignore rules, and waits for ever
+    monkeypatch.setattr(repository, "GIT_TIMEOUT_S", 1.0)
+
+    assert capture(claim, repo) == 4
+
+    assert "git ls-files did not finish in 1 s" in capsys.readouterr().err
+    assert mutations(claim) == []
 
 
 # --- symbolic links -------------------------------------------------------------------------------

@@ -66,6 +66,10 @@ _ISOLATED = {
 # the caller; none runs here, and the agent's work tree may well belong to the agent's user.
 _ANY_OWNER = ("-c", "safe.directory=*")
 
+# Reading a local repository takes seconds; a FIFO the agent planted where git reads a file
+# (a .gitignore, an included configuration file) would block it for ever.
+GIT_TIMEOUT_S = 300.0
+
 _LINK_MODE = b"120000"
 _SUBMODULE_MODE = b"160000"
 _MAX_LINK_HOPS = 40  # as the kernel's own limit
@@ -79,7 +83,7 @@ def git_process(
 ) -> subprocess.CompletedProcess[bytes]:
     """Run git (no shell) on the repository whose work tree is ``root``, named explicitly."""
     pinned = ("--git-dir", os.path.join(root, ".git"), "--work-tree", str(root))
-    return _git(root, (*pinned, *args), failure)
+    return _git(root, pinned, tuple(args), failure)
 
 
 def run_git(root: Path, *args: str, failure: type[ClaimError] = ObservationFailed) -> bytes:
@@ -99,8 +103,8 @@ def git_toplevel(path: Path, failure: type[ClaimError] = ObservationFailed) -> P
     linked work trees and submodules). A repository whose ``core.worktree`` moves its work tree
     elsewhere is refused: what would be read is not the folder given.
     """
-    toplevel = _single_line(_git(path, (*_ANY_OWNER, "rev-parse", "--show-toplevel"), failure))
-    found = _single_line(_git(path, (*_ANY_OWNER, "rev-parse", "--absolute-git-dir"), failure))
+    toplevel = _single_line(_git(path, _ANY_OWNER, ("rev-parse", "--show-toplevel"), failure))
+    found = _single_line(_git(path, _ANY_OWNER, ("rev-parse", "--absolute-git-dir"), failure))
     if toplevel is None or found is None:
         return None
     root = Path(os.fsdecode(toplevel))
@@ -118,19 +122,26 @@ def split_z(output: bytes) -> list[bytes]:
 
 
 def _git(
-    cwd: Path, args: Iterable[str], failure: type[ClaimError]
+    cwd: Path, options: tuple[str, ...], args: tuple[str, ...], failure: type[ClaimError]
 ) -> subprocess.CompletedProcess[bytes]:
+    """Run ``git [options] <args>``: ``options`` go before the command, ``args`` name it."""
     try:
         return subprocess.run(
-            [*_GIT, *args],
+            [*_GIT, *options, *args],
             cwd=cwd,
             env=_environment(),
             stdin=subprocess.DEVNULL,
             capture_output=True,
             check=False,
+            timeout=GIT_TIMEOUT_S,
         )
     except FileNotFoundError:
         raise failure("git is not installed (not found on PATH)") from None
+    except subprocess.TimeoutExpired:
+        raise failure(
+            f"git {args[0]} did not finish in {GIT_TIMEOUT_S:g} s and was stopped "
+            "(a FIFO where git reads a file?)"
+        ) from None
 
 
 def _environment() -> dict[str, str]:
