@@ -288,6 +288,19 @@ def test_index_flags_and_ignore_rules_cannot_hide_an_edit(
     assert by_target(claim) == {"calc.py": sha256(CALC_BUGGY)}
 
 
+def test_a_file_turned_into_a_folder_is_deleted_and_a_nested_repository_is_no_file(
+    tmp_path: Path, claim: Path
+) -> None:
+    repo = make_repo(tmp_path / "repo", {"tool": "#!/bin/sh\n"})
+    (repo / "tool").unlink()
+    write_files(repo, {"tool/main.py": "print()\n"})
+    make_repo(repo / "vendor" / "lib", {"lib.py": "X = 1\n"})
+
+    assert capture(claim, repo) == 0
+
+    assert by_target(claim) == {"tool": "deleted", "tool/main.py": sha256("print()\n")}
+
+
 def test_a_sha256_repository_records_only_what_changed(tmp_path: Path, claim: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()

@@ -27,7 +27,6 @@ from .repository import (
     content_digest,
     git_process,
     git_toplevel,
-    is_folder,
 )
 from .workspace import is_byproduct
 
@@ -71,9 +70,7 @@ def capture(
     latest = _latest_digests(recorded)
     for target, digest in latest.items():
         rel = target.encode()
-        again = _was_captured(target, digest) and rel not in current and not left_out(rel)
-        # a folder now (a nested repository, a submodule) is not a file write
-        if again and not is_folder(os.path.join(root_bytes, rel)):
+        if _was_captured(target, digest) and rel not in current and not left_out(rel):
             current[rel] = content_digest(root_bytes, rel, UsageError)
     changes = []
     for rel, digest in sorted(current.items()):

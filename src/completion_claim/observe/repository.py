@@ -286,8 +286,9 @@ def changed_files(
     (None: no commit yet, every file is new), with its digest now (None: gone).
 
     The paths looked at are the commit's files, the index's and the untracked ones not ignored;
-    ``left_out`` paths are not read. The exec bit is not compared. A folder where a file was, and
-    submodules, are not file changes.
+    ``left_out`` paths are not read. The exec bit is not compared. A committed file that is now a
+    folder, a device or below a link is gone; submodules and untracked nested repositories (as
+    folders) are not files.
     """
     object_format = run_git(root, "rev-parse", "--show-object-format", failure=failure)
     object_format_name = object_format.decode().strip()
@@ -302,7 +303,7 @@ def changed_files(
             continue
         now = work_tree_file(root_bytes, rel, failure, object_format_name)
         if now is None:
-            if committed is not None and not is_folder(os.path.join(root_bytes, rel)):
+            if committed is not None:
                 changed[rel] = None
         elif committed is None or _differs(committed, now):
             changed[rel] = now.digest
@@ -312,13 +313,6 @@ def changed_files(
 def _differs(committed: tuple[bytes, str], now: WorkTreeFile) -> bool:
     mode, object_id = committed
     return object_id != now.blob or (mode == _LINK_MODE) != now.link
-
-
-def is_folder(path: bytes) -> bool:
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except FileNotFoundError:
-        return False
 
 
 def _tree(root: Path, commit: str, failure: type[ClaimError]) -> dict[bytes, tuple[bytes, str]]:
