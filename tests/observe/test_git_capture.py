@@ -254,7 +254,12 @@ def test_attack_03_clean_filter_runs_no_agent_code(
 def test_a_harmless_gitattributes_still_records_edits(tmp_path: Path, claim: Path) -> None:
     repo = make_repo(
         tmp_path / "repo",
-        {".gitattributes": "*.txt text\n*.py text eol=lf\n", "notes.txt": "a\n", "calc.py": CALC},
+        {
+            ".gitattributes": "*.txt text\n*.py text eol=lf\n",
+            "notes.txt": "a\n",
+            "kept.txt": "unchanged\n",
+            "calc.py": CALC,
+        },
     )
     write_files(repo, {"notes.txt": "b\n", "calc.py": CALC_BUGGY, "same.txt": "new\n"})
 
