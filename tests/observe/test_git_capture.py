@@ -327,7 +327,7 @@ def test_core_worktree_cannot_move_the_capture(
     git(repo, "config", "core.worktree", "../..")  # relative to .git: the folder above the repo
     write_files(repo, {"calc.py": CALC_BUGGY})
 
-    assert capture(claim, repo) == 4
+    assert capture(claim, repo) == 5
 
     err = capsys.readouterr().err
     assert "core.worktree" in err
@@ -381,7 +381,7 @@ def test_a_fifo_where_git_reads_a_file_cannot_hang_the_capture(
     os.mkfifo(repo / ".gitignore")  # git opens it to read the ignore rules, and waits for ever
     monkeypatch.setattr(repository, "GIT_TIMEOUT_S", 1.0)
 
-    assert capture(claim, repo) == 4
+    assert capture(claim, repo) == 5
 
     assert "git ls-files did not finish in 1 s" in capsys.readouterr().err
     assert mutations(claim) == []
@@ -433,7 +433,7 @@ def test_attack_05_symlink_out_of_repo_is_refused_by_capture(
     (repo / "calc.py").unlink()
     plant(repo, outside)
 
-    assert capture(claim, repo) == 4
+    assert capture(claim, repo) == 5
 
     err = capsys.readouterr().err
     assert err.count("\n") == 1

@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 
 from .._files import is_temporary_of
 from ..claimfile import next_id
-from ..errors import UsageError
+from ..errors import ObservationFailed, UsageError
 from ..model import Mutation
 from ..timefmt import format_time
 from .repository import (
@@ -45,7 +45,7 @@ class FileChange:
 def repository_root(directory: Path) -> Path:
     if not directory.is_dir():
         raise UsageError(f"--repo: {directory} is not a directory")
-    root = git_toplevel(directory, failure=UsageError)
+    root = git_toplevel(directory, failure=ObservationFailed)
     if root is None:
         raise UsageError(f"{directory} is not inside a git repository")
     return Path(os.path.realpath(root))
@@ -66,12 +66,12 @@ def capture(
         return is_byproduct(rel) or any(_belongs_to(rel, claim) for claim in claim_files)
 
     root_bytes = os.fsencode(root)
-    current = changed_files(root, _resolve(root, base), UsageError, left_out)
+    current = changed_files(root, _resolve(root, base), ObservationFailed, left_out)
     latest = _latest_digests(recorded)
     for target, digest in latest.items():
         rel = target.encode()
         if _was_captured(target, digest) and rel not in current and not left_out(rel):
-            current[rel] = content_digest(root_bytes, rel, UsageError)
+            current[rel] = content_digest(root_bytes, rel, ObservationFailed)
     changes = []
     for rel, digest in sorted(current.items()):
         change = _change(root_bytes, rel, digest, now)
@@ -130,7 +130,7 @@ def _change(root: bytes, rel: bytes, digest: str | None, now: datetime) -> FileC
     try:
         target = rel.decode()
     except UnicodeDecodeError:
-        raise UsageError(f"file name is not UTF-8, cannot record it: {rel!r}") from None
+        raise ObservationFailed(f"file name is not UTF-8, cannot record it: {rel!r}") from None
     if digest is None:
         return FileChange(target, now, DELETED)
     return FileChange(target, _modified_at(os.path.join(root, rel)), digest)
