@@ -41,7 +41,7 @@ def capture_git_command(path: str, repo: str, base: str) -> int:
     recorded.
 
     No program the repository configures runs (filters, textconv, hooks, fsmonitor): changes
-    are found by hashing the work tree's raw bytes. Exit 4, recording nothing, for a symbolic
+    are found by hashing the work tree's raw bytes. Exit 5, recording nothing, for a symbolic
     link leading out of the repository or a core.worktree pointing elsewhere.
     """
     root = repository_root(Path(repo))
