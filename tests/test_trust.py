@@ -412,12 +412,17 @@ def test_payload_holds_the_evidence_fields_and_the_binding() -> None:
             "details": {"n": 1},
         },
         "mutations": [
-            {"id": "m2", "kind": "state_write", "target": "other", "at": "2026-08-27T18:00:01Z"},
+            {
+                "id": "m2",
+                "kind": "state_write",
+                "target": "other",
+                "at": "2026-08-27T18:00:01+00:00",
+            },
             {
                 "id": "m1",
                 "kind": "state_write",
                 "target": "accounts/4471",
-                "at": "2026-08-27T18:00:00Z",
+                "at": "2026-08-27T18:00:00+00:00",
                 "digest": DIGEST,
             },
         ],
@@ -425,6 +430,19 @@ def test_payload_holds_the_evidence_fields_and_the_binding() -> None:
     signed = sign(doc)
     assert base64.b64decode(envelope(signed)["payload"]) == canonical_bytes(payload)
     assert envelope(signed)["payloadType"] == EVIDENCE_PAYLOAD_TYPE
+
+
+def test_a_mutation_time_with_no_utc_spelling_is_signed_and_compared() -> None:
+    # Year 1 at +23:59 is a valid time that converting to UTC would overflow.
+    doc = claim_doc([mutation(at="0001-01-01T00:00:00+23:59")], [evidence(id="e1")])
+    signed = sign(doc)
+    assert payload_of(signed)["mutations"][0]["at"] == "0001-01-01T00:00:00+23:59"
+    signed["mutations"][0]["at"] = "0001-01-01T00:00:00+23:58"
+    (finding,) = [f for f in findings(judge(signed)) if f.code in FINDING_CODES]
+    assert finding.code == "mutation_label_changed"
+    assert finding.detail == (
+        "at signed '0001-01-01T00:00:00+23:59', now '0001-01-01T00:00:00+23:58'"
+    )
 
 
 def resign(doc: Json, payload: bytes, key: SigningKey = CI) -> Json:

@@ -24,7 +24,6 @@ from .._json import decode_bytes, loads
 from ..errors import InvalidDocument
 from ..match import json_equal
 from ..model import ABSENT, EVIDENCE, INDEPENDENT, MUTATION, Claim, Evidence, Mutation, Trust
-from ..timefmt import format_time
 from ..verify import Finding
 from .canonical import canonical_bytes
 from .dsse import EnvelopeError, Signers, decode_envelope
@@ -81,7 +80,9 @@ def _mutation_json(mutation: Mutation) -> dict[str, Any]:
         "id": mutation.id,
         "kind": mutation.kind,
         "target": mutation.target,
-        "at": format_time(mutation.at),
+        # isoformat keeps the offset it was written with: every valid time converts, even
+        # year 1 at +23:59, which has no UTC spelling.
+        "at": mutation.at.isoformat(),
     }
     if mutation.digest is not None:
         entry["digest"] = mutation.digest
@@ -218,7 +219,7 @@ def _changed(then: Mutation, now: Mutation | None) -> Finding | None:
         for name, same, signed, current in (
             ("kind", then.kind == now.kind, then.kind, now.kind),
             ("target", then.target == now.target, then.target, now.target),
-            ("at", then.at == now.at, format_time(then.at), format_time(now.at)),
+            ("at", then.at == now.at, then.at.isoformat(), now.at.isoformat()),
         )
         if not same
     ]
