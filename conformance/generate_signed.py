@@ -232,7 +232,7 @@ def _vectors() -> Iterator[tuple[str, dict[str, Json]]]:
         "kind-edited-self-attested-to-independent",
         rejected(
             "The agent's own readback, its kind edited from self_attested to independent: "
-            "signed mode never reads the kind.",
+            "signed mode never trusts a kind no observer signed.",
             claim([agent_item]),
             "no_attestation",
         ),

@@ -76,7 +76,7 @@ def test_genuine_signed_evidence_verifies() -> None:
 
 def test_kind_edited_from_self_attested_to_independent() -> None:
     # The agent's own readback, written as self_attested, then flipped: declared mode falls for
-    # it, signed mode never reads the kind.
+    # it, signed mode never trusts a kind no observer signed.
     doc = claim_doc(
         [mutation(digest=DIGEST)],
         [evidence(id="e1", verifier={"id": "agent/1", "kind": "self_attested"})],

@@ -191,7 +191,7 @@ VERIFIER = Table(
             "kind",
             Text(choices=(INDEPENDENT, SELF_ATTESTED)),
             "independent: observed from outside the agent loop; self_attested: the agent's own "
-            "report. In signed mode the verifier computes this instead of reading it.",
+            "report. In signed mode only the kind its observer signed counts.",
         ),
     ],
     "The observer of one evidence item.",
