@@ -1,18 +1,25 @@
 """Signed claims in ``make bench``: what proving independence costs.
 
 Prints (1) DSSE envelope verifications per second: decoding one evidence envelope and checking
-its Ed25519 signature over PAE, with the raw Ed25519 verify rate beside it for scale; and (2) the
+its Ed25519 signature over PAE, with the raw Ed25519 verify rate beside it for scale; (2) the
 ratio of verifying a signed claim under a signed policy to verifying the same claim, without its
-attestations, in declared mode, for a typical claim and a large one. Each figure is the best of
-several repeats (``time.perf_counter``); keys come from fixed seeds, so every run measures the
-same bytes.
+attestations, in declared mode, for a typical claim and a large one; and (3) the worst claim the
+signature bounds admit: every envelope full of forged signatures, the claim at its total cap.
+Each figure is the best of several repeats (``time.perf_counter``); keys come from fixed seeds,
+so every run measures the same bytes.
+
+``python benchmarks/signed.py --write-forged DIR [ITEMS SIGNATURES]`` writes DIR/forged.json
+(default: issue 7's 32 MiB claim of 17,781 items x 16 forged signatures) and
+DIR/signed-policy.json, to time ``claim verify DIR/forged.json --policy DIR/signed-policy.json``.
 """
 
 from __future__ import annotations
 
+import base64
 import copy
 import gc
 import json
+import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -21,11 +28,14 @@ from typing import Any
 from completion_claim import load_claim, parse_claim, parse_policy, verify
 from completion_claim.timefmt import format_time
 from completion_claim.trust import dsse
-from completion_claim.trust.evidence import sign_evidence
+from completion_claim.trust.bounds import MAX_SIGNATURES_PER_CLAIM, MAX_SIGNATURES_PER_ENVELOPE
+from completion_claim.trust.evidence import EVIDENCE_PAYLOAD_TYPE, sign_evidence
 from completion_claim.trust.keys import SigningKey
 
 OBSERVER = SigningKey.from_seed("bench/observer")
 AGENT = SigningKey.from_seed("bench/agent")
+DEPLOY = SigningKey.from_seed("bench/deploy")
+STRANGER = SigningKey.from_seed("bench/stranger")
 OBSERVER_ID = "ci-observer/1"
 T0 = datetime(2026, 8, 27, 18, 0, tzinfo=UTC)
 DECIDED_AT = T0 + timedelta(minutes=4)
@@ -79,24 +89,65 @@ def unsigned(doc: Json) -> Json:
     return out
 
 
-SIGNED_POLICY = parse_policy(
-    {
-        "id": "bench-signed",
-        "requires": ["state_readback"],
-        "max_age_s": 300,
-        "trust": {
-            "mode": "signed",
-            "observers": [
-                {
-                    "id": OBSERVER_ID,
-                    "public_key": OBSERVER.public.text,
-                    "check_types": ["state_readback"],
-                }
-            ],
-            "agent_keys": [AGENT.public.text],
-        },
+def forged_claim(items: int, signatures: int) -> Json:
+    """Issue 7's attack, compact: ``items`` readbacks naming the trusted observer, each envelope
+    holding ``signatures`` forged signatures that cost a full Ed25519 verification (a real R, a
+    reduced S) and verify under no key. Nothing is signed, so it is quick to build."""
+    genuine = STRANGER.private.sign(dsse.pae(EVIDENCE_PAYLOAD_TYPE, b"{}"))
+    doc: Json = {
+        "spec_version": "0.1",
+        "task": {"id": "t"},
+        "claimed_outcome": "",
+        "mutations": [{"id": "m", "kind": "state_write", "target": "a", "at": format_time(T0)}],
+        "evidence": [],
     }
-)
+    for i in range(items):
+        forged = []
+        for j in range(signatures):
+            k = (i * signatures + j) % 65536
+            sig = genuine[:32] + bytes([genuine[32] ^ (k & 0xFF), genuine[33] ^ (k >> 8)])
+            forged.append({"sig": base64.b64encode(sig + genuine[34:]).decode()})
+        doc["evidence"].append(
+            {
+                "check_type": "state_readback",
+                "target": "a",
+                "expected": {"z": 1},
+                "observed_value": {"z": 1},
+                "at": format_time(T0 + timedelta(seconds=60)),
+                "covers": ["m"],
+                "verifier": {"id": OBSERVER_ID, "kind": "independent"},
+                "attestation": {
+                    "payloadType": EVIDENCE_PAYLOAD_TYPE,
+                    "payload": "e30=",
+                    "signatures": forged,
+                },
+            }
+        )
+    return doc
+
+
+SIGNED_POLICY_DOC: Json = {
+    "id": "bench-signed",
+    "requires": ["state_readback"],
+    "max_age_s": 300,
+    "trust": {
+        "mode": "signed",
+        "observers": [
+            {
+                "id": OBSERVER_ID,
+                "public_key": OBSERVER.public.text,
+                "check_types": ["state_readback"],
+            },
+            {
+                "id": "deploy/1",
+                "public_key": DEPLOY.public.text,
+                "check_types": ["endpoint_health"],
+            },
+        ],
+        "agent_keys": [AGENT.public.text],
+    },
+}
+SIGNED_POLICY = parse_policy(SIGNED_POLICY_DOC)
 DECLARED_POLICY = parse_policy(
     {"id": "bench-declared", "requires": ["state_readback"], "max_age_s": 300}
 )
@@ -148,6 +199,21 @@ def claim_ratio(items: int, rounds: int) -> tuple[float, float, float, float]:
     return signed_s, unsigned_s, signed_s / unsigned_s, signed_full / unsigned_full
 
 
+def worst_bounded_claim() -> float:
+    """Seconds to load and verify the worst claim the bounds admit."""
+    items = MAX_SIGNATURES_PER_CLAIM // MAX_SIGNATURES_PER_ENVELOPE
+    data = json.dumps(forged_claim(items, MAX_SIGNATURES_PER_ENVELOPE)).encode()
+    assert verify(load_claim(data), DECIDED_AT, SIGNED_POLICY).state == "unverified"
+    return best(lambda: verify(load_claim(data), DECIDED_AT, SIGNED_POLICY), 1)
+
+
+def write_forged(folder: str, items: int, signatures: int) -> None:
+    with open(f"{folder}/forged.json", "w", encoding="utf-8") as out:
+        json.dump(forged_claim(items, signatures), out, separators=(",", ":"))
+    with open(f"{folder}/signed-policy.json", "w", encoding="utf-8") as out:
+        json.dump(SIGNED_POLICY_DOC, out)
+
+
 def run() -> None:
     print("signed claims (DSSE, Ed25519)")
     envelopes, raw = envelope_rates()
@@ -159,7 +225,16 @@ def run() -> None:
             f"  {label:<26}{signed_s * 1e3:>10.3f}ms{unsigned_s * 1e3:>10.3f}ms"
             f"{ratio:>9.1f}{ratio_full:>19.1f}"
         )
+    worst = worst_bounded_claim()
+    print(
+        f"  worst bounded claim ({MAX_SIGNATURES_PER_CLAIM:,} forged signatures, 3 keys): "
+        f"{worst:.2f}s"
+    )
 
 
 if __name__ == "__main__":
-    run()
+    if sys.argv[1:2] == ["--write-forged"]:
+        items, signatures = (int(n) for n in sys.argv[3:5] or ("17781", "16"))
+        write_forged(sys.argv[2], items, signatures)
+    else:
+        run()

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from completion_claim.model import parse_claim
+from completion_claim.trust.canonical import canonical_bytes
 from completion_claim.trust.dsse import pae
 from completion_claim.trust.evidence import EVIDENCE_PAYLOAD_TYPE, sign_evidence
 from completion_claim.trust.keys import SigningKey
@@ -48,6 +49,7 @@ TASK = "task-4471"
 DAY = "2026-08-27"
 AT = f"{DAY}T18:02:00Z"
 RECORD = "accounts/4471"
+OTHER_RECORD = "accounts/4472"
 ZIP = {"billing_zip": "94107"}
 RECORD_READ = {"billing_zip": "94107", "billing_city": "San Francisco"}
 OTHER_ZIP = {"billing_zip": "10001", "billing_city": "New York"}
@@ -184,6 +186,17 @@ def vector(
     }
 
 
+def invalid(description: str, doc: Json, error_path: str) -> dict[str, Json]:
+    """Invalid input (exit 3) under the signed policy: no verdict at all."""
+    return {
+        "description": description,
+        "claim": doc,
+        "policy": policy(),
+        "at": AT,
+        "expect": {"state": "invalid", "error_path": error_path},
+    }
+
+
 NOT_VERIFIED = ("mutation_uncovered", "no_supporting_evidence", "requirement_unmet")
 
 
@@ -219,7 +232,7 @@ def _vectors() -> Iterator[tuple[str, dict[str, Json]]]:
         "kind-edited-self-attested-to-independent",
         rejected(
             "The agent's own readback, its kind edited from self_attested to independent: "
-            "signed mode never reads the kind.",
+            "signed mode never trusts a kind no observer signed.",
             claim([agent_item]),
             "no_attestation",
         ),
@@ -248,7 +261,7 @@ def _vectors() -> Iterator[tuple[str, dict[str, Json]]]:
         )
     two = [
         {"id": "m1", "kind": "state_write", "target": RECORD, "at": t("00:00"), "digest": DIGEST},
-        {"id": "m2", "kind": "deploy", "target": "billing-api", "at": t("00:10")},
+        {"id": "m2", "kind": "state_write", "target": OTHER_RECORD, "at": t("00:10")},
     ]
     covers_base = signed(claim([readback()], two))
     yield (
@@ -421,10 +434,6 @@ def _vectors() -> Iterator[tuple[str, dict[str, Json]]]:
         ("signatures-not-an-array", lambda d: envelope(d).update(signatures={"sig": "AAAA"})),
         ("payload-type-not-a-string", lambda d: envelope(d).update(payloadType=7)),
         ("no-signatures", lambda d: envelope(d).update(signatures=[])),
-        (
-            "too-many-signatures",
-            lambda d: envelope(d).update(signatures=envelope(d)["signatures"] * 17),
-        ),
     ]
     for slug, change in malformed:
         yield (
@@ -435,6 +444,15 @@ def _vectors() -> Iterator[tuple[str, dict[str, Json]]]:
                 "attestation_malformed",
             ),
         )
+    yield (
+        "malformed-envelope-too-many-signatures",
+        invalid(
+            "An envelope with more than 8 signatures (here 9 copies of a genuine one) is invalid "
+            "input: it could only make the verifier try keys for long.",
+            edited(base, lambda d: envelope(d).update(signatures=envelope(d)["signatures"] * 9)),
+            "evidence[0].attestation.signatures",
+        ),
+    )
     garbage = b'{"_type": "something else"}'
     yield (
         "trusted-signature-over-a-malformed-payload",
@@ -496,6 +514,76 @@ def _vectors() -> Iterator[tuple[str, dict[str, Json]]]:
             base,
             "unknown_observer",
             pol=policy(observers=[]),
+        ),
+    )
+    self_attested = signed(claim([readback(verifier={"id": CI_ID, "kind": "self_attested"})]))
+    yield (
+        "signed-self-attested-kind",
+        vector(
+            "The trusted observer signed the item as self_attested (observe --self-attested "
+            "--sign-key): the signed kind is read, and rule 1 holds in signed mode too.",
+            self_attested,
+            "unverified",
+            NOT_VERIFIED,
+            {"e1": ["self_attested"]},
+        ),
+    )
+    yield (
+        "signed-self-attested-kind-flipped",
+        rejected(
+            "The same item with its kind edited to independent after signing.",
+            edited(
+                self_attested, lambda d: d["evidence"][0]["verifier"].update(kind="independent")
+            ),
+            "payload_mismatch",
+        ),
+    )
+    both = signed(claim([readback(covers=("m1", "m2"))], two))
+    yield (
+        "mutation-labels-as-observed-verify",
+        vector(
+            "One signed readback covers two state writes, described as when observed.",
+            both,
+            "verified",
+            [],
+        ),
+    )
+    for label, value in (("kind", "deploy"), ("target", "acct/9999"), ("at", t("00:20"))):
+        relabelled = copy.deepcopy(both)
+        relabelled["mutations"][1][label] = value
+        yield (
+            f"mutation-{label}-relabelled",
+            vector(
+                f"m2's {label} was changed after the observation: the signature binds each "
+                "covered mutation's kind, target and at.",
+                relabelled,
+                "unverified",
+                ["mutation_uncovered", *NOT_VERIFIED],
+                {"e1": ["mutation_label_changed"]},
+            ),
+        )
+    old_payload = {
+        "_type": "https://completion-claim.dev/evidence/v0.1",
+        "task_id": TASK,
+        "evidence": {
+            **{k: v for k, v in readback().items() if k not in ("id", "verifier")},
+            "verifier": {"id": CI_ID},
+        },
+        "mutations": [{"id": "m1", "digest": DIGEST}],
+    }
+    old_bytes = canonical_bytes(old_payload)
+    yield (
+        "old-payload-version",
+        rejected(
+            "An evidence payload of the old version v0.1, which did not sign verifier.kind nor "
+            "the mutations' labels, genuinely signed by the CI observer, is refused.",
+            edited(
+                base,
+                lambda d: d["evidence"][0].update(
+                    attestation=CI.sign_envelope(EVIDENCE_PAYLOAD_TYPE, old_bytes)
+                ),
+            ),
+            "payload_malformed",
         ),
     )
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from conformance.generate_signed import HERE, SIGNED_DIR, build
 
-from completion_claim import parse_claim, parse_policy, verify
+from completion_claim import InvalidDocument, parse_claim, parse_policy, verify
 from completion_claim.cli import run
 from completion_claim.timefmt import parse_time
 from completion_claim.trust.evidence import FINDING_CODES
@@ -19,12 +19,16 @@ from completion_claim.verify import Verdict
 VECTORS = sorted(SIGNED_DIR.glob("*.json"))
 _MEMBERS = {"description", "claim", "policy", "at", "expect"}
 _EXPECT = {"state", "unmet", "independence", "findings"}
+_EXPECT_INVALID = {"state", "error_path"}
+VERDICT_VECTORS = [p for p in VECTORS if json.loads(p.read_text())["expect"]["state"] != "invalid"]
+INVALID_VECTORS = [p for p in VECTORS if p not in VERDICT_VECTORS]
 
 
 def load(path: Path) -> dict[str, Any]:
     vector: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     assert set(vector) == _MEMBERS, path.name
-    assert set(vector["expect"]) == _EXPECT, path.name
+    invalid = vector["expect"]["state"] == "invalid"
+    assert set(vector["expect"]) == (_EXPECT_INVALID if invalid else _EXPECT), path.name
     return vector
 
 
@@ -66,6 +70,12 @@ def test_the_attacks_the_issue_names_are_all_vectors() -> None:
         "empty-signature",
         "two-signatures-only-untrusted-valid",
         "payload-type-changed",
+        "signed-self-attested-kind",
+        "mutation-kind-relabelled",
+        "mutation-target-relabelled",
+        "mutation-at-relabelled",
+        "old-payload-version",
+        "too-many-signatures",
     ):
         assert attack in names
 
@@ -73,14 +83,33 @@ def test_the_attacks_the_issue_names_are_all_vectors() -> None:
 def test_every_signed_mode_finding_is_exercised() -> None:
     codes = {
         code
-        for path in VECTORS
+        for path in VERDICT_VECTORS
         for found in load(path)["expect"]["findings"].values()
         for code in found
     }
     assert set(FINDING_CODES) <= codes
 
 
-@pytest.mark.parametrize("path", VECTORS, ids=lambda p: p.stem)
+def test_invalid_input_is_a_vector_too() -> None:
+    assert INVALID_VECTORS
+
+
+@pytest.mark.parametrize("path", INVALID_VECTORS, ids=lambda p: p.stem)
+def test_invalid_vectors_are_rejected(
+    path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    vector = load(path)
+    with pytest.raises(InvalidDocument) as caught:
+        parse_claim(vector["claim"])
+    assert caught.value.path == vector["expect"]["error_path"]
+    claim, policy = tmp_path / "claim.json", tmp_path / "policy.json"
+    claim.write_text(json.dumps(vector["claim"]), encoding="utf-8")
+    policy.write_text(json.dumps(vector["policy"]), encoding="utf-8")
+    assert run(["verify", str(claim), "--policy", str(policy), "--at", vector["at"]]) == 3
+    assert f"{vector['expect']['error_path']}: " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("path", VERDICT_VECTORS, ids=lambda p: p.stem)
 def test_library_obeys_the_vector(path: Path) -> None:
     vector = load(path)
     verdict = verify(
@@ -89,7 +118,7 @@ def test_library_obeys_the_vector(path: Path) -> None:
     assert outcome(verdict) == vector["expect"]
 
 
-@pytest.mark.parametrize("path", VECTORS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", VERDICT_VECTORS, ids=lambda p: p.stem)
 def test_cli_obeys_the_vector(
     path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -111,7 +111,7 @@ GOOD = {"payloadType": "t", "payload": "", "signatures": [{"keyid": "", "sig": "
         ({**GOOD, "payload": 5}, "payload is not a JSON string"),
         ({**GOOD, "signatures": {}}, "signatures is not a JSON array"),
         ({**GOOD, "signatures": []}, "signatures is empty"),
-        ({**GOOD, "signatures": [{"sig": "AA"}] * 17}, "more than 16 signatures"),
+        ({**GOOD, "signatures": [{"sig": "AA"}] * 9}, "more than 8 signatures"),
         ({**GOOD, "signatures": ["AAAA"]}, r"signatures\[0\] is not a JSON object"),
         ({**GOOD, "signatures": [{"sig": "AA", "x": 1}]}, "unknown member 'x'"),
         ({**GOOD, "signatures": [{"keyid": 7, "sig": "AA"}]}, "keyid is not a string"),
@@ -407,15 +407,42 @@ def test_payload_holds_the_evidence_fields_and_the_binding() -> None:
             "expected": {"billing_zip": "94107"},
             "at": item["at"],
             "covers": ["m2", "m1", "m2"],
-            "verifier": {"id": "ci/1"},
+            "verifier": {"id": "ci/1", "kind": "independent"},
             "subject": "sha256:ab",
             "details": {"n": 1},
         },
-        "mutations": [{"id": "m2"}, {"id": "m1", "digest": DIGEST}],
+        "mutations": [
+            {
+                "id": "m2",
+                "kind": "state_write",
+                "target": "other",
+                "at": "2026-08-27T18:00:01+00:00",
+            },
+            {
+                "id": "m1",
+                "kind": "state_write",
+                "target": "accounts/4471",
+                "at": "2026-08-27T18:00:00+00:00",
+                "digest": DIGEST,
+            },
+        ],
     }
     signed = sign(doc)
     assert base64.b64decode(envelope(signed)["payload"]) == canonical_bytes(payload)
     assert envelope(signed)["payloadType"] == EVIDENCE_PAYLOAD_TYPE
+
+
+def test_a_mutation_time_with_no_utc_spelling_is_signed_and_compared() -> None:
+    # Year 1 at +23:59 is a valid time that converting to UTC would overflow.
+    doc = claim_doc([mutation(at="0001-01-01T00:00:00+23:59")], [evidence(id="e1")])
+    signed = sign(doc)
+    assert payload_of(signed)["mutations"][0]["at"] == "0001-01-01T00:00:00+23:59"
+    signed["mutations"][0]["at"] = "0001-01-01T00:00:00+23:58"
+    (finding,) = [f for f in findings(judge(signed)) if f.code in FINDING_CODES]
+    assert finding.code == "mutation_label_changed"
+    assert finding.detail == (
+        "at signed '0001-01-01T00:00:00+23:59', now '0001-01-01T00:00:00+23:58'"
+    )
 
 
 def resign(doc: Json, payload: bytes, key: SigningKey = CI) -> Json:
@@ -438,14 +465,22 @@ def payload_of(doc: Json) -> Json:
         (lambda p: p.update(_type="https://example.com/other"), "_type"),
         (lambda p: p.update(task_id=5), "task_id"),
         (lambda p: p["evidence"].update(id="e1"), "evidence"),
-        (lambda p: p["evidence"]["verifier"].update(kind="independent"), "evidence.verifier"),
+        (lambda p: p["evidence"]["verifier"].pop("kind"), "evidence.verifier.kind"),
+        (lambda p: p["evidence"]["verifier"].update(kind="trusted"), "evidence.verifier.kind"),
+        (lambda p: p["mutations"][0].pop("target"), "mutations[0].target"),
+        (lambda p: p["mutations"][0].update(at="2026-08-27T18:00:00"), "mutations[0].at"),
+        (lambda p: p["mutations"][0].update(note="x"), "mutations[0].note: unknown member"),
+        (
+            lambda p: p.update(_type="https://completion-claim.dev/evidence/v0.1"),
+            "_type: 'https://completion-claim.dev/evidence/v0.1' is no longer accepted",
+        ),
         (lambda p: p["evidence"].update(at="2026-08-27T18:00:10"), "evidence.at: no UTC offset"),
         (lambda p: p["evidence"].update(covers="m1"), "evidence.covers"),
         (lambda p: p.update(mutations=[{"id": "m1", "digest": None}]), "mutations[0]"),
         (lambda p: p.update(mutations={"id": "m1"}), "mutations"),
         (lambda p: p.update(mutations=[]), "mutations: must list each covered mutation once"),
         (
-            lambda p: p.update(mutations=[{"id": "m1", "digest": DIGEST}] * 2),
+            lambda p: p.update(mutations=p["mutations"] * 2),
             "mutations: must list each covered mutation once",
         ),
     ],

@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
+from pathlib import Path
 from typing import Any
 
-from completion_claim import parse_claim, parse_policy
+import pytest
+
+from completion_claim import InvalidDocument, parse_claim, parse_policy
+from completion_claim.cli import run
 from completion_claim.report import describe_finding, render_report
+from completion_claim.trust import dsse
+from completion_claim.trust.bounds import MAX_SIGNATURES_PER_CLAIM, MAX_SIGNATURES_PER_ENVELOPE
 from completion_claim.trust.dsse import pae
 from completion_claim.trust.evidence import EVIDENCE_PAYLOAD_TYPE, FINDING_CODES
+from completion_claim.trust.pubkey import PublicKey
 from completion_claim.verify import Verdict
 
 from .builders import claim_doc, evidence, mutation, ts
@@ -68,7 +76,7 @@ def test_genuine_signed_evidence_verifies() -> None:
 
 def test_kind_edited_from_self_attested_to_independent() -> None:
     # The agent's own readback, written as self_attested, then flipped: declared mode falls for
-    # it, signed mode never reads the kind.
+    # it, signed mode never trusts a kind no observer signed.
     doc = claim_doc(
         [mutation(digest=DIGEST)],
         [evidence(id="e1", verifier={"id": "agent/1", "kind": "self_attested"})],
@@ -237,3 +245,125 @@ def test_item_naming_an_untrusted_observer() -> None:
         [evidence(id="e1", verifier={"id": "gitreal-gate/0.3", "kind": "independent"})],
     )
     assert_rejected(sign(doc), "unknown_observer", "gitreal-gate/0.3")
+
+
+# --- issue 7 -------------------------------------------------------------------------------------
+
+
+def two_writes_read_back() -> Json:
+    """Two state writes, both covered by one readback the CI observer signed."""
+    doc = claim_doc(
+        [mutation(digest=DIGEST), mutation("m2", 1, target="accounts/4472")],
+        [evidence(id="e1", covers=["m1", "m2"])],
+    )
+    return sign(doc)
+
+
+def test_attack_12_control_signed_mutations_as_observed_verify() -> None:
+    verdict = judge(two_writes_read_back())
+    assert verdict.state == "verified"
+    assert verdict.independence == "proven"
+    assert findings(verdict) == ()
+
+
+@pytest.mark.parametrize(
+    ("relabel", "labels"),
+    [
+        ({"kind": "deploy", "target": "acct/9999"}, ["kind", "target"]),
+        ({"target": "accounts/9999"}, ["target"]),
+        ({"at": ts(2)}, ["at"]),
+        ({"kind": "file_write"}, ["kind"]),
+    ],
+)
+def test_attack_12_relabelled_mutation_does_not_verify(
+    relabel: dict[str, str], labels: list[str]
+) -> None:
+    # The readback observed a write to accounts/4472; the claim now says m2 was something else,
+    # which the verdict would report as covered by a proven observation.
+    doc = two_writes_read_back()
+    doc["mutations"][1].update(relabel)
+    verdict = assert_rejected(doc, "mutation_label_changed")
+    (finding,) = findings(verdict)
+    assert finding.mutation == "m2"
+    assert finding.detail is not None
+    assert [part.split()[0] for part in finding.detail.split("; ")] == labels
+
+
+def test_attack_12_mutation_written_with_another_offset_is_the_same_instant() -> None:
+    doc = two_writes_read_back()
+    doc["mutations"][1]["at"] = "2026-08-27T20:00:01+02:00"
+    assert judge(doc).state == "verified"
+
+
+def test_attack_06_item_signed_as_self_attested_does_not_count() -> None:
+    doc = sign(genuine_doc(verifier={"id": CI_ID, "kind": "self_attested"}))
+    verdict = judge(doc)
+    assert verdict.state == "unverified"
+    assert [f.code for f in findings(verdict)] == ["self_attested"]
+    flipped = copy.deepcopy(doc)
+    flipped["evidence"][0]["verifier"]["kind"] = "independent"
+    assert_rejected(flipped, "payload_mismatch", "verifier.kind")
+
+
+def test_attack_10_many_signatures_are_bounded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The issue's shape, small: every envelope carries more forged signatures than the cap.
+    doc = genuine_doc()
+    junk = [forged_signature(j) for j in range(MAX_SIGNATURES_PER_ENVELOPE)]
+    envelope(doc)["signatures"] += junk
+    with pytest.raises(InvalidDocument) as caught:
+        parse_claim(doc)
+    assert caught.value.path == "evidence[0].attestation.signatures"
+    path = tmp_path / "claim.json"
+    path.write_text(json.dumps(doc))
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps(policy_doc()))
+    assert run(["verify", str(path), "--policy", str(policy)]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f"{path}: evidence[0].attestation.signatures: 9 signatures" in err
+
+
+def test_attack_10_total_signatures_per_claim_are_bounded() -> None:
+    items = MAX_SIGNATURES_PER_CLAIM // MAX_SIGNATURES_PER_ENVELOPE + 1
+    doc = genuine_doc()
+    envelope(doc)["signatures"] *= MAX_SIGNATURES_PER_ENVELOPE
+    doc["evidence"] = [{**doc["evidence"][0], "id": f"e{i}"} for i in range(items)]
+    with pytest.raises(InvalidDocument, match=r"signatures in all; a claim may carry at most"):
+        parse_claim(doc)
+    doc["evidence"].pop()
+    assert judge(doc).state == "verified"
+
+
+def test_attack_10_each_signature_is_tried_once_per_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Forged signatures under the CI observer's name make the verifier look for a reason with
+    # every key list (usable, agent, the observer's, the others'); still each (signature, key)
+    # pair is verified at most once.
+    calls: list[tuple[bytes, bytes]] = []
+    real = dsse._verifies
+
+    def counted(key: PublicKey, sig: bytes, message: bytes) -> bool:
+        calls.append((key.raw, sig))
+        return real(key, sig, message)
+
+    monkeypatch.setattr(dsse, "_verifies", counted)
+    doc = genuine_doc()
+    envelope(doc)["signatures"] = [forged_signature(j) for j in range(8)]
+    assert_rejected(doc, "signature_invalid")
+    keys = {CI.public.raw, DEPLOY.public.raw, AGENT.public.raw}
+    assert len(calls) == len(set(calls)) == 8 * len(keys)
+
+
+def test_attack_10_control_eight_signatures_with_one_genuine_verify() -> None:
+    doc = genuine_doc()
+    envelope(doc)["signatures"] += [forged_signature(j) for j in range(7)]
+    assert judge(doc).state == "verified"
+
+
+def forged_signature(n: int) -> dict[str, str]:
+    """64 bytes that cost a full Ed25519 verification (a real R, a reduced S) and verify under
+    no key."""
+    real = STRANGER.private.sign(b"something else")
+    sig = real[:32] + bytes([real[32] ^ (n + 1)]) + real[33:]
+    return {"keyid": CI.public.keyid, "sig": base64.b64encode(sig).decode()}

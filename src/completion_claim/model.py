@@ -13,6 +13,7 @@ from typing import Any, Literal
 from ._fields import ABSENT, AnyJson, Field, Kind, ListOf, PositiveNumber, Ref, Table, Text, Time
 from ._json import DEFAULT_MAX_BYTES, cycle_collection_paused, decode_bytes, loads
 from .errors import InvalidDocument
+from .trust.bounds import check_signature_bounds
 from .trust.pubkey import SCHEMA_PATTERN, PublicKey, parse_public_key
 
 __all__ = [
@@ -190,7 +191,7 @@ VERIFIER = Table(
             "kind",
             Text(choices=(INDEPENDENT, SELF_ATTESTED)),
             "independent: observed from outside the agent loop; self_attested: the agent's own "
-            "report. In signed mode the verifier computes this instead of reading it.",
+            "report. In signed mode only the kind its observer signed counts.",
         ),
     ],
     "The observer of one evidence item.",
@@ -324,6 +325,7 @@ def parse_claim(document: object) -> Claim:
     """Build a Claim from decoded JSON, checking types and cross-references."""
     claim: Claim = CLAIM.parse(document, "")
     _check_references(claim)
+    check_signature_bounds(item.attestation for item in claim.evidence)
     return claim
 
 

@@ -27,6 +27,7 @@ _FINDING_TEXT = {
     "payload_mismatch": "edited after signing",
     "bound_to_other_task": "signed for another task",
     "mutation_digest_changed": "mutation {mutation} changed after it was observed",
+    "mutation_label_changed": "mutation {mutation} is not described as it was when observed",
 }
 
 _UNMET_TEXT = {

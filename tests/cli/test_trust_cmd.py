@@ -7,6 +7,7 @@ import base64
 import hashlib
 import json
 import os
+import sqlite3
 import stat
 import sys
 from datetime import UTC, datetime
@@ -22,11 +23,12 @@ from securesystemslib.signer import SSlibKey  # type: ignore[attr-defined]
 from completion_claim.cli import run
 from completion_claim.errors import ObservationFailed
 from completion_claim.observe._common import Observation, ObserverSettings, run_observer
+from completion_claim.timefmt import parse_time
 from completion_claim.trust.keys import load_signing_key
 from completion_claim.trust.verdicts import CLAIM_PREDICATE_TYPE
 
 from ..builders import claim_doc, evidence, mutation
-from ..signing import CI, CI_ID, DIGEST, STRANGER, genuine_doc, policy_doc
+from ..signing import AGENT, CI, CI_ID, DIGEST, STRANGER, genuine_doc, policy_doc, sign
 
 DECIDE = "2026-08-27T18:00:20Z"
 Json = Any
@@ -173,7 +175,10 @@ def test_observer_signs_the_item_it_records(
     assert stored == item
     payload = json.loads(base64.b64decode(stored["attestation"]["payload"]))
     assert payload["task_id"] == "deploy-4471"
-    assert payload["mutations"] == [{"id": "m1", "digest": DIGEST}]
+    (written,) = read(claim_path)["mutations"]
+    (bound,) = payload["mutations"]
+    assert parse_time(bound.pop("at"), "") == parse_time(written.pop("at"), "")
+    assert bound == written
     assert run(["verify", claim_path, "--policy", signed_policy]) == 0
     assert "independence proven" in capsys.readouterr().out
 
@@ -217,6 +222,60 @@ def test_observe_with_a_bad_key_fails_before_observing(
     assert read(claim_path)["evidence"] == []
 
 
+# --- a self-attested observation, signed ---------------------------------------------------------
+
+
+def observe_sqlite_readback(tmp_path: Path, ci_key: str, *flags: str) -> tuple[str, int]:
+    """A claim of one state write, read back from a real SQLite table by the signing CI
+    observer with ``flags``; the claim's path and the observer's exit code."""
+    database = tmp_path / "accounts.db"
+    with sqlite3.connect(database) as conn:
+        conn.execute("CREATE TABLE accounts (id INTEGER PRIMARY KEY, billing_zip TEXT)")
+        conn.execute("INSERT INTO accounts VALUES (4471, '94107')")
+    conn.close()
+    claim_path = str(tmp_path / "claim.json")
+    assert run(["new", claim_path, "--task-id", "t-6", "--outcome", "zip updated"]) == 0
+    assert run(["mutate", claim_path, "--kind", "state_write", "--target", "accounts/4471"]) == 0
+    code = run(
+        [
+            "observe", "readback", claim_path, f"sqlite:///{database}",
+            "--table", "accounts", "--key", "id=4471", "--expect", "billing_zip=94107",
+            "--verifier-id", CI_ID, "--sign-key", ci_key, *flags,
+        ]
+    )  # fmt: skip
+    return claim_path, code
+
+
+def test_attack_06_self_attested_signed_item_does_not_count(
+    tmp_path: Path, ci_key: str, signed_policy: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The observer was told the observation is the agent's own report, and signed that: the
+    # signature proves who wrote the item, and the item says it is self-attested. Rule 1.
+    claim_path, observed = observe_sqlite_readback(tmp_path, ci_key, "--self-attested")
+    assert observed == 0
+    capsys.readouterr()
+    assert run(["verify", claim_path, "--policy", signed_policy, "--json"]) == 1
+    verdict = json.loads(capsys.readouterr().out)
+    assert verdict["state"] == "unverified"
+    assert [r["code"] for r in verdict["evidence"][0]["reasons"]] == ["self_attested"]
+    # Flipping the written kind afterwards breaks the signature instead.
+    doc = read(claim_path)
+    doc["evidence"][0]["verifier"]["kind"] = "independent"
+    write(Path(claim_path), doc)
+    assert run(["verify", claim_path, "--policy", signed_policy]) == 1
+    assert "not as signed: verifier.kind" in capsys.readouterr().out
+
+
+def test_attack_06_control_independent_signed_item_counts(
+    tmp_path: Path, ci_key: str, signed_policy: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    claim_path, observed = observe_sqlite_readback(tmp_path, ci_key)
+    assert observed == 0
+    capsys.readouterr()
+    assert run(["verify", claim_path, "--policy", signed_policy]) == 0
+    assert "independence proven" in capsys.readouterr().out
+
+
 # --- the walkthrough: observe a real test run signed, verify, tamper, verify again --------------
 
 TEST_FILE = "def test_add():\n    assert 1 + 1 == 2\n"
@@ -247,7 +306,8 @@ def test_signed_test_run_then_tamper(
     digest = "sha256:" + hashlib.sha256(TEST_FILE.encode()).hexdigest()
     assert run(["new", claim_path, "--task-id", "t-1", "--outcome", "added test_add"]) == 0
     assert run(["mutate", claim_path, "--kind", "file_write", "--target", "test_add.py"]) == 0
-    assert run(["mutate", claim_path, "--kind", "x", "--target", "y", "--digest", digest]) == 0
+    write_helper = ["--kind", "file_write", "--target", "helper.py", "--digest", digest]
+    assert run(["mutate", claim_path, *write_helper]) == 0
     observe = ["observe", "test-run", claim_path, "--cwd", str(project), "--verifier-id", "ci/1"]
     pytest_cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     assert run([*observe, "--sign-key", str(key_path), "--", *pytest_cmd]) == 0
@@ -307,7 +367,8 @@ def test_signed_verdict_is_checked(
     code, out = check(signed_verdict, CI.public.text, capsys)
     assert (code, out) == (
         0,
-        f"valid: verdict verified decided at {DECIDE}, signed by key {CI.public.keyid[:16]}\n",
+        f"valid: verdict verified, independence proven, decided at {DECIDE} under policy "
+        f"signed-ops, signed by key {CI.public.keyid[:16]}\n",
     )
     assert run(["verify", str(signed_verdict), "--at", DECIDE]) == 0  # still a claim
 
@@ -339,6 +400,62 @@ def test_tampered_signed_verdict_exits_1(
     assert out.startswith("INVALID: ")
     assert reason in out
     assert out.count("\n") == 1
+
+
+def signed_verdict_of(tmp_path: Path, doc: Json, ci_key: str, *policy: str) -> tuple[Path, int]:
+    """``doc`` verified (under ``--policy`` when given) and its verdict signed by the gate."""
+    claim_path = write(tmp_path / "claim.json", doc)
+    out = tmp_path / "signed.json"
+    args = ["verify", claim_path, *policy, "--at", DECIDE, "--sign-key", ci_key, "--out", str(out)]
+    return out, run(args)
+
+
+def test_attack_12_check_verdict_refuted_exits_nonzero(
+    tmp_path: Path, ci_key: str, signed_policy: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    contradicted = genuine_doc(observed_value={"billing_zip": "10001"})
+    out, verified = signed_verdict_of(tmp_path, contradicted, ci_key, "--policy", signed_policy)
+    assert verified == 2
+    capsys.readouterr()
+    code, printed = check(out, CI.public.text, capsys)
+    assert code == 2
+    assert printed.startswith("valid: verdict refuted, independence proven, ")
+    assert printed.count("\n") == 1
+
+
+def test_attack_12_check_verdict_unverified_exits_nonzero(
+    tmp_path: Path, ci_key: str, signed_policy: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    unsigned = claim_doc([mutation(digest=DIGEST)], [evidence(id="e1")])
+    out, verified = signed_verdict_of(tmp_path, unsigned, ci_key, "--policy", signed_policy)
+    assert verified == 1
+    capsys.readouterr()
+    code, printed = check(out, CI.public.text, capsys)
+    assert code == 1
+    assert printed.startswith("valid: verdict unverified, independence proven, ")
+
+
+def test_attack_12_check_verdict_self_trusting_policy_exits_nonzero(
+    tmp_path: Path, ci_key: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The agent embeds a signed-mode policy that trusts its own key and signs its own readback;
+    # a gate run without --policy applies it and (truthfully) signs "verified, declared".
+    own = policy_doc(
+        observers=[
+            {"id": CI_ID, "public_key": AGENT.public.text, "check_types": ["state_readback"]}
+        ],
+        agent_keys=[],
+    )
+    doc = {**sign(claim_doc([mutation(digest=DIGEST)], [evidence(id="e1")]), AGENT), "policy": own}
+    out, verified = signed_verdict_of(tmp_path, doc, ci_key)
+    assert verified == 0
+    assert read(out)["verdict"]["independence"] == "declared"
+    capsys.readouterr()
+    code, printed = check(out, CI.public.text, capsys)
+    assert code == 1
+    first, second = printed.splitlines()
+    assert first.startswith("valid: verdict verified, independence declared, ")
+    assert second.startswith("not accepted: independence was not proven")
 
 
 def test_signed_verdict_with_the_wrong_key_exits_1(

@@ -14,7 +14,7 @@ from ..errors import InvalidDocument, UsageError
 from ..model import Claim, parse_claim
 from ..verify import verify
 from . import EXIT_UNVERIFIED, EXIT_VERIFIED, app
-from .verify_cmd import decision_time, read_policy
+from .verify_cmd import EXIT_FOR_STATE, decision_time, read_policy
 
 
 @app.command("keygen")
@@ -61,11 +61,13 @@ def pubkey_command(key_path: str) -> int:
     help="The gate's public key: 'ed25519:...' or a file holding it.",
 )
 def check_verdict_command(path: str, public_key: str) -> int:
-    """Check a signed verdict written by `claim verify --sign-key --out`.
+    """Check a signed verdict written by `claim verify --sign-key --out`; exit with its state.
 
     \b
-    Exit codes: 0 the signature is valid and the file's claim and verdict are exactly
-    what was signed; 1 they are not (the reason is printed); 3 not a claim; 4 usage.
+    Exit codes: 0 the signature is valid, the file's claim and verdict are exactly what was
+    signed, and the verdict is verified with independence proven; 1 the signature or the file
+    does not hold (INVALID: reason), or the verdict is unverified, or verified with
+    independence only declared; 2 the verdict is refuted; 3 not a claim; 4 usage.
     """
     from ..trust.keys import read_public_key  # noqa: PLC0415
     from ..trust.verdicts import VerdictRejected, check_verdict  # noqa: PLC0415
@@ -77,11 +79,19 @@ def check_verdict_command(path: str, public_key: str) -> int:
     except VerdictRejected as rejected:
         click.echo(f"INVALID: {rejected}")
         return EXIT_UNVERIFIED
+    state, independence = verdict.get("state"), verdict.get("independence")
     click.echo(
-        f"valid: verdict {verdict.get('state')!s} decided at {verdict.get('decided_at')!s}, "
+        f"valid: verdict {state!s}, independence {independence!s}, decided at "
+        f"{verdict.get('decided_at')!s} under policy {verdict.get('policy_id')!s}, "
         f"signed by key {key.keyid[:16]}"
     )
-    return EXIT_VERIFIED
+    if state == "verified" and independence != "proven":
+        click.echo(
+            "not accepted: independence was not proven (the policy that decided it was not "
+            "the operator's, e.g. the claim's own)"
+        )
+        return EXIT_UNVERIFIED
+    return EXIT_FOR_STATE.get(str(state), EXIT_UNVERIFIED)
 
 
 @app.command("export")

@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..errors import ClaimError, UsageError
+from .bounds import MAX_SIGNATURES_PER_ENVELOPE
 from .pubkey import PublicKey
 
 try:
@@ -33,8 +34,6 @@ except ImportError:  # pragma: no cover - the [sign] extra is missing
     ) from None
 
 SIGNATURE_BYTES = 64
-MAX_SIGNATURES = 16
-"""More would only let a forged envelope make the verifier try keys for a long time."""
 MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
 MAX_KEYID_CHARS = 256
 _STANDARD = re.compile(r"[A-Za-z0-9+/]*={0,2}")
@@ -108,8 +107,8 @@ def decode_envelope(value: object) -> Envelope:
     entries = _member(value, "signatures", list)
     if not entries:
         raise EnvelopeError("signatures is empty")
-    if len(entries) > MAX_SIGNATURES:
-        raise EnvelopeError(f"more than {MAX_SIGNATURES} signatures")
+    if len(entries) > MAX_SIGNATURES_PER_ENVELOPE:
+        raise EnvelopeError(f"more than {MAX_SIGNATURES_PER_ENVELOPE} signatures")
     return Envelope(
         payload_type, payload, tuple(_signature(entry, i) for i, entry in enumerate(entries))
     )
@@ -150,23 +149,40 @@ def _signature(entry: object, index: int) -> Signature:
     return Signature(keyid, sig, None)
 
 
-def first_verifying_key(envelope: Envelope, keys: Sequence[PublicKey]) -> PublicKey | None:
-    """The first of ``keys`` that made one of the envelope's signatures, or None.
+class Signers:
+    """Which keys made an envelope's signatures, each (signature, key) pair checked at most once.
 
-    For each signature the keys its ``keyid`` names are tried first (a hint saves work), then
-    every other key: a wrong or missing hint never hides a valid signature.
+    Asking about the same key again costs nothing, so a caller may try several key lists (the
+    keys that would prove an item, then the ones that explain why not) and the work stays at
+    most signatures x distinct keys.
     """
-    if not keys:
-        return None
-    message = envelope.pae()
-    for signature in envelope.signatures:
-        if signature.problem is not None:
-            continue
-        hinted = [k for k in keys if k.keyid == signature.keyid]
-        for key in hinted + [k for k in keys if k.keyid != signature.keyid]:
-            if _verifies(key, signature.sig, message):
-                return key
-    return None
+
+    def __init__(self, envelope: Envelope) -> None:
+        self._message = envelope.pae()
+        self._signatures = [s for s in envelope.signatures if s.problem is None]
+        self._hinted = {s.keyid for s in self._signatures}
+        self._signed: dict[PublicKey, bool] = {}
+
+    def signed(self, key: PublicKey) -> bool:
+        """Whether ``key`` made one of the signatures; the signatures naming it are tried
+        first (a hint saves work), then the others: a wrong or missing hint hides nothing."""
+        known = self._signed.get(key)
+        if known is None:
+            ordered = sorted(self._signatures, key=lambda s: s.keyid != key.keyid)
+            known = any(_verifies(key, s.sig, self._message) for s in ordered)
+            self._signed[key] = known
+        return known
+
+    def first(self, keys: Sequence[PublicKey]) -> PublicKey | None:
+        """A key of ``keys`` that made one of the signatures (keys some signature names are
+        tried first), or None."""
+        ordered = sorted(keys, key=lambda k: k.keyid not in self._hinted)
+        return next((key for key in ordered if self.signed(key)), None)
+
+
+def first_verifying_key(envelope: Envelope, keys: Sequence[PublicKey]) -> PublicKey | None:
+    """A key of ``keys`` that made one of the envelope's signatures, or None."""
+    return Signers(envelope).first(keys)
 
 
 def _verifies(key: PublicKey, sig: bytes, message: bytes) -> bool:

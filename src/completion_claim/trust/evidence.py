@@ -2,15 +2,17 @@
 
 The payload (canonical JSON, payload type ``application/vnd.completion-claim.evidence+json``)::
 
-    {"_type": "https://completion-claim.dev/evidence/v0.1",
+    {"_type": "https://completion-claim.dev/evidence/v0.2",
      "task_id": "<the claim's task.id>",
      "evidence": {<the item's check_type, target, expected, observed_value, at, covers,
-                   subject, details, each only when the item has it>, "verifier": {"id": ...}},
-     "mutations": [{"id": "<covered id>", "digest": "<its digest then>"}, ...]}
+                   subject, details, each only when the item has it>,
+                  "verifier": {"id": ..., "kind": ...}},
+     "mutations": [{"id", "kind", "target", "at", "digest" (when it has one)}, ...]}
 
-``mutations`` lists each covered mutation once, in ``covers`` order; ``digest`` is absent when the
-mutation had none. The item's ``id``, ``verifier.kind`` and ``attestation`` are not signed: in
-signed mode ``verifier.kind`` is computed, never read.
+It binds every field the verdict reads: the item's own members, its ``verifier.kind`` (so a
+signed ``self_attested`` item never counts: rule 1 holds in signed mode too) and each covered
+mutation as it stood when observed, listed once, in ``covers`` order. Only the item's ``id`` and
+``attestation`` are not signed. v0.1 payloads (no kind, no mutation labels) are refused.
 """
 
 from __future__ import annotations
@@ -21,15 +23,16 @@ from typing import Any
 from .._json import decode_bytes, loads
 from ..errors import InvalidDocument
 from ..match import json_equal
-from ..model import ABSENT, EVIDENCE, INDEPENDENT, Claim, Evidence, Mutation, Trust
+from ..model import ABSENT, EVIDENCE, INDEPENDENT, MUTATION, Claim, Evidence, Mutation, Trust
 from ..verify import Finding
 from .canonical import canonical_bytes
-from .dsse import Envelope, EnvelopeError, decode_envelope, first_verifying_key
+from .dsse import EnvelopeError, Signers, decode_envelope
 from .keys import SigningKey
 from .pubkey import PublicKey
 
 EVIDENCE_PAYLOAD_TYPE = "application/vnd.completion-claim.evidence+json"
-EVIDENCE_PAYLOAD_V = "https://completion-claim.dev/evidence/v0.1"
+EVIDENCE_PAYLOAD_V = "https://completion-claim.dev/evidence/v0.2"
+OLD_PAYLOAD_VS = ("https://completion-claim.dev/evidence/v0.1",)
 SIGNED_MEMBERS = (
     "check_type",
     "target",
@@ -53,11 +56,12 @@ FINDING_CODES = (
     "payload_mismatch",
     "bound_to_other_task",
     "mutation_digest_changed",
+    "mutation_label_changed",
 )
 """Why signed mode did not find an item independent; at most one per item, checked in this
-order (all of them take the place of ``self_attested``)."""
+order (all of them take the place of ``self_attested``, which signed mode gives to an item its
+observer signed as ``self_attested``)."""
 _PAYLOAD_MEMBERS = frozenset({"_type", "task_id", "evidence", "mutations"})
-_MISSING = object()
 
 
 def evidence_payload(
@@ -65,21 +69,29 @@ def evidence_payload(
 ) -> dict[str, Any]:
     """The payload for an evidence item as written (JSON values), bound to its claim."""
     signed = {name: item[name] for name in SIGNED_MEMBERS if name in item}
-    signed["verifier"] = {"id": item["verifier"]["id"]}
-    digests = {m.id: m.digest for m in mutations}
-    bound = []
-    for mutation_id in dict.fromkeys(item["covers"]):
-        entry = {"id": mutation_id}
-        digest = digests[mutation_id]
-        if digest is not None:
-            entry["digest"] = digest
-        bound.append(entry)
+    signed["verifier"] = {"id": item["verifier"]["id"], "kind": item["verifier"]["kind"]}
+    by_id = {m.id: m for m in mutations}
+    bound = [_mutation_json(by_id[mutation_id]) for mutation_id in dict.fromkeys(item["covers"])]
     return {"_type": EVIDENCE_PAYLOAD_V, "task_id": task_id, "evidence": signed, "mutations": bound}
+
+
+def _mutation_json(mutation: Mutation) -> dict[str, Any]:
+    entry = {
+        "id": mutation.id,
+        "kind": mutation.kind,
+        "target": mutation.target,
+        # isoformat keeps the offset it was written with: every valid time converts, even
+        # year 1 at +23:59, which has no UTC spelling.
+        "at": mutation.at.isoformat(),
+    }
+    if mutation.digest is not None:
+        entry["digest"] = mutation.digest
+    return entry
 
 
 def sign_evidence(item: Mapping[str, Any], claim: Claim, key: SigningKey) -> dict[str, Any]:
     """The ``attestation`` envelope for ``item``, binding the claim's task and the covered
-    mutations' current ids and digests."""
+    mutations as they stand now (id, kind, target, time, digest)."""
     payload = evidence_payload(item, claim.task.id, claim.mutations)
     return key.sign_envelope(EVIDENCE_PAYLOAD_TYPE, canonical_bytes(payload))
 
@@ -93,7 +105,7 @@ def signed_independence(claim: Claim, trust: Trust) -> Callable[[Evidence], Find
 class _SignedMode:
     def __init__(self, claim: Claim, trust: Trust) -> None:
         self.task_id = claim.task.id
-        self.digests: dict[str, str | None] = {m.id: m.digest for m in claim.mutations}
+        self.mutations = {m.id: m for m in claim.mutations}
         self.agent_keys = list(dict.fromkeys(trust.agent_keys))
         agent = set(self.agent_keys)
         self.grants: dict[str, dict[PublicKey, set[str]]] = {}
@@ -122,16 +134,19 @@ class _SignedMode:
                 "payload_type_wrong",
                 detail=f"{envelope.payload_type[:80]!r}, expected {EVIDENCE_PAYLOAD_TYPE!r}",
             )
-        usable = self.usable.get((item.verifier.id, item.check_type), [])
-        if first_verifying_key(envelope, usable) is None:
-            return self._why_not_signed(item, envelope)
+        signers = Signers(envelope)
+        if signers.first(self.usable.get((item.verifier.id, item.check_type), [])) is None:
+            problems = [s.problem for s in envelope.signatures if s.problem is not None]
+            unusable = problems[0] if len(problems) == len(envelope.signatures) else None
+            return self._why_not_signed(item, signers, unusable)
         # Only now, with the signature verified over the exact bytes, is the payload read.
         return self._compare(item, envelope.payload)
 
-    def _why_not_signed(self, item: Evidence, envelope: Envelope) -> Finding:
-        """The most telling reason no signature proves the item (never a success path)."""
+    def _why_not_signed(self, item: Evidence, signers: Signers, unusable: str | None) -> Finding:
+        """The most telling reason no signature proves the item (never a success path). The
+        usable keys were tried already; ``signers`` remembers them, so no key is tried twice."""
         observer = item.verifier.id
-        agent = first_verifying_key(envelope, self.agent_keys)
+        agent = signers.first(self.agent_keys)
         if agent is not None:
             return Finding("agent_key", detail=f"signed with agent key {agent.keyid[:16]}")
         named = self.grants.get(observer)
@@ -139,23 +154,18 @@ class _SignedMode:
             return Finding(
                 "unknown_observer", detail=f"{observer[:80]!r} is not a trusted observer"
             )
-        signer = first_verifying_key(envelope, list(named))
+        signer = signers.first(list(named))
         if signer is not None:
             allowed = ", ".join(sorted(named[signer]))
             return Finding(
                 "check_type_not_allowed",
                 detail=f"{observer[:80]!r} may attest {allowed}, not {item.check_type[:80]}",
             )
-        others = [key for key in self.owners if key not in named]
-        stranger = first_verifying_key(envelope, others)
+        stranger = signers.first([key for key in self.owners if key not in named])
         if stranger is not None:
             detail = f"signed by observer {self.owners[stranger][:80]!r}, not {observer[:80]!r}"
         else:
-            problems = [s.problem for s in envelope.signatures if s.problem is not None]
-            if len(problems) == len(envelope.signatures):
-                detail = problems[0]
-            else:
-                detail = f"no signature verifies with a key of {observer[:80]!r}"
+            detail = unusable or f"no signature verifies with a key of {observer[:80]!r}"
         return Finding("signature_invalid", detail=detail)
 
     def _compare(self, item: Evidence, payload: bytes) -> Finding | None:
@@ -174,6 +184,7 @@ class _SignedMode:
                 ("at", signed.at == item.at),
                 ("covers", signed.covers == item.covers),
                 ("verifier.id", signed.verifier.id == item.verifier.id),
+                ("verifier.kind", signed.verifier.kind == item.verifier.kind),
                 ("subject", signed.subject == item.subject),
                 ("details", _same(signed.details, item.details)),
             )
@@ -181,27 +192,58 @@ class _SignedMode:
         ]
         if differ:
             return Finding("payload_mismatch", detail=f"not as signed: {', '.join(differ)}")
+        if signed.verifier.kind != INDEPENDENT:
+            # Its own observer said so, and signed it: rule 1, as in declared mode.
+            return Finding("self_attested", detail="signed as self_attested")
         if task_id != self.task_id:
             return Finding("bound_to_other_task", detail=f"signed for task {task_id[:80]!r}")
-        for mutation_id, then in bound:
-            now = self.digests.get(mutation_id, _MISSING)
-            if now != then:
-                return Finding(
-                    "mutation_digest_changed",
-                    mutation=mutation_id,
-                    detail=f"signed {_digest_text(then)}, now {_digest_text(now)}",
-                )
+        for then in bound:
+            finding = _changed(then, self.mutations.get(then.id))
+            if finding is not None:
+                return finding
         return None
 
 
-def _read_payload(payload: bytes) -> tuple[str, Evidence, list[tuple[str, str | None]]]:
+def _changed(then: Mutation, now: Mutation | None) -> Finding | None:
+    """Why the covered mutation is no longer the one observed: its content (digest), else
+    what the claim now says it was (kind, target, time); None when it is as signed."""
+    if now is None or now.digest != then.digest:
+        current = "no such mutation" if now is None else _digest_text(now.digest)
+        return Finding(
+            "mutation_digest_changed",
+            mutation=then.id,
+            detail=f"signed {_digest_text(then.digest)}, now {current}",
+        )
+    labels = [
+        f"{name} signed {signed[:80]!r}, now {current[:80]!r}"
+        for name, same, signed, current in (
+            ("kind", then.kind == now.kind, then.kind, now.kind),
+            ("target", then.target == now.target, then.target, now.target),
+            ("at", then.at == now.at, then.at.isoformat(), now.at.isoformat()),
+        )
+        if not same
+    ]
+    if labels:
+        return Finding("mutation_label_changed", mutation=then.id, detail="; ".join(labels))
+    return None
+
+
+def _read_payload(payload: bytes) -> tuple[str, Evidence, list[Mutation]]:
     """Parse a verified payload strictly; any surprise is an InvalidDocument."""
     document = loads(decode_bytes(payload))
     if type(document) is not dict:
         raise InvalidDocument("", "not a JSON object")
+    version = document.get("_type")
+    if version in OLD_PAYLOAD_VS:
+        raise InvalidDocument(
+            "_type",
+            f"{version!r} is no longer accepted: it does not sign verifier.kind nor the "
+            "covered mutations' kind, target and at (observe again to sign "
+            f"{EVIDENCE_PAYLOAD_V!r})",
+        )
     if set(document) != _PAYLOAD_MEMBERS:
         raise InvalidDocument("", f"members must be {', '.join(sorted(_PAYLOAD_MEMBERS))}")
-    if document["_type"] != EVIDENCE_PAYLOAD_V:
+    if version != EVIDENCE_PAYLOAD_V:
         raise InvalidDocument("_type", f"expected {EVIDENCE_PAYLOAD_V!r}")
     task_id = document["task_id"]
     if type(task_id) is not str:
@@ -209,29 +251,17 @@ def _read_payload(payload: bytes) -> tuple[str, Evidence, list[tuple[str, str | 
     signed = document["evidence"]
     if type(signed) is not dict or not set(SIGNED_MEMBERS).issuperset(signed):
         raise InvalidDocument("evidence", f"expected an object of {', '.join(SIGNED_MEMBERS)}")
-    verifier = signed.get("verifier")
-    if type(verifier) is not dict or set(verifier) != {"id"}:
-        raise InvalidDocument("evidence.verifier", 'expected {"id": ...}')
-    # The evidence table checks types and times; kind is not signed, so any valid one will do.
-    evidence = EVIDENCE.parse({**signed, "verifier": {**verifier, "kind": INDEPENDENT}}, "evidence")
+    # The evidence table checks types, times and that verifier is exactly {"id", "kind"}.
+    evidence: Evidence = EVIDENCE.parse(signed, "evidence")
     entries = document["mutations"]
     if type(entries) is not list:
         raise InvalidDocument("mutations", "expected an array")
-    bound = [_bound_mutation(entry, i) for i, entry in enumerate(entries)]
-    if [mutation_id for mutation_id, _ in bound] != list(dict.fromkeys(evidence.covers)):
+    bound: list[Mutation] = [
+        MUTATION.parse(entry, f"mutations[{i}]") for i, entry in enumerate(entries)
+    ]
+    if [m.id for m in bound] != list(dict.fromkeys(evidence.covers)):
         raise InvalidDocument("mutations", "must list each covered mutation once, in covers order")
     return task_id, evidence, bound
-
-
-def _bound_mutation(entry: object, index: int) -> tuple[str, str | None]:
-    path = f"mutations[{index}]"
-    if type(entry) is not dict or not {"id"} <= set(entry) <= {"id", "digest"}:
-        raise InvalidDocument(path, 'expected {"id": ..., "digest": ...}')
-    assert isinstance(entry, dict)
-    mutation_id, digest = entry["id"], entry.get("digest")
-    if type(mutation_id) is not str or ("digest" in entry and type(digest) is not str):
-        raise InvalidDocument(path, "id and digest must be strings")
-    return mutation_id, digest
 
 
 def _same(signed: Any, current: Any) -> bool:
@@ -241,7 +271,5 @@ def _same(signed: Any, current: Any) -> bool:
     return json_equal(signed, current)
 
 
-def _digest_text(digest: object) -> str:
-    if digest is _MISSING:
-        return "no such mutation"
-    return "no digest" if digest is None else repr(str(digest)[:80])
+def _digest_text(digest: str | None) -> str:
+    return "no digest" if digest is None else repr(digest[:80])
