@@ -318,7 +318,8 @@ class TestDiscriminating:
             expected={"status": 200, "json": {"/build": "b2"}},
             observed_value={"status": 200, "json": {"/build": "b2"}},
         )
-        assert verify(build(evidence_items=[item]), DECIDE).state == "verified"
+        deploy = mutation(kind="deploy", target="svc/billing")
+        assert verify(build([deploy], [item]), DECIDE).state == "verified"
 
     def test_test_run_with_zero_tests_is_not_discriminating(self) -> None:
         item = evidence(
