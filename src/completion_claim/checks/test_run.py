@@ -25,7 +25,7 @@ def why_not_discriminating(item: Evidence, policy: Policy) -> str | None:
             "reports no test counts (exit code only); the policy's min_tests is "
             f"{policy.min_tests} (0 allows a build check)"
         )
-    if not all(type(count) is int and count >= 0 for count in present):
+    if not all(_is_count(count) for count in present):
         return "its test counts are not whole numbers of 0 or more"
     executed = sum(present)
     if executed < policy.min_tests:
@@ -48,3 +48,10 @@ def changed_test_config(item: Evidence) -> str | None:
     shown = ", ".join(repr(path[:80]) for path in paths[:_PATHS_SHOWN])
     more = f" and {len(paths) - _PATHS_SHOWN} more" if len(paths) > _PATHS_SHOWN else ""
     return f"changed: {shown}{more}"
+
+
+def _is_count(value: object) -> bool:
+    """A whole number of 0 or more; as everywhere in JSON, 3.0 is 3 and true is not a number."""
+    if type(value) is float:
+        return value.is_integer() and value >= 0
+    return type(value) is int and value >= 0
