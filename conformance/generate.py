@@ -2380,7 +2380,10 @@ def _test_changes() -> Iterator[tuple[str, dict[str, Json]]]:
         item["details"] = {"test_config_changed": record}
         return claim([CODE], [item])
 
-    not_counted = {"unmet": NOT_COUNTED, "findings": {"e1": ["test_config_changed"]}}
+    not_counted: dict[str, Any] = {
+        "unmet": NOT_COUNTED,
+        "findings": {"e1": ["test_config_changed"]},
+    }
     yield vector(
         "test-config-changed-does-not-count",
         "The observer recorded a changed conftest.py: by default the run does not count.",
@@ -2454,7 +2457,7 @@ def _invalid_knobs() -> Iterator[tuple[str, dict[str, Json]]]:
             error_path=path,
         )
 
-    for slug, description, path, members in [
+    knobs: list[tuple[str, str, str, dict[str, Json]]] = [
         (
             "covered-by-unknown-check-type",
             "covered_by may name only known check types: test-run is a typo.",
@@ -2519,7 +2522,8 @@ def _invalid_knobs() -> Iterator[tuple[str, dict[str, Json]]]:
             "max_age_s",
             {"max_age_s": 315576000.5},
         ),
-    ]:
+    ]
+    for slug, description, path, members in knobs:
         yield bad(slug, description, path, **members)
     yield _invalid(
         "embedded-policy-covered-by-unknown-check-type",

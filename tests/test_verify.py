@@ -469,7 +469,7 @@ class TestNothingCheckedNeverPasses:
 
 # --- coverage by kind: a check speaks only for the changes it can observe ---------------------
 
-CODE_EDIT = {"kind": "file_write", "target": "src/calc.py"}
+CODE_EDIT: dict[str, Any] = {"kind": "file_write", "target": "src/calc.py"}
 
 
 def run_item(t: float = 10, covers: list[str] | None = None, **over: Any) -> dict[str, Any]:
