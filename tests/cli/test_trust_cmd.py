@@ -247,7 +247,10 @@ def test_signed_test_run_then_tamper(
     digest = "sha256:" + hashlib.sha256(TEST_FILE.encode()).hexdigest()
     assert run(["new", claim_path, "--task-id", "t-1", "--outcome", "added test_add"]) == 0
     assert run(["mutate", claim_path, "--kind", "file_write", "--target", "test_add.py"]) == 0
-    assert run(["mutate", claim_path, "--kind", "x", "--target", "y", "--digest", digest]) == 0
+    assert (
+        run(["mutate", claim_path, "--kind", "file_write", "--target", "y", "--digest", digest])
+        == 0
+    )
     observe = ["observe", "test-run", claim_path, "--cwd", str(project), "--verifier-id", "ci/1"]
     pytest_cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     assert run([*observe, "--sign-key", str(key_path), "--", *pytest_cmd]) == 0
