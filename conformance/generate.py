@@ -306,6 +306,11 @@ def _vectors() -> Iterator[tuple[str, dict[str, Json]]]:
     yield from _invalid_semantic()
     yield from _invalid_policy()
     yield from _absence_and_precision()
+    # Issue 7: appended last so that every earlier number stays as it was.
+    yield from _coverage_by_kind()
+    yield from _min_tests()
+    yield from _test_changes()
+    yield from _invalid_knobs()
 
 
 def _absence_and_precision() -> Iterator[tuple[str, dict[str, Json]]]:
@@ -2111,6 +2116,444 @@ def _invalid_policy() -> Iterator[tuple[str, dict[str, Json]]]:
         "requires must hold check type names.",
         "requires[0]",
         operator={"id": "ops", "requires": [7], "max_age_s": 300},
+    )
+
+
+def with_members(base: Json, **members: Json) -> Json:
+    """A policy document with extra members (covered_by, min_tests, allow_test_changes)."""
+    return {**base, **members}
+
+
+CODE = mutation("m1", "src/billing.py", kind="file_write")
+EXIT_ONLY_GREEN = {"exit_code": 0}
+"""What a build (a command without a test report) records, and what the observer expects of
+every run: an exit code."""
+
+
+def _coverage_by_kind() -> Iterator[tuple[str, dict[str, Json]]]:
+    both = [CODE, mutation("m2", RECORD, t("00:10"))]
+    yield vector(
+        "kind-readback-does-not-cover-file-write",
+        "A state_readback speaks only for state writes: naming a file_write does not cover it.",
+        ["kind", "rule3", "coverage"],
+        claim=claim([CODE], [readback(["m1"], eid="e1")]),
+        state="unverified",
+        unmet=["mutation_uncovered"],
+        findings={"e1": []},
+    )
+    yield vector(
+        "kind-one-readback-for-code-and-state",
+        "One readback naming a code edit and a record write covers the record write only.",
+        ["kind", "rule3", "coverage"],
+        claim=claim(both, [readback(["m1", "m2"], eid="e1")]),
+        state="unverified",
+        unmet=["mutation_uncovered"],
+        findings={"e1": []},
+    )
+    yield vector(
+        "kind-test-run-and-readback-each-cover-their-kind",
+        "The honest control: a test run covers the code edit, a readback the record write.",
+        ["kind", "rule3", "coverage"],
+        claim=claim(both, [run_tests(["m1"], eid="e1"), readback(["m2"], eid="e2")]),
+        state="verified",
+        findings={"e1": [], "e2": []},
+    )
+    deploy = mutation("m1", "svc/billing", kind="deploy")
+    yield vector(
+        "kind-test-run-does-not-cover-deploy",
+        "A green test run says nothing about what a deploy serves.",
+        ["kind", "rule3"],
+        claim=claim([deploy], [run_tests(["m1"], eid="e1")]),
+        state="unverified",
+        unmet=["mutation_uncovered"],
+        findings={"e1": []},
+    )
+    yield vector(
+        "covered-by-adds-a-check-type-to-a-kind",
+        "covered_by lets test runs cover state writes too (integration tests reading the record).",
+        ["kind", "policy"],
+        claim=claim([mutation()], [run_tests(["m1"], eid="e1")]),
+        operator=with_members(policy(), covered_by={"state_write": ["state_readback", "test_run"]}),
+        state="verified",
+        findings={"e1": []},
+    )
+    static_site = with_members(policy(), covered_by={"file_write": ["endpoint_health"]})
+    yield vector(
+        "covered-by-replaces-the-builtin-entry",
+        "covered_by file_write: [endpoint_health] replaces the built-in entry: a test run no "
+        "longer covers a file write.",
+        ["kind", "policy"],
+        claim=claim([CODE], [run_tests(["m1"], eid="e1")]),
+        operator=static_site,
+        state="unverified",
+        unmet=["mutation_uncovered"],
+        findings={"e1": []},
+    )
+    yield vector(
+        "covered-by-replacement-covers",
+        "Under covered_by file_write: [endpoint_health], a live check of the page covers the edit.",
+        ["kind", "policy"],
+        claim=claim([CODE], [health(["m1"], eid="e1")]),
+        operator=static_site,
+        state="verified",
+        findings={"e1": []},
+    )
+    yield vector(
+        "covered-by-other-kinds-keep-the-builtin-entry",
+        "A covered_by entry for deploy leaves state_write to the built-in map.",
+        ["kind", "policy"],
+        claim=claim([mutation()], [readback(eid="e1")]),
+        operator=with_members(policy(), covered_by={"deploy": ["endpoint_health", "test_run"]}),
+        state="verified",
+    )
+    dns = mutation("m1", "dns/billing.example", kind="dns_change")
+    yield vector(
+        "covered-by-names-a-kind-the-builtin-lacks",
+        "covered_by can map a kind the built-in map does not know (dns_change).",
+        ["kind", "policy"],
+        claim=claim([dns], [health(["m1"], eid="e1")]),
+        operator=with_members(policy(), covered_by={"dns_change": ["endpoint_health"]}),
+        state="verified",
+        findings={"e1": []},
+    )
+    yield vector(
+        "unmapped-kind-cannot-be-covered",
+        "A kind with no entry (dns_change under the built-in map) is covered by nothing, named "
+        "with its own code.",
+        ["kind", "rule3"],
+        claim=claim([dns], [health(["m1"], eid="e1")]),
+        state="unverified",
+        unmet=["mutation_kind_unmapped"],
+        findings={"e1": []},
+    )
+    typo = mutation("m1", "src/billing.py", kind="file-write")
+    yield vector(
+        "unmapped-kind-typo-fails-closed",
+        "A misspelt kind (file-write) fails closed: the passing test run cannot cover it.",
+        ["kind", "rule3"],
+        claim=claim([typo], [run_tests(["m1"], eid="e1")]),
+        state="unverified",
+        unmet=["mutation_kind_unmapped"],
+        findings={"e1": []},
+    )
+    yield vector(
+        "unmapped-kind-without-evidence",
+        "An unmapped kind is named even when there is no evidence at all.",
+        ["kind", "rule4"],
+        claim=claim([typo]),
+        state="unverified",
+        unmet=["mutation_kind_unmapped", "no_evidence"],
+    )
+    yield vector(
+        "kind-mismatched-contradiction-still-refutes",
+        "Kind decides coverage only: a qualifying failing test run naming a state write refutes.",
+        ["kind", "rule6"],
+        claim=claim([mutation()], [run_tests(["m1"], observed=FAILING, eid="e1")]),
+        state="refuted",
+        unmet=["contradicted", *NOT_COUNTED],
+        findings={"e1": []},
+    )
+    yield vector(
+        "unmapped-kind-contradiction-still-refutes",
+        "A qualifying failing test run naming a mutation of an unmapped kind refutes.",
+        ["kind", "rule6"],
+        claim=claim([typo], [run_tests(["m1"], observed=FAILING, eid="e1")]),
+        state="refuted",
+        unmet=["contradicted", "mutation_kind_unmapped", "no_supporting_evidence"],
+        findings={"e1": []},
+    )
+
+
+def _min_tests() -> Iterator[tuple[str, dict[str, Json]]]:
+    def run(observed: Json, min_tests: Json = _ABSENT, **result: Any) -> Any:
+        operator = _ABSENT if min_tests is _ABSENT else with_members(policy(), min_tests=min_tests)
+        return {
+            "claim": claim(
+                [CODE], [run_tests(["m1"], expected=EXIT_ONLY_GREEN, observed=observed, eid="e1")]
+            ),
+            "operator": operator,
+            **result,
+        }
+
+    blind = {
+        "state": "unverified",
+        "unmet": NOT_COUNTED,
+        "findings": {"e1": ["not_discriminating"]},
+    }
+    yield vector(
+        "min-tests-default-exit-code-only",
+        "By default (min_tests 1) a run that reports only an exit code is a build, not a test run.",
+        ["min-tests", "qualify-7"],
+        **run(EXIT_ONLY_GREEN, **blind),
+    )
+    yield vector(
+        "min-tests-default-exit-code-only-failure-does-not-refute",
+        "An exit-code-only run is not discriminating by default, so its failure does not refute.",
+        ["min-tests", "qualify-7", "rule6"],
+        **run({"exit_code": 1}, **blind),
+    )
+    yield vector(
+        "min-tests-zero-allows-a-build-check",
+        "min_tests 0: a green exit-code-only check (a build) covers the edit.",
+        ["min-tests", "policy"],
+        **run(EXIT_ONLY_GREEN, 0, state="verified", findings={"e1": []}),
+    )
+    yield vector(
+        "min-tests-zero-failed-build-refutes",
+        "min_tests 0: a failed build is a qualifying contradiction.",
+        ["min-tests", "rule6"],
+        **run({"exit_code": 2}, 0, state="refuted", unmet=["contradicted", *NOT_COUNTED]),
+    )
+    yield vector(
+        "min-tests-default-one-test-executed",
+        "By default one executed test is enough.",
+        ["min-tests"],
+        **run(
+            {"exit_code": 0, "passed": 1, "failed": 0, "errors": 0, "skipped": 0},
+            state="verified",
+            findings={"e1": []},
+        ),
+    )
+    yield vector(
+        "min-tests-five-four-executed",
+        "min_tests 5: four passed (skipped tests do not execute) is not discriminating.",
+        ["min-tests", "qualify-7"],
+        **run({"exit_code": 0, "passed": 4, "failed": 0, "errors": 0, "skipped": 3}, 5, **blind),
+    )
+    yield vector(
+        "min-tests-five-five-executed",
+        "min_tests 5: five passed tests qualify.",
+        ["min-tests"],
+        **run(
+            {"exit_code": 0, "passed": 5, "failed": 0, "errors": 0},
+            5,
+            state="verified",
+            findings={"e1": []},
+        ),
+    )
+    yield vector(
+        "min-tests-five-counts-failed-and-errors",
+        "min_tests 5: passed + failed + errors is what executed; 2 + 2 + 1 qualifies and refutes.",
+        ["min-tests", "rule6"],
+        **run(
+            {"exit_code": 1, "passed": 2, "failed": 2, "errors": 1},
+            5,
+            state="refuted",
+            unmet=["contradicted", *NOT_COUNTED],
+            findings={"e1": []},
+        ),
+    )
+    yield vector(
+        "min-tests-five-exit-code-only",
+        "min_tests 5: an exit-code-only run reports no count at all.",
+        ["min-tests", "qualify-7"],
+        **run(EXIT_ONLY_GREEN, 5, **blind),
+    )
+    yield vector(
+        "min-tests-count-not-a-number",
+        'A count that is not a number ("42") is no count: not discriminating.',
+        ["min-tests", "qualify-7"],
+        **run({"exit_code": 0, "passed": "42", "failed": 0, "errors": 0}, **blind),
+    )
+    yield vector(
+        "min-tests-negative-count",
+        "A negative count is no count: -1 failed cannot make 2 passed look like one execution.",
+        ["min-tests", "qualify-7"],
+        **run({"exit_code": 0, "passed": 2, "failed": -1, "errors": 0}, 2, **blind),
+    )
+    yield vector(
+        "min-tests-written-as-a-whole-fraction",
+        "min_tests 5.0 is the number 5 (JSON has one number type).",
+        ["min-tests", "policy"],
+        **run(
+            {"exit_code": 0, "passed": 5, "failed": 0, "errors": 0},
+            5.0,
+            state="verified",
+            findings={"e1": []},
+        ),
+    )
+
+
+def _test_changes() -> Iterator[tuple[str, dict[str, Json]]]:
+    def changed_run(record: Json, observed: Json = PASSING) -> Json:
+        item = run_tests(["m1"], observed=observed, eid="e1")
+        item["details"] = {"test_config_changed": record}
+        return claim([CODE], [item])
+
+    not_counted: dict[str, Any] = {
+        "unmet": NOT_COUNTED,
+        "findings": {"e1": ["test_config_changed"]},
+    }
+    yield vector(
+        "test-config-changed-does-not-count",
+        "The observer recorded a changed conftest.py: by default the run does not count.",
+        ["test-changes", "qualify-7"],
+        claim=changed_run(["conftest.py"]),
+        state="unverified",
+        **not_counted,
+    )
+    yield vector(
+        "test-config-changed-allowed-by-policy",
+        "allow_test_changes true: the same run counts.",
+        ["test-changes", "policy"],
+        claim=changed_run(["conftest.py"]),
+        operator=with_members(policy(), allow_test_changes=True),
+        state="verified",
+        findings={"e1": []},
+    )
+    yield vector(
+        "test-config-changed-explicitly-disallowed",
+        "allow_test_changes false (the default, written out): the run does not count.",
+        ["test-changes", "policy"],
+        claim=changed_run(["tests/test_calc.py", "pytest.ini"]),
+        operator=with_members(policy(), allow_test_changes=False),
+        state="unverified",
+        **not_counted,
+    )
+    yield vector(
+        "test-config-changed-empty-list-counts",
+        "An empty list records that no protected test path changed.",
+        ["test-changes"],
+        claim=changed_run([]),
+        state="verified",
+        findings={"e1": []},
+    )
+    yield vector(
+        "test-config-changed-not-a-list-fails-closed",
+        "A record that is not a list of paths does not count either.",
+        ["test-changes"],
+        claim=changed_run("conftest.py"),
+        state="unverified",
+        **not_counted,
+    )
+    yield vector(
+        "test-config-changed-failing-run-does-not-refute",
+        "A failing run decided with changed tests does not count, so it cannot refute.",
+        ["test-changes", "rule6"],
+        claim=changed_run(["conftest.py"], FAILING),
+        state="unverified",
+        **not_counted,
+    )
+    item = readback(eid="e1", details={"test_config_changed": ["conftest.py"]})
+    yield vector(
+        "test-config-changed-read-only-for-test-runs",
+        "details.test_config_changed is read for test_run evidence only.",
+        ["test-changes"],
+        claim=claim([mutation()], [item]),
+        state="verified",
+        findings={"e1": []},
+    )
+
+
+def _invalid_knobs() -> Iterator[tuple[str, dict[str, Json]]]:
+    def bad(slug: str, description: str, path: str, **members: Json) -> Any:
+        return vector(
+            "operator-policy-" + slug,
+            description,
+            ["invalid", "policy"],
+            claim=simple(),
+            operator=with_members(policy(), **members),
+            state="invalid",
+            error_path=path,
+        )
+
+    knobs: list[tuple[str, str, str, dict[str, Json]]] = [
+        (
+            "covered-by-unknown-check-type",
+            "covered_by may name only known check types: test-run is a typo.",
+            "covered_by.file_write[0]",
+            {"covered_by": {"file_write": ["test-run"]}},
+        ),
+        (
+            "covered-by-not-an-object",
+            "covered_by maps kinds to check types.",
+            "covered_by",
+            {"covered_by": ["test_run"]},
+        ),
+        (
+            "covered-by-entry-not-an-array",
+            "A covered_by entry is an array of check types.",
+            "covered_by.file_write",
+            {"covered_by": {"file_write": "test_run"}},
+        ),
+        (
+            "covered-by-entry-empty",
+            "A covered_by entry names at least one check type.",
+            "covered_by.file_write",
+            {"covered_by": {"file_write": []}},
+        ),
+        (
+            "covered-by-empty-kind",
+            "A mutation kind is never empty, so neither is a covered_by key.",
+            "covered_by",
+            {"covered_by": {"": ["test_run"]}},
+        ),
+        ("min-tests-negative", "min_tests is 0 or more.", "min_tests", {"min_tests": -1}),
+        ("min-tests-bool", "A boolean is not a number.", "min_tests", {"min_tests": True}),
+        ("min-tests-fraction", "min_tests is a whole number.", "min_tests", {"min_tests": 1.5}),
+        ("min-tests-string", "min_tests is a number.", "min_tests", {"min_tests": "1"}),
+        (
+            "min-tests-absurd",
+            "min_tests above 1,000,000,000 is beyond any run.",
+            "min_tests",
+            {"min_tests": 1e10},
+        ),
+        (
+            "allow-test-changes-string",
+            "allow_test_changes is true or false.",
+            "allow_test_changes",
+            {"allow_test_changes": "false"},
+        ),
+        (
+            "allow-test-changes-number",
+            "1 is not true.",
+            "allow_test_changes",
+            {"allow_test_changes": 1},
+        ),
+        (
+            "max-age-beyond-ten-years",
+            "max_age_s 1e12 is beyond the verifier's range (at most 315,576,000 s, 10 years).",
+            "max_age_s",
+            {"max_age_s": 1e12},
+        ),
+        (
+            "max-age-just-beyond-ten-years",
+            "max_age_s 315576000.5 is half a second over the bound.",
+            "max_age_s",
+            {"max_age_s": 315576000.5},
+        ),
+    ]
+    for slug, description, path, members in knobs:
+        yield bad(slug, description, path, **members)
+    yield _invalid(
+        "embedded-policy-covered-by-unknown-check-type",
+        "An embedded policy's covered_by is checked as an operator's is.",
+        "policy.covered_by.deploy[1]",
+        claim=changed(
+            simple(),
+            ["policy"],
+            with_members(policy(), covered_by={"deploy": ["endpoint_health", "smoke_test"]}),
+        ),
+    )
+    yield _invalid(
+        "embedded-policy-max-age-beyond-ten-years",
+        "An embedded max_age_s of 1e12 is invalid input, not an overflow.",
+        "policy.max_age_s",
+        claim=changed(simple(), ["policy"], policy(max_age_s=1e12)),
+    )
+    early = claim(
+        [mutation(at="0001-01-01T00:00:00Z")], [readback(at="0001-01-01T00:01:00Z", eid="e1")]
+    )
+    yield vector(
+        "max-age-ten-years-at-the-start-of-the-calendar",
+        "max_age_s at its bound, decided in year 1: ten years back is before any date, and the "
+        "readback counts.",
+        ["rule5", "policy", "time"],
+        claim=early,
+        operator=policy(max_age_s=315576000),
+        at="0001-01-01T00:02:00Z",
+        state="verified",
+        findings={"e1": []},
     )
 
 

@@ -25,6 +25,7 @@ UNMET_CODES = frozenset(
         "no_evidence",
         "no_supporting_evidence",
         "mutation_uncovered",
+        "mutation_kind_unmapped",
         "requirement_unmet",
     }
 )
@@ -38,6 +39,7 @@ FINDING_CODES = frozenset(
         "from_future",
         "stale",
         "not_discriminating",
+        "test_config_changed",
     }
 )
 RULE_TAGS = (
@@ -49,8 +51,12 @@ RULE_TAGS = (
     "task-level",
     "supersession",
     "invalid",
+    "kind",
+    "min-tests",
+    "test-changes",
 )
-"""Tags every suite must exercise: the six rules, the seven qualification conditions, and more."""
+"""Tags every suite must exercise: the six rules, the seven qualification conditions, and more
+(``kind``: coverage by kind; ``min-tests``, ``test-changes``: the policy's test_run knobs)."""
 EXTRA_TAGS = ("time", "order", "example", "recomputed", "document")
 KNOWN_TAGS = frozenset(RULE_TAGS + EXTRA_TAGS)
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from completion_claim import ABSENT, InvalidDocument, load_claim, load_policy, parse_claim, verify
+from completion_claim.cli import run
 from completion_claim.timefmt import parse_time
 
 from .builders import claim_doc, evidence, mutation
@@ -162,3 +164,63 @@ def test_policy_document_errors_name_the_member() -> None:
     with pytest.raises(InvalidDocument) as caught:
         load_policy(b'{"id": "ops", "requires": [1], "max_age_s": 60}')
     assert caught.value.path == "requires[0]"
+
+
+# --- numbers beyond the verifier's range are invalid input, never a crash --------------------
+
+HUGE_MAX_AGE = b'{"id": "ops", "requires": [], "max_age_s": 1e12}'
+
+
+def test_attack_10_huge_max_age_is_invalid_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(InvalidDocument) as caught:
+        load_policy(HUGE_MAX_AGE)
+    assert caught.value.path == "max_age_s"
+    with pytest.raises(InvalidDocument) as embedded:
+        parse_claim(claim_doc(policy={"id": "p", "requires": [], "max_age_s": 1e12}))
+    assert embedded.value.path == "policy.max_age_s"
+
+    claim_path = tmp_path / "claim.json"
+    claim_path.write_text(json.dumps(claim_doc()), encoding="utf-8")
+    policy_path = tmp_path / "policy.json"
+    policy_path.write_bytes(HUGE_MAX_AGE)
+    assert run(["verify", str(claim_path), "--policy", str(policy_path)]) == 3
+    err = capsys.readouterr().err
+    assert err == (
+        f"claim: {policy_path}: max_age_s: must be at most 315576000 (10 years), "
+        "got 1000000000000.0\n"
+    )
+
+
+def test_attack_10_control_ten_years_is_a_valid_max_age(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert load_policy(b'{"id": "ops", "requires": [], "max_age_s": 315576000}').max_age_s == (
+        315_576_000
+    )
+    claim_path = tmp_path / "claim.json"
+    claim_path.write_text(json.dumps(claim_doc()), encoding="utf-8")
+    policy_path = tmp_path / "policy.json"
+    policy_path.write_bytes(b'{"id": "ops", "requires": [], "max_age_s": 315576000}')
+    at = "2026-08-27T18:00:20Z"
+    assert run(["verify", str(claim_path), "--policy", str(policy_path), "--at", at]) == 0
+    capsys.readouterr()
+
+
+def test_policy_knobs_default_to_the_strict_reading() -> None:
+    policy = load_policy(b'{"id": "ops", "requires": [], "max_age_s": 60}')
+    assert dict(policy.covered_by) == {}
+    assert policy.min_tests == 1
+    assert policy.allow_test_changes is False
+
+
+def test_policy_knobs_load() -> None:
+    policy = load_policy(
+        b'{"id": "ops", "requires": [], "max_age_s": 60, "min_tests": 5.0,'
+        b' "allow_test_changes": true, "covered_by": {"dns_change": ["endpoint_health"]}}'
+    )
+    assert (policy.min_tests, type(policy.min_tests)) == (5, int)
+    assert policy.allow_test_changes is True
+    assert policy.coverage_map()["dns_change"] == frozenset({"endpoint_health"})
+    assert policy.coverage_map()["file_write"] == frozenset({"test_run"})

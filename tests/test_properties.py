@@ -341,3 +341,26 @@ def test_refuted_rests_on_a_qualifying_independent_contradiction(
     for ref in contradicting:
         assert not is_self_attested(by_id[ref])
         assert "observed_value" in by_id[ref]
+
+
+# --- coverage by kind: a check speaks only for the changes it can observe ------------------------
+
+
+@SETTINGS
+@given(doc=claims(), at=decision_times)
+def test_a_mutation_is_covered_only_by_a_check_type_that_may_cover_its_kind(
+    doc: dict[str, Any], at: datetime
+) -> None:
+    verdict = decide(doc, at)
+    kinds = {m["id"]: m["kind"] for m in doc["mutations"]}
+    by_id = {item["id"]: item for item in doc["evidence"]}
+    for cover in verdict.coverage:
+        may = CHECK_FOR_KIND[kinds[cover.mutation]]
+        assert all(by_id[ref]["check_type"] == may for ref in cover.covered_by)
+        # A supporting item of another check type that names it is told apart, not dropped.
+        mismatched = {
+            r.evidence
+            for r in verdict.evidence
+            if r.supports and cover.mutation in by_id[r.evidence]["covers"] and r.check_type != may
+        }
+        assert mismatched <= {r.evidence for r in cover.not_counted}

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 
-from completion_claim import Policy, verify
-from completion_claim.model import BUILTIN_POLICY
+from completion_claim import InvalidDocument, Policy, parse_policy, verify
+from completion_claim.checks import CHECK_TYPES
+from completion_claim.model import BUILTIN_COVERED_BY, BUILTIN_POLICY, KNOWN_CHECK_TYPES
 from completion_claim.verify import Verdict
 
 from .builders import at, build, evidence, mutation
@@ -318,7 +320,8 @@ class TestDiscriminating:
             expected={"status": 200, "json": {"/build": "b2"}},
             observed_value={"status": 200, "json": {"/build": "b2"}},
         )
-        assert verify(build(evidence_items=[item]), DECIDE).state == "verified"
+        deploy = mutation(kind="deploy", target="svc/billing")
+        assert verify(build([deploy], [item]), DECIDE).state == "verified"
 
     def test_test_run_with_zero_tests_is_not_discriminating(self) -> None:
         item = evidence(
@@ -462,3 +465,224 @@ class TestNothingCheckedNeverPasses:
         verdict = verify(build(muts, [evidence(t=10, covers=["m1"])]), DECIDE)
         assert verdict.state == "unverified"
         assert [u.mutation for u in verdict.unmet] == ["m2", "m3"]
+
+
+# --- coverage by kind: a check speaks only for the changes it can observe ---------------------
+
+CODE_EDIT: dict[str, Any] = {"kind": "file_write", "target": "src/calc.py"}
+
+
+def run_item(t: float = 10, covers: list[str] | None = None, **over: Any) -> dict[str, Any]:
+    doc = evidence(
+        t=t,
+        covers=covers,
+        check_type="test_run",
+        target="pytest -q",
+        expected={"exit_code": 0},
+        observed_value={"exit_code": 0, "passed": 3, "failed": 0, "errors": 0},
+    )
+    doc.update(over)
+    return doc
+
+
+def not_counted_for(verdict: Verdict, mutation_id: str) -> dict[str, list[str]]:
+    cover = next(c for c in verdict.coverage if c.mutation == mutation_id)
+    return {r.evidence: [f.code for f in r.reasons] for r in cover.not_counted}
+
+
+def with_knobs(**members: Any) -> Policy:
+    return parse_policy({"id": "ops", "requires": [], "max_age_s": 300, **members})
+
+
+def test_attack_07_one_readback_does_not_cover_code_edits() -> None:
+    muts = [mutation("m1", 0, **CODE_EDIT), mutation("m2", 1)]
+    verdict = verify(build(muts, [evidence(t=10, covers=["m1", "m2"], id="e1")]), DECIDE)
+    assert verdict.state == "unverified"
+    assert [(u.code, u.mutation) for u in verdict.unmet] == [("mutation_uncovered", "m1")]
+    assert not_counted_for(verdict, "m1") == {"e1": ["kind_not_covered"]}
+    assert "state_readback may not cover a file_write" in verdict.reason
+
+
+def test_attack_07_control_each_check_covers_its_own_kind() -> None:
+    muts = [mutation("m1", 0, **CODE_EDIT), mutation("m2", 1)]
+    items = [run_item(covers=["m1"], id="e1"), evidence(t=10, covers=["m2"], id="e2")]
+    verdict = verify(build(muts, items), DECIDE)
+    assert verdict.state == "verified"
+    assert {c.mutation: c.covered_by for c in verdict.coverage} == {"m1": ("e1",), "m2": ("e2",)}
+
+
+class TestRuleCoverageByKind:
+    def test_rule_coverage_by_kind_builtin_map(self) -> None:
+        assert dict(BUILTIN_COVERED_BY) == {
+            "file_write": ("test_run",),
+            "deploy": ("endpoint_health",),
+            "state_write": ("state_readback",),
+        }
+
+    def test_rule_coverage_by_kind_test_run_does_not_cover_a_record_write(self) -> None:
+        verdict = verify(build([mutation()], [run_item(id="e1")]), DECIDE)
+        assert codes(verdict) == ["mutation_uncovered"]
+        (finding,) = next(r for r in verdict.coverage[0].not_counted).reasons
+        assert finding.mutation == "m1"
+        assert (
+            finding.detail == "test_run may not cover a 'state_write' mutation, only state_readback"
+        )
+
+    def test_rule_coverage_by_kind_item_still_counts_for_its_own_kind(self) -> None:
+        muts = [mutation("m1", 0, **CODE_EDIT), mutation("m2", 1)]
+        verdict = verify(build(muts, [evidence(covers=["m1", "m2"], id="e1")]), DECIDE)
+        assert verdict.evidence[0].counts
+        assert {c.mutation: c.covered_by for c in verdict.coverage} == {"m1": (), "m2": ("e1",)}
+
+    def test_rule_coverage_by_kind_policy_entry_replaces_builtin_one(self) -> None:
+        policy = with_knobs(covered_by={"state_write": ["test_run"]})
+        claim = build([mutation()], [run_item(id="e1"), evidence(id="e2")])
+        verdict = verify(claim, DECIDE, policy)
+        assert verdict.coverage[0].covered_by == ("e1",)
+        assert not_counted_for(verdict, "m1") == {"e2": ["kind_not_covered"]}
+
+    def test_rule_coverage_by_kind_other_kinds_keep_builtin_entry(self) -> None:
+        policy = with_knobs(covered_by={"deploy": ["test_run"]})
+        assert verify(build(), DECIDE, policy).state == "verified"
+
+    def test_rule_coverage_by_kind_unmapped_kind_is_named(self) -> None:
+        typo = mutation(kind="file-write", target="src/calc.py")
+        verdict = verify(build([typo], [run_item(id="e1")]), DECIDE)
+        assert verdict.state == "unverified"
+        assert [(u.code, u.mutation) for u in verdict.unmet] == [("mutation_kind_unmapped", "m1")]
+        assert "no check type may cover ('file-write')" in verdict.reason
+        assert not_counted_for(verdict, "m1") == {"e1": ["kind_not_covered"]}
+
+    def test_rule_coverage_by_kind_policy_can_map_a_new_kind(self) -> None:
+        dns = mutation(kind="dns_change", target="dns/billing")
+        item = evidence(
+            check_type="endpoint_health",
+            expected={"json": {"/v": 2}},
+            observed_value={"json": {"/v": 2}},
+        )
+        claim = build([dns], [item])
+        assert codes(verify(claim, DECIDE)) == ["mutation_kind_unmapped"]
+        policy = with_knobs(covered_by={"dns_change": ["endpoint_health"]})
+        assert verify(claim, DECIDE, policy).state == "verified"
+
+    def test_rule_coverage_by_kind_contradiction_of_another_kind_still_refutes(self) -> None:
+        failing = run_item(observed_value={"exit_code": 1, "passed": 2, "failed": 1, "errors": 0})
+        verdict = verify(build([mutation()], [failing]), DECIDE)
+        assert verdict.state == "refuted"
+        assert verdict.coverage[0].contradicted_by == ("evidence[0]",)
+
+    def test_rule_coverage_by_kind_item_failing_other_rules_lists_both(self) -> None:
+        late = run_item(t=5, id="e1")  # premature too
+        verdict = verify(build([mutation(t=8)], [late]), DECIDE)
+        assert not_counted_for(verdict, "m1") == {"e1": ["premature", "kind_not_covered"]}
+
+    def test_rule_coverage_by_kind_unknown_check_type_in_policy_is_invalid(self) -> None:
+        with pytest.raises(InvalidDocument) as caught:
+            parse_policy(
+                {"id": "p", "requires": [], "max_age_s": 1, "covered_by": {"file_write": ["x"]}},
+                "policy",
+            )
+        assert str(caught.value).startswith("policy.covered_by.file_write[0]: unknown check type")
+
+    def test_rule_coverage_by_kind_registry_and_known_names_agree(self) -> None:
+        assert sorted(CHECK_TYPES) == sorted(KNOWN_CHECK_TYPES)
+
+
+# --- min_tests: a test run is a test run -----------------------------------------------------
+
+
+class TestRuleMinTests:
+    def code_claim(self, observed: object) -> Any:
+        return build([mutation(**CODE_EDIT)], [run_item(observed_value=observed)])
+
+    def test_rule_min_tests_exit_code_only_is_a_build_not_a_test_run(self) -> None:
+        verdict = verify(self.code_claim({"exit_code": 0}), DECIDE)
+        assert verdict.state == "unverified"
+        (finding,) = verdict.evidence[0].reasons
+        assert finding.code == "not_discriminating"
+        assert "no test counts" in str(finding.detail)
+
+    def test_rule_min_tests_zero_allows_a_build_check(self) -> None:
+        claim = self.code_claim({"exit_code": 0})
+        assert verify(claim, DECIDE, with_knobs(min_tests=0)).state == "verified"
+
+    def test_rule_min_tests_counts_passed_failed_and_errors(self) -> None:
+        observed = {"exit_code": 1, "passed": 1, "failed": 1, "errors": 1, "skipped": 9}
+        claim = self.code_claim(observed)
+        assert verify(claim, DECIDE, with_knobs(min_tests=3)).state == "refuted"
+        verdict = verify(claim, DECIDE, with_knobs(min_tests=4))
+        assert verdict.state == "unverified"
+        assert (
+            verdict.evidence[0].reasons[0].detail == "3 tests executed; the policy's min_tests is 4"
+        )
+
+    def test_rule_min_tests_default_is_one(self) -> None:
+        one = {"exit_code": 0, "passed": 1}
+        assert verify(self.code_claim(one), DECIDE).state == "verified"
+        assert BUILTIN_POLICY.min_tests == 1
+
+    @pytest.mark.parametrize("count", ["3", True, -1, 2.5, None])
+    def test_rule_min_tests_malformed_count_is_no_count(self, count: object) -> None:
+        claim = self.code_claim({"exit_code": 0, "passed": 5, "failed": count})
+        verdict = verify(claim, DECIDE, with_knobs(min_tests=0))
+        assert reasons(verdict) == ["not_discriminating"]
+
+    @pytest.mark.parametrize("value", [-1, True, 1.5, "1", 10**9 + 1, 1e300])
+    def test_rule_min_tests_out_of_range_is_invalid(self, value: object) -> None:
+        with pytest.raises(InvalidDocument) as caught:
+            with_knobs(min_tests=value)
+        assert caught.value.path == "min_tests"
+        assert len(str(caught.value)) < 120
+
+
+# --- test_config_changed: the agent's edits to its own tests do not decide the run ------------
+
+
+class TestRuleTestConfigChanged:
+    def run_with(self, record: object) -> Any:
+        item = run_item(details={"test_config_changed": record})
+        return build([mutation(**CODE_EDIT)], [item])
+
+    def test_rule_test_config_changed_run_does_not_count(self) -> None:
+        verdict = verify(self.run_with(["conftest.py", "pytest.ini", "a.py", "b.py"]), DECIDE)
+        assert verdict.state == "unverified"
+        (finding,) = verdict.evidence[0].reasons
+        assert finding.code == "test_config_changed"
+        assert finding.detail == "changed: 'conftest.py', 'pytest.ini', 'a.py' and 1 more"
+
+    def test_rule_test_config_changed_allowed_by_policy(self) -> None:
+        claim = self.run_with(["conftest.py"])
+        assert verify(claim, DECIDE, with_knobs(allow_test_changes=True)).state == "verified"
+
+    def test_rule_test_config_changed_empty_record_counts(self) -> None:
+        assert verify(self.run_with([]), DECIDE).state == "verified"
+
+    @pytest.mark.parametrize("record", ["conftest.py", [1], {"conftest.py": "sha256:00"}, None])
+    def test_rule_test_config_changed_malformed_record_fails_closed(self, record: object) -> None:
+        assert reasons(verify(self.run_with(record), DECIDE)) == ["test_config_changed"]
+
+    def test_rule_test_config_changed_failing_run_does_not_refute(self) -> None:
+        item = run_item(
+            details={"test_config_changed": ["conftest.py"]},
+            observed_value={"exit_code": 1, "passed": 2, "failed": 1, "errors": 0},
+        )
+        assert verify(build([mutation(**CODE_EDIT)], [item]), DECIDE).state == "unverified"
+
+    def test_rule_test_config_changed_is_read_for_test_runs_only(self) -> None:
+        item = evidence(details={"test_config_changed": ["conftest.py"]})
+        assert verify(build(evidence_items=[item]), DECIDE).state == "verified"
+
+
+# --- numbers the verifier does arithmetic on ------------------------------------------------
+
+
+def test_ten_year_max_age_decided_in_year_one_does_not_overflow() -> None:
+    start = datetime(1, 1, 1, tzinfo=UTC)
+    claim = build([mutation(at="0001-01-01T00:00:00Z")], [evidence(at="0001-01-01T00:00:10Z")])
+    policy = with_knobs(max_age_s=315_576_000)
+    assert verify(claim, start + timedelta(seconds=20), policy).state == "verified"
+
+
+def test_an_id_that_looks_like_a_position_with_unicode_digits_is_only_a_name() -> None:
+    verdict = verify(build(evidence_items=[evidence(id="evidence[\u00b2]")]), DECIDE)
+    assert verdict.state == "verified"

@@ -5,8 +5,9 @@ Keeping a single description is what lets a test prove that the schema and the p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from ._json import check_depth
@@ -69,16 +70,72 @@ class Time(Kind):
 
 @dataclass(frozen=True)
 class PositiveNumber(Kind):
+    """A number above 0 and at most ``maximum``: the verifier does arithmetic on it, so a value
+    beyond its range is invalid input rather than an overflow later."""
+
+    maximum: int
+    maximum_text: str
+
     def parse(self, value: object, path: str) -> float | int:
         if type(value) not in (int, float):
             raise InvalidDocument(path, f"expected a number, got {type_name(value)}")
         assert isinstance(value, int | float)
-        if value <= 0:
-            raise InvalidDocument(path, f"must be greater than 0, got {value}")
+        if not value > 0:  # written so that NaN (from a library caller) fails too
+            raise InvalidDocument(path, f"must be greater than 0, got {_short(value)}")
+        if not value <= self.maximum:
+            raise InvalidDocument(
+                path, f"must be at most {self.maximum} ({self.maximum_text}), got {_short(value)}"
+            )
         return value
 
     def schema(self) -> Schema:
-        return {"type": "number", "exclusiveMinimum": 0}
+        return {"type": "number", "exclusiveMinimum": 0, "maximum": self.maximum}
+
+
+@dataclass(frozen=True)
+class Integer(Kind):
+    """A whole number from ``minimum`` to ``maximum``. As in JSON Schema, ``5.0`` is the integer
+    5 (JSON has one number type); ``true`` is not a number."""
+
+    minimum: int
+    maximum: int
+
+    def parse(self, value: object, path: str) -> int:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if type(value) is not int:
+            raise InvalidDocument(path, f"expected an integer, got {_describe(value)}")
+        assert isinstance(value, int)
+        if not self.minimum <= value <= self.maximum:
+            raise InvalidDocument(
+                path, f"must be from {self.minimum} to {self.maximum}, got {_short(value)}"
+            )
+        return value
+
+    def schema(self) -> Schema:
+        return {"type": "integer", "minimum": self.minimum, "maximum": self.maximum}
+
+
+@dataclass(frozen=True)
+class Boolean(Kind):
+    def parse(self, value: object, path: str) -> bool:
+        if type(value) is not bool:
+            raise InvalidDocument(path, f"expected true or false, got {type_name(value)}")
+        assert isinstance(value, bool)
+        return value
+
+    def schema(self) -> Schema:
+        return {"type": "boolean"}
+
+
+def _short(value: float) -> str:
+    """A number as the error shows it: a 400-digit integer is not worth printing whole."""
+    text = repr(value)
+    return text if len(text) <= 24 else f"{text[:20]}..."
+
+
+def _describe(value: object) -> str:
+    return f"a fraction ({_short(value)})" if isinstance(value, float) else type_name(value)
 
 
 @dataclass(frozen=True)
@@ -93,6 +150,31 @@ class ListOf(Kind):
 
     def schema(self) -> Schema:
         return {"type": "array", "items": self.item.schema()}
+
+
+@dataclass(frozen=True)
+class MapOf(Kind):
+    """An object used as a map: any non-empty member names, each value of one kind."""
+
+    value: Kind
+
+    def parse(self, value: object, path: str) -> Mapping[str, Any]:
+        if type(value) is not dict:
+            raise InvalidDocument(path, f"expected an object, got {type_name(value)}")
+        assert isinstance(value, dict)
+        parsed = {}
+        for name, element in value.items():
+            if not name:
+                raise InvalidDocument(path, "a member name must not be empty")
+            parsed[name] = self.value.parse(element, _join(path, name))
+        return MappingProxyType(parsed)
+
+    def schema(self) -> Schema:
+        return {
+            "type": "object",
+            "propertyNames": {"minLength": 1},
+            "additionalProperties": self.value.schema(),
+        }
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ _VERDICT: dict[str, Any] = {
                             "no_evidence",
                             "no_supporting_evidence",
                             "mutation_uncovered",
+                            "mutation_kind_unmapped",
                             "requirement_unmet",
                         ]
                     },

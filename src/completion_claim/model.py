@@ -6,11 +6,27 @@ members are rejected (a mistyped ``requires`` in a policy must not silently lowe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any, Literal
 
-from ._fields import ABSENT, AnyJson, Field, Kind, ListOf, PositiveNumber, Ref, Table, Text, Time
+from ._fields import (
+    ABSENT,
+    AnyJson,
+    Boolean,
+    Field,
+    Integer,
+    Kind,
+    ListOf,
+    MapOf,
+    PositiveNumber,
+    Ref,
+    Table,
+    Text,
+    Time,
+)
 from ._json import DEFAULT_MAX_BYTES, cycle_collection_paused, decode_bytes, loads
 from .errors import InvalidDocument
 from .trust.bounds import check_signature_bounds
@@ -18,7 +34,9 @@ from .trust.pubkey import SCHEMA_PATTERN, PublicKey, parse_public_key
 
 __all__ = [
     "ABSENT",
+    "BUILTIN_COVERED_BY",
     "BUILTIN_POLICY",
+    "KNOWN_CHECK_TYPES",
     "Claim",
     "Evidence",
     "Mutation",
@@ -41,6 +59,24 @@ VerifierKind = Literal["independent", "self_attested"]
 DECLARED = "declared"
 SIGNED = "signed"
 TrustMode = Literal["declared", "signed"]
+
+TEST_RUN = "test_run"
+ENDPOINT_HEALTH = "endpoint_health"
+STATE_READBACK = "state_readback"
+KNOWN_CHECK_TYPES = (ENDPOINT_HEALTH, STATE_READBACK, TEST_RUN)
+"""The check types this verifier can judge (``checks/`` has one module for each)."""
+FILE_WRITE = "file_write"
+DEPLOY = "deploy"
+STATE_WRITE = "state_write"
+BUILTIN_COVERED_BY: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {FILE_WRITE: (TEST_RUN,), DEPLOY: (ENDPOINT_HEALTH,), STATE_WRITE: (STATE_READBACK,)}
+)
+"""Which check types may cover a mutation of each kind: a check speaks only for the changes it
+can observe. ``policy.covered_by`` replaces the entry of each kind it names."""
+MAX_AGE_LIMIT_S = 315_576_000
+"""Ten years of 365.25 days: the largest ``max_age_s``, so that date arithmetic never overflows."""
+MIN_TESTS_LIMIT = 1_000_000_000
+"""The largest ``min_tests``: beyond any real run, and within a 32-bit signed integer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,12 +136,25 @@ class Trust:
     agent_keys: tuple[PublicKey, ...]
 
 
+def _no_entries() -> Mapping[str, tuple[str, ...]]:
+    return MappingProxyType({})
+
+
 @dataclass(frozen=True, slots=True)
 class Policy:
     id: str
     requires: tuple[str, ...]
     max_age_s: float
     trust: Trust | None = None  # None: declared mode
+    covered_by: Mapping[str, tuple[str, ...]] = field(default_factory=_no_entries)
+    min_tests: int = 1
+    allow_test_changes: bool = False
+
+    def coverage_map(self) -> dict[str, frozenset[str]]:
+        """For each mutation kind with an entry, the check types that may cover it: the
+        built-in map with the policy's entries in place of the kinds they name."""
+        merged = {**BUILTIN_COVERED_BY, **self.covered_by}
+        return {kind: frozenset(check_types) for kind, check_types in merged.items()}
 
 
 BUILTIN_POLICY = Policy(id="completion-claim/builtin", requires=(), max_age_s=300)
@@ -134,6 +183,18 @@ class _SpecVersion(Text):
 
     def schema(self) -> dict[str, Any]:
         return {"type": "string", "pattern": r"^0(\.[0-9]+)*$"}
+
+
+class _CheckTypeName(Kind):
+    def parse(self, value: object, path: str) -> str:
+        name: str = Text().parse(value, path)
+        if name not in KNOWN_CHECK_TYPES:
+            known = ", ".join(KNOWN_CHECK_TYPES)
+            raise InvalidDocument(path, f"unknown check type {name[:40]!r} (known: {known})")
+        return name
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": "string", "enum": list(KNOWN_CHECK_TYPES)}
 
 
 class _PublicKeyText(Kind):
@@ -284,10 +345,35 @@ POLICY = Table(
         Field("requires", ListOf(Text()), "Check types that must each support the claim."),
         Field(
             "max_age_s",
-            PositiveNumber(),
-            "Evidence older than this at decision time is treated as absent.",
+            PositiveNumber(MAX_AGE_LIMIT_S, "10 years"),
+            "Evidence older than this at decision time is treated as absent (seconds, at most "
+            "10 years).",
         ),
         Field("trust", Ref("Trust"), "Trust roots; absent means declared mode.", False, None),
+        Field(
+            "covered_by",
+            MapOf(_NonEmptyList(_CheckTypeName())),
+            "Mutation kind -> the check types that may cover it; each entry replaces the "
+            "built-in one (file_write: test_run, deploy: endpoint_health, state_write: "
+            "state_readback). A kind with no entry can be covered by nothing.",
+            False,
+            MappingProxyType({}),
+        ),
+        Field(
+            "min_tests",
+            Integer(0, MIN_TESTS_LIMIT),
+            "A test_run that executed fewer tests, or reports no counts, is not discriminating.",
+            False,
+            1,
+        ),
+        Field(
+            "allow_test_changes",
+            Boolean(),
+            "Count a test_run whose observer recorded changes to protected test paths "
+            "(details.test_config_changed).",
+            False,
+            False,
+        ),
     ],
     "What counts as proof.",
 )

@@ -15,6 +15,9 @@ _FINDING_TEXT = {
     "from_future": "dated after the decision time",
     "stale": "stale: older than the policy's max_age_s at decision time",
     "not_discriminating": "could not have failed",
+    "test_config_changed": "the observer saw the protected test files or test settings changed, "
+    "so the agent's own code may have decided the run (the policy's allow_test_changes is off)",
+    "kind_not_covered": "its check type may not cover mutation {mutation}'s kind",
     # Signed mode: why no trusted observer's signature proves the item independent.
     "no_attestation": "not signed: signed mode counts only evidence a trusted observer signed",
     "attestation_malformed": "attestation is not a readable DSSE envelope",
@@ -35,6 +38,8 @@ _UNMET_TEXT = {
     "no_evidence": "the claim has no evidence at all",
     "no_supporting_evidence": "no evidence qualifies and supports the claim",
     "mutation_uncovered": "mutation {mutation} is not covered by qualifying evidence",
+    "mutation_kind_unmapped": "mutation {mutation} is of a kind no check type may cover "
+    "(a misspelt kind, or one the policy's covered_by does not map)",
     "requirement_unmet": "the policy requires a supporting {check_type} observation",
 }
 
@@ -79,6 +84,13 @@ def render_report(claim: Claim, verdict: Verdict, source: str = "") -> str:
             lines.append(f"      contradicted by {_refs(cover.contradicted_by, results)}")
         if not cover.covered_by and not cover.contradicted_by:
             lines.append("      NOT COVERED")
+            # An item can count and still not cover this mutation: say why here, once.
+            lines += [
+                f"      - {r.evidence}: {describe_finding(f)}"
+                for r in cover.not_counted
+                for f in r.reasons
+                if f.code == "kind_not_covered"
+            ]
     uncounted = [r for r in verdict.evidence if not r.counts]
     task_level = [r for r in verdict.evidence if r.counts and not items[r.evidence].covers]
     if task_level:

@@ -8,20 +8,30 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from ._json import cycle_collection_paused
 from .checks import CHECK_TYPES, why_not_discriminating
+from .checks.test_run import changed_test_config
 from .match import first_mismatch, satisfies
-from .model import ABSENT, BUILTIN_POLICY, INDEPENDENT, SIGNED, Claim, Evidence, Mutation, Policy
+from .model import (
+    ABSENT,
+    BUILTIN_POLICY,
+    FILE_WRITE,
+    INDEPENDENT,
+    SIGNED,
+    TEST_RUN,
+    Claim,
+    Evidence,
+    Mutation,
+    Policy,
+)
 from .timefmt import format_time
 
 State = Literal["verified", "unverified", "refuted"]
 Observation = Literal["matches", "differs", "absent"]
-FILE_WRITE = "file_write"
-TEST_RUN = "test_run"
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +99,9 @@ class EvidenceResult:
 
 @dataclass(frozen=True, slots=True)
 class Coverage:
-    """Which evidence covers one mutation, and why each other item naming it does not count."""
+    """Which evidence covers one mutation, and why each other item naming it does not count for
+    it: its own findings, and ``kind_not_covered`` when its check type may not cover the
+    mutation's kind (such an item may still count, and cover other mutations)."""
 
     mutation: str
     covered_by: tuple[str, ...]
@@ -225,15 +237,25 @@ def rule_not_in_future(item: Evidence, decided_at: datetime) -> Finding | None:
     return Finding("from_future") if item.at > decided_at else None
 
 
-def rule_fresh(item: Evidence, oldest_allowed: datetime) -> Finding | None:
-    """Rule 5: older than max_age_s at decision time is treated as absent (equal counts)."""
-    return Finding("stale") if item.at < oldest_allowed else None
+def rule_fresh(item: Evidence, oldest_allowed: datetime | None) -> Finding | None:
+    """Rule 5: older than max_age_s at decision time is treated as absent (equal counts).
+    ``None``: the limit lies before the first representable instant, so nothing is too old."""
+    return Finding("stale") if oldest_allowed is not None and item.at < oldest_allowed else None
 
 
-def rule_discriminating(item: Evidence) -> Finding | None:
+def rule_discriminating(item: Evidence, policy: Policy) -> Finding | None:
     """An observation that could not have failed proves nothing."""
-    why = why_not_discriminating(item)
+    why = why_not_discriminating(item, policy)
     return None if why is None else Finding("not_discriminating", detail=why)
+
+
+def rule_test_config_unchanged(item: Evidence, policy: Policy) -> Finding | None:
+    """A test run whose protected test paths (conftest.py, test settings, test files) the agent
+    changed was decided by the agent's own code, unless the policy allows test changes."""
+    if item.check_type != TEST_RUN or policy.allow_test_changes:
+        return None
+    changed = changed_test_config(item)
+    return None if changed is None else Finding("test_config_changed", detail=changed)
 
 
 def judge_evidence(
@@ -241,7 +263,8 @@ def judge_evidence(
     ref: str,
     timeline: _Timeline,
     decided_at: datetime,
-    oldest_allowed: datetime,
+    oldest_allowed: datetime | None,
+    policy: Policy,
     independence: Independence,
 ) -> EvidenceResult:
     reasons = [
@@ -252,9 +275,10 @@ def judge_evidence(
         rule_not_superseded(item, timeline),
         rule_not_in_future(item, decided_at),
         rule_fresh(item, oldest_allowed),
+        rule_test_config_unchanged(item, policy),
     ]
     if item.observed and item.check_type in CHECK_TYPES:
-        reasons.append(rule_discriminating(item))
+        reasons.append(rule_discriminating(item, policy))
     mismatch = None
     if not item.observed:
         observation: Observation = "absent"
@@ -265,6 +289,13 @@ def judge_evidence(
         mismatch = first_mismatch(item.expected, item.observed_value)
     found = tuple(reason for reason in reasons if reason is not None)
     return EvidenceResult(ref, item.check_type, observation, found, mismatch)
+
+
+def _oldest_allowed(decided_at: datetime, policy: Policy) -> datetime | None:
+    try:
+        return decided_at - timedelta(seconds=policy.max_age_s)
+    except OverflowError:  # a decision in the first years of the calendar
+        return None
 
 
 # --- the verdict -------------------------------------------------------------------------------
@@ -286,18 +317,22 @@ def _decide(claim: Claim, at: datetime, policy: Policy | None) -> Verdict:
     chosen = policy or claim.policy or BUILTIN_POLICY
     independence, independence_mode = _independence(claim, chosen, policy is not None)
     timeline = _Timeline(claim.mutations)
-    oldest_allowed = at - timedelta(seconds=chosen.max_age_s)
+    oldest_allowed = _oldest_allowed(at, chosen)
     results = [
-        judge_evidence(item, evidence_ref(item, i), timeline, at, oldest_allowed, independence)
+        judge_evidence(
+            item, evidence_ref(item, i), timeline, at, oldest_allowed, chosen, independence
+        )
         for i, item in enumerate(claim.evidence)
     ]
     by_ref = sorted(zip(results, claim.evidence, strict=True), key=lambda p: _ref_key(p[0]))
     naming = _naming(by_ref)
+    may_cover = chosen.coverage_map()
     coverage = tuple(
-        _coverage(mutation_id, naming.get(mutation_id, ()))
+        _coverage(timeline.by_id[mutation_id], naming.get(mutation_id, ()), may_cover)
         for mutation_id in sorted(timeline.by_id)
     )
-    unmet = _unmet(claim, chosen, by_ref, coverage)
+    unmapped = frozenset(m.id for m in claim.mutations if not may_cover.get(m.kind))
+    unmet = _unmet(claim, chosen, by_ref, coverage, unmapped)
     state: State
     if any(u.code == "contradicted" for u in unmet):
         state = "refuted"
@@ -308,7 +343,7 @@ def _decide(claim: Claim, at: datetime, policy: Policy | None) -> Verdict:
     return Verdict(
         state=state,
         unmet=unmet,
-        reason=_reason(state, unmet, [r for r, _ in by_ref], len(claim.mutations)),
+        reason=_reason(state, unmet, [r for r, _ in by_ref], coverage, timeline),
         decided_at=at,
         policy_id=chosen.id,
         independence=independence_mode,
@@ -341,7 +376,14 @@ def evidence_ref(item: Evidence, index: int) -> str:
 
 def _ref_key(result: EvidenceResult) -> tuple[int, str, int]:
     ref = result.evidence
-    if ref.startswith("evidence[") and ref.endswith("]") and ref[9:-1].isdigit():
+    position = ref[9:-1]
+    # ASCII digits only: an id such as "evidence[²]" is a name, not a position to convert.
+    if (
+        ref.startswith("evidence[")
+        and ref.endswith("]")
+        and position.isascii()
+        and position.isdigit()
+    ):
         return (1, "", int(ref[9:-1]))
     return (0, ref, 0)
 
@@ -356,13 +398,33 @@ def _naming(judged: list[tuple[EvidenceResult, Evidence]]) -> dict[str, list[Evi
     return naming
 
 
-def _coverage(mutation_id: str, naming: Sequence[EvidenceResult]) -> Coverage:
+def _coverage(
+    mutation: Mutation, naming: Sequence[EvidenceResult], may_cover: dict[str, frozenset[str]]
+) -> Coverage:
+    """Kind decides coverage only: a contradiction refutes whatever it names, of any kind."""
+    allowed = may_cover.get(mutation.kind, frozenset())
+    not_counted = []
+    for result in naming:
+        if result.check_type not in allowed and not result.contradicts:
+            not_counted.append(_kind_not_covered(result, mutation, allowed))
+        elif not result.counts:
+            not_counted.append(result)
     return Coverage(
-        mutation=mutation_id,
-        covered_by=tuple(r.evidence for r in naming if r.supports),
+        mutation=mutation.id,
+        covered_by=tuple(r.evidence for r in naming if r.supports and r.check_type in allowed),
         contradicted_by=tuple(r.evidence for r in naming if r.contradicts),
-        not_counted=tuple(r for r in naming if not r.counts),
+        not_counted=tuple(not_counted),
     )
+
+
+def _kind_not_covered(
+    result: EvidenceResult, mutation: Mutation, allowed: frozenset[str]
+) -> EvidenceResult:
+    """The item as judged for this one mutation: its findings plus why its kind does not fit."""
+    may = " or ".join(sorted(allowed)) if allowed else "no check type (the policy maps none)"
+    detail = f"{result.check_type} may not cover a {mutation.kind[:40]!r} mutation, only {may}"
+    finding = Finding("kind_not_covered", mutation=mutation.id, detail=detail)
+    return replace(result, reasons=(*result.reasons, finding))
 
 
 def _unmet(
@@ -370,6 +432,7 @@ def _unmet(
     policy: Policy,
     judged: list[tuple[EvidenceResult, Evidence]],
     coverage: tuple[Coverage, ...],
+    unmapped: frozenset[str],
 ) -> tuple[Unmet, ...]:
     unmet = [Unmet("contradicted", evidence=r.evidence) for r, _ in judged if r.contradicts]
     supporting_types = {r.check_type for r, _ in judged if r.supports}
@@ -377,8 +440,15 @@ def _unmet(
         unmet.append(Unmet("no_evidence"))
     elif not supporting_types:
         unmet.append(Unmet("no_supporting_evidence"))
+    # A mutation of a kind nothing may cover gets its own code: no evidence could fix it, only
+    # the policy (or a misspelt kind in the claim).
     unmet.extend(
-        Unmet("mutation_uncovered", mutation=c.mutation) for c in coverage if not c.covered_by
+        Unmet(
+            "mutation_kind_unmapped" if c.mutation in unmapped else "mutation_uncovered",
+            mutation=c.mutation,
+        )
+        for c in coverage
+        if not c.covered_by
     )
     unmet.extend(
         Unmet("requirement_unmet", check_type=check_type)
@@ -388,13 +458,17 @@ def _unmet(
 
 
 def _reason(
-    state: State, unmet: tuple[Unmet, ...], results: list[EvidenceResult], mutations: int
+    state: State,
+    unmet: tuple[Unmet, ...],
+    results: list[EvidenceResult],
+    coverage: tuple[Coverage, ...],
+    timeline: _Timeline,
 ) -> str:
     if state == "verified":
         supporting = sum(1 for r in results if r.supports)
         return (
             f"Verified: {_count(supporting, 'qualifying observation')} "
-            f"{_verb(supporting)} the claim, covering {_count(mutations, 'mutation')}; "
+            f"{_verb(supporting)} the claim, covering {_count(len(coverage), 'mutation')}; "
             "the policy's requirements are met."
         )
     first = unmet[0]
@@ -412,11 +486,39 @@ def _reason(
         parts.append(f"no evidence counts ({', '.join(codes) or 'none supports'})")
     uncovered = [u.mutation for u in unmet if u.code == "mutation_uncovered"]
     if uncovered and first.code != "no_supporting_evidence":
-        parts.append(f"{_list(uncovered, 'mutation')} not covered by qualifying evidence")
+        text = f"{_list(uncovered, 'mutation')} not covered by qualifying evidence"
+        parts.append(text + _kind_mismatches(coverage, frozenset(uncovered), timeline))
+    unmapped = [u.mutation for u in unmet if u.code == "mutation_kind_unmapped"]
+    if unmapped:
+        kinds = sorted({timeline.by_id[str(m)].kind for m in unmapped})
+        shown = ", ".join(repr(kind[:40]) for kind in kinds[:3])
+        parts.append(
+            f"{_list(unmapped, 'mutation')} of a kind no check type may cover ({shown}); "
+            "the policy's covered_by says which check types may cover each kind"
+        )
     missing = [u.check_type for u in unmet if u.code == "requirement_unmet"]
     if missing:
         parts.append(f"the policy requires {', '.join(str(m) for m in missing)}")
     return "Unverified: " + "; ".join(parts) + "."
+
+
+def _kind_mismatches(
+    coverage: tuple[Coverage, ...], uncovered: frozenset[str | None], timeline: _Timeline
+) -> str:
+    """Says which check types named an uncovered mutation but may not cover its kind."""
+    pairs = sorted(
+        {
+            (result.check_type, timeline.by_id[c.mutation].kind)
+            for c in coverage
+            if c.mutation in uncovered
+            for result in c.not_counted
+            if any(f.code == "kind_not_covered" for f in result.reasons)
+        }
+    )
+    if not pairs:
+        return ""
+    said = ", ".join(f"{check} may not cover a {kind[:40]}" for check, kind in pairs[:3])
+    return f" (by kind: {said})"
 
 
 def _count(n: int, noun: str) -> str:

@@ -13,7 +13,7 @@ from .. import __version__
 from .._json import dumps, loads
 from ..claimfile import RawClaim, edit_claim, next_id, read_claim
 from ..errors import ObservationFailed, UsageError
-from ..model import ABSENT, INDEPENDENT, SELF_ATTESTED, Claim
+from ..model import ABSENT, BUILTIN_COVERED_BY, INDEPENDENT, SELF_ATTESTED, Claim
 from ..timefmt import format_time
 
 if TYPE_CHECKING:
@@ -55,7 +55,8 @@ def observer_options(command: F) -> F:
             "--covers",
             metavar="IDS",
             help="Comma-separated mutation ids this observes; '' for task-level. "
-            "Default: every mutation in the claim.",
+            "Default: every mutation of a kind this check type may cover "
+            "(test_run: file_write, endpoint_health: deploy, state_readback: state_write).",
         ),
         click.option(
             "--verifier-id",
@@ -135,7 +136,7 @@ def run_observer(
     (and validated) before observing, so a broken claim is reported before any work is done.
     """
     _, claim = read_claim(settings.claim_path)
-    covers = _resolve_covers(settings, claim)
+    covers = _resolve_covers(settings, claim, check_type)
     started = now()
     try:
         observation = observe()
@@ -149,10 +150,15 @@ def run_observer(
     return _record(settings, check_type, covers, started, observation)
 
 
-def _resolve_covers(settings: ObserverSettings, claim: Claim) -> tuple[str, ...]:
+def _resolve_covers(settings: ObserverSettings, claim: Claim, check_type: str) -> tuple[str, ...]:
+    """By default a check speaks for the mutations the built-in map lets it cover (a readback
+    does not speak for code edits); an explicit ``--covers`` is kept, for the verifier to judge
+    under the operator's policy."""
     known = [m.id for m in claim.mutations]
     if settings.covers is None:
-        return tuple(known)
+        return tuple(
+            m.id for m in claim.mutations if check_type in BUILTIN_COVERED_BY.get(m.kind, ())
+        )
     unknown = [m for m in settings.covers if m not in known]
     if unknown:
         raise UsageError(f"--covers: no mutation {unknown[0]!r} in {settings.claim_path}")
