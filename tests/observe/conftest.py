@@ -327,6 +327,7 @@ class Site:
 
     def respond(self, path: str) -> tuple[int, dict[str, str], bytes]:
         self.requests += 1
+        path = path.partition("?")[0]  # a query string (an api_key, say) selects nothing here
         as_json = {"content-type": "application/json"}
         if path == "/health":
             body = {

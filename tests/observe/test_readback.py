@@ -12,6 +12,7 @@ from datetime import UTC, date, datetime, time, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -816,6 +817,151 @@ def test_a_password_never_leaks_through_the_real_command(
     assert done.returncode == 5
     assert done.stderr.startswith("claim: readback from postgresql://postgres:***@127.0.0.1:")
     assert "s3cret" not in done.stdout + done.stderr + claim.read_text()
+
+
+# Secrets never stored (issue 7, item 9). The password's pieces are distinctive words, so that a
+# piece a parser split off (at '#' or '?') is caught wherever it lands.
+PIECES = ("pw-one", "pw-two", "pw-three")
+
+
+def assert_pieces_nowhere(claim: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """No piece of the password in the claim, on stdout or on stderr; returns stderr."""
+    captured = capsys.readouterr()
+    for piece in PIECES:
+        assert piece not in captured.out, captured.out
+        assert piece not in captured.err, captured.err
+        assert piece not in claim.read_text()
+    return captured.err
+
+
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+@pytest.mark.parametrize(
+    ("name", "password"),
+    [("hash", "pw-one#pw-two"), ("both", "pw-one#pw-two?pw-three")],
+)
+def test_attack_09_hash_in_password_never_leaks(
+    server_table: SqlTable,
+    postgres_reader: Reader,
+    claim: Path,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    password: str,
+) -> None:
+    """libpq reads an unencoded '#' (or '?') as part of the password; trust authentication
+    accepts it, so the read succeeds, and the target shows the password as ***."""
+    args = by_key(server_table, "id=4471", "zip=94107")
+    url = postgres_reader.url_with(f"{postgres_reader.name}:{password}")
+    assert readback(claim, url, *args) == 0
+    target = last_evidence(claim)["target"]
+    assert target.startswith(f"postgresql://{postgres_reader.name}:***@127.0.0.1:5432/test ")
+    assert "recorded e1" in capsys.readouterr().out
+    assert readback(claim, url, *args, "--print") == 0
+    unreachable = postgres_reader.url_with(f"{postgres_reader.name}:{password}", closed_port())
+    assert readback(claim, unreachable, *args, "--record-failure") == 5
+    assert "pw-" not in last_evidence(claim)["details"]["error"]
+    err = assert_pieces_nowhere(claim, capsys)
+    assert err.startswith(f"claim: readback from postgresql://{postgres_reader.name}:***@")
+    assert verdict_of(claim) == "verified"
+
+
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+def test_attack_09_question_mark_in_password_never_leaks(
+    server_table: SqlTable, postgres_reader: Reader, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = by_key(server_table, "id=4471", "zip=94107")
+    url = postgres_reader.url_with(f"{postgres_reader.name}:pw-one?pw-two")
+    assert readback(claim, url, *args) == 0
+    assert last_evidence(claim)["target"].startswith(f"postgresql://{postgres_reader.name}:***@")
+    unreachable = postgres_reader.url_with(f"{postgres_reader.name}:pw-one?pw-two", closed_port())
+    assert readback(claim, unreachable, *args, "--record-failure") == 5
+    assert_pieces_nowhere(claim, capsys)
+
+
+@pytest.mark.parametrize("server_table", ["mariadb"], indirect=True)
+@pytest.mark.parametrize("password", ["pw-one#pw-two", "pw-one?pw-two", "pw-one/pw-two"])
+def test_attack_09_hash_or_question_mark_in_a_mariadb_password_is_refused_unshown(
+    mariadb: Any,
+    server_table: SqlTable,
+    claim: Path,
+    capsys: pytest.CaptureFixture[str],
+    password: str,
+) -> None:
+    """urlsplit (which reads mysql:// URLs) would end the password at '#', '?' or '/' and read
+    the rest as a fragment, query or path: the URL is refused, showing the scheme only."""
+    before = claim.read_bytes()
+    role = server_table.url.partition("://")[2].partition("@")[0]
+    with mariadb.cursor() as cursor:
+        cursor.execute(f"ALTER USER '{role}'@'%%' IDENTIFIED BY %s", [password])
+    url = f"mysql://{role}:{password}@127.0.0.1:3306/test"
+    args = [*by_key(server_table, "id=4471", "zip=94107"), "--record-failure"]
+    assert readback(claim, url, *args) == 4
+    err = assert_pieces_nowhere(claim, capsys)
+    assert err.startswith("claim: URL 'mysql://***': percent-encode '#', '?', '/' and '@'")
+    assert claim.read_bytes() == before
+    # Control: the same password percent-encoded is read, and shown as ***.
+    encoded = url.replace(password, quote(password, safe=""))
+    assert readback(claim, encoded, *args) == 0
+    assert last_evidence(claim)["target"].startswith(f"mysql://{role}:***@127.0.0.1:3306/test ")
+    assert_pieces_nowhere(claim, capsys)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://{r}:pw-one@[::1/test",  # libpq quotes the whole URI in its error
+        "postgresql://{r}:pw-one%zzpw-two@127.0.0.1:5432/test",  # bad percent-encoding
+        "postgresql://{r}:pw-one@127.0.0.1:5432/test?pw-two=pw-three",  # unknown option
+        "postgresql://{r}:pw-one@127.0.0.1:5432/test?api_key=pw-two",
+        "postgresql://{r}:pw-one@pw-two@127.0.0.1:5432/test",  # two '@': read as host "pw-two@…"
+        "redis://{r}:pw-one@[::1/0",
+        "mysql://{r}:pw-one@127.0.0.1:pw-two/test",
+    ],
+)
+def test_attack_09_malformed_uri_echoed_by_driver_is_never_shown(
+    claim: Path, capsys: pytest.CaptureFixture[str], url: str
+) -> None:
+    before = claim.read_bytes()
+    hostile = url.format(r="reader")
+    args = ["--table", "t", "--key", "id=1", "--expect", "zip=1", "--record-failure"]
+    if hostile.startswith("redis"):
+        args = ["--key", "k", "--expect", "zip=1", "--record-failure"]
+    code = readback(claim, hostile, *args)
+    err = assert_pieces_nowhere(claim, capsys)
+    scheme = hostile.partition("://")[0]
+    assert code == 4, err
+    assert err.startswith(f"claim: URL '{scheme}://***': "), err
+    assert claim.read_bytes() == before
+
+
+def test_attack_09_api_key_query_parameter_never_leaks(
+    site: Site, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site.records["4471"] = {"zip": "94107"}
+    url = f"{site.url}/records/4471?api_key=pw-one&Access_Token=pw-two&page=1"
+    assert readback(claim, url, "--expect", "zip=94107") == 0
+    item = last_evidence(claim)
+    assert item["target"] == f"{site.url}/records/4471?api_key=***&Access_Token=***&page=1"
+    assert verdict_of(claim) == "verified"
+    unreachable = f"http://127.0.0.1:{closed_port()}/records/4471?client_secret=pw-three"
+    assert readback(claim, unreachable, "--expect", "zip=94107", "--record-failure") == 5
+    err = assert_pieces_nowhere(claim, capsys)
+    assert "client_secret=***" in err
+
+
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+def test_attack_09_libpq_secret_options_never_leak(
+    server_table: SqlTable, postgres_reader: Reader, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """libpq's own secret options (password, sslpassword) are masked wherever they are written;
+    the rest of the URI is shown as libpq read it."""
+    url = f"{postgres_reader.url}?sslmode=disable&sslpassword=pw-one&password=pw-two"
+    assert readback(claim, url, *by_key(server_table, "id=4471", "zip=94107")) == 0
+    target = last_evidence(claim)["target"]
+    assert target.startswith(
+        f"postgresql://{postgres_reader.name}:***@127.0.0.1:5432/test?sslmode=disable"
+        "&sslpassword=***"
+    )
+    assert_pieces_nowhere(claim, capsys)
 
 
 # --- PostgreSQL and MariaDB value types ------------------------------------------------------
