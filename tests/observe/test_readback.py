@@ -1156,6 +1156,18 @@ def test_a_redis_value_that_is_not_a_record_fails(
     assert verdict_of(claim) == "unverified"
 
 
+def test_a_field_a_redis_record_lacks_is_an_observer_error(
+    redis_keys: RedisKeys, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = redis_keys.key("account:4471")
+    redis_keys.client.hset(key, mapping={"zip": "94107", "visits": "5"})
+    assert readback(claim, REDIS_URL, "--key", key, "--expect", "zp=94107") == 5
+    assert "--expect zp: no such field in the record (fields: zip, visits)" in (
+        capsys.readouterr().err
+    )
+    assert verdict_of(claim) == "unverified"
+
+
 def test_a_redis_key_is_sent_as_one_argument(redis_keys: RedisKeys, claim: Path) -> None:
     other = redis_keys.key("other")
     redis_keys.client.set(other, "keep")
@@ -1199,6 +1211,15 @@ def test_an_http_record_that_contradicts_refutes(site: Site, claim: Path) -> Non
     site.records["4471"] = {"zip": "10001"}
     assert readback(claim, f"{site.url}/records/4471", "--expect", "zip=94107") == 0
     assert verdict_of(claim) == "refuted"
+
+
+def test_a_field_an_http_record_lacks_is_an_observer_error(
+    site: Site, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site.records["4471"] = {"zip": "94107"}
+    assert readback(claim, f"{site.url}/records/4471", "--expect", "zp=94107") == 5
+    assert "--expect zp: no such field in the record (fields: zip)" in capsys.readouterr().err
+    assert verdict_of(claim) == "unverified"
 
 
 def test_an_http_404_is_an_absent_record(site: Site, claim: Path) -> None:

@@ -22,12 +22,12 @@ from .endpoint import check_url
 from .readback_query import plain_select_tables
 from .readback_sql import QueryLookup, Reading, Record, TableLookup
 from .values import (
-    ambiguous_url,
     assignments,
     canonical_json,
     expected_value,
     libpq_params,
     redact_url,
+    refuse_ambiguous_url,
     sha256_digest,
 )
 
@@ -159,12 +159,7 @@ def _check_url(url: str, store: str) -> None:
     driver would connect elsewhere, or quote the URL in its error. Only the scheme is shown."""
     if store == "sqlite":
         return
-    if ambiguous_url(url):
-        raise UsageError(
-            f"URL {redact_url(url)!r}: percent-encode '#', '?', '/' and '@' in the user name and "
-            "password (%23, %3F, %2F, %40); as written, the URL reads differently to different "
-            "parsers"
-        )
+    refuse_ambiguous_url(url)
     if store == "postgresql" and libpq_params(url) is None:
         raise UsageError(
             f"URL {redact_url(url)!r}: libpq cannot read this URI (its message is not shown, "

@@ -32,6 +32,7 @@ BYTES_PREFIX = "base64:"
 _SECRET_WORDS = ("password", "passwd", "pwd", "secret", "token", "key", "auth", "credential")
 _HTTP_SCHEMES = ("http", "https")
 _LIBPQ_SCHEMES = ("postgresql", "postgres")
+_URL_DELIMITERS = re.compile(r"[:/?#@]")
 _URL_START = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 _ASSIGNMENT = re.compile(r"(?P<name>[A-Za-z0-9_.-]+)=(?P<value>'(?:[^'\\]|\\.)*'|\S*)")
 
@@ -166,7 +167,8 @@ def redact_url(text: str) -> str:
 def url_secrets(url: str) -> list[str]:
     """Every text a URL's secrets may take in a driver's message, to :func:`scrub` them: the
     password and secret options as libpq or ``urlsplit`` reads them, and the longest plausible
-    reading of the password, each as written and percent-decoded."""
+    reading of the password, each whole and in the pieces a misreading would split it into,
+    as written and percent-decoded."""
     found = [_longest_password_reading(url)]
     try:
         parts = urlsplit(url)
@@ -178,6 +180,8 @@ def url_secrets(url: str) -> list[str]:
     if _is_libpq(url):
         params = libpq_params(url) or {}
         found += [value for name, value in params.items() if is_secret_name(name)]
+    # A parser that misreads the URL splits the password where it ends a part: each piece too.
+    found += [piece for secret in found for piece in _URL_DELIMITERS.split(secret)]
     return sorted({form for secret in found if secret for form in (secret, unquote(secret))})
 
 
@@ -207,6 +211,15 @@ def ambiguous_url(url: str) -> bool:
         return True
     outside = (authority if scheme.lower() in _HTTP_SCHEMES else rest).replace(netloc, "", 1)
     return "@" in outside
+
+
+def refuse_ambiguous_url(url: str) -> None:
+    """A usage error for an :func:`ambiguous_url`, showing its scheme only."""
+    if ambiguous_url(url):
+        raise UsageError(
+            f"URL {redact_url(url)!r}: percent-encode '#', '?', '/' and '@' in the user name and "
+            "password (%23, %3F, %2F, %40); as written, parsers read the URL differently"
+        )
 
 
 def _redact_one_url(url: str) -> str:
