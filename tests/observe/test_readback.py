@@ -19,6 +19,7 @@ import pytest
 from completion_claim.cli import run
 from completion_claim.errors import UsageError
 from completion_claim.model import ABSENT
+from completion_claim.observe import readback_sql
 from completion_claim.observe.readback_sql import translate_query
 from completion_claim.observe.values import (
     canonical_json,
@@ -1407,6 +1408,51 @@ def test_a_parameter_used_twice_needs_one_value() -> None:
     assert translate_query("SELECT :b, :b", "postgresql", {"b": "1"}) == "SELECT %(b)s, %(b)s"
     with pytest.raises(UsageError, match="no --param c"):
         translate_query("SELECT :b, :c", "postgresql", {"b": "1"})
+
+
+READER_GRANTS = [
+    "GRANT USAGE ON *.* TO `reader`@`%`",
+    "GRANT SELECT, SHOW VIEW ON `test`.* TO `reader`@`%`",
+    "GRANT SELECT ON `test`.`accounts` TO `reader`@`%`",
+    "GRANT EXECUTE, ALTER ROUTINE ON FUNCTION `test`.`f` TO `reader`@`%`",
+    "GRANT `some_role` TO `reader`@`%`",
+    "GRANT INSERT ON `other`.* TO `reader`@`%`",
+    "GRANT UPDATE ON `test`.`other_table` TO `reader`@`%`",
+    "SET DEFAULT ROLE `some_role` FOR `reader`@`%`",
+]
+
+
+@pytest.mark.parametrize(
+    ("grant", "found"),
+    [
+        (None, []),
+        ("GRANT ALL PRIVILEGES ON *.* TO `root`@`%` WITH GRANT OPTION", ["ALL PRIVILEGES on *.*"]),
+        ("GRANT FILE, SELECT ON *.* TO `reader`@`%`", ["FILE on *.*"]),
+        ("GRANT DELETE ON `te_t`.* TO `reader`@`%`", ["DELETE on `te_t`.*"]),  # _ is a wildcard
+        ("GRANT DELETE ON `te\\_t`.* TO `reader`@`%`", []),  # an escaped _ is not
+        ("GRANT DROP ON `t%`.* TO `some_role`", ["DROP on `t%`.*"]),
+        ("GRANT SELECT, UPDATE (`zip`, `a,b`) ON `test`.`ACCOUNTS` TO PUBLIC", ["UPDATE on"]),
+        ("GRANT PROXY ON ``@`%` TO `reader`@`%`", ["PROXY on ``@`%`"]),
+        ("GRANT DELETE HISTORY ON `test`.`accounts` TO `reader`@`%`", ["DELETE HISTORY on"]),
+    ],
+)
+def test_mariadb_grants_beyond_reading_are_found(grant: str | None, found: list[str]) -> None:
+    grants = READER_GRANTS + ([grant] if grant else [])
+    privileges = readback_sql.mariadb_privileges(grants, "test", (("accounts",),))
+    assert len(privileges) == len(found)
+    for privilege, fragment in zip(privileges, found, strict=True):
+        assert privilege.startswith("holds " + fragment)
+
+
+def test_mariadb_grants_apply_to_the_schema_a_table_names() -> None:
+    grants = ["GRANT INSERT ON `shop`.* TO `reader`@`%`"]
+    assert readback_sql.mariadb_privileges(grants, "test", (("accounts",),)) == []
+    assert readback_sql.mariadb_privileges(grants, "test", (("shop", "accounts"),)) == [
+        "holds INSERT on `shop`.*"
+    ]
+    assert readback_sql.mariadb_privileges(grants, "shop", (("accounts",),)) == [
+        "holds INSERT on `shop`.*"
+    ]
 
 
 @pytest.mark.parametrize(
