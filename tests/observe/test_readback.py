@@ -515,7 +515,7 @@ def test_attack_08_mariadb_kill_is_refused(
         "SELECT 1 AS x FROM DUAL FOR UPDATE",
     ],
 )
-def test_attack_08_mariadb_load_file_is_refused(
+def test_attack_08_mariadb_load_file_and_server_functions_are_refused(
     mariadb: Any, claim: Path, capsys: pytest.CaptureFixture[str], attack: str
 ) -> None:
     assert mariadb_status(mariadb, "SELECT LOAD_FILE('/etc/hostname')")  # control: root can
@@ -546,11 +546,8 @@ def test_a_query_that_is_not_a_plain_select_is_refused(
 ) -> None:
     before, rows = claim.read_bytes(), sql_table.rows()
     args = ["--query", query.format(t=sql_table.table), "--expect", "zip=94107"]
-    code = readback(claim, sql_table.url, *args)
-    err = capsys.readouterr().err
-    # MariaDB's grammar has no FOR SHARE and no SELECT INTO a table: the parser refuses those.
-    assert code == 4
-    assert message in err or "not a statement the MariaDB parser understands" in err, err
+    assert readback(claim, sql_table.url, *args) == 4
+    assert message in capsys.readouterr().err
     assert claim.read_bytes() == before
     assert sql_table.rows() == rows
 
