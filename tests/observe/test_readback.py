@@ -694,6 +694,30 @@ def test_a_mariadb_function_that_writes_is_stopped_by_the_read_only_transaction(
             cursor.execute(f"DROP FUNCTION {function}")
 
 
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+def test_postgresql_reads_string_literals_as_the_query_check_does(
+    postgres: Any, server_table: SqlTable, postgres_reader: Reader, claim: Path
+) -> None:
+    """With standard_conforming_strings off, the server would read 'a\\' as an open string and
+    code the parser took for text; the observer sets it on for its transaction."""
+    postgres.execute(f"ALTER ROLE {postgres_reader.name} SET standard_conforming_strings = off")
+    query = "SELECT 'a\\' AS x, current_setting('standard_conforming_strings') AS s"
+    assert readback(claim, server_table.url, "--query", query, "--expect", "x=a\\") == 0
+    assert last_evidence(claim)["observed_value"] == {"x": "a\\"}
+    args = ["--query", "SELECT current_setting('standard_conforming_strings') AS s"]
+    assert readback(claim, server_table.url, *args, "--expect", "s=on") == 0
+    assert verdict_of(claim) == "verified"
+
+
+@pytest.mark.parametrize("server_table", ["mariadb"], indirect=True)
+def test_mariadb_reads_quotes_as_the_query_check_does(server_table: SqlTable, claim: Path) -> None:
+    args = ["--query", "SELECT @@session.sql_mode AS m, 'it''s' AS q"]
+    mode = "STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
+    assert readback(claim, server_table.url, *args, "--expect", f"m={mode}") == 0
+    assert last_evidence(claim)["observed_value"] == {"m": mode}
+    assert verdict_of(claim) == "verified"
+
+
 # --- Passwords ----------------------------------------------------------------------------
 
 

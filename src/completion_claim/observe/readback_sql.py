@@ -41,6 +41,7 @@ ROWS_COUNTED = 100  # rows fetched to tell the user how many a too-broad lookup 
 # Roles whose members read and write the server's files or run programs on it (PostgreSQL).
 SERVER_FILE_ROLES = ("pg_execute_server_program", "pg_read_server_files", "pg_write_server_files")
 # What a MariaDB readback role may hold on the target (and globally): reading only.
+MARIADB_SQL_MODE = "STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
 MARIADB_READ_PRIVILEGES = frozenset({"SELECT", "SHOW VIEW", "SHOW DATABASES", "USAGE"})
 _GRANT = re.compile(r"GRANT (?P<privileges>.+?) ON (?P<object>.+?) TO ", re.S)
 _ROUTINES = ("PROCEDURE ", "FUNCTION ", "PACKAGE ")
@@ -236,15 +237,18 @@ def read_postgresql(
     try:
         conn.read_only = True  # the transaction below begins READ ONLY
         with conn.cursor() as cursor:
+            # The server must read string literals as the query check did (a backslash is a
+            # character), whatever the role or database sets.
             cursor.execute(
-                "SELECT set_config('statement_timeout', %s, true), current_user::text",
+                "SELECT set_config('statement_timeout', %s, true),"
+                " set_config('standard_conforming_strings', 'on', true), current_user::text",
                 [str(math.ceil(timeout * 1000))],
             )
             settings = cursor.fetchone()
             assert settings is not None  # a SELECT without FROM returns one row
             privileged = check_role(
                 url,
-                settings[1],
+                settings[2],
                 postgresql_privileges(cursor, tables_read(lookup)),
                 allow_privileged_role,
             )
@@ -364,6 +368,9 @@ def read_mariadb(
     try:
         with conn.cursor() as cursor:
             cursor.execute("SET SESSION max_statement_time = %s", [timeout])
+            # Quoting as the query check reads it: no ANSI_QUOTES, NO_BACKSLASH_ESCAPES, ORACLE
+            # or other mode that changes how the server splits the text into tokens.
+            cursor.execute("SET SESSION sql_mode = %s", [MARIADB_SQL_MODE])
             # DDL commits implicitly and would run outside START TRANSACTION READ ONLY: the
             # session default makes the transaction that follows read-only as well.
             cursor.execute("SET SESSION TRANSACTION READ ONLY")
