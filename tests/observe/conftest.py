@@ -1,5 +1,7 @@
 """Real services for the observer tests: PostgreSQL, MariaDB and Redis on 127.0.0.1, SQLite files
 and a local HTTP server. Each test gets its own uniquely named table or keys, dropped afterwards.
+Readbacks connect as a role created for the test that may only read what it is granted (the
+observer refuses a superuser); the fixtures set up and clean up as the superuser.
 
 A service that cannot be reached skips its tests on a developer's machine and fails them under
 ``CI=true``, where the services are part of the contract.
@@ -9,8 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sqlite3
+import tempfile
 import threading
 import time
 import uuid
@@ -26,8 +30,8 @@ import pytest
 from completion_claim import load_claim, verify
 from completion_claim.cli import run
 
-POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
-MARIADB_URL = "mysql://root@127.0.0.1:3306/test"
+POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"  # a superuser
+MARIADB_URL = "mysql://root@127.0.0.1:3306/test"  # ALL PRIVILEGES
 REDIS_URL = "redis://127.0.0.1:6379/0"
 CONNECT_TIMEOUT = 3
 
@@ -92,13 +96,34 @@ ROWS = [
 
 
 @dataclass
+class Reader:
+    """A login role with no privilege but what ``grant`` gives it (trust authentication or no
+    password: any password in its URL is accepted or not needed)."""
+
+    name: str
+    url: str
+    grant: Callable[[str], None]  # GRANT SELECT ON the table (NAME or SCHEMA.NAME) to the role
+
+    def url_with(self, userinfo: str, port: int | None = None) -> str:
+        """The role's URL with other user information (``name:password``) or another port."""
+        scheme, _, rest = self.url.partition("://")
+        host = rest.partition("@")[2]
+        if port is not None:
+            host = host.replace(host.partition("/")[0], f"127.0.0.1:{port}", 1)
+        return f"{scheme}://{userinfo}@{host}"
+
+
+@dataclass
 class SqlTable:
-    """A freshly created table in one store, and a writer-side connection to it."""
+    """A freshly created table in one store, a writer-side connection to it, and the URL of a
+    role that may only read it (the superuser's for ``admin_url``)."""
 
     store: str  # postgresql | mariadb | sqlite
     url: str
+    admin_url: str
     table: str
     execute: Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]  # "?" placeholders
+    grant: Callable[[str], None]
 
     def rows(self) -> list[tuple[Any, ...]]:
         return self.execute(f"SELECT id, zip FROM {self.table} ORDER BY id", [])
@@ -144,25 +169,62 @@ def mariadb() -> Iterator[Any]:
         conn.close()
 
 
+@pytest.fixture
+def postgres_reader(postgres: Any) -> Iterator[Reader]:
+    name = unique("claim_reader")
+    postgres.execute(f"CREATE ROLE {name} LOGIN")
+
+    def grant(table: str) -> None:
+        postgres.execute(f"GRANT SELECT ON {table} TO {name}")
+
+    try:
+        yield Reader(name, f"postgresql://{name}@127.0.0.1:5432/test", grant)
+    finally:
+        postgres.execute(f"DROP OWNED BY {name}")  # revokes what was granted
+        postgres.execute(f"DROP ROLE {name}")
+
+
+@pytest.fixture
+def mariadb_reader(mariadb: Any) -> Iterator[Reader]:
+    name = unique("claim_reader")
+    with mariadb.cursor() as cursor:
+        cursor.execute(f"CREATE USER '{name}'@'%'")
+
+    def grant(table: str) -> None:
+        qualified = table if "." in table else f"test.{table}"
+        with mariadb.cursor() as cursor:
+            cursor.execute(f"GRANT SELECT ON {qualified} TO '{name}'@'%'")
+
+    try:
+        yield Reader(name, f"mysql://{name}@127.0.0.1:3306/test", grant)
+    finally:
+        with mariadb.cursor() as cursor:
+            cursor.execute(f"DROP USER IF EXISTS '{name}'@'%'")
+
+
 def _postgres_table(request: pytest.FixtureRequest) -> SqlTable:
     conn = request.getfixturevalue("postgres")
+    reader: Reader = request.getfixturevalue("postgres_reader")
 
     def execute(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         cursor = conn.execute(sql.replace("?", "%s"), params)
         return list(cursor.fetchall()) if cursor.description else []
 
-    return SqlTable("postgresql", POSTGRES_URL, unique("accounts"), execute)
+    return SqlTable(
+        "postgresql", reader.url, POSTGRES_URL, unique("accounts"), execute, reader.grant
+    )
 
 
 def _mariadb_table(request: pytest.FixtureRequest) -> SqlTable:
     conn = request.getfixturevalue("mariadb")
+    reader: Reader = request.getfixturevalue("mariadb_reader")
 
     def execute(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         with conn.cursor() as cursor:
             cursor.execute(sql.replace("?", "%s"), params)
             return list(cursor.fetchall()) if cursor.description else []
 
-    return SqlTable("mariadb", MARIADB_URL, unique("accounts"), execute)
+    return SqlTable("mariadb", reader.url, MARIADB_URL, unique("accounts"), execute, reader.grant)
 
 
 def _sqlite_table(request: pytest.FixtureRequest) -> SqlTable:
@@ -174,7 +236,11 @@ def _sqlite_table(request: pytest.FixtureRequest) -> SqlTable:
     def execute(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         return conn.execute(sql, params).fetchall()
 
-    return SqlTable("sqlite", f"sqlite:///{path}", unique("accounts"), execute)
+    def grant(table: str) -> None:
+        """SQLite has no roles: the observer opens the file read-only."""
+
+    url = f"sqlite:///{path}"
+    return SqlTable("sqlite", url, url, unique("accounts"), execute, grant)
 
 
 SQL_TABLES = {"postgresql": _postgres_table, "mariadb": _mariadb_table, "sqlite": _sqlite_table}
@@ -183,14 +249,37 @@ SQL_TABLES = {"postgresql": _postgres_table, "mariadb": _mariadb_table, "sqlite"
 @pytest.fixture(params=sorted(SQL_TABLES))
 def sql_table(request: pytest.FixtureRequest) -> Iterator[SqlTable]:
     """The accounts table (ROWS) in each SQL store in turn."""
+    yield from _accounts_table(request)
+
+
+@pytest.fixture(params=["mariadb", "postgresql"])
+def server_table(request: pytest.FixtureRequest) -> Iterator[SqlTable]:
+    """The accounts table in each SQL server (the stores with roles: not SQLite)."""
+    yield from _accounts_table(request)
+
+
+def _accounts_table(request: pytest.FixtureRequest) -> Iterator[SqlTable]:
     table = SQL_TABLES[request.param](request)
     table.execute(f"CREATE TABLE {table.table} ({COLUMNS})", [])
     try:
+        table.grant(table.table)
         for row in ROWS:
             table.execute(f"INSERT INTO {table.table} VALUES (?, ?, ?, ?, ?)", row)
         yield table
     finally:
         table.execute(f"DROP TABLE IF EXISTS {table.table}", [])
+
+
+@pytest.fixture
+def server_dir() -> Iterator[Path]:
+    """A directory the database servers (which run as their own users) can write to, so that
+    a test can tell whether a statement made the server write a file or run a program."""
+    path = Path(tempfile.mkdtemp(prefix="claim-server-"))
+    path.chmod(0o777)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path)
 
 
 # --- Redis ----------------------------------------------------------------------------------
@@ -238,6 +327,7 @@ class Site:
 
     def respond(self, path: str) -> tuple[int, dict[str, str], bytes]:
         self.requests += 1
+        path = path.partition("?")[0]  # a query string (an api_key, say) selects nothing here
         as_json = {"content-type": "application/json"}
         if path == "/health":
             body = {

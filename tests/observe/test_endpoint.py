@@ -246,6 +246,39 @@ def test_a_password_in_the_url_is_never_recorded_or_printed(
     assert "s3cret" not in deploy_claim.read_text()
 
 
+def test_attack_09_api_key_query_parameter_never_leaks(
+    site: Site, deploy_claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"{site.url}/health?api_key=pw-one&ACCESS_TOKEN=pw-two&v=1"
+    assert observe(deploy_claim, url, "--expect-json", "/build=b1") == 0
+    item = last_evidence(deploy_claim)
+    assert item["target"] == f"GET {site.url}/health?api_key=***&ACCESS_TOKEN=***&v=1"
+    assert verdict_of(deploy_claim) == "verified"
+    unreachable = f"http://127.0.0.1:{closed_port()}/health?auth=pw-three"
+    assert observe(deploy_claim, unreachable, "--expect-json", "/build=b1", "--record-failure") == 5
+    captured = capsys.readouterr()
+    for piece in ("pw-one", "pw-two", "pw-three"):
+        assert piece not in captured.out + captured.err
+        assert piece not in deploy_claim.read_text()
+    assert "auth=***" in captured.err
+
+
+@pytest.mark.parametrize("password", ["pw-one#pw-two", "pw-one?pw-two"])
+def test_attack_09_hash_in_an_http_password_is_refused_unshown(
+    site: Site, deploy_claim: Path, capsys: pytest.CaptureFixture[str], password: str
+) -> None:
+    """httpx would read the text after '#' or '?' as a fragment or query: refused (exit 4)
+    before any request, showing the scheme only."""
+    before = deploy_claim.read_bytes()
+    url = site.url.replace("http://", f"http://ops:{password}@") + "/health"
+    assert observe(deploy_claim, url, "--expect-json", "/build=b1", "--record-failure") == 4
+    captured = capsys.readouterr()
+    assert captured.err.startswith("claim: URL 'http://***': percent-encode '#', '?'")
+    assert "pw-" not in captured.out + captured.err
+    assert deploy_claim.read_bytes() == before
+    assert site.requests == 0
+
+
 def test_print_shows_the_evidence_and_leaves_the_claim_alone(
     site: Site, deploy_claim: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

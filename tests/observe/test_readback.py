@@ -12,12 +12,14 @@ from datetime import UTC, date, datetime, time, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
 from completion_claim.cli import run
 from completion_claim.errors import UsageError
 from completion_claim.model import ABSENT
+from completion_claim.observe import readback_sql
 from completion_claim.observe.readback_sql import translate_query
 from completion_claim.observe.values import (
     canonical_json,
@@ -28,9 +30,11 @@ from completion_claim.observe.values import (
 )
 
 from .conftest import (
+    MARIADB_URL,
     POSTGRES_URL,
     REDIS_URL,
     ROWS,
+    Reader,
     RedisKeys,
     Site,
     SqlTable,
@@ -137,13 +141,39 @@ def test_expect_absent_and_expect_together_are_a_usage_error(
     assert "--expect-absent asserts that there is no record" in capsys.readouterr().err
 
 
-def test_a_field_the_record_lacks_contradicts(sql_table: SqlTable, claim: Path) -> None:
-    args = by_key(sql_table, "id=4471", "zip=94107", "billing_zip=94107")
-    assert readback(claim, sql_table.url, *args) == 0
+def test_attack_13_misspelt_column_is_an_observer_error(
+    sql_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A column the record lacks is a broken check (exit 5, nothing observed), not a refutation
+    of the agent's write."""
+    before = claim.read_bytes()
+    args = by_key(sql_table, "id=4471", "zip=94107", "billing_zp=94107")
+    assert readback(claim, sql_table.url, *args) == 5
+    err = capsys.readouterr().err
+    assert (
+        "--expect billing_zp: no such column in the record (columns: id, code, zip, zip_n, amount)"
+        in err
+    )
+    assert len(err.splitlines()) == 1
+    assert claim.read_bytes() == before
+    assert readback(claim, sql_table.url, *args, "--record-failure") == 5
     item = last_evidence(claim)
-    assert item["observed_value"] == {"zip": "94107"}
-    assert item["details"]["missing_fields"] == ["billing_zip"]
-    assert verdict_of(claim) == "refuted"
+    assert "observed_value" not in item
+    assert "billing_zp: no such column" in item["details"]["error"]
+    assert verdict_of(claim) == "unverified"  # never refuted
+    # Control: the column spelt right is observed, and the same record verifies.
+    assert readback(claim, sql_table.url, *by_key(sql_table, "id=4471", "zip=94107")) == 0
+    assert last_evidence(claim)["observed_value"] == {"zip": "94107"}
+    assert verdict_of(claim) == "verified"
+
+
+def test_a_column_a_query_does_not_select_is_an_observer_error(
+    sql_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    query = f"SELECT zip FROM {sql_table.table} WHERE id = :id"
+    args = ["--query", query, "--param", "id=4471", "--expect", "zip_n=94107"]
+    assert readback(claim, sql_table.url, *args) == 5
+    assert "--expect zip_n: no such column in the record (columns: zip)" in capsys.readouterr().err
 
 
 def test_a_composite_key(sql_table: SqlTable, claim: Path) -> None:
@@ -218,9 +248,8 @@ def test_a_write_through_query_fails_and_changes_nothing(
         "--expect",
         "zip=00000",
     ]
-    assert readback(claim, sql_table.url, *args) == 5
-    err = capsys.readouterr().err.lower()
-    assert "read only" in err or "read-only" in err or "readonly" in err, err
+    assert readback(claim, sql_table.url, *args) == 4
+    assert "is not a plain SELECT" in capsys.readouterr().err
     assert sql_table.rows() == before
 
 
@@ -232,7 +261,7 @@ def test_ending_the_transaction_or_a_second_statement_cannot_write(
     sql_table: SqlTable, claim: Path, statement: str
 ) -> None:
     args = ["--query", statement.format(t=sql_table.table), "--expect", "zip=00000"]
-    assert readback(claim, sql_table.url, *args) == 5
+    assert readback(claim, sql_table.url, *args) == 4  # refused before connecting
     assert sql_table.exists()
     assert len(sql_table.rows()) == len(ROWS)
 
@@ -350,6 +379,345 @@ def test_bad_options_are_usage_errors(
     assert claim.read_bytes() == before
 
 
+# --- Read-only for real (issue 7, item 8) ---------------------------------------------------
+
+
+def assert_refused(
+    claim: Path, capsys: pytest.CaptureFixture[str], before: bytes, message: str
+) -> None:
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert len(err.splitlines()) == 1
+    assert claim.read_bytes() == before  # nothing recorded, not even with --record-failure
+
+
+def privileged_query(claim: Path, url: str, query: str) -> int:
+    """The query as the superuser, allowed to read as one: only the query check stands between
+    the statement and the server."""
+    args = ["--query", query, "--expect", "x=1", "--allow-privileged-role", "--record-failure"]
+    return readback(claim, url, *args)
+
+
+def test_attack_08_postgresql_copy_to_program_is_refused(
+    postgres: Any, server_dir: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    marker = server_dir / "ran"
+    attack = f"COPY (SELECT 1) TO PROGRAM 'touch {marker}'"
+    # Control: the statement does run a program when a superuser sends it.
+    postgres.execute(attack)
+    assert marker.exists()
+    marker.unlink()
+    before = claim.read_bytes()
+    assert privileged_query(claim, POSTGRES_URL, attack) == 4
+    assert_refused(claim, capsys, before, "claim: --query: COPY is not a plain SELECT")
+    assert not marker.exists()
+
+
+def test_attack_08_postgresql_copy_to_file_is_refused(
+    postgres: Any, server_dir: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    written = server_dir / "out"
+    attack = f"COPY (SELECT 1 AS x) TO '{written}'"
+    postgres.execute(attack)  # control: the server writes the file for a superuser
+    assert written.exists()
+    written.unlink()
+    before = claim.read_bytes()
+    assert privileged_query(claim, POSTGRES_URL, attack) == 4
+    assert_refused(claim, capsys, before, "--query: COPY is not a plain SELECT")
+    assert not written.exists()
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "SELECT pg_read_file('/etc/hostname') AS x",
+        "SELECT x FROM pg_catalog.pg_read_file('/etc/hostname') AS f(x)",
+        "SELECT \"PG_READ_BINARY_FILE\"('/etc/hostname') AS x",
+        "SELECT lo_import('/etc/hostname') AS x",
+        "SELECT pg_ls_dir('/etc') AS x",
+        "SELECT pg_advisory_lock(1) AS x",
+        "SELECT set_config('default_transaction_read_only', 'off', false) AS x",
+        "SELECT query_to_xml('SELECT 1', true, true, '') AS x",
+        "SELECT nextval('s') AS x",
+        "SELECT dblink_exec('dbname=test', 'DROP TABLE t') AS x",
+    ],
+)
+def test_attack_08_postgresql_file_and_server_functions_are_refused(
+    postgres: Any, claim: Path, capsys: pytest.CaptureFixture[str], attack: str
+) -> None:
+    hostname = postgres.execute("SELECT pg_read_file('/etc/hostname')").fetchone()[0]
+    assert hostname  # control: a superuser can copy a server file into a result
+    before = claim.read_bytes()
+    assert privileged_query(claim, POSTGRES_URL, attack) == 4
+    assert_refused(claim, capsys, before, "is not allowed in a readback")
+
+
+def mariadb_status(mariadb: Any, query: str) -> Any:
+    with mariadb.cursor() as cursor:
+        cursor.execute(query)
+        return cursor.fetchone()[-1]
+
+
+def test_attack_08_mariadb_into_outfile_is_refused(
+    mariadb: Any, server_dir: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    written = server_dir / "out"
+    attack = f"SELECT 1 AS x INTO OUTFILE '{written}'"
+    with mariadb.cursor() as cursor:
+        cursor.execute(attack)
+    assert written.exists()  # control: the server writes the file for root
+    written.unlink()
+    before = claim.read_bytes()
+    assert privileged_query(claim, MARIADB_URL, attack) == 4
+    assert_refused(claim, capsys, before, "--query: not a statement the MariaDB parser")
+    assert not written.exists()
+    assert privileged_query(claim, MARIADB_URL, f"SELECT 1 AS x INTO DUMPFILE '{written}'") == 4
+    assert not written.exists()
+
+
+def test_attack_08_mariadb_set_global_is_refused(
+    mariadb: Any, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    limit = mariadb_status(mariadb, "SELECT @@global.max_connections")
+    before = claim.read_bytes()
+    attack = f"SET GLOBAL max_connections = {limit + 7}"
+    assert privileged_query(claim, MARIADB_URL, attack) == 4
+    assert_refused(claim, capsys, before, "--query: SET is not a plain SELECT")
+    assert mariadb_status(mariadb, "SELECT @@global.max_connections") == limit
+
+
+def test_attack_08_mariadb_flush_is_refused(
+    mariadb: Any, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flushes = mariadb_status(mariadb, "SHOW GLOBAL STATUS LIKE 'Com_flush'")
+    before = claim.read_bytes()
+    assert privileged_query(claim, MARIADB_URL, "FLUSH TABLES") == 4
+    assert_refused(claim, capsys, before, "--query: FLUSH is not a plain SELECT")
+    assert mariadb_status(mariadb, "SHOW GLOBAL STATUS LIKE 'Com_flush'") == flushes
+
+
+def test_attack_08_mariadb_kill_is_refused(
+    mariadb: Any, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    victim = mariadb_status(mariadb, "SELECT CONNECTION_ID()")
+    before = claim.read_bytes()
+    assert privileged_query(claim, MARIADB_URL, f"KILL {victim}") == 4
+    assert_refused(claim, capsys, before, "--query: KILL is not a plain SELECT")
+    assert mariadb_status(mariadb, "SELECT CONNECTION_ID()") == victim  # still connected
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "SELECT LOAD_FILE('/etc/hostname') AS x",
+        "SELECT 1 AS x /*! , LOAD_FILE('/etc/hostname') */",
+        "SELECT GET_LOCK('claim', 1) AS x",
+        "SELECT 1 AS x FROM DUAL FOR UPDATE",
+    ],
+)
+def test_attack_08_mariadb_load_file_and_server_functions_are_refused(
+    mariadb: Any, claim: Path, capsys: pytest.CaptureFixture[str], attack: str
+) -> None:
+    assert mariadb_status(mariadb, "SELECT LOAD_FILE('/etc/hostname')")  # control: root can
+    before = claim.read_bytes()
+    assert privileged_query(claim, MARIADB_URL, attack) == 4
+    assert_refused(claim, capsys, before, "--query: ")
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("SELECT * FROM {t} WHERE id = 4471 FOR UPDATE", "a locking clause"),
+        ("SELECT * FROM {t} WHERE id = 4471 FOR SHARE", "a locking clause"),
+        ("SELECT * INTO copy_of_t FROM {t}", "SELECT ... INTO is not a plain SELECT"),
+        (
+            "WITH gone AS (DELETE FROM {t} WHERE id = 4471 RETURNING zip) SELECT zip FROM gone",
+            "DELETE is not a plain SELECT",
+        ),
+        ("SELECT zip FROM {t} WHERE id = 4471 -- note", "comments are not allowed"),
+    ],
+)
+def test_a_query_that_is_not_a_plain_select_is_refused(
+    sql_table: SqlTable,
+    claim: Path,
+    capsys: pytest.CaptureFixture[str],
+    query: str,
+    message: str,
+) -> None:
+    before, rows = claim.read_bytes(), sql_table.rows()
+    args = ["--query", query.format(t=sql_table.table), "--expect", "zip=94107"]
+    assert readback(claim, sql_table.url, *args) == 4
+    assert message in capsys.readouterr().err
+    assert claim.read_bytes() == before
+    assert sql_table.rows() == rows
+
+
+def test_a_plain_select_with_a_cte_and_a_union_is_read(sql_table: SqlTable, claim: Path) -> None:
+    """Control for the query check: CTEs, UNION, functions and subqueries that only read."""
+    query = (
+        f"WITH one AS (SELECT id, zip FROM {sql_table.table} WHERE id = :id) "
+        "SELECT UPPER(zip) AS zip, (SELECT COUNT(*) FROM one) AS n FROM one "
+        f"UNION SELECT zip, 0 AS n FROM {sql_table.table} WHERE id = 0"
+    )
+    args = ["--query", query, "--param", "id=4471", "--expect", "zip=94107", "--expect", "n=1"]
+    assert readback(claim, sql_table.url, *args) == 0
+    item = last_evidence(claim)
+    assert item["observed_value"] == {"zip": "94107", "n": 1}
+    assert "privileged_role" not in item["details"]
+    assert verdict_of(claim) == "verified"
+
+
+def test_attack_08_superuser_is_refused(
+    server_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = claim.read_bytes()
+    args = [*by_key(server_table, "id=4471", "zip=94107"), "--record-failure"]
+    assert readback(claim, server_table.admin_url, *args) == 4
+    err = capsys.readouterr().err
+    role = {"postgresql": "is (or can become) a superuser", "mariadb": "holds ALL PRIVILEGES"}
+    assert role[server_table.store] in err
+    assert "a readback needs a role that can only read (or --allow-privileged-role" in err
+    assert len(err.splitlines()) == 1
+    assert claim.read_bytes() == before
+
+
+def test_attack_08_superuser_with_allow_privileged_role_is_recorded_as_such(
+    server_table: SqlTable, claim: Path
+) -> None:
+    args = [*by_key(server_table, "id=4471", "zip=94107"), "--allow-privileged-role"]
+    assert readback(claim, server_table.admin_url, *args) == 0
+    item = last_evidence(claim)
+    assert item["details"]["privileged_role"] is True
+    assert item["observed_value"] == {"zip": "94107"}
+    # Control: the read-only role reads the same record and is not marked.
+    assert readback(claim, server_table.url, *args) == 0
+    assert "privileged_role" not in last_evidence(claim)["details"]
+
+
+WRITER_GRANTS = {
+    "postgresql": {
+        "table": ("GRANT INSERT ON {t} TO {r}", "can write to"),
+        "column": ("GRANT UPDATE (zip) ON {t} TO {r}", "can write to"),
+        "truncate": ("GRANT TRUNCATE ON {t} TO {r}", "can write to"),
+        "server files": ("GRANT pg_read_server_files TO {r}", "member of pg_read_server_files"),
+        "programs": ("GRANT pg_execute_server_program TO {r}", "member of pg_execute_server"),
+    },
+    "mariadb": {
+        "table": ("GRANT INSERT ON test.{t} TO '{r}'@'%'", "holds INSERT on `test`.`"),
+        "column": ("GRANT UPDATE (zip) ON test.{t} TO '{r}'@'%'", "holds UPDATE on `test`.`"),
+        "schema": ("GRANT DELETE ON test.* TO '{r}'@'%'", "holds DELETE on `test`.*"),
+        "server files": ("GRANT FILE ON *.* TO '{r}'@'%'", "holds FILE on *.*"),
+        "public": ("GRANT INSERT ON test.{t} TO PUBLIC", "holds INSERT on `test`.`"),
+    },
+}
+
+
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("how", ["table", "column", "truncate", "server files", "programs"])
+def test_attack_08_postgresql_role_that_can_write_is_refused(
+    postgres: Any,
+    server_table: SqlTable,
+    claim: Path,
+    capsys: pytest.CaptureFixture[str],
+    how: str,
+) -> None:
+    grant, message = WRITER_GRANTS["postgresql"][how]
+    role = server_table.url.partition("://")[2].partition("@")[0]
+    postgres.execute(grant.format(t=server_table.table, r=role))
+    args = by_key(server_table, "id=4471", "zip=94107")
+    assert readback(claim, server_table.url, *args) == 4
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("server_table", ["mariadb"], indirect=True)
+@pytest.mark.parametrize("how", ["table", "column", "schema", "server files", "public"])
+def test_attack_08_mariadb_role_that_can_write_is_refused(
+    mariadb: Any,
+    server_table: SqlTable,
+    claim: Path,
+    capsys: pytest.CaptureFixture[str],
+    how: str,
+) -> None:
+    grant, message = WRITER_GRANTS["mariadb"][how]
+    role = server_table.url.partition("://")[2].partition("@")[0]
+    with mariadb.cursor() as cursor:
+        cursor.execute(grant.format(t=server_table.table, r=role))
+    try:
+        args = by_key(server_table, "id=4471", "zip=94107")
+        assert readback(claim, server_table.url, *args) == 4
+        assert message in capsys.readouterr().err
+    finally:
+        if how == "public":
+            with mariadb.cursor() as cursor:
+                cursor.execute(f"REVOKE INSERT ON test.{server_table.table} FROM PUBLIC")
+
+
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+def test_a_postgresql_function_that_writes_is_stopped_by_the_read_only_transaction(
+    postgres: Any, server_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The query check passes a call to an unknown function; the read-only transaction still
+    stops a write inside it, even one the function makes with its owner's (superuser) rights."""
+    function = unique("writes")
+    postgres.execute(
+        f"CREATE FUNCTION {function}() RETURNS int LANGUAGE sql SECURITY DEFINER AS "
+        f"$$ INSERT INTO {server_table.table} (id, zip) VALUES (9001, 'w') RETURNING 1 $$"
+    )
+    try:
+        args = ["--query", f"SELECT {function}() AS x", "--expect", "x=1"]
+        assert readback(claim, server_table.url, *args) == 5
+        assert "cannot execute INSERT in a read-only transaction" in capsys.readouterr().err
+        assert len(server_table.rows()) == len(ROWS)
+    finally:
+        postgres.execute(f"DROP FUNCTION {function}()")
+
+
+@pytest.mark.parametrize("server_table", ["mariadb"], indirect=True)
+def test_a_mariadb_function_that_writes_is_stopped_by_the_read_only_transaction(
+    mariadb: Any, server_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    function = unique("writes")
+    role = server_table.url.partition("://")[2].partition("@")[0]
+    with mariadb.cursor() as cursor:
+        cursor.execute(
+            f"CREATE FUNCTION {function}() RETURNS INT MODIFIES SQL DATA SQL SECURITY DEFINER "
+            f"BEGIN INSERT INTO {server_table.table} (id, zip) VALUES (9001, 'w'); RETURN 1; END"
+        )
+        cursor.execute(f"GRANT EXECUTE ON FUNCTION test.{function} TO '{role}'@'%'")
+    try:
+        args = ["--query", f"SELECT {function}() AS x", "--expect", "x=1"]
+        assert readback(claim, server_table.url, *args) == 5
+        assert "READ ONLY transaction" in capsys.readouterr().err
+        assert len(server_table.rows()) == len(ROWS)
+    finally:
+        with mariadb.cursor() as cursor:
+            cursor.execute(f"DROP FUNCTION {function}")
+
+
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+def test_postgresql_reads_string_literals_as_the_query_check_does(
+    postgres: Any, server_table: SqlTable, postgres_reader: Reader, claim: Path
+) -> None:
+    """With standard_conforming_strings off, the server would read 'a\\' as an open string and
+    code the parser took for text; the observer sets it on for its transaction."""
+    postgres.execute(f"ALTER ROLE {postgres_reader.name} SET standard_conforming_strings = off")
+    query = "SELECT 'a\\' AS x, current_setting('standard_conforming_strings') AS s"
+    assert readback(claim, server_table.url, "--query", query, "--expect", "x=a\\") == 0
+    assert last_evidence(claim)["observed_value"] == {"x": "a\\"}
+    args = ["--query", "SELECT current_setting('standard_conforming_strings') AS s"]
+    assert readback(claim, server_table.url, *args, "--expect", "s=on") == 0
+    assert verdict_of(claim) == "verified"
+
+
+@pytest.mark.parametrize("server_table", ["mariadb"], indirect=True)
+def test_mariadb_reads_quotes_as_the_query_check_does(server_table: SqlTable, claim: Path) -> None:
+    args = ["--query", "SELECT @@session.sql_mode AS m, 'it''s' AS q"]
+    mode = "STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
+    assert readback(claim, server_table.url, *args, "--expect", f"m={mode}") == 0
+    assert last_evidence(claim)["observed_value"] == {"m": mode}
+    assert verdict_of(claim) == "verified"
+
+
 # --- Passwords ----------------------------------------------------------------------------
 
 
@@ -360,18 +728,20 @@ def assert_secret_nowhere(secret: str, claim: Path, capsys: pytest.CaptureFixtur
 
 
 def test_a_postgresql_password_never_leaks(
-    postgres: Any, claim: Path, capsys: pytest.CaptureFixture[str]
+    postgres: Any, postgres_reader: Reader, claim: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     table = unique("accounts")
     postgres.execute(f"CREATE TABLE {table} (id INTEGER PRIMARY KEY, zip TEXT)")
     try:
         postgres.execute(f"INSERT INTO {table} VALUES (4471, '94107')")
+        postgres_reader.grant(table)
         # Trust authentication accepts any password, so the observation succeeds.
-        url = "postgresql://postgres:s3cret@127.0.0.1:5432/test"
+        url = postgres_reader.url_with(f"{postgres_reader.name}:s3cret")
         args = ["--table", table, "--key", "id=4471", "--expect", "zip=94107"]
         assert readback(claim, url, *args) == 0
-        assert last_evidence(claim)["target"].startswith("postgresql://postgres:***@127.0.0.1")
-        wrong_port = f"postgresql://postgres:s3cret@127.0.0.1:{closed_port()}/test"
+        shown = f"postgresql://{postgres_reader.name}:***@127.0.0.1"
+        assert last_evidence(claim)["target"].startswith(shown)
+        wrong_port = postgres_reader.url_with(f"{postgres_reader.name}:s3cret", closed_port())
         assert readback(claim, wrong_port, *args, "--record-failure") == 5
         unknown_role = "postgresql://nosuch:s3cret@127.0.0.1:5432/test"
         assert readback(claim, unknown_role, *args) == 5
@@ -471,10 +841,157 @@ def test_a_password_never_leaks_through_the_real_command(
     assert "s3cret" not in done.stdout + done.stderr + claim.read_text()
 
 
+# Secrets never stored (issue 7, item 9). The password's pieces are distinctive words, so that a
+# piece a parser split off (at '#' or '?') is caught wherever it lands.
+PIECES = ("pw-one", "pw-two", "pw-three")
+
+
+def assert_pieces_nowhere(claim: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """No piece of the password in the claim, on stdout or on stderr; returns stderr."""
+    captured = capsys.readouterr()
+    for piece in PIECES:
+        assert piece not in captured.out, captured.out
+        assert piece not in captured.err, captured.err
+        assert piece not in claim.read_text()
+    return captured.err
+
+
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+@pytest.mark.parametrize(
+    ("name", "password"),
+    [("hash", "pw-one#pw-two"), ("both", "pw-one#pw-two?pw-three")],
+)
+def test_attack_09_hash_in_password_never_leaks(
+    server_table: SqlTable,
+    postgres_reader: Reader,
+    claim: Path,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    password: str,
+) -> None:
+    """libpq reads an unencoded '#' (or '?') as part of the password; trust authentication
+    accepts it, so the read succeeds, and the target shows the password as ***."""
+    args = by_key(server_table, "id=4471", "zip=94107")
+    url = postgres_reader.url_with(f"{postgres_reader.name}:{password}")
+    assert readback(claim, url, *args) == 0
+    target = last_evidence(claim)["target"]
+    assert target.startswith(f"postgresql://{postgres_reader.name}:***@127.0.0.1:5432/test ")
+    assert "recorded e1" in capsys.readouterr().out
+    assert readback(claim, url, *args, "--print") == 0
+    unreachable = postgres_reader.url_with(f"{postgres_reader.name}:{password}", closed_port())
+    assert readback(claim, unreachable, *args, "--record-failure") == 5
+    assert "pw-" not in last_evidence(claim)["details"]["error"]
+    err = assert_pieces_nowhere(claim, capsys)
+    assert err.startswith(f"claim: readback from postgresql://{postgres_reader.name}:***@")
+    assert verdict_of(claim) == "verified"
+
+
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+def test_attack_09_question_mark_in_password_never_leaks(
+    server_table: SqlTable, postgres_reader: Reader, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = by_key(server_table, "id=4471", "zip=94107")
+    url = postgres_reader.url_with(f"{postgres_reader.name}:pw-one?pw-two")
+    assert readback(claim, url, *args) == 0
+    assert last_evidence(claim)["target"].startswith(f"postgresql://{postgres_reader.name}:***@")
+    unreachable = postgres_reader.url_with(f"{postgres_reader.name}:pw-one?pw-two", closed_port())
+    assert readback(claim, unreachable, *args, "--record-failure") == 5
+    assert_pieces_nowhere(claim, capsys)
+
+
+@pytest.mark.parametrize("server_table", ["mariadb"], indirect=True)
+@pytest.mark.parametrize("password", ["pw-one#pw-two", "pw-one?pw-two", "pw-one/pw-two"])
+def test_attack_09_hash_or_question_mark_in_a_mariadb_password_is_refused_unshown(
+    mariadb: Any,
+    server_table: SqlTable,
+    claim: Path,
+    capsys: pytest.CaptureFixture[str],
+    password: str,
+) -> None:
+    """urlsplit (which reads mysql:// URLs) would end the password at '#', '?' or '/' and read
+    the rest as a fragment, query or path: the URL is refused, showing the scheme only."""
+    before = claim.read_bytes()
+    role = server_table.url.partition("://")[2].partition("@")[0]
+    with mariadb.cursor() as cursor:
+        cursor.execute(f"ALTER USER '{role}'@'%%' IDENTIFIED BY %s", [password])
+    url = f"mysql://{role}:{password}@127.0.0.1:3306/test"
+    args = [*by_key(server_table, "id=4471", "zip=94107"), "--record-failure"]
+    assert readback(claim, url, *args) == 4
+    err = assert_pieces_nowhere(claim, capsys)
+    assert err.startswith("claim: URL 'mysql://***': percent-encode '#', '?', '/' and '@'")
+    assert claim.read_bytes() == before
+    # Control: the same password percent-encoded is read, and shown as ***.
+    encoded = url.replace(password, quote(password, safe=""))
+    assert readback(claim, encoded, *args) == 0
+    assert last_evidence(claim)["target"].startswith(f"mysql://{role}:***@127.0.0.1:3306/test ")
+    assert_pieces_nowhere(claim, capsys)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://{r}:pw-one@[::1/test",  # libpq quotes the whole URI in its error
+        "postgresql://{r}:pw-one%zzpw-two@127.0.0.1:5432/test",  # bad percent-encoding
+        "postgresql://{r}:pw-one@127.0.0.1:5432/test?pw-two=pw-three",  # unknown option
+        "postgresql://{r}:pw-one@127.0.0.1:5432/test?api_key=pw-two",
+        "postgresql://{r}:pw-one@pw-two@127.0.0.1:5432/test",  # two '@': read as host "pw-two@…"
+        "redis://{r}:pw-one@[::1/0",
+        "mysql://{r}:pw-one@127.0.0.1:pw-two/test",
+    ],
+)
+def test_attack_09_malformed_uri_echoed_by_driver_is_never_shown(
+    claim: Path, capsys: pytest.CaptureFixture[str], url: str
+) -> None:
+    before = claim.read_bytes()
+    hostile = url.format(r="reader")
+    args = ["--table", "t", "--key", "id=1", "--expect", "zip=1", "--record-failure"]
+    if hostile.startswith("redis"):
+        args = ["--key", "k", "--expect", "zip=1", "--record-failure"]
+    code = readback(claim, hostile, *args)
+    err = assert_pieces_nowhere(claim, capsys)
+    scheme = hostile.partition("://")[0]
+    assert code == 4, err
+    assert err.startswith(f"claim: URL '{scheme}://***': "), err
+    assert claim.read_bytes() == before
+
+
+def test_attack_09_api_key_query_parameter_never_leaks(
+    site: Site, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site.records["4471"] = {"zip": "94107"}
+    url = f"{site.url}/records/4471?api_key=pw-one&Access_Token=pw-two&page=1"
+    assert readback(claim, url, "--expect", "zip=94107") == 0
+    item = last_evidence(claim)
+    assert item["target"] == f"{site.url}/records/4471?api_key=***&Access_Token=***&page=1"
+    assert verdict_of(claim) == "verified"
+    unreachable = f"http://127.0.0.1:{closed_port()}/records/4471?client_secret=pw-three"
+    assert readback(claim, unreachable, "--expect", "zip=94107", "--record-failure") == 5
+    err = assert_pieces_nowhere(claim, capsys)
+    assert "client_secret=***" in err
+
+
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+def test_attack_09_libpq_secret_options_never_leak(
+    server_table: SqlTable, postgres_reader: Reader, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """libpq's own secret options (password, sslpassword) are masked wherever they are written;
+    the rest of the URI is shown as libpq read it."""
+    url = f"{postgres_reader.url}?sslmode=disable&sslpassword=pw-one&password=pw-two"
+    assert readback(claim, url, *by_key(server_table, "id=4471", "zip=94107")) == 0
+    target = last_evidence(claim)["target"]
+    assert target.startswith(
+        f"postgresql://{postgres_reader.name}:***@127.0.0.1:5432/test?sslmode=disable"
+        "&sslpassword=***"
+    )
+    assert_pieces_nowhere(claim, capsys)
+
+
 # --- PostgreSQL and MariaDB value types ------------------------------------------------------
 
 
-def test_postgresql_values_keep_their_types(postgres: Any, claim: Path) -> None:
+def test_postgresql_values_keep_their_types(
+    postgres: Any, postgres_reader: Reader, claim: Path
+) -> None:
     table = unique("typed")
     postgres.execute(
         f"CREATE TABLE {table} (id INTEGER PRIMARY KEY, price NUMERIC(30,20), whole NUMERIC, "
@@ -487,6 +1004,7 @@ def test_postgresql_values_keep_their_types(postgres: Any, claim: Path) -> None:
             "'2026-08-27 20:04:02+02', '2026-08-27', '\\x00ff', '{\"zip\": \"94107\", \"n\": 2}',"
             " true, NULL, 'NaN', '1 hour 30 seconds')"
         )
+        postgres_reader.grant(table)
         expectations = {
             "price": "1.23456789012345678901",
             "whole": "94107",
@@ -502,7 +1020,7 @@ def test_postgresql_values_keep_their_types(postgres: Any, claim: Path) -> None:
         args = ["--table", table, "--key", "id=1"]
         for field_name, value in expectations.items():
             args += ["--expect", f"{field_name}={value}"]
-        assert readback(claim, POSTGRES_URL, *args) == 0
+        assert readback(claim, postgres_reader.url, *args) == 0
         item = last_evidence(claim)
         assert item["observed_value"] == {
             "price": "1.23456789012345678901",
@@ -522,15 +1040,15 @@ def test_postgresql_values_keep_their_types(postgres: Any, claim: Path) -> None:
 
 
 def test_postgresql_statement_timeout(
-    postgres: Any, claim: Path, capsys: pytest.CaptureFixture[str]
+    postgres_reader: Reader, claim: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    del postgres  # the service must be up for the timeout to be the failure
+    # pg_sleep is allowed in a readback: the statement timeout bounds it.
     args = ["--query", "SELECT pg_sleep(5) AS slept", "--expect", "slept=null", "--timeout", "0.5"]
-    assert readback(claim, POSTGRES_URL, *args) == 5
+    assert readback(claim, postgres_reader.url, *args) == 5
     assert "statement timeout" in capsys.readouterr().err
 
 
-def test_mariadb_values_keep_their_types(mariadb: Any, claim: Path) -> None:
+def test_mariadb_values_keep_their_types(mariadb: Any, mariadb_reader: Reader, claim: Path) -> None:
     table = unique("typed")
     with mariadb.cursor() as cursor:
         cursor.execute(
@@ -541,6 +1059,7 @@ def test_mariadb_values_keep_their_types(mariadb: Any, claim: Path) -> None:
             f"INSERT INTO {table} VALUES (1, 12.50, '2026-08-27 18:04:02', '01:00:30', "
             "x'00ff', 1, NULL)"
         )
+    mariadb_reader.grant(table)
     try:
         args = [
             "--table",
@@ -560,7 +1079,7 @@ def test_mariadb_values_keep_their_types(mariadb: Any, claim: Path) -> None:
             "--expect",
             "note=null",
         ]
-        assert readback(claim, "mysql://root@127.0.0.1:3306/test", *args) == 0
+        assert readback(claim, mariadb_reader.url, *args) == 0
         assert last_evidence(claim)["observed_value"] == {
             "price": 12.5,
             "at": "2026-08-27T18:04:02",
@@ -659,6 +1178,18 @@ def test_a_redis_value_that_is_not_a_record_fails(
     assert verdict_of(claim) == "unverified"
 
 
+def test_a_field_a_redis_record_lacks_is_an_observer_error(
+    redis_keys: RedisKeys, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = redis_keys.key("account:4471")
+    redis_keys.client.hset(key, mapping={"zip": "94107", "visits": "5"})
+    assert readback(claim, REDIS_URL, "--key", key, "--expect", "zp=94107") == 5
+    assert "--expect zp: no such field in the record (fields: zip, visits)" in (
+        capsys.readouterr().err
+    )
+    assert verdict_of(claim) == "unverified"
+
+
 def test_a_redis_key_is_sent_as_one_argument(redis_keys: RedisKeys, claim: Path) -> None:
     other = redis_keys.key("other")
     redis_keys.client.set(other, "keep")
@@ -702,6 +1233,15 @@ def test_an_http_record_that_contradicts_refutes(site: Site, claim: Path) -> Non
     site.records["4471"] = {"zip": "10001"}
     assert readback(claim, f"{site.url}/records/4471", "--expect", "zip=94107") == 0
     assert verdict_of(claim) == "refuted"
+
+
+def test_a_field_an_http_record_lacks_is_an_observer_error(
+    site: Site, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site.records["4471"] = {"zip": "94107"}
+    assert readback(claim, f"{site.url}/records/4471", "--expect", "zp=94107") == 5
+    assert "--expect zp: no such field in the record (fields: zip)" in capsys.readouterr().err
+    assert verdict_of(claim) == "unverified"
 
 
 def test_an_http_404_is_an_absent_record(site: Site, claim: Path) -> None:
@@ -845,8 +1385,9 @@ def test_store_values_as_json(value: Any, expected: Any) -> None:
         ),
         ("redis://:s3cret@127.0.0.1:6379/0", "redis://:***@127.0.0.1:6379/0"),
         (
+            # Rebuilt from libpq's parameters: the password is the password wherever written.
             "postgresql://u@h/db?sslmode=require&password=s3cret",
-            "postgresql://u@h/db?sslmode=require&password=***",
+            "postgresql://u:***@h/db?sslmode=require",
         ),
         ("mysql://root@127.0.0.1/test", "mysql://root@127.0.0.1/test"),
         ("sqlite:////tmp/a.db", "sqlite:////tmp/a.db"),
@@ -888,6 +1429,51 @@ def test_a_parameter_used_twice_needs_one_value() -> None:
     assert translate_query("SELECT :b, :b", "postgresql", {"b": "1"}) == "SELECT %(b)s, %(b)s"
     with pytest.raises(UsageError, match="no --param c"):
         translate_query("SELECT :b, :c", "postgresql", {"b": "1"})
+
+
+READER_GRANTS = [
+    "GRANT USAGE ON *.* TO `reader`@`%`",
+    "GRANT SELECT, SHOW VIEW ON `test`.* TO `reader`@`%`",
+    "GRANT SELECT ON `test`.`accounts` TO `reader`@`%`",
+    "GRANT EXECUTE, ALTER ROUTINE ON FUNCTION `test`.`f` TO `reader`@`%`",
+    "GRANT `some_role` TO `reader`@`%`",
+    "GRANT INSERT ON `other`.* TO `reader`@`%`",
+    "GRANT UPDATE ON `test`.`other_table` TO `reader`@`%`",
+    "SET DEFAULT ROLE `some_role` FOR `reader`@`%`",
+]
+
+
+@pytest.mark.parametrize(
+    ("grant", "found"),
+    [
+        (None, []),
+        ("GRANT ALL PRIVILEGES ON *.* TO `root`@`%` WITH GRANT OPTION", ["ALL PRIVILEGES on *.*"]),
+        ("GRANT FILE, SELECT ON *.* TO `reader`@`%`", ["FILE on *.*"]),
+        ("GRANT DELETE ON `te_t`.* TO `reader`@`%`", ["DELETE on `te_t`.*"]),  # _ is a wildcard
+        ("GRANT DELETE ON `te\\_t`.* TO `reader`@`%`", []),  # an escaped _ is not
+        ("GRANT DROP ON `t%`.* TO `some_role`", ["DROP on `t%`.*"]),
+        ("GRANT SELECT, UPDATE (`zip`, `a,b`) ON `test`.`ACCOUNTS` TO PUBLIC", ["UPDATE on"]),
+        ("GRANT PROXY ON ``@`%` TO `reader`@`%`", ["PROXY on ``@`%`"]),
+        ("GRANT DELETE HISTORY ON `test`.`accounts` TO `reader`@`%`", ["DELETE HISTORY on"]),
+    ],
+)
+def test_mariadb_grants_beyond_reading_are_found(grant: str | None, found: list[str]) -> None:
+    grants = READER_GRANTS + ([grant] if grant else [])
+    privileges = readback_sql.mariadb_privileges(grants, "test", (("accounts",),))
+    assert len(privileges) == len(found)
+    for privilege, fragment in zip(privileges, found, strict=True):
+        assert privilege.startswith("holds " + fragment)
+
+
+def test_mariadb_grants_apply_to_the_schema_a_table_names() -> None:
+    grants = ["GRANT INSERT ON `shop`.* TO `reader`@`%`"]
+    assert readback_sql.mariadb_privileges(grants, "test", (("accounts",),)) == []
+    assert readback_sql.mariadb_privileges(grants, "test", (("shop", "accounts"),)) == [
+        "holds INSERT on `shop`.*"
+    ]
+    assert readback_sql.mariadb_privileges(grants, "shop", (("accounts",),)) == [
+        "holds INSERT on `shop`.*"
+    ]
 
 
 @pytest.mark.parametrize(

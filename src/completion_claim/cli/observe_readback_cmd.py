@@ -25,7 +25,8 @@ from .observe_cmd import TIMEOUT, needs_observe_extra, observe_group, record_and
 @click.option(
     "--query",
     metavar="SQL",
-    help="One SQL query returning exactly one row; parameters are written :name.",
+    help="One plain SELECT returning exactly one row; parameters are written :name. No "
+    "comments, INTO, locking clause, writing CTE, or file, lock, sequence or dblink function.",
 )
 @click.option(
     "--param",
@@ -47,6 +48,12 @@ from .observe_cmd import TIMEOUT, needs_observe_extra, observe_group, record_and
     help="Assert that the record does not exist (after a deletion) instead of --expect.",
 )
 @click.option("--timeout", type=TIMEOUT, default=10.0, show_default=True, help="Seconds to wait.")
+@click.option(
+    "--allow-privileged-role",
+    is_flag=True,
+    help="Read as a role that can do more than read (a superuser, or one that can write to the "
+    "table); recorded as details.privileged_role. Without it such a role is refused.",
+)
 @observer_options
 def readback_command(
     path: str,
@@ -58,14 +65,17 @@ def readback_command(
     expect: tuple[str, ...],
     expect_absent: bool,
     timeout: float,
+    allow_privileged_role: bool,
     **shared: Any,
 ) -> int:
     """Read one record from the store at URL (postgresql://, mysql://, sqlite:///, redis://,
     http(s)://) in a read-only transaction and record the asserted fields and the record's
     digest as state_readback evidence in the claim in PATH.
 
-    A missing record is recorded (it contradicts); a query matching several rows, or a store
-    that cannot be reached, is an error (exit 5). Passwords in URL are never recorded.
+    A missing record is recorded (it contradicts); a query matching several rows, a field the
+    record does not have, or a store that cannot be reached, is an error (exit 5). A query that
+    is not a plain SELECT, or a SQL role that can do more than read, is refused (exit 4).
+    Passwords and secret options in URL are never recorded or printed.
     """
     try:
         # Imported here, as in ``observe endpoint``: the drivers are an optional extra.
@@ -73,7 +83,9 @@ def readback_command(
     except ImportError as error:
         raise needs_observe_extra(error) from None
     settings = settings_from(path, shared)
-    readback = build_readback(url, table, keys, query, params, expect, timeout, expect_absent)
+    readback = build_readback(
+        url, table, keys, query, params, expect, timeout, expect_absent, allow_privileged_role
+    )
     return record_and_report(
         settings, CHECK_TYPE, partial(observe_readback, readback), readback.target,
         readback.failed_expected(),

@@ -18,7 +18,14 @@ from .._fields import ABSENT
 from .._json import DEFAULT_MAX_BYTES, decode_bytes, loads
 from ..errors import InvalidDocument, ObservationFailed, UsageError
 from ._common import Observation
-from .values import expected_value, redact_url, scrub, sha256_digest, url_secrets
+from .values import (
+    expected_value,
+    redact_url,
+    refuse_ambiguous_url,
+    scrub,
+    sha256_digest,
+    url_secrets,
+)
 
 CHECK_TYPE = "endpoint_health"
 _METHOD = re.compile(r"[A-Z]+")
@@ -90,11 +97,15 @@ def _read_body(response: httpx.Response, deadline: float, shown: str, timeout: f
 
 
 def check_url(url: str) -> None:
-    """Refuse, before any request, a URL httpx cannot send (a usage error, not an observation)."""
+    """Refuse, before any request, a URL httpx cannot send or whose password it would misread
+    (a usage error, not an observation)."""
+    refuse_ambiguous_url(url)  # first: httpx's message would quote the misread password
     try:
         scheme = httpx.URL(url).scheme
     except httpx.InvalidURL as error:
-        raise UsageError(f"URL {redact_url(url)!r}: {error}") from None
+        raise UsageError(
+            f"URL {redact_url(url)!r}: {scrub(str(error), url_secrets(url))}"
+        ) from None
     if scheme not in ("http", "https"):
         raise UsageError(f"URL {redact_url(url)!r}: expected an http:// or https:// URL")
 

@@ -3,7 +3,9 @@
 A store reader returns the record as a JSON object (values typed by ``values.to_json``), or
 None when no record matches. The observation holds the asserted fields only; ``subject`` is the
 digest of the whole record. A missing record is an observation (observed_value null, which
-contradicts); not being able to read is an ObservationFailed.
+contradicts); not being able to read is an ObservationFailed, and so is an expectation naming a
+field the record does not have: that is a broken check (a misspelt column), not evidence that
+the agent's write is missing.
 """
 
 from __future__ import annotations
@@ -13,15 +15,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._fields import ABSENT
-from ..errors import UsageError
+from ..errors import ObservationFailed, UsageError
 from . import readback_http, readback_redis, readback_sql
 from ._common import Observation
 from .endpoint import check_url
-from .readback_sql import QueryLookup, Record, TableLookup
-from .values import assignments, canonical_json, expected_value, redact_url, sha256_digest
+from .readback_query import plain_select_tables
+from .readback_sql import QueryLookup, Reading, Record, TableLookup
+from .values import (
+    assignments,
+    canonical_json,
+    expected_value,
+    libpq_params,
+    redact_url,
+    refuse_ambiguous_url,
+    sha256_digest,
+)
 
 CHECK_TYPE = "state_readback"
 SQL_STORES = ("postgresql", "mariadb", "sqlite")
+FIELDS_LISTED = 20  # names of the record's fields shown when an expectation names another
 STORE_FOR_SCHEME = {
     "postgresql": "postgresql",
     "postgres": "postgresql",
@@ -57,6 +69,7 @@ class Readback:
     lookup: Lookup
     expect: dict[str, str]  # field -> VALUE as given; empty when the record must be absent
     timeout: float
+    allow_privileged_role: bool = False
 
     @property
     def expects_absence(self) -> bool:
@@ -64,7 +77,7 @@ class Readback:
 
     @property
     def target(self) -> str:
-        """The store (password redacted), the table or query, and the key."""
+        """The store (secrets redacted), the table or query, and the key."""
         where = redact_url(self.url)
         lookup = self.lookup
         if isinstance(lookup, TableLookup):
@@ -99,8 +112,10 @@ def build_readback(
     expect: tuple[str, ...],
     timeout: float,
     expect_absent: bool = False,
+    allow_privileged_role: bool = False,
 ) -> Readback:
-    """Validate the options for the store the URL names; refuse what the store cannot do."""
+    """Validate the options for the store the URL names; refuse what the store cannot do, and
+    any --query that is not a plain SELECT, before connecting."""
     scheme = url.partition("://")[0].lower() if "://" in url else ""
     store = STORE_FOR_SCHEME.get(scheme)
     if store is None:
@@ -108,6 +123,7 @@ def build_readback(
             f"URL {redact_url(url)!r}: expected postgresql://, mysql://, sqlite:///, redis:// "
             "or http(s)://"
         )
+    _check_url(url, store)
     if expect_absent and expect:
         raise UsageError("--expect-absent asserts that there is no record: drop --expect")
     if not expect and not expect_absent:
@@ -117,7 +133,7 @@ def build_readback(
         )
     lookup: Lookup
     if store in SQL_STORES:
-        lookup = _sql_lookup(table, keys, query, params)
+        lookup = _sql_lookup(store, table, keys, query, params)
     elif store == "redis":
         if table is not None or query is not None or params:
             raise UsageError(
@@ -133,16 +149,36 @@ def build_readback(
             )
         check_url(url)
         lookup = ResourceLookup()
-    return Readback(url, store, lookup, assignments(expect, "--expect"), timeout)
+    return Readback(
+        url, store, lookup, assignments(expect, "--expect"), timeout, allow_privileged_role
+    )
+
+
+def _check_url(url: str, store: str) -> None:
+    """Refuse a URL whose password its parser would misread, or that libpq cannot read: the
+    driver would connect elsewhere, or quote the URL in its error. Only the scheme is shown."""
+    if store == "sqlite":
+        return
+    refuse_ambiguous_url(url)
+    if store == "postgresql" and libpq_params(url) is None:
+        raise UsageError(
+            f"URL {redact_url(url)!r}: libpq cannot read this URI (its message is not shown, "
+            "as it quotes the URI); check the percent-encoding, the host and the option names"
+        )
 
 
 def _sql_lookup(
-    table: str | None, keys: tuple[str, ...], query: str | None, params: tuple[str, ...]
+    store: str,
+    table: str | None,
+    keys: tuple[str, ...],
+    query: str | None,
+    params: tuple[str, ...],
 ) -> Lookup:
     if query is not None:
         if table is not None or keys:
             raise UsageError("--query replaces --table and --key; give one or the other")
-        return QueryLookup(query, tuple(assignments(params, "--param").items()))
+        tables = plain_select_tables(query, store)
+        return QueryLookup(query, tuple(assignments(params, "--param").items()), tables)
     if params:
         raise UsageError("--param goes with --query")
     if table is None or not keys:
@@ -152,8 +188,11 @@ def _sql_lookup(
 
 def observe_readback(readback: Readback) -> Observation:
     """Read the record once and record the asserted fields as the store typed them."""
-    record = _read(readback)
+    reading = _read(readback)
+    record = reading.record
     details: dict[str, Any] = {"store": readback.store}
+    if reading.privileged_role:
+        details["privileged_role"] = True
     if record is None:
         details["record"] = "absent"
         return Observation(readback.target, readback.expected_for({}), None, details=details)
@@ -165,28 +204,40 @@ def observe_readback(readback: Readback) -> Observation:
             readback.target, None, {}, subject=sha256_digest(canonical_json(record)),
             details=details,
         )  # fmt: skip
-    missing = [field for field in readback.expect if field not in record]
-    if missing:
-        details["missing_fields"] = missing
+    _refuse_missing_fields(readback, record)
     return Observation(
         target=readback.target,
         expected=readback.expected_for(record),
-        # A field the record lacks is left out, so that it contradicts any expectation.
-        observed_value={field: record[field] for field in readback.expect if field in record},
+        observed_value={field: record[field] for field in readback.expect},
         subject=sha256_digest(canonical_json(record)),
         details=details,
     )
 
 
-def _read(readback: Readback) -> Record | None:
+def _refuse_missing_fields(readback: Readback, record: Record) -> None:
+    """An expectation on a field the record does not have cannot be judged: the check is broken
+    (a misspelt column, a query that does not select it), so nothing is observed."""
+    missing = [field for field in readback.expect if field not in record]
+    if not missing:
+        return
+    kind = "column" if readback.store in SQL_STORES else "field"
+    names = list(record)
+    listed = ", ".join(names[:FIELDS_LISTED]) + (", ..." if len(names) > FIELDS_LISTED else "")
+    raise ObservationFailed(
+        f"readback from {readback.target}: --expect {', '.join(missing)}: no such {kind} in "
+        f"the record ({kind}s: {listed or 'none'})"
+    )
+
+
+def _read(readback: Readback) -> Reading:
     lookup = readback.lookup
     if isinstance(lookup, TableLookup | QueryLookup):
-        read_sql: Callable[[str, TableLookup | QueryLookup, float], Record | None] = {
+        read_sql: Callable[[str, TableLookup | QueryLookup, float, bool], Reading] = {
             "postgresql": readback_sql.read_postgresql,
             "mariadb": readback_sql.read_mariadb,
             "sqlite": readback_sql.read_sqlite,
         }[readback.store]
-        return read_sql(readback.url, lookup, readback.timeout)
+        return read_sql(readback.url, lookup, readback.timeout, readback.allow_privileged_role)
     if isinstance(lookup, KeyLookup):
-        return readback_redis.read_redis(readback.url, lookup.key, readback.timeout)
-    return readback_http.read_http(readback.url, readback.timeout)
+        return Reading(readback_redis.read_redis(readback.url, lookup.key, readback.timeout))
+    return Reading(readback_http.read_http(readback.url, readback.timeout))

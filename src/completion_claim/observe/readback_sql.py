@@ -1,7 +1,10 @@
 """Readback from SQL stores: PostgreSQL (psycopg 3), MariaDB (PyMySQL) and SQLite (stdlib).
 
-Every read runs in a read-only transaction (PostgreSQL ``BEGIN READ ONLY``, MariaDB
-``START TRANSACTION READ ONLY``, SQLite opened with ``mode=ro``) and binds every value: key values
+Every read runs in a read-only transaction with a statement timeout (PostgreSQL ``BEGIN READ
+ONLY`` and ``statement_timeout``, MariaDB ``START TRANSACTION READ ONLY`` and
+``max_statement_time``, SQLite opened with ``mode=ro`` and a progress handler), by a role that can
+only read (checked before the read: see :func:`postgresql_privileges` and
+:func:`mariadb_privileges`), and binds every value: key values
 and ``--param`` values are parameters, identifiers from ``--table``/``--key`` are quoted as
 identifiers, and nothing from the command line is formatted into SQL text. Exactly one
 statement is executed for the user, so a ``COMMIT`` cannot end the read-only transaction early
@@ -30,10 +33,19 @@ import pymysql
 from psycopg import sql
 
 from ..errors import ObservationFailed, UsageError
+from .readback_query import Table
 from .values import redact_url, scrub, to_json, url_secrets
 
 Record = dict[str, Any]
 ROWS_COUNTED = 100  # rows fetched to tell the user how many a too-broad lookup matched
+# Roles whose members read and write the server's files or run programs on it (PostgreSQL).
+SERVER_FILE_ROLES = ("pg_execute_server_program", "pg_read_server_files", "pg_write_server_files")
+# What a MariaDB readback role may hold on the target (and globally): reading only.
+MARIADB_SQL_MODE = "STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
+MARIADB_READ_PRIVILEGES = frozenset({"SELECT", "SHOW VIEW", "SHOW DATABASES", "USAGE"})
+_GRANT = re.compile(r"GRANT (?P<privileges>.+?) ON (?P<object>.+?) TO ", re.S)
+_ROUTINES = ("PROCEDURE ", "FUNCTION ", "PACKAGE ")
+_BACKTICKED_PATH = re.compile(r"`(?P<schema>(?:[^`]|``)*)`\.(?P<table>\*|`(?:[^`]|``)*`)")
 
 
 @dataclass(frozen=True)
@@ -46,10 +58,26 @@ class TableLookup:
 
 @dataclass(frozen=True)
 class QueryLookup:
-    """``--query SQL --param NAME=VALUE ...``."""
+    """``--query SQL --param NAME=VALUE ...``; ``tables`` are the tables the parser found."""
 
     sql: str
     params: tuple[tuple[str, str], ...]
+    tables: tuple[Table, ...] = ()
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a SQL store returned, and whether a role that may do more than read returned it
+    (only with ``--allow-privileged-role``)."""
+
+    record: Record | None
+    privileged_role: bool = False
+
+
+def tables_read(lookup: TableLookup | QueryLookup) -> tuple[Table, ...]:
+    if isinstance(lookup, TableLookup):
+        return (tuple(_table_parts(lookup.table)),)
+    return lookup.tables
 
 
 # Tokens that may contain a ``:name`` look-alike that is not a parameter, per dialect.
@@ -144,7 +172,49 @@ def _not_a_query(url: str) -> ObservationFailed:
     )
 
 
-def read_postgresql(url: str, lookup: TableLookup | QueryLookup, timeout: float) -> Record | None:
+def check_role(url: str, role: str, privileges: list[str], allow_privileged_role: bool) -> bool:
+    """Refuse (exit 4) a role that can do more than read, unless the operator allowed it."""
+    if privileges and not allow_privileged_role:
+        raise UsageError(
+            f"readback from {redact_url(url)}: the role {role} {privileges[0]}; a readback needs "
+            "a role that can only read (or --allow-privileged-role, recorded in the evidence)"
+        )
+    return bool(privileges)
+
+
+def postgresql_privileges(cursor: psycopg.Cursor[Any], tables: tuple[Table, ...]) -> list[str]:
+    """What the current role can do beyond reading: be (or become) a superuser, use the server's
+    files or programs, or write to a table the readback reads (owning it, or holding INSERT,
+    UPDATE, DELETE or TRUNCATE on it or on any of its columns)."""
+    cursor.execute(
+        "SELECT EXISTS (SELECT FROM pg_roles WHERE rolsuper"
+        " AND pg_has_role(current_user, oid, 'MEMBER')),"
+        " ARRAY(SELECT rolname::text FROM pg_roles WHERE rolname = ANY(%s)"
+        " AND pg_has_role(current_user, oid, 'MEMBER') ORDER BY rolname)",
+        [list(SERVER_FILE_ROLES)],
+    )
+    row = cursor.fetchone()
+    assert row is not None  # a SELECT without FROM returns one row
+    superuser, file_roles = row
+    if superuser:
+        return ["is (or can become) a superuser"]
+    found = [f"is a member of {name}" for name in file_roles]
+    for parts in tables:
+        name = sql.Identifier(*parts).as_string(cursor.connection)
+        cursor.execute(
+            "SELECT has_table_privilege(c, 'INSERT, UPDATE, DELETE, TRUNCATE')"
+            " OR has_any_column_privilege(c, 'INSERT, UPDATE') FROM to_regclass(%s) AS c",
+            [name],
+        )
+        writable = cursor.fetchone()
+        if writable is not None and writable[0]:
+            found.append(f"can write to {name}")
+    return found
+
+
+def read_postgresql(
+    url: str, lookup: TableLookup | QueryLookup, timeout: float, allow_privileged_role: bool
+) -> Reading:
     query: sql.Composable
     if isinstance(lookup, TableLookup):
         query = sql.SQL("SELECT * FROM {} WHERE {} LIMIT {}").format(
@@ -167,8 +237,20 @@ def read_postgresql(url: str, lookup: TableLookup | QueryLookup, timeout: float)
     try:
         conn.read_only = True  # the transaction below begins READ ONLY
         with conn.cursor() as cursor:
+            # The server must read string literals as the query check did (a backslash is a
+            # character), whatever the role or database sets.
             cursor.execute(
-                "SELECT set_config('statement_timeout', %s, true)", [str(math.ceil(timeout * 1000))]
+                "SELECT set_config('statement_timeout', %s, true),"
+                " set_config('standard_conforming_strings', 'on', true), current_user::text",
+                [str(math.ceil(timeout * 1000))],
+            )
+            settings = cursor.fetchone()
+            assert settings is not None  # a SELECT without FROM returns one row
+            privileged = check_role(
+                url,
+                settings[2],
+                postgresql_privileges(cursor, tables_read(lookup)),
+                allow_privileged_role,
             )
             # prepare=True forces the extended protocol, which runs exactly one statement;
             # the simple protocol would run "COMMIT; UPDATE ..." as two.
@@ -176,7 +258,7 @@ def read_postgresql(url: str, lookup: TableLookup | QueryLookup, timeout: float)
             if cursor.description is None:
                 raise _not_a_query(url)
             columns = [column.name for column in cursor.description]
-            return one_record(columns, cursor.fetchmany(ROWS_COUNTED + 1))
+            return Reading(one_record(columns, cursor.fetchmany(ROWS_COUNTED + 1)), privileged)
     except psycopg.Error as error:
         message = error.diag.message_primary if error.diag.message_primary else str(error)
         raise _failed(url, message) from None
@@ -184,7 +266,75 @@ def read_postgresql(url: str, lookup: TableLookup | QueryLookup, timeout: float)
         conn.close()  # closing discards the transaction: a readback never commits
 
 
-def read_mariadb(url: str, lookup: TableLookup | QueryLookup, timeout: float) -> Record | None:
+def mariadb_privileges(
+    grants: Sequence[str], database: str | None, tables: tuple[Table, ...]
+) -> list[str]:
+    """What the grants (``SHOW GRANTS``: the user's own, its current role's and PUBLIC's) allow
+    beyond reading: any privilege but SELECT, SHOW VIEW, SHOW DATABASES and USAGE held globally,
+    on the schema of a table the readback reads, or on that table (or its columns). Grants on
+    routines are not read: a routine runs inside the read-only transaction. A grant this cannot
+    read counts as a privilege (fail closed)."""
+    targets = [(parts[-2] if len(parts) > 1 else database or "", parts[-1]) for parts in tables]
+    found: list[str] = []
+    for line in grants:
+        grant = _GRANT.match(line)
+        if grant is None:
+            continue  # a role granted to the user: the current role's grants are listed too
+        target = grant["object"]
+        if target.startswith(_ROUTINES):
+            continue
+        names = [_privilege_name(text) for text in _split_top_level(grant["privileges"])]
+        extra = [name for name in names if name not in MARIADB_READ_PRIVILEGES]
+        if extra and _grant_applies(target, targets):
+            found.append(f"holds {', '.join(extra)} on {target}")
+    return found
+
+
+def _split_top_level(text: str) -> list[str]:
+    """``SELECT, INSERT (`a`, `b`)`` split at the commas outside parentheses and backticks."""
+    pieces, depth, quoted, start = [], 0, False, 0
+    for index, char in enumerate(text):
+        if char == "`":
+            quoted = not quoted
+        elif not quoted and char in "()":
+            depth += 1 if char == "(" else -1
+        elif not quoted and depth == 0 and char == ",":
+            pieces.append(text[start:index])
+            start = index + 1
+    pieces.append(text[start:])
+    return [piece.strip() for piece in pieces]
+
+
+def _privilege_name(text: str) -> str:
+    return text.partition("(")[0].strip().upper()
+
+
+def _grant_applies(target: str, tables: list[tuple[str, str]]) -> bool:
+    """Whether a grant's object (``*.*``, ```db`.*``, ```db`.`table```) covers a table read.
+    Anything else (a proxied user, a form not listed) is taken to apply."""
+    if target == "*.*":
+        return True
+    parts = _BACKTICKED_PATH.fullmatch(target)
+    if parts is None:
+        return True
+    schema = parts["schema"].replace("``", "`")
+    if parts["table"] == "*":
+        # A schema-level grant's name is a pattern: % and _ are wildcards, \ escapes them.
+        pattern = re.compile(
+            "".join(
+                ".*" if piece == "%" else "." if piece == "_" else re.escape(piece[-1])
+                for piece in re.findall(r"\\.|.", schema, re.S)
+            ),
+            re.I | re.S,
+        )
+        return any(pattern.fullmatch(db) for db, _ in tables)
+    table = parts["table"][1:-1].replace("``", "`")
+    return any((db.lower(), name.lower()) == (schema.lower(), table.lower()) for db, name in tables)
+
+
+def read_mariadb(
+    url: str, lookup: TableLookup | QueryLookup, timeout: float, allow_privileged_role: bool
+) -> Reading:
     parts = urlsplit(url)
     try:
         port = parts.port or 3306
@@ -218,10 +368,23 @@ def read_mariadb(url: str, lookup: TableLookup | QueryLookup, timeout: float) ->
     try:
         with conn.cursor() as cursor:
             cursor.execute("SET SESSION max_statement_time = %s", [timeout])
+            # Quoting as the query check reads it: no ANSI_QUOTES, NO_BACKSLASH_ESCAPES, ORACLE
+            # or other mode that changes how the server splits the text into tokens.
+            cursor.execute("SET SESSION sql_mode = %s", [MARIADB_SQL_MODE])
             # DDL commits implicitly and would run outside START TRANSACTION READ ONLY: the
             # session default makes the transaction that follows read-only as well.
             cursor.execute("SET SESSION TRANSACTION READ ONLY")
             cursor.execute("START TRANSACTION READ ONLY")
+            cursor.execute("SELECT CURRENT_USER(), DATABASE()")
+            identity = cursor.fetchone()
+            assert identity is not None  # a SELECT without FROM returns one row
+            role, database = identity
+            cursor.execute("SHOW GRANTS")
+            grants = [row[0] for row in cursor.fetchall()]
+            privileged = check_role(
+                url, role, mariadb_privileges(grants, database, tables_read(lookup)),
+                allow_privileged_role,
+            )  # fmt: skip
             # PyMySQL sends one statement (no multi-statement flag). Parameters are always
             # given, even empty, so that the driver reads the doubled %% back as %.
             cursor.execute(text, params)
@@ -235,7 +398,7 @@ def read_mariadb(url: str, lookup: TableLookup | QueryLookup, timeout: float) ->
             for level, _, message in cursor.fetchall():
                 if level in ("Warning", "Error"):
                     raise _failed(url, f"the server converted a value: {message}")
-            return one_record(columns, rows)
+            return Reading(one_record(columns, rows), privileged)
     except pymysql.err.MySQLError as error:
         raise _failed(url, _mysql_message(error)) from None
     finally:
@@ -247,7 +410,11 @@ def _mysql_message(error: Exception) -> str:
     return str(error.args[1]) if len(error.args) > 1 else str(error)
 
 
-def read_sqlite(url: str, lookup: TableLookup | QueryLookup, timeout: float) -> Record | None:
+def read_sqlite(
+    url: str, lookup: TableLookup | QueryLookup, timeout: float, allow_privileged_role: bool
+) -> Reading:
+    """SQLite has no roles: the file is opened read-only, whoever may write it."""
+    del allow_privileged_role
     prefix = "sqlite:///"
     if not url.startswith(prefix) or len(url) == len(prefix):
         raise UsageError(
@@ -274,7 +441,7 @@ def read_sqlite(url: str, lookup: TableLookup | QueryLookup, timeout: float) -> 
         if cursor.description is None:
             raise _not_a_query(url)
         columns = [column[0] for column in cursor.description]
-        return one_record(columns, cursor.fetchmany(ROWS_COUNTED + 1))
+        return Reading(one_record(columns, cursor.fetchmany(ROWS_COUNTED + 1)))
     except sqlite3.Error as error:
         if time.monotonic() > deadline:
             raise _failed(url, f"no result within {timeout:g}s") from None

@@ -15,10 +15,11 @@ import base64
 import hashlib
 import json
 import math
+import re
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from .._fields import ABSENT
 from .._json import loads
@@ -27,8 +28,13 @@ from ..timefmt import format_time
 
 REDACTED = "***"
 BYTES_PREFIX = "base64:"
-# Query-string options that carry a secret (libpq's ``password``, redis ``password``, tokens).
-_SECRET_OPTIONS = ("password", "passwd", "secret", "token")
+# Names of parameters and options that carry a secret (case-insensitive substrings).
+_SECRET_WORDS = ("password", "passwd", "pwd", "secret", "token", "key", "auth", "credential")
+_HTTP_SCHEMES = ("http", "https")
+_LIBPQ_SCHEMES = ("postgresql", "postgres")
+_URL_DELIMITERS = re.compile(r"[:/?#@]")
+_URL_START = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_ASSIGNMENT = re.compile(r"(?P<name>[A-Za-z0-9_.-]+)=(?P<value>'(?:[^'\\]|\\.)*'|\S*)")
 
 
 def split_assignment(text: str, option: str) -> tuple[str, str]:
@@ -141,46 +147,178 @@ def sha256_digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def redact_url(url: str) -> str:
-    """The URL with its password (in the authority or the query string) replaced by ``***``."""
+def redact_url(text: str) -> str:
+    """``text`` with its secrets replaced by ``***``: a URL, or any text holding one (an argv item
+    such as ``--db=postgresql://...``), or ``NAME=VALUE`` pairs.
+
+    A URL shows what its store's own parser reads (libpq's for ``postgresql://``, ``urlsplit``'s
+    for the others) with the password and every secret-named option (:func:`is_secret_name`)
+    masked. When that parser cannot read it, when it reads differently elsewhere
+    (:func:`ambiguous_url`), or when the result would still hold text that some reading takes
+    for the password, only the scheme is shown. Outside a URL, the value of every
+    ``NAME=VALUE`` whose NAME is secret-named is masked.
+    """
+    match = _URL_START.search(text)
+    if match is None:
+        return _mask_assignments(text)
+    return _mask_assignments(text[: match.start()]) + _redact_one_url(text[match.start() :])
+
+
+def url_secrets(url: str) -> list[str]:
+    """Every text a URL's secrets may take in a driver's message, to :func:`scrub` them: the
+    password and secret options as libpq or ``urlsplit`` reads them, and the longest plausible
+    reading of the password, each whole and in the pieces a misreading would split it into,
+    as written and percent-decoded."""
+    found = [_longest_password_reading(url)]
     try:
         parts = urlsplit(url)
+        if parts.password:
+            found.append(parts.password)
+        found += [value for name, value in _query_pairs(parts.query) if is_secret_name(name)]
     except ValueError:
-        # Unparseable: nothing of it can be shown safely beyond the scheme.
-        return url.split(":", 1)[0] + "://" + REDACTED
+        pass
+    if _is_libpq(url):
+        params = libpq_params(url) or {}
+        found += [value for name, value in params.items() if is_secret_name(name)]
+    # A parser that misreads the URL splits the password where it ends a part: each piece too.
+    found += [piece for secret in found for piece in _URL_DELIMITERS.split(secret)]
+    return sorted({form for secret in found if secret for form in (secret, unquote(secret))})
+
+
+def is_secret_name(name: str) -> bool:
+    """A parameter or option name that carries a secret: ``password``, ``sslpassword``,
+    ``api_key``, ``access_token``, ``client_secret``, ``auth``, ... (case-insensitive)."""
+    lowered = name.lower()
+    return any(word in lowered for word in _SECRET_WORDS)
+
+
+def ambiguous_url(url: str) -> bool:
+    """Whether an ``@`` lies where the store's parser does not end the user information with it.
+
+    That happens when a password holds an unencoded ``#``, ``?`` or ``/`` (``u:pa#ss@host``):
+    one parser reads a password, another a host, a path or a fragment holding the rest of it,
+    and the connection goes elsewhere than meant. libpq ends the user information at the first
+    ``@`` before the first ``/``; ``urlsplit`` (MariaDB, Redis, HTTP) at the last ``@`` before the
+    first of ``/?#``. An HTTP URL may hold ``@`` in its path, query or fragment.
+    """
+    scheme, _, rest = url.partition("://")
+    authority = rest.partition("/")[0]
+    if _is_libpq(url):
+        return rest.count("@") > 1 or ("@" in rest and "@" not in authority)
+    try:
+        netloc = urlsplit(url).netloc
+    except ValueError:
+        return True
+    outside = (authority if scheme.lower() in _HTTP_SCHEMES else rest).replace(netloc, "", 1)
+    return "@" in outside
+
+
+def refuse_ambiguous_url(url: str) -> None:
+    """A usage error for an :func:`ambiguous_url`, showing its scheme only."""
+    if ambiguous_url(url):
+        raise UsageError(
+            f"URL {redact_url(url)!r}: percent-encode '#', '?', '/' and '@' in the user name and "
+            "password (%23, %3F, %2F, %40); as written, parsers read the URL differently"
+        )
+
+
+def _redact_one_url(url: str) -> str:
+    scheme = url.partition("://")[0]
+    shown = None
+    if not ambiguous_url(url):
+        shown = _libpq_display(url) if _is_libpq(url) else _urlsplit_display(url)
+    if shown is None or any(secret in shown for secret in url_secrets(url)):
+        return f"{scheme}://{REDACTED}"
+    return shown
+
+
+def _is_libpq(url: str) -> bool:
+    return url.partition("://")[0].lower() in _LIBPQ_SCHEMES
+
+
+def _urlsplit_display(url: str) -> str | None:
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # a port that is not a number is a password read as a port
+    except ValueError:
+        return None
     netloc = parts.netloc
     if "@" in netloc:
         userinfo, _, hostport = netloc.rpartition("@")
         user, has_password, _ = userinfo.partition(":")
         netloc = f"{user}{':' + REDACTED if has_password else ''}@{hostport}"
     query = "&".join(
-        f"{key}={REDACTED}" if sep and _is_secret(unquote(key)) else f"{key}{sep}{value}"
-        for key, sep, value in (piece.partition("=") for piece in parts.query.split("&"))
+        f"{name}={REDACTED}" if sep and is_secret_name(unquote(name)) else f"{name}{sep}{value}"
+        for name, sep, value in (piece.partition("=") for piece in parts.query.split("&"))
     )
     if (netloc, query) == (parts.netloc, parts.query):
         return url  # nothing secret; urlunsplit would also turn sqlite:/// into sqlite:/
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
-def url_secrets(url: str) -> list[str]:
-    """Every secret a URL carries, as written and percent-decoded, to scrub from messages."""
+def libpq_params(url: str) -> dict[str, str] | None:
+    """The connection parameters libpq reads from the URI, or None when it cannot read it."""
     try:
-        parts = urlsplit(url)
-    except ValueError:
-        return []
-    found = []
-    if "@" in parts.netloc:
-        found.append(parts.netloc.rpartition("@")[0].partition(":")[2])
-    for piece in parts.query.split("&"):
-        key, _, value = piece.partition("=")
-        if _is_secret(unquote(key)):
-            found.append(value)
-    return [form for secret in found if secret for form in {secret, unquote(secret)}]
+        # Imported here: psycopg is the optional ``observe`` extra, and without it a
+        # postgresql:// URL is shown by its scheme only.
+        from psycopg import Error  # noqa: PLC0415
+        from psycopg.conninfo import conninfo_to_dict  # noqa: PLC0415
+    except ImportError:
+        return None
+    try:
+        return {name: str(value) for name, value in conninfo_to_dict(url).items()}
+    except Error:
+        return None
 
 
-def _is_secret(option: str) -> bool:
-    lowered = option.lower()
-    return any(word in lowered for word in _SECRET_OPTIONS)
+def _libpq_display(url: str) -> str | None:
+    """The URI rebuilt from libpq's parameters, without the password or a secret option."""
+    params = libpq_params(url)
+    if params is None:
+        return None
+    if not any(is_secret_name(name) for name in params):
+        return url
+    user, password = params.pop("user", ""), params.pop("password", None)
+    host, port, dbname = params.pop("host", ""), params.pop("port", ""), params.pop("dbname", "")
+    userinfo = quote(user, safe="") + (":" + REDACTED if password is not None else "")
+    hosts = [f"[{name}]" if ":" in name else quote(name, safe="") for name in host.split(",")]
+    ports = port.split(",") if port else []
+    hostports = ",".join(
+        name + (f":{ports[index]}" if index < len(ports) and ports[index] else "")
+        for index, name in enumerate(hosts)
+    )
+    options = "&".join(
+        f"{name}={REDACTED if is_secret_name(name) else quote(value, safe='')}"
+        for name, value in params.items()
+    )
+    scheme = url.partition("://")[0]
+    return (
+        f"{scheme}://{userinfo + '@' if userinfo else ''}{hostports}"
+        f"{'/' + quote(dbname, safe='') if dbname else ''}{'?' + options if options else ''}"
+    )
+
+
+def _longest_password_reading(url: str) -> str:
+    """The password as the most generous reading takes it: from the first ``:`` to the last
+    ``@``. It covers every parser's reading, and whatever a misread put in a host or path."""
+    rest = url.partition("://")[2]
+    userinfo = rest[: max(rest.rfind("@"), 0)]
+    return userinfo.partition(":")[2]
+
+
+def _query_pairs(query: str) -> list[tuple[str, str]]:
+    return [
+        (unquote(name), value)
+        for name, sep, value in (piece.partition("=") for piece in query.split("&"))
+        if sep
+    ]
+
+
+def _mask_assignments(text: str) -> str:
+    return _ASSIGNMENT.sub(
+        lambda match: f"{match['name']}={REDACTED}" if is_secret_name(match["name"]) else match[0],
+        text,
+    )
 
 
 def scrub(message: str, secrets: list[str]) -> str:
