@@ -1,0 +1,26 @@
+"""Fixtures for the sessions of the real Claude Code CLI against the scripted model server.
+
+The CLI comes from npm, cached per machine outside the repository (see ``claude_code.py``). When
+it cannot be installed, the tests say why: they skip on a developer's machine and fail under
+``CI=true``, where a skipped end-to-end test would pass a build that never ran the harness.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from .claude_code import InstallFailed, ensure_installed
+
+
+@pytest.fixture(scope="session")
+def claude() -> Path:
+    try:
+        return ensure_installed()
+    except InstallFailed as failure:
+        reason = f"Claude Code is not available: {failure}"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
