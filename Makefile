@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench schema vectors clean
+.PHONY: demo test lint bench schema vectors clean claude-code
 
 $(BIN)/claim: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,11 @@ lint: $(BIN)/claim
 
 test: lint
 	$(BIN)/pytest -q
+
+# The real Claude Code CLI for tests/gate/e2e, cached per machine outside the repo; the tests
+# install it themselves on first use, this only does it ahead (a CI cache step, say).
+claude-code: $(BIN)/claim
+	$(BIN)/python -m tests.gate.e2e.claude_code
 
 bench: $(BIN)/claim
 	$(BIN)/python benchmarks/bench.py

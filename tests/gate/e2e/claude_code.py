@@ -47,13 +47,13 @@ def ensure_installed(environ: Mapping[str, str] = os.environ) -> Path:
     with open(install.parent / f".claude-code-{VERSION}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not executable(install).exists():
-            _install(install)
+            _install(install, environ)
     _check_runs(executable(install))
     return executable(install)
 
 
-def _install(install: Path) -> None:
-    npm = shutil.which("npm")
+def _install(install: Path, environ: Mapping[str, str]) -> None:
+    npm = shutil.which("npm", path=environ.get("PATH"))
     if npm is None:
         raise InstallFailed(f"cannot install {PACKAGE}: npm is not on PATH (install Node.js)")
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=install.parent))
@@ -69,6 +69,7 @@ def _install(install: Path) -> None:
                 str(staging),
                 PACKAGE,
             ],
+            env=dict(environ),
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
@@ -76,17 +77,25 @@ def _install(install: Path) -> None:
             check=False,
         )
         if result.returncode != 0:
-            lines = (result.stderr.strip() or result.stdout.strip()).splitlines()
-            last = lines[-1] if lines else f"exit code {result.returncode}"
             raise InstallFailed(
-                f"npm install {PACKAGE} failed (is the npm registry reachable?): {last}"
+                f"npm install {PACKAGE} failed (is the npm registry reachable?): "
+                + _npm_failure(result.stderr or result.stdout, result.returncode)
             )
+        staging.chmod(0o755)  # mkdtemp's 0700 would hide the CLI from other users of the cache
         shutil.rmtree(install, ignore_errors=True)
         staging.rename(install)
     except subprocess.TimeoutExpired:
         raise InstallFailed(f"npm install {PACKAGE} took over {INSTALL_TIMEOUT_S} s") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _npm_failure(output: str, returncode: int) -> str:
+    """npm's first line naming the error (a FetchError, E404, ...) rather than its stack trace."""
+    lines = [line.removeprefix("npm error").strip() for line in output.splitlines()]
+    lines = [line for line in lines if line]
+    named = [line for line in lines if "Error" in line or line.startswith("404")]
+    return (named or lines or [f"exit code {returncode}"])[0]
 
 
 def _check_runs(claude: Path) -> None:
