@@ -7,6 +7,7 @@ cache outside the repository, run offline against the scripted model server.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import subprocess
@@ -16,6 +17,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 # Pinned: an unpinned install picks an older release on Node 20, and hook payloads change.
 VERSION = "2.1.328"
@@ -120,10 +122,28 @@ def _check_runs(claude: Path) -> None:
 
 @dataclass(frozen=True)
 class Session:
+    """A finished ``claude -p`` run, read from its stream-json output (one event a line)."""
+
     returncode: int
-    stdout: str
+    events: list[dict[str, Any]]
     stderr: str
     seconds: float
+
+    @property
+    def result(self) -> str:
+        """The agent's final message, as ``claude -p`` prints it."""
+        (final,) = [event for event in self.events if event.get("type") == "result"]
+        text: str = final["result"]
+        return text
+
+    @property
+    def system_messages(self) -> list[str]:
+        """What hooks showed the user (a hook's ``systemMessage``: "Stop says: ...")."""
+        return [
+            event["content"]
+            for event in self.events
+            if event.get("type") == "system" and event.get("subtype") == "informational"
+        ]
 
 
 def run_session(
@@ -154,7 +174,17 @@ def run_session(
         "TMPDIR": str(tmp),
         **(extra_env or {}),
     }
-    command = [str(claude), "-p", task, "--permission-mode", "bypassPermissions"]
+    # stream-json is how -p shows hooks' system messages; plain text shows only the result.
+    command = [
+        str(claude),
+        "-p",
+        task,
+        "--permission-mode",
+        "bypassPermissions",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+    ]
     if settings is not None:
         command += ["--settings", str(settings)]
     started = time.monotonic()
@@ -168,7 +198,9 @@ def run_session(
         timeout=SESSION_TIMEOUT_S,
         check=False,
     )
-    return Session(result.returncode, result.stdout, result.stderr, time.monotonic() - started)
+    seconds = time.monotonic() - started
+    events = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    return Session(result.returncode, events, result.stderr, seconds)
 
 
 if __name__ == "__main__":

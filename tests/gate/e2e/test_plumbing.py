@@ -19,11 +19,12 @@ from .model_server import STOP_HOOK_FEEDBACK, Script, ToolUse, serve
 pytestmark = pytest.mark.claude_code
 
 REASON = "tests/test_calc.py::test_add failed: assert -1 == 5"
+ALLOWED = "stop allowed after one block"
 
 
 def block_once_hook(folder: Path) -> Path:
-    """A Stop hook that blocks the first stop with REASON, lets every later one through, and
-    keeps each payload it was given."""
+    """A Stop hook that blocks the first stop with REASON, lets every later one through saying
+    ALLOWED to the user, and keeps each payload it was given."""
     hook = folder / "block_once.py"
     hook.write_text(
         f"#!{sys.executable}\n"
@@ -33,6 +34,8 @@ def block_once_hook(folder: Path) -> Path:
         "(folder / f'payload-{len(calls)}.json').write_text(sys.stdin.read())\n"
         "if not calls:\n"
         f"    print(json.dumps({{'decision': 'block', 'reason': {REASON!r}}}))\n"
+        "else:\n"
+        f"    print(json.dumps({{'systemMessage': {ALLOWED!r}}}))\n"
     )
     hook.chmod(0o755)
     settings = folder / "settings.json"
@@ -85,7 +88,8 @@ def test_a_blocked_stop_reaches_the_model_and_the_session_ends_when_allowed(
         )
 
     assert session.returncode == 0, session.stderr
-    assert session.stdout.strip() == "Fixed: add now adds."
+    assert session.result == "Fixed: add now adds."
+    assert session.system_messages == [f"Stop says: {ALLOWED}"]
     assert (repo / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
     turns = script.agent_requests
     assert len(turns) == 4
