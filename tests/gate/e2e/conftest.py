@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.observe.conftest import postgres, postgres_reader  # noqa: F401 (fixtures)
+
 from .claude_code import InstallFailed, ensure_installed
 
 
