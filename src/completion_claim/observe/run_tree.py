@@ -28,6 +28,7 @@ from ..model import Mutation
 from .workspace import (
     Files,
     Workspace,
+    content_digest,
     display,
     git_process,
     is_byproduct,
@@ -99,7 +100,8 @@ class RunTree:
         if stat.S_ISDIR(info.st_mode):
             return  # a submodule or nested repository: not a file the claim can describe
         if stat.S_ISLNK(info.st_mode):
-            self.add_link(rel, os.readlink(path), hash_name)
+            # Digested as capture-git digests it, so the claim's record can be compared.
+            self.add_link(rel, os.readlink(path), hash_name, content_digest(path))
             return
         if not stat.S_ISREG(info.st_mode):
             raise ObservationFailed(f"{display(rel)} is not a regular file; it cannot be copied")
@@ -139,7 +141,9 @@ class RunTree:
                 f"the workspace is over the {MAX_TREE_BYTES} bytes a run copies"
             )
 
-    def add_link(self, rel: bytes, target: bytes, hash_name: str) -> None:
+    def add_link(
+        self, rel: bytes, target: bytes, hash_name: str, digest: str | None = None
+    ) -> None:
         """A link whose target stays inside the tree, kept as the link (relative, so it points
         into the copy); one that leaves it is refused."""
         resolved = os.path.normpath(os.path.join(os.path.dirname(rel), target))
@@ -153,10 +157,8 @@ class RunTree:
         os.symlink(target, destination)
         if self.owner is not None:
             os.lchown(destination, self.owner, self.owner)
-        self.files[rel] = "sha256:" + hashlib.sha256(target).hexdigest()
-        self.object_ids[rel] = hashlib.new(
-            hash_name, b"blob %d\0" % len(target) + target
-        ).hexdigest()
+        self.files[rel] = digest or "sha256:" + hashlib.sha256(target).hexdigest()
+        self.object_ids[rel] = _blob_id(hash_name, target)
 
     def write(self, rel: bytes, data: bytes, mode: str, hash_name: str) -> None:
         """Put ``data`` at ``rel`` as git stores it (``mode`` from a tree entry)."""
@@ -167,7 +169,7 @@ class RunTree:
         with self._create(rel, executable=mode == _EXECUTABLE_MODE) as out:
             out.write(data)
         self.files[rel] = "sha256:" + hashlib.sha256(data).hexdigest()
-        self.object_ids[rel] = hashlib.new(hash_name, b"blob %d\0" % len(data) + data).hexdigest()
+        self.object_ids[rel] = _blob_id(hash_name, data)
 
     def remove(self, rel: bytes) -> None:
         if rel in self.files:
@@ -192,6 +194,19 @@ class RunTree:
                 os.mkdir(folder, 0o755)
                 if self.owner is not None:
                     os.chown(folder, self.owner, self.owner)
+
+
+def _blob_id(hash_name: str, data: bytes) -> str:
+    """The id git gives ``data`` as a blob, so a copy compares with a tree without git."""
+    return hashlib.new(hash_name, b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _differs_from(tree: RunTree, head: Mapping[bytes, tuple[str, str]]) -> set[bytes]:
+    """Paths added, modified or deleted against ``head``."""
+    changed = {
+        rel for rel, oid in tree.object_ids.items() if rel not in head or head[rel][1] != oid
+    }
+    return changed | {rel for rel in head if rel not in tree.files}
 
 
 def _under(rel: bytes, folders: Sequence[bytes]) -> bool:
@@ -222,10 +237,7 @@ def require_recorded(
     skipped = [os.fsencode(path) for path in excluded]
     candidates = {target.encode() for target in latest if _repository_path(target)}
     if head is not None:
-        candidates |= {
-            rel for rel, oid in tree.object_ids.items() if head.get(rel, ("", ""))[1] != oid
-        }
-        candidates |= {rel for rel in head if rel not in tree.files}
+        candidates |= _differs_from(tree, head)
     for rel in sorted(candidates):
         if is_byproduct(rel) or _under(rel, skipped):
             continue
@@ -275,11 +287,7 @@ def changed_protected(
     """Protected paths that differ from ``head`` (added, modified, deleted) or that the claim
     records as written; outside git (``head`` None) every protected path present."""
     written = {target.encode() for target in latest_file_writes(mutations)}
-    if head is None:
-        changed = set(tree.files)
-    else:
-        changed = {rel for rel, oid in tree.object_ids.items() if head.get(rel, ("", ""))[1] != oid}
-        changed |= {rel for rel in head if rel not in tree.files}
+    changed = set(tree.files) if head is None else _differs_from(tree, head)
     changed |= written
     return sorted(display(rel) for rel in changed if is_protected(rel, globs))
 
