@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -14,9 +16,10 @@ from completion_claim.cli import run
 from completion_claim.errors import ObservationFailed, UsageError
 from completion_claim.observe.test_run import parse_junit, report_name
 from tests.fixtures.projects import (
+    CALC,
+    CALC_BUGGY,
     CONFTEST_FORCING_PASSES,
     TEST_CALC,
-    TEST_FAILING,
     calc_project,
     make_repo,
     write_files,
@@ -24,13 +27,6 @@ from tests.fixtures.projects import (
 
 PYTEST = (sys.executable, "-m", "pytest", "-q")
 PYTHON = (sys.executable, "-c")
-
-
-@pytest.fixture(autouse=True)
-def _bytecode_is_written(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Runs write __pycache__ as they would on a developer's machine, so the digest is tested
-    against it (this environment may switch bytecode off)."""
-    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
 
 
 @pytest.fixture
@@ -43,6 +39,11 @@ def claim(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
 
 def observe(claim: Path, cwd: Path, *args: str) -> int:
     return run(["observe", "test-run", str(claim), "--cwd", str(cwd), *args])
+
+
+def capture(claim: Path, repo: Path) -> None:
+    """What CI runs before observing: the claim records the workspace's changes."""
+    assert run(["capture-git", str(claim), "--repo", str(repo)]) == 0
 
 
 def evidence(claim: Path) -> list[dict[str, Any]]:
@@ -66,7 +67,7 @@ def test_a_passing_run_is_recorded_and_verifies(
 ) -> None:
     repo = calc_project(tmp_path / "repo")
     write_files(repo, {"tests/test_more.py": "def test_more():\n    assert True\n"})
-    assert run(["capture-git", str(claim), "--repo", str(repo)]) == 0
+    capture(claim, repo)
 
     assert observe(claim, repo, "--", *PYTEST) == 0
 
@@ -88,51 +89,61 @@ def test_a_passing_run_is_recorded_and_verifies(
         },
     }
     details = item["details"]
-    assert item["subject"] == details["workspace_before"] == details["workspace_after"]
+    assert item["subject"] == details["workspace_before"]
     assert item["subject"].startswith("sha256:")
     assert details["test_config"] == {}
-    assert details["test_config_changed"] == []
-    assert details["argv"][:4] == [*PYTEST[:3], details["argv"][3]]
-    assert details["argv"][3].startswith("--junitxml=")
-    assert not details["argv"][3].startswith(f"--junitxml={repo}")  # a folder the observer owns
+    assert details["test_config_changed"] == ["tests/test_more.py"]  # a new test file
+    assert details["argv"] == list(PYTEST)  # the report is asked for through the environment
+    assert details["python"] == sys.executable
+    assert details["sandbox"].startswith("bubblewrap ")
     assert "3 passed" in details["output_tail"][-1]
     assert verdict(claim, capsys)[0] == 0
 
 
 @pytest.mark.parametrize("in_git", [True, False], ids=["git", "plain-folder"])
-def test_what_pytest_writes_leaves_the_workspace_digest_alone(
+def test_the_run_leaves_the_workspace_alone(
     tmp_path: Path, claim: Path, in_git: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))  # wherever the temp folder is
-    files = {"calc.py": "def add(a, b):\n    return a + b\n", "tests/test_calc.py": TEST_CALC}
+    files = {
+        "calc.py": CALC,
+        "tests/test_calc.py": TEST_CALC,
+        "tests/test_writes.py": WRITES_INTO_THE_WORKSPACE,
+    }
     if in_git:
         workspace = make_repo(tmp_path / "repo", files)  # no .gitignore
     else:
         workspace = tmp_path / "plain"
         write_files(workspace, files)
+    before = sorted(workspace.rglob("*"))
 
     assert observe(claim, workspace, "--", *PYTEST) == 0
     assert observe(claim, workspace, "--", *PYTEST) == 0
 
-    assert list(workspace.rglob("__pycache__/*.pyc")), "the runs should have written bytecode"
-    assert (workspace / ".pytest_cache").is_dir()
+    assert sorted(workspace.rglob("*")) == before  # no written.txt, __pycache__, .pytest_cache
     first, second = evidence(claim)
-    assert first["subject"] == second["subject"] == second["details"]["workspace_after"]
-    assert ("test_config_changed" in second["details"]) is in_git
+    assert first["subject"] == second["subject"]
+    assert second["observed_value"]["passed"] == 3
+    # Outside git nothing says which tests are the project's own: all of them are listed.
+    changed = [] if in_git else ["tests/test_calc.py", "tests/test_writes.py"]
+    assert second["details"]["test_config_changed"] == changed
 
 
 def test_failing_tests_are_an_observation_that_refutes(
     tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo = calc_project(tmp_path / "repo")
-    write_files(repo, {"tests/test_broken.py": TEST_FAILING})
+    write_files(repo, {"calc.py": CALC_BUGGY})
+    capture(claim, repo)
 
     assert observe(claim, repo, "--", *PYTEST) == 0
 
-    observed = evidence(claim)[0]["observed_value"]
+    item = evidence(claim)[0]
+    observed = item["observed_value"]
     assert observed["exit_code"] == 1
-    assert (observed["passed"], observed["failed"]) == (2, 1)
-    assert observed["tests"]["tests.test_broken::test_broken"] == "failed"
+    assert (observed["passed"], observed["failed"]) == (0, 2)
+    assert observed["tests"]["tests.test_calc::test_add"] == "failed"
+    assert item["details"]["test_config_changed"] == []
     code, result = verdict(claim, capsys)
     assert (code, result["state"]) == (2, "refuted")
 
@@ -203,29 +214,13 @@ def test_a_required_test_that_passed_verifies(
     assert verdict(claim, capsys)[0] == 0
 
 
-def test_a_conftest_forcing_passes_shows_in_the_test_config(tmp_path: Path, claim: Path) -> None:
-    repo = calc_project(tmp_path / "repo")
-    write_files(
-        repo, {"conftest.py": CONFTEST_FORCING_PASSES, "tests/test_broken.py": TEST_FAILING}
-    )
-
-    assert observe(claim, repo, "--", *PYTEST) == 0
-
-    (item,) = evidence(claim)
-    assert item["observed_value"]["exit_code"] == 0  # the exploit works on the outcome...
-    assert item["observed_value"]["tests"]["tests.test_broken::test_broken"] == "passed"
-    details = item["details"]  # ...and is on the record
-    assert list(details["test_config"]) == ["conftest.py"]
-    assert details["test_config"]["conftest.py"].startswith("sha256:")
-    assert details["test_config_changed"] == ["conftest.py"]
-
-
 def test_a_changed_committed_config_file_is_listed(tmp_path: Path, claim: Path) -> None:
     repo = make_repo(
         tmp_path / "repo",
         {"calc.py": "X = 1\n", "tests/test_x.py": "def test_x():\n    pass\n", "tox.ini": ""},
     )
     write_files(repo, {"tox.ini": "[pytest]\naddopts = -q\n"})
+    capture(claim, repo)
 
     assert observe(claim, repo, "--", *PYTEST) == 0
 
@@ -238,29 +233,6 @@ WRITES_INTO_THE_WORKSPACE = (
     "from pathlib import Path\n\n\n"
     "def test_writes():\n    Path('written.txt').write_text('during the run')\n"
 )
-
-
-def test_a_workspace_changed_during_the_run_is_refused(
-    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    repo = calc_project(tmp_path / "repo")
-    write_files(repo, {"tests/test_writes.py": WRITES_INTO_THE_WORKSPACE})
-
-    assert observe(claim, repo, "--", *PYTEST) == 5
-
-    error = capsys.readouterr().err
-    assert "workspace changed during the run (written.txt)" in error
-    assert evidence(claim) == []
-
-    (repo / "written.txt").unlink()
-    assert observe(claim, repo, "--record-failure", "--", *PYTEST) == 5
-
-    (attempt,) = evidence(claim)
-    assert "observed_value" not in attempt
-    assert "written.txt" in attempt["details"]["error"]
-    code, result = verdict(claim, capsys)
-    assert (code, result["state"]) == (1, "unverified")
-    assert "no_observation" in reason_codes(result)
 
 
 def test_printed_success_does_not_beat_the_exit_code(
@@ -277,36 +249,42 @@ def test_printed_success_does_not_beat_the_exit_code(
     assert verdict(claim, capsys)[0] == 2
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
+def processes_named(marker: str) -> list[int]:
+    """Live processes (not zombies) whose command line holds ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
 
 
 def test_a_run_past_its_timeout_is_killed_with_everything_it_started(
     tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo = calc_project(tmp_path / "repo")
-    pid_file = tmp_path / "grandchild.pid"
+    marker = f"claim-timeout-marker-{os.getpid()}"
     script = (
         "import subprocess, sys, time\n"
-        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', {marker!r}])\n"
         "time.sleep(60)\n"
     )
     started = time.monotonic()
 
-    assert observe(claim, repo, "--timeout", "2", "--", *PYTHON, script) == 5
+    assert observe(claim, repo, "--timeout", "2", "--", *PYTHON, script, marker) == 5
 
     assert time.monotonic() - started < 30
-    assert "ran longer than 2 s and was killed" in capsys.readouterr().err
-    grandchild = int(pid_file.read_text())
+    assert "ran longer than" in capsys.readouterr().err
     deadline = time.monotonic() + 5
-    while _alive(grandchild) and time.monotonic() < deadline:
+    while processes_named(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(grandchild)
+    assert processes_named(marker) == []
     assert evidence(claim) == []
 
 
@@ -384,6 +362,7 @@ def test_a_report_that_cannot_be_trusted_is_a_failed_observation(
 ) -> None:
     repo = calc_project(tmp_path / "repo")
     write_files(repo, {"build/report.xml": REPORT})  # left over from an earlier run
+    capture(claim, repo)
     command = (*PYTHON, "pass") if written is None else writes_report(written)
 
     assert observe(claim, repo, "--junit", "build/report.xml", "--", *command) == 5
@@ -392,15 +371,15 @@ def test_a_report_that_cannot_be_trusted_is_a_failed_observation(
     assert evidence(claim) == []
 
 
-def test_a_missing_pytest_report_is_a_failed_observation(
+def test_a_missing_pytest_report_is_an_exit_code_only_run(
     tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo = calc_project(tmp_path / "repo")
 
     # pytest stops at the unknown option before writing any report
-    assert observe(claim, repo, "--", *PYTEST, "--no-such-option") == 5
+    assert observe(claim, repo, "--", *PYTEST, "--no-such-option") == 0
 
-    assert "is missing (the command exited 4)" in capsys.readouterr().err
+    assert evidence(claim)[0]["observed_value"] == {"exit_code": 4}
 
 
 def test_print_shows_the_evidence_without_recording_it(
@@ -418,7 +397,8 @@ def test_print_shows_the_evidence_without_recording_it(
     [
         (("--junit", "r.xml", "--", *PYTEST), "--junit is for other commands"),
         (("--", *PYTEST, "--junitxml=mine.xml"), "remove --junitxml"),
-        (("--require-test", "a::b", "--", "make", "test"), "--require-test needs a report"),
+        (("--trusted-ref", "main", "--", *PYTEST), "--trusted-ref needs a git repository"),
+        (("--python", "/no/such/python", "--", *PYTEST), "--python: no interpreter"),
         (("--require-test", "test_add", "--", *PYTEST), "names no test"),
     ],
 )
