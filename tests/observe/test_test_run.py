@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -21,6 +21,7 @@ from tests.fixtures.projects import (
     CONFTEST_FORCING_PASSES,
     TEST_CALC,
     calc_project,
+    git,
     make_repo,
     write_files,
 )
@@ -453,3 +454,450 @@ def test_an_entity_bomb_is_refused_before_expansion() -> None:
 
     with pytest.raises(ObservationFailed, match="DOCTYPE"):
         parse_junit(bomb)
+
+
+# --- the sandbox: issue 7 attacks ----------------------------------------------------------
+
+PYTEST_S = (*PYTEST, "-s")  # what the tests print reaches the output tail
+
+
+def broken_fix(tmp_path: Path, claim: Path, extra: dict[str, str] | None = None) -> Path:
+    """The standard set-up: a committed broken calc.add, an agent "fix" that is still broken,
+    and the trick in ``extra``; CI has captured the claim's changes."""
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC})
+    write_files(repo, {"calc.py": "# fixed, says the agent\n" + CALC_BUGGY, **(extra or {})})
+    capture(claim, repo)
+    return repo
+
+
+def honest_fix(tmp_path: Path, claim: Path) -> Path:
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC})
+    write_files(repo, {"calc.py": CALC})
+    capture(claim, repo)
+    return repo
+
+
+def key_file(tmp_path: Path) -> Path:
+    path = tmp_path / "keys" / "ci.key"
+    path.parent.mkdir()
+    assert run(["keygen", "--out", str(path)]) == 0
+    return path
+
+
+STEALS_THE_KEY = """\
+import os, pathlib
+
+def pytest_configure(config):
+    paths = [{key!r}]
+    for cmdline in pathlib.Path('/proc').glob('*/cmdline'):
+        try:
+            args = cmdline.read_bytes().split(b'\\0')
+        except OSError:
+            continue
+        if b'--sign-key' in args:
+            paths.append(args[args.index(b'--sign-key') + 1].decode())
+    print('SAW-SIGN-KEY-IN', len(paths) - 1, 'COMMAND-LINES')
+    for path in paths:
+        try:
+            data = open(path, 'rb').read()
+        except OSError as exc:
+            print('KEY-READ-FAILED', exc.strerror)
+            continue
+        print('STOLEN', data.decode())
+        try:
+            open({stash!r}, 'wb').write(data)
+        except OSError as exc:
+            print('STASH-FAILED', exc.strerror)
+"""
+
+
+def test_attack_01_tests_cannot_read_the_signing_key(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = key_file(tmp_path)
+    stash = tmp_path / "stash"
+    stash.mkdir(mode=0o777)
+    conftest = STEALS_THE_KEY.format(key=str(key), stash=str(stash / "stolen.key"))
+    repo = honest_fix(tmp_path, claim)
+    write_files(repo, {"conftest.py": conftest})
+    capture(claim, repo)
+
+    assert observe(claim, repo, "--sign-key", str(key), "--", *PYTEST_S) == 0
+
+    assert not (stash / "stolen.key").exists()
+    (item,) = evidence(claim)
+    tail = "\n".join(item["details"]["output_tail"])
+    assert "SAW-SIGN-KEY-IN 0 COMMAND-LINES" in tail  # the observer's command line is hidden
+    assert "KEY-READ-FAILED No such file or directory" in tail  # the key is not even there
+    assert "STOLEN" not in tail
+    assert item["observed_value"]["passed"] == 2  # and the run still records
+    assert "attestation" in item
+
+
+PRINTS_SECRETS = """\
+import base64, os
+
+def test_prints_secrets():
+    text = open({key!r}).read()
+    body = ''.join(line for line in text.splitlines() if not line.startswith('-----'))
+    print('SECRET', os.environ.get('CI_SECRET'))
+    print('PEM', text)
+    print('HEX', base64.b64decode(body).hex())
+    print('SEED', base64.b64encode(base64.b64decode(body)[-32:]).decode())
+"""
+
+
+def test_attack_01_printed_key_and_secrets_are_redacted_from_the_output(
+    tmp_path: Path, claim: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = key_file(tmp_path)
+    secret = "hunter2-ci-secret-value"
+    monkeypatch.setenv("CI_SECRET", secret)
+    repo = honest_fix(tmp_path, claim)
+    write_files(repo, {"tests/test_leak.py": PRINTS_SECRETS.format(key=str(key))})
+    capture(claim, repo)
+
+    # Without the sandbox the test can read the key; the secret is passed on by name.
+    options = ("--no-sandbox", "--env", "CI_SECRET", "--sign-key", str(key))
+    assert observe(claim, repo, *options, "--", *PYTEST_S) == 0
+
+    (item,) = evidence(claim)
+    tail = "\n".join(item["details"]["output_tail"])
+    for printed in ("SECRET ***", "HEX ***", "SEED ***"):
+        assert printed in tail
+    assert secret not in tail
+    key_lines = [line for line in key.read_text().splitlines() if not line.startswith("-----")]
+    assert key_lines
+    assert not any(line in tail for line in key_lines)
+    assert item["details"]["sandbox"] == "none"
+
+
+def test_attack_01_secrets_in_argv_are_redacted(
+    tmp_path: Path, claim: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEPLOY_TOKEN", "tok-0123456789")
+    repo = honest_fix(tmp_path, claim)
+    url = "postgresql://ci:pa55word@db.example/test"
+    script = "import sys; print(sys.argv[1:])"
+
+    assert observe(claim, repo, "--", *PYTHON, script, f"--db={url}", "tok-0123456789") == 0
+
+    (item,) = evidence(claim)
+    argv = item["details"]["argv"]
+    assert argv[-2:] == ["--db=postgresql://ci:***@db.example/test", "***"]
+    assert "pa55word" not in item["target"]
+    assert "tok-0123456789" not in item["target"]
+    assert "pa55word" not in json.dumps(item["details"]["output_tail"])
+
+
+def test_attack_02_a_shadow_module_hidden_by_git_exclude_is_not_in_the_run(
+    tmp_path: Path, claim: Path
+) -> None:
+    repo = broken_fix(tmp_path, claim)
+    write_files(repo, {"tests/calc.py": CALC, ".git/info/exclude": "tests/calc.py\n"})
+
+    assert observe(claim, repo, "--", *PYTEST) == 0
+
+    observed = evidence(claim)[0]["observed_value"]
+    assert (observed["exit_code"], observed["failed"]) == (1, 2)
+
+
+FAKE_PYTEST = """\
+import os, sys
+options = os.environ.get('PYTEST_ADDOPTS', '').split() + sys.argv
+report = next(o.split('=', 1)[1] for o in options if o.startswith('--junitxml='))
+open(report, 'w').write('<testsuite><testcase classname="tests.test_calc" name="test_add"/>'
+                        '<testcase classname="tests.test_calc" name="test_add_zero"/></testsuite>')
+sys.exit(0)
+"""
+
+
+@pytest.mark.parametrize("trusted", [True, False], ids=["trusted-ref", "no-ref"])
+def test_attack_02_a_fake_pytest_module_in_the_repo_does_not_decide_the_run(
+    tmp_path: Path, claim: Path, trusted: bool
+) -> None:
+    repo = broken_fix(tmp_path, claim, {"pytest.py": FAKE_PYTEST})
+    ref = ("--trusted-ref", "main") if trusted else ()
+
+    assert observe(claim, repo, *ref, "--", *PYTEST) == 0
+
+    item = evidence(claim)[0]
+    if trusted:  # removed: the real pytest runs and the broken code fails
+        assert item["details"]["protected_restored"] == {"restored": [], "removed": ["pytest.py"]}
+        assert (item["observed_value"]["exit_code"], item["observed_value"]["failed"]) == (1, 2)
+    else:  # it may fool the run, but it is on the signed record the verifier reads
+        assert item["details"]["test_config_changed"] == ["pytest.py"]
+
+
+TRICKS = {
+    "conftest-forcing-passes": {"conftest.py": CONFTEST_FORCING_PASSES},
+    "pytest-ini-deselect": {
+        "pytest.ini": "[pytest]\naddopts = --deselect tests/test_calc.py::test_add "
+        "--deselect tests/test_calc.py::test_add_zero\n"
+    },
+    "pyproject-k": {
+        "pyproject.toml": "[tool.pytest.ini_options]\naddopts = \"-k 'not test_add'\"\n"
+    },
+    "pythonpath-vendor": {"pytest.ini": "[pytest]\npythonpath = vendor\n", "vendor/calc.py": CALC},
+    "new-test-patching-calc": {
+        "tests/test_aaa.py": "import calc\ncalc.add = lambda a, b: a + b\n",
+    },
+    "modified-test": {"tests/test_calc.py": "def test_add():\n    pass\n"},
+}
+TRICK_FILES = {
+    "conftest-forcing-passes": ["conftest.py"],
+    "pytest-ini-deselect": ["pytest.ini"],
+    "pyproject-k": ["pyproject.toml"],
+    "pythonpath-vendor": ["pytest.ini"],
+    "new-test-patching-calc": ["tests/test_aaa.py"],
+    "modified-test": ["tests/test_calc.py"],
+}
+
+
+@pytest.mark.parametrize("trick", list(TRICKS))
+def test_attack_02_protected_paths_are_run_as_in_the_trusted_ref(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str], trick: str
+) -> None:
+    repo = broken_fix(tmp_path, claim, TRICKS[trick])
+
+    assert observe(claim, repo, "--trusted-ref", "main", "--", *PYTEST) == 0
+
+    item = evidence(claim)[0]
+    assert (item["observed_value"]["exit_code"], item["observed_value"]["failed"]) == (1, 2)
+    details = item["details"]
+    assert details["trusted_ref"] == git(repo, "rev-parse", "main").strip()
+    restored = details["protected_restored"]
+    assert sorted(restored["restored"] + restored["removed"]) == TRICK_FILES[trick]
+    assert details["test_config_changed"] == []
+    assert verdict(claim, capsys)[1]["state"] == "refuted"
+
+
+@pytest.mark.parametrize("trick", list(TRICKS))
+def test_attack_02_protected_changes_are_listed_without_a_trusted_ref(
+    tmp_path: Path, claim: Path, trick: str
+) -> None:
+    repo = broken_fix(tmp_path, claim, TRICKS[trick])
+
+    assert observe(claim, repo, "--", *PYTEST) == 0
+
+    assert evidence(claim)[0]["details"]["test_config_changed"] == TRICK_FILES[trick]
+
+
+def test_attack_02_the_workspace_venv_is_never_used(tmp_path: Path, claim: Path) -> None:
+    fake_python = "#!/bin/sh\necho '2 passed'\nexit 0\n"
+    venv = {
+        ".gitignore": ".venv/\n",
+        ".venv/pyvenv.cfg": "home = /usr/bin\n",
+        ".venv/bin/python": fake_python,
+        ".venv/lib/python3/site-packages/evil.pth": "import calc_fixer\n",
+        ".venv/lib/python3/site-packages/_pytest/__init__.py": "raise SystemExit(0)\n",
+    }
+    repo = broken_fix(tmp_path, claim, venv)
+    (repo / ".venv/bin/python").chmod(0o755)
+
+    assert observe(claim, repo, "--", ".venv/bin/python", "-m", "pytest", "-q") == 0
+
+    item = evidence(claim)[0]
+    assert item["details"]["argv"][0] == sys.executable  # the operator's interpreter ran
+    assert (item["observed_value"]["exit_code"], item["observed_value"]["failed"]) == (1, 2)
+
+
+def test_attack_02_an_interpreter_inside_the_workspace_is_refused(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = honest_fix(tmp_path, claim)
+    ran = tmp_path / "the-agent's-python-ran"
+    write_files(repo, {"bin/python": f"#!/bin/sh\ntouch '{ran}'\n"})
+    (repo / "bin/python").chmod(0o755)
+
+    assert observe(claim, repo, "--python", str(repo / "bin/python"), "--", *PYTEST) == 4
+
+    assert "is inside the workspace" in capsys.readouterr().err
+    assert not ran.exists()
+
+
+def test_attack_02_a_file_the_claim_does_not_record_refuses_the_run(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = honest_fix(tmp_path, claim)
+    write_files(repo, {"calc.py": CALC_BUGGY + "# edited after capture\n"})
+
+    assert observe(claim, repo, "--", *PYTEST) == 5
+
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith("calc.py is not as the claim records it (m1): run claim capture-git first")
+    )
+    write_files(repo, {"helper.py": "X = 1\n", "calc.py": CALC})
+    assert observe(claim, repo, "--", *PYTEST) == 5
+    assert "helper.py is not as the claim records it (not recorded)" in capsys.readouterr().err
+    assert evidence(claim) == []
+
+
+MAKEFILE = "test:\n\tpython -m pytest -q\n"
+EXITS_EARLY = "import os\n\n\ndef test_exit():\n    os._exit(0)\n"
+
+
+@pytest.mark.parametrize(
+    ("command", "observed"),
+    [
+        ((*PYTHON[:1], "-B", "-m", "pytest", "-q"), {"passed": 2}),
+        ((*PYTHON, "import pytest, sys; sys.exit(pytest.main(['-q']))"), {"passed": 2}),
+        (("make", "test"), {"passed": 2}),
+        (("pytest", "-q"), {"passed": 2}),
+        (("true",), None),
+    ],
+    ids=["python-B", "pytest-main", "make-test", "pytest-program", "true"],
+)
+def test_attack_04_any_command_gets_counts_from_the_injected_report_or_none(
+    tmp_path: Path, claim: Path, command: tuple[str, ...], observed: dict[str, int] | None
+) -> None:
+    repo = honest_fix(tmp_path, claim)
+    write_files(repo, {"Makefile": MAKEFILE})
+    capture(claim, repo)
+
+    assert observe(claim, repo, "--", *command) == 0
+
+    value = evidence(claim)[0]["observed_value"]
+    if observed is None:
+        assert value == {"exit_code": 0}  # exit-code-only: no counts to read as a pass
+    else:
+        assert value["exit_code"] == 0
+        assert {key: value[key] for key in observed} == observed
+
+
+def test_attack_04_a_test_calling_os_exit_records_no_counts(tmp_path: Path, claim: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC,
+                                         "tests/test_000.py": EXITS_EARLY})  # fmt: skip
+
+    assert observe(claim, repo, "--", *PYTEST) == 0
+
+    # No counts: the verifier's min_tests can never read this as a green run of zero tests.
+    assert evidence(claim)[0]["observed_value"] == {"exit_code": 0}
+
+
+def test_attack_05_symlink_out_of_workspace_is_refused(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = calc_project(tmp_path / "repo")
+    outside = tmp_path / "outside.py"
+    outside.write_text(CALC)
+    (repo / "calc.py").unlink()
+    (repo / "calc.py").symlink_to(outside)
+
+    assert observe(claim, repo, "--", *PYTEST) == 5
+
+    assert f"calc.py is a symbolic link out of the workspace (to {outside})" in (
+        capsys.readouterr().err
+    )
+    assert evidence(claim) == []
+
+
+def test_a_symlink_inside_the_workspace_is_run_as_the_link(tmp_path: Path, claim: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"impl.py": CALC, "tests/test_calc.py": TEST_CALC})
+    (repo / "calc.py").symlink_to("impl.py")
+    capture(claim, repo)
+
+    assert observe(claim, repo, "--", *PYTEST) == 0
+
+    assert evidence(claim)[0]["observed_value"]["passed"] == 2
+
+
+LEAVES_A_PROCESS = """\
+import os, sys, time
+
+def test_leaves_a_process():
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.execv(sys.executable, [sys.executable, '-c',
+                "import time; time.sleep(3); "
+                "[open(p, 'a').write('broken = True\\\\n') for p in ({calc!r}, 'calc.py')]",
+                {marker!r}])
+        os._exit(0)
+    time.sleep(0.5)
+"""
+
+
+def test_attack_11_leftover_process_is_killed(tmp_path: Path, claim: Path) -> None:
+    marker = f"claim-leftover-{os.getpid()}-{time.monotonic_ns()}"
+    repo = honest_fix(tmp_path, claim)
+    test = LEAVES_A_PROCESS.format(calc=str(repo / "calc.py"), marker=marker)
+    write_files(repo, {"tests/test_leftover.py": test})
+    capture(claim, repo)
+
+    assert observe(claim, repo, "--", *PYTEST) == 0
+
+    assert evidence(claim)[0]["observed_value"]["passed"] == 3
+    assert processes_named(marker) == []  # gone with the sandbox's PID namespace
+    time.sleep(4)  # past the moment the child meant to edit calc.py
+    assert (repo / "calc.py").read_text() == CALC
+    assert processes_named(marker) == []
+
+
+def test_attack_10_sparse_conftest_respects_timeout(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = honest_fix(tmp_path, claim)
+    with open(repo / "conftest.py", "wb") as handle:
+        handle.truncate(8 << 30)
+    started = time.monotonic()
+
+    assert observe(claim, repo, "--timeout", "1", "--", *PYTEST) == 5
+
+    assert time.monotonic() - started < 10
+    assert "conftest.py is 8589934592 bytes, over the" in capsys.readouterr().err
+
+
+def test_the_timeout_covers_copying_the_workspace(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = honest_fix(tmp_path, claim)
+    with open(repo / "conftest.py", "wb") as handle:  # under the size bound
+        handle.truncate(900 << 20)
+
+    assert observe(claim, repo, "--timeout", "0.2", "--", *PYTEST) == 5
+
+    assert "ran longer than 0.2 s (copying conftest.py)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("trusted", [True, False], ids=["trusted-ref", "no-ref"])
+def test_an_honest_fix_observed_in_the_sandbox_verifies(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str], trusted: bool
+) -> None:
+    repo = honest_fix(tmp_path, claim)
+    ref = ("--trusted-ref", "main") if trusted else ()
+
+    assert observe(claim, repo, *ref, "--", *PYTEST) == 0
+
+    item = evidence(claim)[0]
+    assert item["observed_value"]["exit_code"] == 0
+    assert (item["observed_value"]["passed"], item["observed_value"]["failed"]) == (2, 0)
+    assert item["details"]["test_config_changed"] == []
+    assert item["details"]["sandbox"].startswith("bubblewrap ")
+    if trusted:
+        assert item["details"]["protected_restored"] == {"restored": [], "removed": []}
+    assert verdict(claim, capsys)[0] == 0
+
+
+def test_without_bubblewrap_the_observer_refuses_unless_told(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = honest_fix(tmp_path, claim)
+    tools = tmp_path / "tools"  # git, and no bwrap
+    tools.mkdir()
+    (tools / "git").symlink_to(str(shutil.which("git")))
+    monkeypatch.setenv("PATH", str(tools))
+
+    assert observe(claim, repo, "--", *PYTEST) == 5
+
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "claim: bubblewrap (bwrap) is not installed: apt-get install bubblewrap, "
+        "or pass --no-sandbox"
+    ]
+    assert observe(claim, repo, "--no-sandbox", "--", *PYTEST) == 0
+    item = evidence(claim)[0]
+    assert item["details"]["sandbox"] == "none"
+    assert item["observed_value"]["passed"] == 2

@@ -52,7 +52,7 @@ from .run_tree import (
     restore_protected,
 )
 from .sandbox import REPORTS, SYSTEM_PATH, WORK, Sandbox
-from .values import REDACTED, redact_url
+from .values import REDACTED, redact_url, url_secrets
 from .workspace import Workspace, config_digests, tree_digest
 
 CHECK_TYPE = "test_run"
@@ -170,20 +170,17 @@ class Interpreter:
         if python is None:
             interpreter = cls(sys.executable, (sys.prefix, sys.base_prefix))
         else:
-            interpreter = cls._query(python)
+            executable = shutil.which(python)
+            if executable is None:
+                raise UsageError(f"--python: no interpreter {python!r}")
+            _outside_workspace(executable, workspace)  # before running it even once
+            interpreter = cls._query(os.path.abspath(executable))
         for path in (interpreter.executable, *interpreter.prefixes):
-            if _inside(path, workspace):
-                raise UsageError(
-                    f"--python: {path} is inside the workspace, which the agent controls; "
-                    "choose an interpreter outside it"
-                )
+            _outside_workspace(path, workspace)
         return interpreter
 
     @classmethod
-    def _query(cls, python: str) -> Interpreter:
-        executable = shutil.which(python)
-        if executable is None:
-            raise UsageError(f"--python: no interpreter {python!r}")
+    def _query(cls, executable: str) -> Interpreter:
         script = "import sys; print(sys.prefix); print(sys.base_prefix)"
         try:
             done = subprocess.run(
@@ -199,7 +196,7 @@ class Interpreter:
         lines = done.stdout.decode(errors="replace").splitlines()
         if done.returncode != 0 or len(lines) != 2:
             raise UsageError(f"--python: {executable} is not a working Python interpreter")
-        return cls(os.path.abspath(executable), (lines[0], lines[1]))
+        return cls(executable, (lines[0], lines[1]))
 
     @property
     def bin_dir(self) -> str:
@@ -303,6 +300,7 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         tail = _tail(owned / "output.log")
     # The child and everything it started are gone: only now is any key material read.
     secrets = environment_secrets(request.env_names) + key_material(request.secret_files)
+    secrets += [secret for arg in request.command for secret in url_secrets(_url_of(arg))]
     details |= {
         "duration_s": round(duration, 3),
         "argv": redact_argv(argv, secrets),
@@ -337,6 +335,14 @@ def _environment(
     ours = f"--junitxml={report} -p no:cacheprovider"
     env["PYTEST_ADDOPTS"] = f"{env['PYTEST_ADDOPTS']} {ours}" if "PYTEST_ADDOPTS" in env else ours
     return env
+
+
+def _outside_workspace(path: str, workspace: Path) -> None:
+    if _inside(path, workspace):
+        raise UsageError(
+            f"--python: {path} is inside the workspace, which the agent controls; "
+            "choose an interpreter outside it"
+        )
 
 
 def _require_program(program: str, path: str, cwd: Path) -> None:
@@ -404,12 +410,16 @@ def redact_argv(argv: Sequence[str], secrets: Sequence[str]) -> list[str]:
 
 
 def _redact_urls(arg: str) -> str:
+    url = _url_of(arg)
+    return arg if not url else arg.removesuffix(url) + redact_url(url)
+
+
+def _url_of(arg: str) -> str:
+    """The URL an argument is (or an ``--option=URL`` holds); empty when none."""
     if "://" not in arg:
-        return arg
-    option, equals, value = arg.partition("=")
-    if arg.startswith("-") and equals and "://" in value:
-        return f"{option}={redact_url(value)}"
-    return redact_url(arg)
+        return ""
+    _, equals, value = arg.partition("=")
+    return value if arg.startswith("-") and equals and "://" in value else arg
 
 
 def _run(
