@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
+import subprocess
 import sys
+import tempfile
 import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -458,6 +464,88 @@ def test_an_entity_bomb_is_refused_before_expansion() -> None:
 
 # --- the sandbox: issue 7 attacks ----------------------------------------------------------
 
+# Packages the non-root observer's interpreter carries itself: pytest must run in the sandbox,
+# which mounts the interpreter's prefix and nothing of this suite's virtualenv.
+_PYTEST_PACKAGES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "pygments", "py.py")
+
+
+@pytest.fixture(scope="session")
+def non_root_python() -> Iterator[str]:
+    """An interpreter a non-root user can run (this suite's may live under /root): the system
+    Python in a virtualenv that finds this suite's packages, with pytest copied in."""
+    folder = Path(tempfile.mkdtemp(prefix="claim-observer-python-"))
+    folder.chmod(0o755)
+    venv = folder / "venv"
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(venv)], check=True)
+    (site,) = venv.glob("lib/python3*/site-packages")
+    ours = Path(pytest.__file__).parent.parent
+    for name in _PYTEST_PACKAGES:
+        source = ours / name
+        if source.is_dir():
+            shutil.copytree(source, site / name)
+        else:
+            shutil.copy(source, site / name)
+    (site / "observer.pth").write_text(f"import site; site.addsitedir({str(ours)!r})\n")
+    yield str(venv / "bin" / "python")
+    shutil.rmtree(folder)
+
+
+@dataclass
+class Observer:
+    """Runs `claim observe test-run` as root (in this process), or as a throwaway non-root
+    user, on files kept in ``place`` (which that user owns while it observes)."""
+
+    place: Path
+    claim: Path
+    user: tuple[int, int] | None = None
+    python: str = sys.executable
+
+    def observe(self, claim: Path, cwd: Path, *args: str) -> int:
+        if self.user is None:
+            return observe(claim, cwd, *args)
+        uid, gid = self.user
+        _chown_tree(self.place, uid, gid)
+        command = [self.python, "-m", "completion_claim", "observe", "test-run", str(claim)]
+        done = subprocess.run(
+            ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--",
+             *command, "--cwd", str(cwd), *args],
+            env={"PATH": "/usr/bin:/bin", "HOME": str(self.place), "LANG": "C.UTF-8"},
+            cwd=self.place, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        _chown_tree(self.place, 0, 0)
+        sys.stderr.write(done.stderr)
+        return done.returncode
+
+
+def _chown_tree(root: Path, uid: int, gid: int) -> None:
+    os.chown(root, uid, gid)
+    for path in root.rglob("*"):
+        os.chown(path, uid, gid, follow_symlinks=False)
+
+
+@pytest.fixture(params=["root", "non-root"])
+def observer(
+    request: pytest.FixtureRequest, tmp_path: Path, claim: Path, non_root_python: str
+) -> Iterator[Observer]:
+    if request.param == "root":
+        yield Observer(tmp_path, claim)
+        return
+    if os.geteuid() != 0:
+        pytest.skip("this suite runs as a non-root user: the root case above is that case")
+    name = f"claim-{uuid.uuid4().hex[:8]}"
+    subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+                   check=True)  # fmt: skip
+    place = Path(tempfile.mkdtemp(prefix="claim-agent-"))
+    try:
+        entry = pwd.getpwnam(name)
+        own_claim = place / "claim.json"
+        shutil.copy(claim, own_claim)
+        yield Observer(place, own_claim, (entry.pw_uid, entry.pw_gid), non_root_python)
+    finally:
+        shutil.rmtree(place)
+        subprocess.run(["userdel", name], check=True)
+
+
 PYTEST_S = (*PYTEST, "-s")  # what the tests print reaches the output tail
 
 
@@ -511,18 +599,17 @@ def pytest_configure(config):
 """
 
 
-def test_attack_01_tests_cannot_read_the_signing_key(
-    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    key = key_file(tmp_path)
-    stash = tmp_path / "stash"
+def test_attack_01_tests_cannot_read_the_signing_key(observer: Observer) -> None:
+    place, claim = observer.place, observer.claim
+    key = key_file(place)
+    stash = place / "stash"
     stash.mkdir(mode=0o777)
     conftest = STEALS_THE_KEY.format(key=str(key), stash=str(stash / "stolen.key"))
-    repo = honest_fix(tmp_path, claim)
+    repo = honest_fix(place, claim)
     write_files(repo, {"conftest.py": conftest})
     capture(claim, repo)
 
-    assert observe(claim, repo, "--sign-key", str(key), "--", *PYTEST_S) == 0
+    assert observer.observe(claim, repo, "--sign-key", str(key), "--", *PYTEST_S) == 0
 
     assert not (stash / "stolen.key").exists()
     (item,) = evidence(claim)
@@ -820,14 +907,15 @@ def test_leaves_a_process():
 """
 
 
-def test_attack_11_leftover_process_is_killed(tmp_path: Path, claim: Path) -> None:
+def test_attack_11_leftover_process_is_killed(observer: Observer) -> None:
+    claim = observer.claim
     marker = f"claim-leftover-{os.getpid()}-{time.monotonic_ns()}"
-    repo = honest_fix(tmp_path, claim)
+    repo = honest_fix(observer.place, claim)
     test = LEAVES_A_PROCESS.format(calc=str(repo / "calc.py"), marker=marker)
     write_files(repo, {"tests/test_leftover.py": test})
     capture(claim, repo)
 
-    assert observe(claim, repo, "--", *PYTEST) == 0
+    assert observer.observe(claim, repo, "--", *PYTEST) == 0
 
     assert evidence(claim)[0]["observed_value"]["passed"] == 3
     assert processes_named(marker) == []  # gone with the sandbox's PID namespace
@@ -864,12 +952,13 @@ def test_the_timeout_covers_copying_the_workspace(
 
 @pytest.mark.parametrize("trusted", [True, False], ids=["trusted-ref", "no-ref"])
 def test_an_honest_fix_observed_in_the_sandbox_verifies(
-    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str], trusted: bool
+    observer: Observer, capsys: pytest.CaptureFixture[str], trusted: bool
 ) -> None:
-    repo = honest_fix(tmp_path, claim)
+    claim = observer.claim
+    repo = honest_fix(observer.place, claim)
     ref = ("--trusted-ref", "main") if trusted else ()
 
-    assert observe(claim, repo, *ref, "--", *PYTEST) == 0
+    assert observer.observe(claim, repo, *ref, "--", *PYTEST) == 0
 
     item = evidence(claim)[0]
     assert item["observed_value"]["exit_code"] == 0

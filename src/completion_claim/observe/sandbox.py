@@ -112,13 +112,14 @@ class Sandbox:
                 args += ["--ro-bind-try", folder, folder]
         for path in (*_ETC, *(_NETWORK_ETC if self.network else ())):
             args += ["--ro-bind-try", path, path]
+        # The scratch /tmp first: a later mount under it (an interpreter in /tmp) stays visible.
+        args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]  # noqa: S108
         # bwrap would copy a parent's host mode (0700 for /root) to the folders it creates on
         # the way to a mount point, and the dropped user could not pass them.
         for parent in _ancestors([*readable, WORK, REPORTS]):
             args += ["--perms", "0755", "--dir", parent]
         for folder in readable:
             args += ["--ro-bind", folder, folder]
-        args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]  # noqa: S108
         args += ["--bind", run_dir, WORK, "--bind", report_dir, REPORTS, "--chdir", cwd]
         for name, value in sorted(env.items()):
             args += ["--setenv", name, value]
@@ -128,11 +129,11 @@ class Sandbox:
             args += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
         return args + list(command)
 
-    def check(self, run_dir: str, report_dir: str, readable: Sequence[str]) -> None:
-        """Run ``true`` in the same sandbox: a sandbox that cannot start is refused before the
-        run, so a broken sandbox never passes for a failed test."""
+    def check(self, python: str, run_dir: str, report_dir: str, readable: Sequence[str]) -> None:
+        """Start the interpreter in the same sandbox: a sandbox that cannot start it is refused
+        before the run, so a broken sandbox never passes for a failed test."""
         probe = self.argv(
-            ["true"],
+            [python, "-I", "-c", ""],
             run_dir=run_dir,
             report_dir=report_dir,
             cwd=WORK,
@@ -147,7 +148,7 @@ class Sandbox:
         if done.returncode != 0:
             complaint = done.stderr.decode(errors="replace").strip().splitlines()
             reason = complaint[-1] if complaint else f"exit {done.returncode}"
-            raise ObservationFailed(f"the sandbox (bwrap) does not start: {reason}")
+            raise ObservationFailed(f"the sandbox (bwrap) cannot start {python}: {reason}")
 
 
 def _version(bwrap: str) -> str:

@@ -258,7 +258,9 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         run_files = dict(tree.files)
         argv = interpreter.command(request.command)
         if sandbox is not None:
-            sandbox.check(str(run_dir), str(report_dir), interpreter.readable)
+            sandbox.check(
+                interpreter.executable, str(run_dir), str(report_dir), interpreter.readable
+            )
             deadline.check("starting the sandbox")
             home = "/tmp"  # noqa: S108 - the sandbox's own, empty tmpfs
             env = _environment(interpreter, f"{REPORTS}/{_REPORT_NAME}", home, request.env_names)
