@@ -147,8 +147,9 @@ def observe_readback(claim_path: str, **settings: Any) -> dict[str, Any]:
         "print_only": False,
         "record_failure": False,
         "evidence_id": None,
-        "sign_key": CI,
+        "sign_key_path": str(Path(claim_path).with_name("ci.key")),
     }
+    Path(defaults["sign_key_path"]).write_bytes(CI.pem())
     defaults.update(settings)
     return run_observer(
         ObserverSettings(**defaults),

@@ -990,3 +990,42 @@ def test_without_bubblewrap_the_observer_refuses_unless_told(
     item = evidence(claim)[0]
     assert item["details"]["sandbox"] == "none"
     assert item["observed_value"]["passed"] == 2
+
+
+GOLDEN_TEST = (
+    "from pathlib import Path\n\nfrom calc import add\n\n\n"
+    "def test_sum():\n    assert add(2, 3) == int(Path('golden/sum.txt').read_text())\n"
+)
+
+
+@pytest.mark.parametrize("trusted", [True, False], ids=["trusted-ref", "no-ref"])
+def test_attack_02_protect_globs_cover_the_operators_own_paths(
+    tmp_path: Path, claim: Path, trusted: bool
+) -> None:
+    files = {"calc.py": CALC_BUGGY, "tests/test_sum.py": GOLDEN_TEST, "golden/sum.txt": "5\n"}
+    repo = make_repo(tmp_path / "repo", files)
+    write_files(repo, {"golden/sum.txt": "-1\n"})  # what the broken add returns
+    capture(claim, repo)
+    ref = ("--trusted-ref", "main") if trusted else ()
+
+    assert observe(claim, repo, *ref, "--protect", "golden/*", "--", *PYTEST) == 0
+
+    item = evidence(claim)[0]
+    if trusted:
+        assert item["details"]["protected_restored"]["restored"] == ["golden/sum.txt"]
+        assert item["observed_value"]["failed"] == 1
+    else:
+        assert item["details"]["test_config_changed"] == ["golden/sum.txt"]
+
+
+def test_a_signing_key_inside_the_workspace_is_refused(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = calc_project(tmp_path / "repo")
+    key = repo / "ci.key"
+    assert run(["keygen", "--out", str(key)]) == 0
+
+    assert observe(claim, repo, "--sign-key", str(key), "--", *PYTEST) == 5
+
+    assert "is inside the workspace" in capsys.readouterr().err
+    assert evidence(claim) == []

@@ -75,6 +75,7 @@ class RunTree:
     owner: int | None
     files: Files = field(default_factory=dict)
     object_ids: dict[bytes, str] = field(default_factory=dict)
+    virtualenvs: list[bytes] = field(default_factory=list)  # left out: never the run's Python
     _copied_bytes: int = 0
 
     def copy_from(
@@ -83,11 +84,11 @@ class RunTree:
         source = os.fsencode(workspace.root)
         skipped = [os.fsencode(path) for path in excluded]
         listed = workspace.listed()
-        venvs = [rel.rsplit(b"/", 1)[0] if b"/" in rel else b"" for rel in listed if
-                 rel.rsplit(b"/", 1)[-1] == b"pyvenv.cfg"]  # fmt: skip
+        self.virtualenvs = [os.path.dirname(rel) for rel in listed
+                            if os.path.basename(rel) == b"pyvenv.cfg"]  # fmt: skip
         for rel in listed:
             deadline.check("copying the workspace")
-            if is_byproduct(rel) or _under(rel, skipped) or _under(rel, venvs):
+            if is_byproduct(rel) or _under(rel, skipped) or _under(rel, self.virtualenvs):
                 continue
             self._copy(source, rel, deadline, hash_name)
 
@@ -235,11 +236,17 @@ def require_recorded(
     git: ``head`` None) is as the claim's latest file_write for it records."""
     latest = latest_file_writes(mutations)
     skipped = [os.fsencode(path) for path in excluded]
-    candidates = {target.encode() for target in latest if _repository_path(target)}
+    # A record without a digest (written by hand) binds nothing: only git can then say whether
+    # its file changed.
+    candidates = {
+        target.encode()
+        for target, mutation in latest.items()
+        if _repository_path(target) and mutation.digest is not None
+    }
     if head is not None:
         candidates |= _differs_from(tree, head)
     for rel in sorted(candidates):
-        if is_byproduct(rel) or _under(rel, skipped):
+        if is_byproduct(rel) or _under(rel, skipped) or _under(rel, tree.virtualenvs):
             continue
         current = tree.files.get(rel, DELETED)
         recorded = latest.get(display(rel))

@@ -226,6 +226,12 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
     workspace = Workspace.containing(request.cwd)
     if request.trusted_ref is not None and not workspace.in_git:
         raise UsageError("--trusted-ref needs a git repository: the workspace is not in one")
+    for secret in request.secret_files:
+        if _inside(secret, workspace.root):
+            raise ObservationFailed(
+                f"the signing key {secret} is inside the workspace, where the agent and the "
+                "run can read it: keep it elsewhere"
+            )
     cwd = _relative(Path(os.path.realpath(request.cwd)), workspace.root) or "."
     interpreter = Interpreter.chosen(request.python, workspace.root)
     sandbox = Sandbox.find(network=request.network) if request.sandboxed else None
