@@ -81,7 +81,6 @@ class RunRequest:
     command: tuple[str, ...]
     cwd: Path
     junit: str | None  # the JUnit file another runner writes, relative to cwd
-    pytest: bool
     required: tuple[str, ...]  # report names (classname::name) that must have passed
     timeout_s: float
     excluded: tuple[Path, ...]  # files the observer itself writes (the claim)
@@ -126,7 +125,6 @@ def prepare(
         command=tuple(command),
         cwd=cwd,
         junit=junit,
-        pytest=pytest,
         required=tuple(dict.fromkeys(report_name(name) for name in require_tests)),
         timeout_s=timeout_s,
         excluded=tuple(excluded),
@@ -222,6 +220,7 @@ class Interpreter:
 
 
 def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observation:
+    """Run the request on a copy of the workspace bound to ``mutations`` (the claim's)."""
     deadline = Deadline(request.timeout_s)
     workspace = Workspace.containing(request.cwd)
     if request.trusted_ref is not None and not workspace.in_git:
@@ -236,7 +235,6 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
     interpreter = Interpreter.chosen(request.python, workspace.root)
     sandbox = Sandbox.find(network=request.network) if request.sandboxed else None
     excluded = [rel for rel in (_relative(p, workspace.root) for p in request.excluded) if rel]
-    details: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="claim-test-run-") as owned_text:
         owned = Path(owned_text)
         run_dir, report_dir = owned / "work", owned / "report"
@@ -245,50 +243,12 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
             folder.mkdir()
             if owner is not None:
                 os.chown(folder, owner, owner)
-        hash_name = workspace.object_format()
         tree = RunTree(os.fsencode(run_dir), owner)
-        tree.copy_from(workspace, excluded, deadline, hash_name)
-        head = workspace.head()
-        require_recorded(tree, head, mutations, excluded)
-        subject = tree_digest(tree.files)
-        if request.trusted_ref is not None:
-            commit, restored = restore_protected(
-                tree, workspace.root, request.trusted_ref, request.protect, hash_name, deadline
-            )
-            details |= {"trusted_ref": commit, "protected_restored": restored}
-            details["test_config_changed"] = []
-        else:
-            details["test_config_changed"] = changed_protected(
-                tree, head, mutations, request.protect
-            )
-        run_files = dict(tree.files)
+        subject, details = _fill_run_tree(tree, request, workspace, mutations, excluded, deadline)
         argv = interpreter.command(request.command)
-        if sandbox is not None:
-            sandbox.check(
-                interpreter.executable, str(run_dir), str(report_dir), interpreter.readable
-            )
-            deadline.check("starting the sandbox")
-            home = "/tmp"  # noqa: S108 - the sandbox's own, empty tmpfs
-            env = _environment(interpreter, f"{REPORTS}/{_REPORT_NAME}", home, request.env_names)
-            _require_program(argv[0], env["PATH"], run_dir / cwd)
-            started_argv = sandbox.argv(
-                argv,
-                run_dir=str(run_dir),
-                report_dir=str(report_dir),
-                cwd=os.path.normpath(f"{WORK}/{cwd}"),
-                env=env,
-                readable=interpreter.readable,
-                hidden=request.secret_files,
-            )
-            host_env = {"PATH": SYSTEM_PATH}
-            details["sandbox"] = sandbox.describe()
-        else:
-            (owned / "home").mkdir()
-            env = _environment(
-                interpreter, str(report_dir / _REPORT_NAME), str(owned / "home"), request.env_names
-            )
-            started_argv, host_env = argv, env
-            details["sandbox"] = NO_SANDBOX
+        started_argv, host_env, details["sandbox"] = _launcher(
+            request, sandbox, interpreter, argv, owned, cwd, deadline
+        )
         junit = None if request.junit is None else run_dir / cwd / request.junit
         junit_before = _signature(junit) if junit is not None else None
         started = time.monotonic()
@@ -296,15 +256,7 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
             started_argv, run_dir / cwd, host_env, owned / "output.log", deadline.remaining()
         )
         duration = time.monotonic() - started
-        observed: dict[str, Any] = {"exit_code": exit_code}
-        if junit is not None:
-            observed |= _read_fresh_report(junit, junit_before, exit_code, run_dir)
-        elif (report_dir / _REPORT_NAME).exists() or (report_dir / _REPORT_NAME).is_symlink():
-            observed |= parse_junit(_read_report(report_dir / _REPORT_NAME, report_dir))
-        if request.required and "tests" not in observed:
-            raise ObservationFailed(
-                f"--require-test needs a report, and the run wrote none (it exited {exit_code})"
-            )
+        observed = _observed(request, exit_code, junit, junit_before, run_dir, report_dir)
         tail = _tail(owned / "output.log")
     # The child and everything it started are gone: only now is any key material read.
     secrets = environment_secrets(request.env_names) + key_material(request.secret_files)
@@ -315,7 +267,7 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         "output_tail": [redact(line, secrets) for line in tail],
         "python": interpreter.executable,
         "workspace_before": subject,
-        "test_config": config_digests(run_files),
+        "test_config": config_digests(tree.files),
     }
     return Observation(
         target=shlex.join(redact_argv(request.command, secrets)),
@@ -324,6 +276,91 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         subject=subject,
         details=details,
     )
+
+
+def _fill_run_tree(
+    tree: RunTree,
+    request: RunRequest,
+    workspace: Workspace,
+    mutations: Sequence[Mutation],
+    excluded: Sequence[str],
+    deadline: Deadline,
+) -> tuple[str, dict[str, Any]]:
+    """Copy the workspace, bind it to the claim, then deal with protected paths: the digest of
+    what was copied, and the details saying what became of protected paths."""
+    hash_name = workspace.object_format()
+    tree.copy_from(workspace, excluded, deadline, hash_name)
+    head = workspace.head()
+    require_recorded(tree, head, mutations, excluded)
+    subject = tree_digest(tree.files)
+    if request.trusted_ref is None:
+        return subject, {
+            "test_config_changed": changed_protected(tree, head, mutations, request.protect)
+        }
+    commit, restored = restore_protected(
+        tree, workspace.root, request.trusted_ref, request.protect, hash_name, deadline
+    )
+    return subject, {
+        "trusted_ref": commit,
+        "protected_restored": restored,
+        "test_config_changed": [],
+    }
+
+
+def _launcher(
+    request: RunRequest,
+    sandbox: Sandbox | None,
+    interpreter: Interpreter,
+    argv: Sequence[str],
+    owned: Path,
+    cwd: str,
+    deadline: Deadline,
+) -> tuple[list[str], dict[str, str], str]:
+    """What to start, with which environment, and how the run is confined."""
+    run_dir, report_dir = owned / "work", owned / "report"
+    if sandbox is None:
+        (owned / "home").mkdir()
+        home, report = str(owned / "home"), str(report_dir / _REPORT_NAME)
+        env = _environment(interpreter, report, home, request.env_names)
+        return list(argv), env, NO_SANDBOX
+    sandbox.check(interpreter.executable, str(run_dir), str(report_dir), interpreter.readable)
+    deadline.check("starting the sandbox")
+    home = "/tmp"  # noqa: S108 - the sandbox's own, empty tmpfs
+    env = _environment(interpreter, f"{REPORTS}/{_REPORT_NAME}", home, request.env_names)
+    _require_program(argv[0], env["PATH"], run_dir / cwd)
+    confined = sandbox.argv(
+        argv,
+        run_dir=str(run_dir),
+        report_dir=str(report_dir),
+        cwd=os.path.normpath(f"{WORK}/{cwd}"),
+        env=env,
+        readable=interpreter.readable,
+        hidden=request.secret_files,
+    )
+    return confined, {"PATH": SYSTEM_PATH}, sandbox.describe()
+
+
+def _observed(
+    request: RunRequest,
+    exit_code: int,
+    junit: Path | None,
+    junit_before: tuple[int, int, int, int] | None,
+    run_dir: Path,
+    report_dir: Path,
+) -> dict[str, Any]:
+    """The exit code, with the counts of the report named by ``--junit`` or else of the one
+    pytest was asked for, when it was written."""
+    observed: dict[str, Any] = {"exit_code": exit_code}
+    injected = report_dir / _REPORT_NAME
+    if junit is not None:
+        observed |= _read_fresh_report(junit, junit_before, exit_code, run_dir)
+    elif injected.exists() or injected.is_symlink():
+        observed |= parse_junit(_read_report(injected, report_dir))
+    if request.required and "tests" not in observed:
+        raise ObservationFailed(
+            f"--require-test needs a report, and the run wrote none (it exited {exit_code})"
+        )
+    return observed
 
 
 def _environment(
