@@ -50,7 +50,8 @@ def story(ran: Session, script: Script) -> str:
 
 def feedback(script: Script) -> list[str]:
     """The stop hook's reasons the model was given, in order."""
-    return script.agent_requests[-1].feedback()
+    turns = script.agent_requests
+    return turns[-1].feedback() if turns else []
 
 
 def state(document: dict[str, Any]) -> str:
