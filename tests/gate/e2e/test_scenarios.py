@@ -6,12 +6,13 @@ messages) and what the gate recorded (the runs directory, signed).
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.observe.conftest import Reader, unique
+from tests.observe.conftest import Reader, service_unavailable, unique
 
 from .claude_code import Session, run_session
 from .model_server import STOP_HOOK_FEEDBACK, Request, Script, ToolUse, Turn, serve
@@ -172,6 +173,8 @@ ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/test"
 def accounts(postgres: Any, postgres_reader: Reader) -> Any:
     """A table the agent writes with psql, account 1 open and account 2 already closed; the
     gate reads it back as a role that may only read it."""
+    if shutil.which("psql") is None:
+        service_unavailable("psql", FileNotFoundError("the PostgreSQL client is not on PATH"))
     table = unique("accounts")
     postgres.execute(f"CREATE TABLE {table} (id INTEGER PRIMARY KEY, status TEXT NOT NULL)")
     try:
