@@ -77,13 +77,16 @@ def loads(text: str) -> JsonValue:
 # A surrogate code point (U+D800-U+DFFF) is half of a UTF-16 pair, not a character: no UTF-8
 # output can carry one alone, so a string holding one would crash whatever prints or signs it.
 _SURROGATE = re.compile("[\ud800-\udfff]")
-# The escape of one, or half of a valid pair (which decodes to one character): a loose sign.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+# Escapes read left to right, as the decoder reads them: an escaped backslash, a high-low pair
+# (one character), or a surrogate escape left over (group 1), the only one that decodes alone.
+_ESCAPES = re.compile(
+    r"\\(?:\\|u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|(u[dD][89a-fA-F]))"
+)
 
 
 def _may_hold_lone_surrogate(text: str) -> bool:
-    """A cheap pass over the text; only when it says yes is the decoded tree walked."""
-    if _SURROGATE_ESCAPE.search(text):
+    """A pass over the text at C speed; only when it says yes is the decoded tree walked."""
+    if any(escape.group(1) for escape in _ESCAPES.finditer(text)):
         return True
     if text.isascii():  # constant time: CPython records it
         return False

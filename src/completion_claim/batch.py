@@ -81,6 +81,7 @@ def verify_stream(
 def _results(size: int, future: Future[list[str]]) -> list[str]:
     try:
         return future.result()
-    except BrokenProcessPool as error:
-        # Its worker died (killed, out of memory) with the lines unverified: say so for each.
+    except Exception as error:
+        # The chunk never came back (BrokenProcessPool: its worker was killed, ran out of
+        # memory): its lines are unverified, and each says so.
         return [_error_line(error)] * size
