@@ -8,13 +8,13 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from completion_claim.batch import verify_line, verify_stream
-from completion_claim.timefmt import parse_time
+from completion_claim.batch import verify_stream
 
 from .builders import claim_doc, evidence, mutation
 from .test_files import CLAIM_SCRIPT, HANG_TIMEOUT_S, claim_script
@@ -34,21 +34,16 @@ def claim_line(max_age_s: float) -> bytes:
 
 
 GOOD = claim_line(30)
-# Both verified as OverflowError (exit 4, the whole batch lost) when this test was written.
-OVERFLOWING = [claim_line(1e12), claim_line(300)]
-
-
-def assert_bad_line(line: dict[str, Any]) -> None:
-    """Whether the verifier calls it invalid or fails on it, it is never a verdict."""
-    assert line["state"] in ("invalid", "error"), line
-    if line["state"] == "error":
-        assert line["error"].startswith("internal error: OverflowError: ")
+# Each verified as OverflowError (exit 4, the whole batch lost) when this test was written: a
+# max_age_s beyond any date, and a look-back of five minutes from one minute into the calendar.
+HUGE_MAX_AGE = claim_line(1e12)
+BEFORE_THE_CALENDAR = claim_line(300)
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_attack_10_batch_bad_line_does_not_stop_the_rest(tmp_path: Path, jobs: str) -> None:
     """Enough lines for several chunks across processes: each bad one is one error line."""
-    pattern = [GOOD, OVERFLOWING[0], GOOD, OVERFLOWING[1]]
+    pattern = [GOOD, HUGE_MAX_AGE, GOOD, BEFORE_THE_CALENDAR]
     (tmp_path / "claims.jsonl").write_bytes(b"\n".join(pattern * 150) + b"\n")
     result = claim_script(
         *("verify", "--batch", "claims.jsonl", "--at", DECIDE, "--jobs", jobs), cwd=tmp_path
@@ -56,21 +51,26 @@ def test_attack_10_batch_bad_line_does_not_stop_the_rest(tmp_path: Path, jobs: s
     assert (result.returncode, result.stderr) == (0, b"")
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert len(lines) == 600
-    for good in lines[0::2]:
-        assert good["state"] == "verified"
-    for bad in lines[1::2]:
-        assert_bad_line(bad)
+    assert {line["state"] for line in lines[0::2]} == {"verified"}
+    for huge in lines[1::4]:  # invalid input once max_age_s is bounded
+        assert huge["state"] in ("invalid", "error"), huge
+    for early in lines[3::4]:  # a verdict once the stale cut-off is bounded by year 1
+        assert early["state"] in ("error", "verified"), early
+    for failed in (line for line in lines if line["state"] == "error"):
+        assert failed["error"].startswith("internal error: OverflowError: ")
 
 
-def test_a_line_that_fails_is_an_error_object_with_the_cause() -> None:
-    """Through the library, in both of the stream's paths."""
-    at = parse_time(DECIDE, "")
-    assert json.loads(verify_line(GOOD, None, at, 10_000))["state"] == "verified"
-    for jobs in (1, 2):
-        out = [json.loads(line) for line in verify_stream(OVERFLOWING, None, at, 10_000, jobs)]
-        assert len(out) == 2
-        for line in out:
-            assert_bad_line(line)
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_line_that_fails_is_an_error_object_with_the_cause(jobs: int) -> None:
+    """Through the library, in both of the stream's paths: a decision time without an offset
+    is refused by verify() itself, for every line, and no line is lost."""
+    naive = datetime(2026, 8, 27, 18, 0, 20)  # no offset: verify() raises
+    out = [
+        json.loads(line) for line in verify_stream([GOOD, b"{}", GOOD], None, naive, 10_000, jobs)
+    ]
+    cause = "internal error: ValueError: the decision time must carry a UTC offset"
+    assert out[0] == out[2] == {"state": "error", "error": cause}
+    assert out[1]["state"] == "invalid"
 
 
 def _workers(parent: int) -> list[int]:
