@@ -134,7 +134,10 @@ def run_gate(
                 f"({chosen.source}); baselines {baselines}",
             },
             "claimed_outcome": outcome,
-            "mutations": [mutation_record(m) for m in mutations],
+            "mutations": [
+                {name: value for name, value in mutation_record(m).items() if value is not None}
+                for m in mutations
+            ],
             "evidence": [],
         },
     )
