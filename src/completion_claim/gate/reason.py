@@ -128,6 +128,12 @@ def _uncovered(mutation: Any, coverage: Coverage, items: dict[str, Evidence]) ->
                     f"{mutation.target} already had the expected value before you started, so "
                     "reading it back proves nothing about your change"
                 )
+            elif finding.code == "not_discriminating" and _crashed(item):
+                observed = item.observed_value
+                why.append(
+                    f"the test run exited {observed['exit_code']} and reported no tests"
+                    + _tail_hint(item, observed)
+                )
             elif finding.code == "no_observation":
                 continue  # said above, with the observer's error
             else:
@@ -136,6 +142,16 @@ def _uncovered(mutation: Any, coverage: Coverage, items: dict[str, Evidence]) ->
     return (
         f"{mutation.target} ({mutation.kind}) is covered by no passing {check_type}: {because}; "
         f"what counts: {_WOULD_COUNT.get(check_type, 'an independent observation')}"
+    )
+
+
+def _crashed(item: Evidence) -> bool:
+    observed = item.observed_value
+    return (
+        item.check_type == TEST_RUN
+        and isinstance(observed, dict)
+        and "tests" not in observed
+        and observed.get("exit_code") != 0
     )
 
 
