@@ -64,7 +64,8 @@ def test_init_writes_a_working_configuration_for_a_pytest_repository(
     assert config.policy.requires == ("test_run",)
     assert config.runs_dir == tmp_path / ".local" / "state" / "completion-claim" / "runs"
     text = (repo / "claim.toml").read_text()
-    assert "endpoint_health" not in text and "state_readback" not in text
+    assert "endpoint_health" not in text
+    assert "state_readback" not in text
 
 
 def test_init_comments_examples_for_a_dockerfile_and_a_database(

@@ -67,7 +67,8 @@ def test_junit_has_a_case_per_mutation_and_per_requirement() -> None:
     assert cases["claim-gate.policy/ops/gate requires state_readback"].find("failure") is None
     assert cases["claim-gate.policy/ops/gate requires test_run"].find("failure") is not None
     verdict = cases["claim-gate.verdict/verdict"].find("failure")
-    assert verdict is not None and verdict.get("message") == "unverified"
+    assert verdict is not None
+    assert verdict.get("message") == "unverified"
 
 
 def test_junit_of_a_verified_claim_has_no_failure() -> None:
@@ -83,7 +84,8 @@ def test_junit_escapes_what_a_target_or_reason_holds() -> None:
     result = result_for(document, agent_reason="<![CDATA[ ]]> & </failure>")
     cases = junit_cases(outputs.junit_report(result, parse_claim(document)))
     failure = cases['claim-gate.mutations/file_write a<b>&"c".py'].find("failure")
-    assert failure is not None and "<![CDATA[ ]]> & </failure>" in (failure.text or "")
+    assert failure is not None
+    assert "<![CDATA[ ]]> & </failure>" in (failure.text or "")
 
 
 def parse_dotenv(text: str) -> dict[str, str]:
@@ -151,5 +153,6 @@ def test_a_refuted_mutation_says_what_contradicted_it() -> None:
     assert result.verdict.state == "refuted"
     cases = junit_cases(outputs.junit_report(result, parse_claim(document)))
     failure = cases["claim-gate.mutations/state_write accounts/4471"].find("failure")
-    assert failure is not None and failure.get("message") == "contradicted by e1"
+    assert failure is not None
+    assert failure.get("message") == "contradicted by e1"
     assert replace(result, agent_reason="").exit_code == 2
