@@ -1,7 +1,7 @@
 """Gate tests: real git repositories, real sandboxed pytest runs, real SQLite and PostgreSQL.
 
-The PostgreSQL fixtures (a superuser connection for set-up, a role that may only read) are the
-observer tests' own, imported so both suites use one definition.
+The PostgreSQL fixtures (a superuser connection for set-up, a role that may only read) and the
+local HTTP service are the observer tests' own, imported so both suites use one definition.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from completion_claim.gate.config import GateConfig, load_config
-from tests.observe.conftest import postgres, postgres_reader  # noqa: F401 - fixtures
+from tests.observe.conftest import postgres, postgres_reader, site  # noqa: F401 - fixtures
 
 TEST_RUN_CHECK = """
 [[check]]

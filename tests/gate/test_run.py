@@ -17,7 +17,7 @@ from completion_claim.cli import run
 from completion_claim.gate.run import GATE_VERIFIER_ID, NO_OUTCOME, run_gate, start_gate
 from tests.fixtures.projects import CALC, CALC_BUGGY, TEST_CALC, git, make_repo, write_files
 from tests.gate.conftest import POLICY, TEST_RUN_CHECK, WriteConfig
-from tests.observe.conftest import Reader, closed_port
+from tests.observe.conftest import Reader, Site, closed_port
 
 TEST_CALC_AGREEING_WITH_BUG = TEST_CALC.replace("== 5", "== -1")
 
@@ -347,6 +347,10 @@ def test_a_store_that_cannot_be_read_is_recorded_as_a_failed_attempt(
     assert "cannot connect" in item["details"]["error"] or "connect" in item["details"]["error"]
     assert result.agent_reason.startswith("the readback of postgresql://")
     assert "could not run" in result.agent_reason.splitlines()[0]
+    assert result.agent_reason.splitlines()[1].startswith(
+        "accounts/4471 (state_write) is covered by no passing state_readback: its check could "
+        "not observe it"
+    )
 
 
 def test_a_postgresql_readback_with_a_password_from_the_environment(
@@ -377,6 +381,70 @@ def test_a_postgresql_readback_with_a_password_from_the_environment(
         assert secret not in result.report + result.agent_reason
     finally:
         postgres.execute(f"DROP TABLE {table}")
+
+
+def endpoint_check(url: str) -> str:
+    return f"""
+[[check]]
+type = "endpoint_health"
+url = "{url}/health"
+target = "shop-staging"
+expect_json = {{ "/build" = "b2" }}
+"""
+
+
+ENDPOINT_POLICY = '[policy]\nid = "ops/deploy"\nrequires = ["endpoint_health"]\nmax_age_s = 60\n'
+
+
+def test_a_deploy_seen_changing_since_the_start_is_verified(
+    tmp_path: Path, write_config: WriteConfig, site: Site
+) -> None:
+    repo = correct_project(tmp_path / "repo")
+    config = write_config(ENDPOINT_POLICY + endpoint_check(site.url))
+    start_gate(config, repo)
+    site.build = "b2"
+
+    result = run_gate(config, repo, outcome="Deployed b2.")
+
+    assert result.verdict.state == "verified"
+    assert [(m["kind"], m["target"]) for m in result.document["mutations"]] == [
+        ("deploy", "shop-staging")
+    ]
+    details = evidence_of(result.document, "endpoint_health")["details"]
+    assert details["baseline"] == {"status": 200, "json": {"/build": "b1"}}
+
+
+def test_a_deploy_whose_value_was_already_live_at_the_start_does_not_count(
+    tmp_path: Path, write_config: WriteConfig, site: Site
+) -> None:
+    repo = correct_project(tmp_path / "repo")
+    site.build = "b2"
+    config = write_config(ENDPOINT_POLICY + endpoint_check(site.url))
+    start_gate(config, repo)
+
+    result = run_gate(config, repo, outcome="Deployed b2.")
+
+    assert result.verdict.state == "unverified"
+    assert "shop-staging already had the expected value before you started" in (result.agent_reason)
+
+
+def test_the_gate_time_limit_stops_checks_and_records_why(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    repo = correct_project(tmp_path / "repo")
+    store = tmp_path / "bank.db"
+    runs = tmp_path / "runs"
+    config = write_config(
+        f'[gate]\nruns_dir = "{runs}"\ntimeout_s = 0.000001\n'
+        + READBACK_POLICY
+        + readback_check(sqlite_store(store, "closed"))
+    )
+
+    result = run_gate(config, repo, outcome="Closed.")
+
+    assert result.verdict.state == "unverified"
+    item = evidence_of(result.document, "state_readback")
+    assert item["details"]["error"] == "the gate ran out of time ([gate].timeout_s)"
 
 
 # --- signed runs -----------------------------------------------------------------------------

@@ -112,6 +112,7 @@ def _uncovered(mutation: Any, coverage: Coverage, items: dict[str, Evidence]) ->
     }
     check_type = kind_to_check.get(mutation.kind, "check")
     why: list[str] = []
+    attempted = False
     for result in coverage.not_counted:
         item = items[result.evidence]
         for finding in result.reasons:
@@ -135,10 +136,11 @@ def _uncovered(mutation: Any, coverage: Coverage, items: dict[str, Evidence]) ->
                     + _tail_hint(item, observed)
                 )
             elif finding.code == "no_observation":
-                continue  # said above, with the observer's error
+                attempted = True  # said above, with the observer's error
             else:
                 why.append(describe_finding(finding))
-    because = "; ".join(dict.fromkeys(why)) or "no check of that type observed it"
+    nothing = "its check could not observe it" if attempted else "no check of that type observed it"
+    because = "; ".join(dict.fromkeys(why)) or nothing
     return (
         f"{mutation.target} ({mutation.kind}) is covered by no passing {check_type}: {because}; "
         f"what counts: {_WOULD_COUNT.get(check_type, 'an independent observation')}"

@@ -110,6 +110,9 @@ def run_gate(
     events = events or _Silent()
     root = repository_root(repo)
     _refuse_runs_dir_inside(config, root)
+    if config.sign_key is not None and not config.sign_key.is_file():
+        # Checked before any work; the key itself is read after the checks ran.
+        raise UsageError(f"{config.path.name}: [gate].sign_key {config.sign_key} is not a file")
     record = read_start_record(start_record_path(config, root, session))
     chosen = _choose_base(root, base, config.base, record)
     events.step("base", f"{chosen.revision} ({chosen.source})")
