@@ -64,9 +64,16 @@ def evidence(claim: Path) -> list[dict[str, Any]]:
     return items
 
 
-def verdict(claim: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
+def verdict(
+    claim: Path, capsys: pytest.CaptureFixture[str], policy: dict[str, Any] | None = None
+) -> tuple[int, dict[str, Any]]:
     capsys.readouterr()
-    code = run(["verify", str(claim), "--json"])
+    options = []
+    if policy is not None:
+        policy_path = claim.with_name("policy.json")
+        policy_path.write_text(json.dumps(policy))
+        options = ["--policy", str(policy_path)]
+    code = run(["verify", str(claim), "--json", *options])
     result: dict[str, Any] = json.loads(capsys.readouterr().out)
     return code, result
 
@@ -110,7 +117,11 @@ def test_a_passing_run_is_recorded_and_verifies(
     assert details["python"] == sys.executable
     assert details["sandbox"].startswith("bubblewrap ")
     assert "3 passed" in details["output_tail"][-1]
-    assert verdict(claim, capsys)[0] == 0
+    # The new test file is a change to the tests: it counts only where the operator allows it.
+    code, result = verdict(claim, capsys)
+    assert (code, reason_codes(result)) == (1, {"test_config_changed"})
+    allowing = {"id": "p", "requires": ["test_run"], "max_age_s": 300, "allow_test_changes": True}
+    assert verdict(claim, capsys, allowing)[0] == 0
 
 
 @pytest.mark.parametrize("in_git", [True, False], ids=["git", "plain-folder"])
@@ -933,7 +944,7 @@ def test_attack_05_symlink_out_of_workspace_is_refused(
 
     assert observe(claim, repo, "--", *PYTEST) == 5
 
-    assert f"calc.py is a symbolic link out of the workspace (to {outside})" in (
+    assert f"calc.py is a symbolic link leading out of {repo} (to {outside})" in (
         capsys.readouterr().err
     )
     assert evidence(claim) == []
