@@ -108,10 +108,6 @@ class GateConfig:
     max_blocks: int = DEFAULT_MAX_BLOCKS
     base: str | None = None
     timeout_s: float | None = None  # the whole gate run; None: the sum of the checks' own
-    policy_from_config: bool = True  # False: no policy was given and the gate's default applies
-
-    def line_of(self, check: CheckConfig) -> str:
-        return f"{self.path.name}:{check.line}"
 
 
 def default_runs_dir(environ: Mapping[str, str]) -> Path:
@@ -210,7 +206,6 @@ class _Reader:
         gate = self.table(document, "gate", "", 0)
         self.only(gate, "gate", 0, "[gate]", _GATE_KEYS)
         checks = self.checks(document.get("check", []))
-        policy, given = self.policy(document, checks)
         sign_key = self.optional(gate, "gate", 0, "sign_key", str)
         runs_dir = self.optional(gate, "gate", 0, "runs_dir", str)
         max_blocks = self.optional(gate, "gate", 0, "max_blocks", int)
@@ -219,7 +214,7 @@ class _Reader:
         timeout_s = self.seconds(gate, "gate", 0, "timeout_s")
         return GateConfig(
             path=self.path,
-            policy=policy,
+            policy=self.policy(document, checks),
             checks=checks,
             sign_key=None if sign_key is None else self.relative(sign_key),
             runs_dir=default_runs_dir(self.environ)
@@ -228,7 +223,6 @@ class _Reader:
             max_blocks=DEFAULT_MAX_BLOCKS if max_blocks is None else max_blocks,
             base=self.optional(gate, "gate", 0, "base", str),
             timeout_s=timeout_s,
-            policy_from_config=given,
         )
 
     # --- values ---------------------------------------------------------------------------
@@ -321,19 +315,17 @@ class _Reader:
 
     # --- policy ---------------------------------------------------------------------------
 
-    def policy(
-        self, document: Mapping[str, Any], checks: tuple[CheckConfig, ...]
-    ) -> tuple[Policy, bool]:
+    def policy(self, document: Mapping[str, Any], checks: tuple[CheckConfig, ...]) -> Policy:
         given = document.get("policy")
         if given is None:
             # No policy named: require a supporting observation of each configured check type,
             # so that configuring a check means it must pass.
             requires = tuple(sorted({check.check_type for check in checks}))
-            return Policy("claim-gate/default", requires, DEFAULT_POLICY_MAX_AGE_S), False
+            return Policy("claim-gate/default", requires, DEFAULT_POLICY_MAX_AGE_S)
         if isinstance(given, str):
             path = self.relative(self.substitute(given, "", 0, "policy"))
             try:
-                return load_policy(path.read_bytes()), True
+                return load_policy(path.read_bytes())
             except OSError as exc:
                 raise self.error(
                     "", 0, "policy", f"policy: cannot read {path}: {exc.strerror or exc}"
@@ -345,7 +337,7 @@ class _Reader:
         if not isinstance(given, dict):
             raise self.error("", 0, "policy", "policy must be a table or a path to a JSON file")
         try:
-            return parse_policy(given), True
+            return parse_policy(given)
         except InvalidDocument as error:
             table, key = _policy_place(error.path)
             raise self.error(table, 0, key, f"[policy] {error}", InvalidPolicy) from None
