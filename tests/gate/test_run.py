@@ -18,6 +18,7 @@ from completion_claim.gate.run import GATE_VERIFIER_ID, NO_OUTCOME, run_gate, st
 from tests.fixtures.projects import CALC, CALC_BUGGY, TEST_CALC, git, make_repo, write_files
 from tests.gate.conftest import POLICY, TEST_RUN_CHECK, WriteConfig
 from tests.observe.conftest import Reader, Site, closed_port
+from tests.test_ci_recipe import TRICKS, Plant
 
 TEST_CALC_AGREEING_WITH_BUG = TEST_CALC.replace("== 5", "== -1")
 
@@ -530,3 +531,26 @@ def test_an_operator_trust_list_without_the_gate_key_proves_nothing(
 @pytest.fixture(autouse=True)
 def _keygen_folder(tmp_path: Path) -> None:
     (tmp_path / "elsewhere").mkdir()
+
+
+@pytest.mark.parametrize("plant", TRICKS.values(), ids=TRICKS.keys())
+def test_a_broken_fix_with_a_planted_trick_is_never_verified_by_the_gate(
+    tmp_path: Path, write_config: WriteConfig, plant: Plant
+) -> None:
+    """The CI recipe's tricks, through the gate: signed, no trusted ref (the harder case)."""
+    key, public = keygen(tmp_path)
+    runs = tmp_path / "runs"
+    config = write_config(
+        f'[gate]\nruns_dir = "{runs}"\nsign_key = "{key}"\n{POLICY}{TEST_RUN_CHECK}'
+    )
+    repo = buggy_project(tmp_path / "ws")
+    write_files(repo, {"calc.py": CALC_BUGGY + "# fixed\n"})
+    plant(repo)
+
+    result = run_gate(config, repo, outcome="Done. All tests pass.")
+
+    assert result.exit_code != 0, result.report
+    assert result.verdict.state != "verified"
+    assert result.agent_reason
+    assert check_verdict(result.claim_path, public) != 0
+    assert not (tmp_path / "stolen.key").exists()

@@ -16,6 +16,7 @@ MAX_LINES = 12
 MAX_LINE = 300
 NO_CHANGES = "no_changes"
 GATE_CONFIG_CHANGED = "gate_config_changed"
+CAPTURE_FAILED = "capture_failed"
 _WHAT = {
     TEST_RUN: "the test run",
     ENDPOINT_HEALTH: "the endpoint check of",
@@ -28,13 +29,18 @@ _WOULD_COUNT = {
 }
 
 
-def agent_reason(claim: Claim, verdict: Verdict, root: Path) -> str:
-    """One line per problem, most useful first; "" when verified."""
+def agent_reason(
+    claim: Claim, verdict: Verdict, root: Path, capture_error: str | None = None
+) -> str:
+    """One line per problem, most useful first; "" when verified. ``capture_error``: why the
+    gate could not read the work tree (then nothing was observed)."""
     if verdict.state == "verified":
         return ""
     items = {evidence_ref(item, i): item for i, item in enumerate(claim.evidence)}
     mutations = {m.id: m for m in claim.mutations}
     lines: list[str] = []
+    if capture_error is not None:
+        lines.append(f"the gate could not read your change: {capture_error}")
     refuted = verdict.state == "refuted"
     for result in verdict.evidence:
         item = items[result.evidence]

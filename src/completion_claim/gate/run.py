@@ -49,7 +49,7 @@ from .baseline import (
     write_start_record,
 )
 from .config import CheckConfig, EndpointHealthCheck, GateConfig, TestRunCheck
-from .reason import GATE_CONFIG_CHANGED, NO_CHANGES, agent_reason
+from .reason import CAPTURE_FAILED, GATE_CONFIG_CHANGED, NO_CHANGES, agent_reason
 
 GATE_VERIFIER_ID = f"claim-gate/{__version__}"
 NO_OUTCOME = "(no outcome given)"
@@ -120,11 +120,19 @@ def run_gate(
     deadline = None if config.timeout_s is None else started.timestamp() + config.timeout_s
     run_dir = _new_run_dir(config, root, started)
     claim_path = run_dir / CLAIM_NAME
-    mutations = _capture(root, chosen.revision, config.checks, started)
-    files = sum(1 for m in mutations if m.kind == FILE_WRITE)
-    events.step(
-        "capture", f"{files} changed file(s), {len(mutations) - files} configured target(s)"
-    )
+    capture_error = None
+    try:
+        mutations = _capture(root, chosen.revision, config.checks, started)
+    except ObservationFailed as failure:
+        # The work tree is the agent's: one that cannot be read honestly (a link out of it, a
+        # file name git cannot record) is the agent's to fix, and nothing is observed.
+        capture_error, mutations = str(failure), []
+        events.step("capture", f"could not read the work tree: {failure}")
+    else:
+        files = sum(1 for m in mutations if m.kind == FILE_WRITE)
+        events.step(
+            "capture", f"{files} changed file(s), {len(mutations) - files} configured target(s)"
+        )
     task = task_id or f"{root.name}@{chosen.revision[:12]}@{format_time(started)}"
     baselines = "taken at start" if record is not None else "not taken (no claim gate --start)"
     create_claim(
@@ -144,12 +152,14 @@ def run_gate(
             "evidence": [],
         },
     )
-    for number, check in enumerate(config.checks, start=1):
+    for number, check in enumerate(() if capture_error else config.checks, start=1):
         _observe(config, check, number, claim_path, mutations, root, record, trusted_ref,
                  deadline, events)  # fmt: skip
     raw, claim = read_claim(claim_path)
     policy = gate_policy(config)
-    verdict = _gate_rules(verify(claim, datetime.now(UTC), policy), claim, config, root)
+    verdict = _gate_rules(
+        verify(claim, datetime.now(UTC), policy), claim, config, root, capture_error
+    )
     raw["policy"] = policy_json(policy)
     raw = _with_verdict(raw, verdict, config)
     write_atomic(claim_path, render(raw))
@@ -160,7 +170,7 @@ def run_gate(
         verdict=verdict,
         claim_path=claim_path,
         document=raw,
-        agent_reason=agent_reason(claim, verdict, root),
+        agent_reason=agent_reason(claim, verdict, root, capture_error),
         exit_code=EXIT_FOR_STATE[verdict.state],
         report=report,
     )
@@ -379,12 +389,17 @@ def _summary(item: dict[str, Any]) -> str:
 # --- the decision ----------------------------------------------------------------------------
 
 
-def _gate_rules(verdict: Verdict, claim: Claim, config: GateConfig, root: Path) -> Verdict:
-    """What the gate asks beyond the verifier: a change to judge, and its own configuration
-    left alone (a claim.toml in the work tree is the operator's, not the agent's)."""
+def _gate_rules(
+    verdict: Verdict, claim: Claim, config: GateConfig, root: Path, capture_error: str | None
+) -> Verdict:
+    """What the gate asks beyond the verifier: a work tree it could read, a change to judge, and
+    its own configuration left alone (a claim.toml in the work tree is the operator's)."""
     unmet: list[Unmet] = []
     reasons: list[str] = []
-    if not claim.mutations:
+    if capture_error is not None:
+        unmet.append(Unmet(CAPTURE_FAILED))
+        reasons.append(f"the work tree could not be captured: {capture_error}")
+    elif not claim.mutations:
         unmet.append(Unmet(NO_CHANGES))
         reasons.append("nothing changed: there is no change to verify")
     config_path = os.path.relpath(os.path.realpath(config.path), os.path.realpath(root))
