@@ -32,14 +32,14 @@ def claim(
 
 
 def project(tmp_path: Path, max_blocks: int = 2) -> Path:
-    """A repository with a passing suite and a claim.toml whose runs go outside it."""
-    repo = make_repo(tmp_path / "repo", {"calc.py": CALC, "tests/test_calc.py": TEST_CALC})
-    (repo / "claim.toml").write_text(
+    """A repository with a passing suite and a committed claim.toml whose runs go outside it."""
+    config = (
         f'[gate]\nruns_dir = "{tmp_path / "runs"}"\nmax_blocks = {max_blocks}\n\n'
         '[[check]]\ntype = "test_run"\n'
         f'command = ["{sys.executable}", "-m", "pytest", "-q", "-p", "no:cacheprovider"]\n'
     )
-    return repo
+    files = {"calc.py": CALC, "tests/test_calc.py": TEST_CALC, "claim.toml": config}
+    return make_repo(tmp_path / "repo", files)
 
 
 def stop_payload(harness: str, repo: Path, session: str = "s-1", **over: Any) -> str:
@@ -131,7 +131,8 @@ def test_a_wrong_fix_is_sent_back_and_the_right_one_lets_the_agent_stop(tmp_path
     assert blocked.returncode == 0, blocked.stderr
     body = answer(blocked)
     assert body["decision"] == "block"
-    assert "test_add" in body["reason"]
+    assert "refuted" in body["reason"]
+    assert "failed" in body["reason"]
     assert "1 of 2" in body["systemMessage"]
 
     write_files(repo, {"calc.py": CALC + "\n# fixed\n"})
@@ -177,30 +178,35 @@ def test_after_max_blocks_the_stop_goes_through_and_says_not_verified(tmp_path: 
 
 
 @pytest.mark.parametrize(
-    ("harness", "blocked_code", "blocked_key"),
+    ("harness", "blocked_code", "blocked"),
     [
-        ("codex", 0, "decision"),
-        ("openhands", 2, "decision"),
-        ("cursor", 0, "followup_message"),
-        ("copilot", 0, "decision"),
+        ("codex", 0, {"decision": "block"}),
+        ("openhands", 2, {"decision": "deny"}),
+        ("cursor", 0, {}),
+        ("copilot", 0, {"decision": "block"}),
     ],
 )
 def test_each_harness_gets_its_own_answer_from_the_real_gate(
-    harness: str, blocked_code: int, blocked_key: str, tmp_path: Path
+    harness: str, blocked_code: int, blocked: dict[str, str], tmp_path: Path
 ) -> None:
     repo = project(tmp_path)
     write_files(repo, {"calc.py": CALC_BUGGY})
-    blocked = claim(
+    sent_back = claim(
         "hook", "stop", "--harness", harness, cwd=repo, stdin=stop_payload(harness, repo)
     )
-    assert blocked.returncode == blocked_code, blocked.stderr
-    assert "test_add" in answer(blocked)[blocked_key]
+    assert sent_back.returncode == blocked_code, sent_back.stderr
+    body = answer(sent_back)
+    reason_key = "followup_message" if harness == "cursor" else "reason"
+    assert set(body) - {"systemMessage"} == {*blocked, reason_key}
+    assert {key: body[key] for key in blocked} == blocked
+    assert "failed" in body[reason_key]
     write_files(repo, {"calc.py": CALC + "\n# fixed\n"})
     allowed = claim(
         "hook", "stop", "--harness", harness, cwd=repo, stdin=stop_payload(harness, repo)
     )
     assert allowed.returncode == 0, allowed.stderr
-    assert blocked_key not in answer(allowed)
+    assert reason_key not in answer(allowed)
+    assert "decision" not in answer(allowed)
 
 
 # ---- a hook that cannot judge lets the stop through, loudly

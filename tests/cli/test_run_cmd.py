@@ -29,31 +29,27 @@ RIGHT = (
 )
 WRONG = f"open('calc.py', 'w').write({CALC_BUGGY!r})\nprint('Done. All tests pass.')"
 LEARNS = (
-    f"fixed = 'test_add' in feedback\n"
+    "fixed = bool(feedback)\n"
     f"open('calc.py', 'w').write({CALC!r} if fixed else {CALC_BUGGY!r})\n"
     "print('attempt', os.environ['CLAIM_ATTEMPT'], 'fixed' if fixed else 'guessed')\n"
     "print('Done.')"
 )
 LEARNS_FROM_ARGV = (
-    f"fixed = len(sys.argv) > 2 and 'test_add' in sys.argv[-1]\n"
+    "fixed = len(sys.argv) > 2 and 'failed' in sys.argv[-1]\n"
     f"open('calc.py', 'w').write({CALC!r} if fixed else {CALC_BUGGY!r})\n"
     "print('Done.')"
 )
 
 
 def setup(tmp_path: Path, body: str) -> tuple[Path, Path]:
-    repo = make_repo(
-        tmp_path / "repo",
-        {
-            "calc.py": "def add(a, b):\n    raise NotImplementedError\n",
-            "tests/test_calc.py": TEST_CALC,
-        },
-    )
-    (repo / "claim.toml").write_text(
+    config = (
         f'[gate]\nruns_dir = "{tmp_path / "runs"}"\n\n'
         '[[check]]\ntype = "test_run"\n'
         f'command = ["{sys.executable}", "-m", "pytest", "-q", "-p", "no:cacheprovider"]\n'
     )
+    unfinished = "def add(a, b):\n    raise NotImplementedError\n"
+    files = {"calc.py": unfinished, "tests/test_calc.py": TEST_CALC, "claim.toml": config}
+    repo = make_repo(tmp_path / "repo", files)
     agent = tmp_path / "agent.py"
     agent.write_text(AGENT.format(body=body))
     return repo, agent
@@ -96,13 +92,14 @@ def test_a_false_done_is_refuted(tmp_path: Path) -> None:
     repo, agent = setup(tmp_path, WRONG)
     done = claim_run(repo, "--", sys.executable, str(agent))
     assert done.returncode == 2, done.stderr
-    assert "test_add" in done.stderr
+    assert "failed" in done.stderr
 
 
 def test_an_agent_that_changes_nothing_is_not_verified(tmp_path: Path) -> None:
     repo, agent = setup(tmp_path, "print('Done. Everything works.')")
     done = claim_run(repo, "--", sys.executable, str(agent))
-    assert done.returncode == 1, done.stderr
+    assert done.returncode != 0, done.stderr
+    assert "nothing changed" in done.stderr
 
 
 def test_retries_send_the_reason_back_in_the_environment(tmp_path: Path) -> None:

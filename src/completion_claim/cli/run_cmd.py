@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -98,7 +99,7 @@ def run_agent(argv: Sequence[str], env: dict[str, str]) -> tuple[int, str]:
     except OSError as exc:
         raise UsageError(f"cannot run the agent {argv[0]!r}: {exc.strerror or exc}") from None
     assert process.stdout is not None
-    sink = click.get_binary_stream("stdout")
+    sink = sys.stdout.buffer
     kept = bytearray()
     while chunk := os.read(process.stdout.fileno(), 65536):
         sink.write(chunk)
