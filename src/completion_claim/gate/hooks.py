@@ -133,7 +133,6 @@ class Harness:
     name = "claude-code"
     stop_events: tuple[str, ...] = ("Stop", "SubagentStop")
     start_events: tuple[str, ...] = ("SessionStart", "UserPromptSubmit")
-    shows_system_message = True
     status_key: str | None = None
     """The payload field saying how the agent stopped, where the harness sends one."""
 
@@ -168,7 +167,7 @@ class Harness:
 
     def allow(self, message: str) -> HookAnswer:
         body = {"systemMessage": message} if message else {}
-        return HookAnswer(json.dumps(body), "" if self.shows_system_message else message, 0)
+        return HookAnswer(json.dumps(body), "", 0)
 
     def block(self, reason: str, message: str) -> HookAnswer:
         body: dict[str, str] = {"decision": "block", "reason": reason}
@@ -197,7 +196,6 @@ class OpenHands(Harness):
     name = "openhands"
     stop_events = ("Stop",)
     start_events = ("SessionStart", "UserPromptSubmit")
-    shows_system_message = False
 
     def parse_stop(self, payload: Mapping[str, Any]) -> StopRequest:
         return super().parse_stop(_with_project_dir(payload))
@@ -233,7 +231,6 @@ class Cursor(Harness):
     name = "cursor"
     stop_events = ("stop",)
     start_events = ("sessionStart",)
-    shows_system_message = False
     status_key = "status"
 
     def parse_stop(self, payload: Mapping[str, Any]) -> StopRequest:
@@ -277,7 +274,6 @@ class Copilot(Harness):
     ``decision: block`` answer queues ``reason`` as the next prompt."""
 
     name = "copilot"
-    shows_system_message = False
 
     def parse_stop(self, payload: Mapping[str, Any]) -> StopRequest:
         return StopRequest(
