@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench schema vectors clean
+.PHONY: demo test lint bench schema vectors clean sandbox
 
 $(BIN)/claim: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -11,7 +11,17 @@ $(BIN)/claim: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[observe,sign,dev]'
 	touch $(BIN)/claim
 
-demo: $(BIN)/claim
+# `claim observe test-run` runs tests in a bubblewrap sandbox and refuses to run without one.
+sandbox:
+	@command -v bwrap >/dev/null && command -v setpriv >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -q && apt-get install -y -q bubblewrap util-linux; \
+	  else \
+	    echo "bubblewrap (bwrap) is missing: run 'sudo apt-get install bubblewrap' (the test-run observer needs it)" >&2; \
+	    exit 1; \
+	  fi; }
+
+demo: $(BIN)/claim sandbox
 	$(BIN)/python examples/demo.py
 
 lint: $(BIN)/claim
@@ -19,10 +29,10 @@ lint: $(BIN)/claim
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: lint
+test: lint sandbox
 	$(BIN)/pytest -q
 
-bench: $(BIN)/claim
+bench: $(BIN)/claim sandbox
 	$(BIN)/python benchmarks/bench.py
 
 # Regenerate committed artefacts; tests fail when the committed copies drift from these.

@@ -268,3 +268,55 @@ def test_the_size_limit_is_what_keeps_memory_bounded(forty_megabytes: Path) -> N
     """Control: with the limit lifted, the same document cannot be loaded in 400 MB."""
     outcome = _probe(forty_megabytes, str(10**9))
     assert outcome == "MemoryError"
+
+
+# --- lone surrogates ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("document", "path", "problem"),
+    [
+        (
+            VALID_BYTES.replace(b'"covers"', b'"id": "\\ud800", "covers"'),
+            "evidence[0].id",
+            "lone surrogate U+D800",
+        ),
+        (with_raw(b'["ok", "\\uDFFF"]'), "evidence[0].observed_value[1]", "lone surrogate U+DFFF"),
+        (  # a high half followed by something other than a low half
+            VALID_BYTES.replace(b"Updated", b"Updated \\ud83d\\u0041"),
+            "claimed_outcome",
+            "lone surrogate U+D83D",
+        ),
+        (  # an escaped backslash hides nothing: the low half after it stands alone
+            VALID_BYTES.replace(b"Updated", b"Updated \\\\ud83d\\ude00"),
+            "claimed_outcome",
+            "lone surrogate U+DE00",
+        ),
+        (with_raw(b'{"zip\\udc00": 1}'), "evidence[0].observed_value", "member name"),
+    ],
+    ids=["evidence-id", "nested-value", "unpaired-high", "after-escaped-backslash", "member-name"],
+)
+def test_attack_10_lone_surrogate_is_invalid_input(
+    document: bytes, path: str, problem: str
+) -> None:
+    """No UTF-8 output can carry a lone surrogate: printing or signing the claim would crash."""
+    error = rejected(document)
+    assert error.path == path
+    assert problem in error.problem
+
+
+def test_attack_10_a_literal_lone_surrogate_in_a_text_is_invalid_input() -> None:
+    """A str given to the library holds the code point itself, not its escape."""
+    text = VALID_BYTES.decode().replace("Updated", "Updated \ud800")
+    with pytest.raises(InvalidDocument) as caught:
+        load_claim(text)
+    assert caught.value.path == "claimed_outcome"
+
+
+def test_a_valid_surrogate_pair_loads_as_one_character() -> None:
+    """Control: an escaped pair is how JSON writes a character beyond the BMP."""
+    escaped = VALID_BYTES.replace(b"Updated", b"Updated \\ud83d\\ude00 \\\\ud800")
+    assert load_claim(escaped).claimed_outcome.startswith("Updated \U0001f600 \\ud800")
+    literal = VALID_BYTES.replace(b"Updated", "Updated \U0001f600".encode())
+    assert load_claim(literal).claimed_outcome.startswith("Updated \U0001f600")
+    assert load_claim(literal.decode()).claimed_outcome.startswith("Updated \U0001f600")

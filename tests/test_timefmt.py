@@ -57,3 +57,42 @@ def test_format_is_utc_with_z_and_only_needed_precision() -> None:
 def test_format_then_parse_round_trips() -> None:
     moment = datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=UTC)
     assert parse_time(format_time(moment), "") == moment
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "0001-01-01T00:00:00+23:59",
+        "0001-01-01T23:58:59.999999+23:59",
+        "0001-01-01T00:00:00+00:01",
+        "9999-12-31T23:59:59-23:59",
+        "9999-12-31T00:01:00-23:59",
+        "9999-12-31T23:59:59.999999-00:01",
+    ],
+)
+def test_attack_10_extreme_offset_times(text: str) -> None:
+    """Valid RFC 3339, but the instant is before year 1 or after 9999 in UTC, where every time
+    is compared and printed: invalid input naming the place, not a crash in the report."""
+    with pytest.raises(InvalidDocument) as caught:
+        parse_time(text, "mutations[0].at")
+    assert caught.value.path == "mutations[0].at"
+    assert "outside the representable range" in caught.value.problem
+
+
+@pytest.mark.parametrize(
+    ("text", "printed"),
+    [
+        ("0001-01-01T00:00:00Z", "0001-01-01T00:00:00Z"),
+        ("0001-01-01T23:59:00+23:59", "0001-01-01T00:00:00Z"),
+        ("0001-01-01T00:00:00-23:59", "0001-01-01T23:59:00Z"),
+        ("9999-12-31T23:59:59.999999Z", "9999-12-31T23:59:59.999999Z"),
+        ("9999-12-31T00:00:00-23:59", "9999-12-31T23:59:00Z"),
+        ("9999-12-31T23:59:59+23:59", "9999-12-31T00:00:59Z"),
+    ],
+)
+def test_the_edge_times_that_are_valid_print_as_rfc_3339(text: str, printed: str) -> None:
+    """Control: the first and last instants in range parse, print (year 1 as 0001) and
+    round-trip."""
+    moment = parse_time(text, "at")
+    assert format_time(moment) == printed
+    assert parse_time(printed, "at") == moment

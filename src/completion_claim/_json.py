@@ -1,10 +1,12 @@
-"""Strict JSON reading: UTF-8 only, bounded size and depth, no duplicate keys, no NaN/Infinity."""
+"""Strict JSON reading: UTF-8 only, bounded size and depth, no duplicate keys, no NaN/Infinity,
+no lone surrogates."""
 
 from __future__ import annotations
 
 import gc
 import json
 import math
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -58,7 +60,7 @@ def decode_bytes(data: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
 def loads(text: str) -> JsonValue:
     """Parse one JSON text strictly; every failure is an InvalidDocument with one clear line."""
     try:
-        return _DECODER.decode(text)
+        value = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
         raise InvalidDocument(
             "", f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
@@ -67,6 +69,56 @@ def loads(text: str) -> JsonValue:
         raise InvalidDocument("", "not JSON: nesting is too deep") from None
     except ValueError as exc:  # e.g. an integer with more digits than Python converts
         raise InvalidDocument("", f"not JSON: {exc}") from None
+    if _may_hold_lone_surrogate(text):
+        _reject_lone_surrogates(value)
+    return value
+
+
+# A surrogate code point (U+D800-U+DFFF) is half of a UTF-16 pair, not a character: no UTF-8
+# output can carry one alone, so a string holding one would crash whatever prints or signs it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# Escapes read left to right, as the decoder reads them: an escaped backslash, a high-low pair
+# (one character), or a surrogate escape left over (group 1), the only one that decodes alone.
+_ESCAPES = re.compile(
+    r"\\(?:\\|u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|(u[dD][89a-fA-F]))"
+)
+
+
+def _may_hold_lone_surrogate(text: str) -> bool:
+    """A pass over the text at C speed; only when it says yes is the decoded tree walked."""
+    if any(escape.group(1) for escape in _ESCAPES.finditer(text)):
+        return True
+    if text.isascii():  # constant time: CPython records it
+        return False
+    try:  # a literal surrogate: only in a text that was not decoded from UTF-8
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _reject_lone_surrogates(value: JsonValue) -> None:
+    """Name the first string (member names included) holding a lone surrogate, if any."""
+    stack: list[tuple[JsonValue, str]] = [(value, "")]
+    while stack:
+        node, path = stack.pop()
+        if type(node) is str:
+            _check_text(node, path, "")
+        elif type(node) is dict:
+            for key in node:
+                _check_text(key, path, "a member name holds ")
+            prefix = f"{path}." if path else ""
+            stack.extend((node[key], prefix + key) for key in reversed(node))
+        elif type(node) is list:
+            stack.extend((node[i], f"{path}[{i}]") for i in reversed(range(len(node))))
+
+
+def _check_text(text: str, path: str, where: str) -> None:
+    found = _SURROGATE.search(text)
+    if found is not None:
+        raise InvalidDocument(
+            path, f"{where}lone surrogate U+{ord(found.group()):04X}, which is not a character"
+        )
 
 
 def check_depth(value: JsonValue, path: str, limit: int = MAX_DEPTH) -> None:

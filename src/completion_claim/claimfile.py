@@ -12,50 +12,51 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from itertools import count
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from ._files import read_limited, write_atomic
+from ._files import open_regular, read_limited, read_opened, write_atomic
 from ._json import DEFAULT_MAX_BYTES, decode_bytes, dumps, loads
-from .errors import InvalidDocument, UsageError
+from .errors import InvalidDocument
 from .model import Claim, parse_claim
 
 RawClaim = dict[str, Any]
 
 
 @contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def _locked(path: Path) -> Iterator[BinaryIO]:
     """Serialise writers of one claim, so concurrent observers never lose each other's evidence.
 
-    The lock is on the claim file itself. Writers replace the file by rename, so a writer that
-    waited on a file that has since been replaced tries again on the new one.
+    The lock is on the claim file itself, opened for reading as ``open_regular`` does (a FIFO
+    neither blocks nor is read) and never through a symbolic link: the edit replaces the path,
+    so a link would silently become a file, and the lock would be taken on whatever it points
+    at. Writers replace the file by rename, so a writer that waited on a file that has since
+    been replaced tries again on the new one.
     """
     while True:
+        handle = open_regular(path, follow_symlinks=False)
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError as exc:
-            raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            current = os.stat(path).st_ino
+            still_there = os.path.samestat(os.lstat(path), os.fstat(handle.fileno()))
         except FileNotFoundError:
-            current = -1
-        if current == os.fstat(fd).st_ino:
+            still_there = False
+        if still_there:
             break
-        os.close(fd)
-    try:
-        yield
-    finally:
-        os.close(fd)
+        handle.close()
+    with handle:
+        yield handle
 
 
 def read_claim(path: str | Path) -> tuple[RawClaim, Claim]:
     """The raw document and its parsed form; invalid documents name the file."""
-    data = read_limited(str(path), DEFAULT_MAX_BYTES)
+    return _parse(read_limited(str(path), DEFAULT_MAX_BYTES), str(path))
+
+
+def _parse(data: bytes, source: str) -> tuple[RawClaim, Claim]:
     try:
         raw = loads(decode_bytes(data))
         return raw, parse_claim(raw)
     except InvalidDocument as error:
-        raise error.in_source(str(path)) from None
+        raise error.in_source(source) from None
 
 
 def render(raw: RawClaim) -> bytes:
@@ -70,8 +71,8 @@ def create_claim(path: str | Path, raw: RawClaim) -> None:
 def edit_claim(path: str | Path, change: Callable[[RawClaim, Claim], None]) -> RawClaim:
     """Apply ``change`` to the raw claim under a lock; write only if the result is valid."""
     target = Path(path)
-    with _locked(target):
-        raw, claim = read_claim(target)
+    with _locked(target) as handle:
+        raw, claim = _parse(read_opened(handle, DEFAULT_MAX_BYTES, str(target)), str(target))
         change(raw, claim)
         try:
             parse_claim(raw)

@@ -35,11 +35,28 @@ def parse_time(text: object, path: str) -> datetime:
         raise InvalidDocument(path, "no UTC offset")
     micro = int((fraction or "0")[:6].ljust(6, "0"))
     try:
-        return datetime(
+        moment = datetime(
             int(year), int(month), int(day), int(hour), int(minute), int(second), micro, tz
         )
     except ValueError as exc:
         raise InvalidDocument(path, f"impossible date-time {text!r}: {exc}") from None
+    if year in _EDGE_YEARS:
+        _check_utc_range(moment, text, path)
+    return moment
+
+
+# An offset is under a day, so only in the first and the last year can it move an instant out of
+# the range every time is compared and printed in (UTC, years 1 to 9999).
+_EDGE_YEARS = frozenset({"0001", "9999"})
+
+
+def _check_utc_range(moment: datetime, text: str, path: str) -> None:
+    try:
+        moment.astimezone(UTC)
+    except OverflowError:
+        raise InvalidDocument(
+            path, f"{text!r} is outside the representable range (years 1 to 9999) in UTC"
+        ) from None
 
 
 def _offset(sign: str, hours: str, minutes: str, path: str) -> timezone:
@@ -56,9 +73,9 @@ def _offset(sign: str, hours: str, minutes: str, path: str) -> timezone:
 
 def format_time(moment: datetime) -> str:
     """UTC, ``Z`` suffix, microseconds only when present."""
-    utc = moment.astimezone(UTC)
-    spec = "%Y-%m-%dT%H:%M:%S.%fZ" if utc.microsecond else "%Y-%m-%dT%H:%M:%SZ"
-    return utc.strftime(spec)
+    utc = moment.astimezone(UTC).replace(tzinfo=None)
+    # Not strftime: its %Y writes year 1 as "1", which no RFC 3339 reader accepts.
+    return utc.isoformat(timespec="microseconds" if utc.microsecond else "seconds") + "Z"
 
 
 def type_name(value: object) -> str:

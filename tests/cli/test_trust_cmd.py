@@ -149,8 +149,9 @@ def observe_readback(claim_path: str, **settings: Any) -> dict[str, Any]:
         "print_only": False,
         "record_failure": False,
         "evidence_id": None,
-        "sign_key": CI,
+        "sign_key_path": str(Path(claim_path).with_name("ci.key")),
     }
+    Path(defaults["sign_key_path"]).write_bytes(CI.pem())
     defaults.update(settings)
     return run_observer(
         ObserverSettings(**defaults),
@@ -192,14 +193,14 @@ def test_print_only_signs_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 
 def test_a_recorded_failure_is_signed_and_still_does_not_count(
-    tmp_path: Path, signed_policy: str, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, ci_key: str, signed_policy: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     claim_path = recent_claim(tmp_path)
 
     def refused() -> Observation:
         raise ObservationFailed("connection refused")
 
-    settings = ObserverSettings(claim_path, None, CI_ID, False, False, True, None, CI)
+    settings = ObserverSettings(claim_path, None, CI_ID, False, False, True, None, ci_key)
     with pytest.raises(ObservationFailed):
         run_observer(settings, "state_readback", refused, "accounts/4471", {"billing_zip": "1"})
     (stored,) = read(claim_path)["evidence"]

@@ -15,6 +15,7 @@ from completion_claim.cli import run
 
 from ..builders import claim_doc, evidence, mutation
 from ..fixtures.projects import CALC, CALC_BUGGY, TEST_CALC, make_repo, write_files
+from ..test_files import claim_script
 
 DECIDE = "2026-08-27T18:00:20Z"
 
@@ -356,3 +357,93 @@ def test_a_bad_base_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixtu
     path = claim_file(tmp_path)
     assert run(["verify", path, "--workspace", str(workspace), "--base", "nope"]) == 4
     assert "--base: no commit 'nope'" in capsys.readouterr().err
+
+
+# --- crashes that are verdicts or invalid input (issue 7, item 10) ----------------------------
+
+
+def script(tmp_path: Path, *argv: str) -> tuple[int, str, str]:
+    """The real console script: its own stdout encoding, nothing captured in-process."""
+    result = claim_script(*argv, cwd=tmp_path)
+    return result.returncode, result.stdout.decode(), result.stderr.decode()
+
+
+def test_attack_10_lone_surrogate_is_invalid_input(tmp_path: Path) -> None:
+    """``"id": "\\ud800"`` used to verify, then crash printing the report or the JSON."""
+    bad = claim_doc(evidence_items=[evidence(id="\ud800")])
+    (tmp_path / "claim.json").write_text(json.dumps(bad))  # ensure_ascii: the escape \ud800
+    expected = (
+        "claim: claim.json: evidence[0].id: lone surrogate U+D800, which is not a character\n"
+    )
+    for extra in ([], ["--json"]):
+        assert script(tmp_path, "verify", "claim.json", "--at", DECIDE, *extra) == (3, "", expected)
+    good = json.dumps(claim_doc())
+    (tmp_path / "claims.jsonl").write_text(f"{good}\n{json.dumps(bad)}\n{good}\n")
+    code, out, err = script(tmp_path, "verify", "--batch", "claims.jsonl", "--at", DECIDE)
+    assert (code, err) == (0, "")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [line["state"] for line in lines] == ["verified", "invalid", "verified"]
+    assert lines[1]["error"] == "evidence[0].id: lone surrogate U+D800, which is not a character"
+
+
+def test_a_surrogate_pair_verifies_and_prints(tmp_path: Path) -> None:
+    """Control: ``"\\ud83d\\ude00"`` is one character (U+1F600), in the report and the JSON."""
+    doc = claim_doc(evidence_items=[evidence(id="\U0001f600", observed_value={"billing_zip": 1})])
+    (tmp_path / "claim.json").write_text(json.dumps(doc))
+    assert "\\ud83d\\ude00" in (tmp_path / "claim.json").read_text()
+    code, out, _ = script(tmp_path, "verify", "claim.json", "--at", DECIDE)
+    assert code == 2
+    assert "contradicted by \U0001f600 (state_readback)" in out
+    code, out, _ = script(tmp_path, "verify", "claim.json", "--at", DECIDE, "--json")
+    assert json.loads(out)["evidence"][0]["evidence"] == "\U0001f600"
+
+
+@pytest.mark.parametrize(
+    ("mutation_at", "evidence_at", "path"),
+    [
+        ("0001-01-01T00:00:00+23:59", "2026-08-27T18:00:10Z", "mutations[0].at"),
+        ("2026-08-27T18:00:00Z", "9999-12-31T23:59:59-23:59", "evidence[0].at"),
+    ],
+)
+def test_attack_10_extreme_offset_times(
+    tmp_path: Path, mutation_at: str, evidence_at: str, path: str
+) -> None:
+    """Valid RFC 3339 whose instant in UTC is outside years 1-9999: the report used to crash
+    converting it; now it is invalid input naming the place, never a traceback."""
+    doc = claim_doc(mutations=[mutation(at=mutation_at)], evidence_items=[evidence(at=evidence_at)])
+    (tmp_path / "claim.json").write_text(json.dumps(doc))
+    problem = "is outside the representable range (years 1 to 9999) in UTC"
+    for extra in ([], ["--json"]):
+        code, out, err = script(tmp_path, "verify", "claim.json", "--at", DECIDE, *extra)
+        assert (code, out) == (3, "")
+        assert err.startswith(f"claim: claim.json: {path}: ")
+        assert err.endswith(f"{problem}\n")
+        assert err.count("\n") == 1
+    (tmp_path / "claims.jsonl").write_text(json.dumps(doc) + "\n")
+    code, out, _ = script(tmp_path, "verify", "--batch", "claims.jsonl", "--at", DECIDE)
+    assert code == 0
+    assert json.loads(out)["state"] == "invalid"
+    assert problem in json.loads(out)["error"]
+    code, _, err = script(tmp_path, "verify", "claim.json", "--at", "0001-01-01T00:00:00+23:59")
+    assert (code, err) == (4, f"claim: --at: '0001-01-01T00:00:00+23:59' {problem}\n")
+
+
+def test_the_edge_times_that_are_valid_render_everywhere(tmp_path: Path) -> None:
+    """Control: a mutation at the first instant of year 1 (written with +23:59), observed and
+    decided at the end of year 9999 (written with -23:59), verifies and prints in RFC 3339."""
+    doc = claim_doc(
+        mutations=[mutation(at="0001-01-01T23:59:00+23:59")],
+        evidence_items=[evidence(at="9999-12-31T00:00:00-23:59")],
+    )
+    (tmp_path / "claim.json").write_text(json.dumps(doc))
+    (tmp_path / "claims.jsonl").write_text(json.dumps(doc) + "\n")
+    decide = ["--at", "9999-12-31T00:00:30-23:59"]
+    code, out, err = script(tmp_path, "verify", "claim.json", *decide)
+    assert (code, err) == (0, "")
+    assert "decided at 9999-12-31T23:59:30Z" in out
+    assert "m1  state_write accounts/4471 at 0001-01-01T00:00:00Z" in out
+    code, out, _ = script(tmp_path, "verify", "claim.json", *decide, "--json")
+    assert (code, json.loads(out)["decided_at"]) == (0, "9999-12-31T23:59:30Z")
+    code, out, _ = script(tmp_path, "verify", "--batch", "claims.jsonl", *decide)
+    assert json.loads(out)["state"] == "verified"
+    assert json.loads(out)["decided_at"] == "9999-12-31T23:59:30Z"

@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import pwd
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,23 +22,18 @@ from completion_claim.cli import run
 from completion_claim.errors import ObservationFailed, UsageError
 from completion_claim.observe.test_run import parse_junit, report_name
 from tests.fixtures.projects import (
+    CALC,
+    CALC_BUGGY,
     CONFTEST_FORCING_PASSES,
     TEST_CALC,
-    TEST_FAILING,
     calc_project,
+    git,
     make_repo,
     write_files,
 )
 
 PYTEST = (sys.executable, "-m", "pytest", "-q")
 PYTHON = (sys.executable, "-c")
-
-
-@pytest.fixture(autouse=True)
-def _bytecode_is_written(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Runs write __pycache__ as they would on a developer's machine, so the digest is tested
-    against it (this environment may switch bytecode off)."""
-    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
 
 
 @pytest.fixture
@@ -45,14 +48,26 @@ def observe(claim: Path, cwd: Path, *args: str) -> int:
     return run(["observe", "test-run", str(claim), "--cwd", str(cwd), *args])
 
 
+def capture(claim: Path, repo: Path) -> None:
+    """What CI runs before observing: the claim records the workspace's changes."""
+    assert run(["capture-git", str(claim), "--repo", str(repo)]) == 0
+
+
 def evidence(claim: Path) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = json.loads(claim.read_text())["evidence"]
     return items
 
 
-def verdict(claim: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
+def verdict(
+    claim: Path, capsys: pytest.CaptureFixture[str], policy: dict[str, Any] | None = None
+) -> tuple[int, dict[str, Any]]:
     capsys.readouterr()
-    code = run(["verify", str(claim), "--json"])
+    options = []
+    if policy is not None:
+        policy_path = claim.with_name("policy.json")
+        policy_path.write_text(json.dumps(policy))
+        options = ["--policy", str(policy_path)]
+    code = run(["verify", str(claim), "--json", *options])
     result: dict[str, Any] = json.loads(capsys.readouterr().out)
     return code, result
 
@@ -66,7 +81,7 @@ def test_a_passing_run_is_recorded_and_verifies(
 ) -> None:
     repo = calc_project(tmp_path / "repo")
     write_files(repo, {"tests/test_more.py": "def test_more():\n    assert True\n"})
-    assert run(["capture-git", str(claim), "--repo", str(repo)]) == 0
+    capture(claim, repo)
 
     assert observe(claim, repo, "--", *PYTEST) == 0
 
@@ -88,51 +103,65 @@ def test_a_passing_run_is_recorded_and_verifies(
         },
     }
     details = item["details"]
-    assert item["subject"] == details["workspace_before"] == details["workspace_after"]
+    assert item["subject"] == details["workspace_before"]
     assert item["subject"].startswith("sha256:")
     assert details["test_config"] == {}
-    assert details["test_config_changed"] == []
-    assert details["argv"][:4] == [*PYTEST[:3], details["argv"][3]]
-    assert details["argv"][3].startswith("--junitxml=")
-    assert not details["argv"][3].startswith(f"--junitxml={repo}")  # a folder the observer owns
+    assert details["test_config_changed"] == ["tests/test_more.py"]  # a new test file
+    assert details["argv"] == list(PYTEST)  # the report is asked for through the environment
+    assert details["python"] == sys.executable
+    assert details["sandbox"].startswith("bubblewrap ")
     assert "3 passed" in details["output_tail"][-1]
-    assert verdict(claim, capsys)[0] == 0
+    # The new test file is a change to the tests: it counts only where the operator allows it.
+    code, result = verdict(claim, capsys)
+    assert (code, reason_codes(result)) == (1, {"test_config_changed"})
+    allowing = {"id": "p", "requires": ["test_run"], "max_age_s": 300, "allow_test_changes": True}
+    assert verdict(claim, capsys, allowing)[0] == 0
 
 
 @pytest.mark.parametrize("in_git", [True, False], ids=["git", "plain-folder"])
-def test_what_pytest_writes_leaves_the_workspace_digest_alone(
+def test_the_run_leaves_the_workspace_alone(
     tmp_path: Path, claim: Path, in_git: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))  # wherever the temp folder is
-    files = {"calc.py": "def add(a, b):\n    return a + b\n", "tests/test_calc.py": TEST_CALC}
+    files = {
+        "calc.py": CALC,
+        "tests/test_calc.py": TEST_CALC,
+        "tests/test_writes.py": WRITES_INTO_THE_WORKSPACE,
+    }
     if in_git:
         workspace = make_repo(tmp_path / "repo", files)  # no .gitignore
     else:
         workspace = tmp_path / "plain"
         write_files(workspace, files)
+    before = sorted(workspace.rglob("*"))
 
     assert observe(claim, workspace, "--", *PYTEST) == 0
     assert observe(claim, workspace, "--", *PYTEST) == 0
 
-    assert list(workspace.rglob("__pycache__/*.pyc")), "the runs should have written bytecode"
-    assert (workspace / ".pytest_cache").is_dir()
+    assert sorted(workspace.rglob("*")) == before  # no written.txt, __pycache__, .pytest_cache
     first, second = evidence(claim)
-    assert first["subject"] == second["subject"] == second["details"]["workspace_after"]
-    assert ("test_config_changed" in second["details"]) is in_git
+    assert first["subject"] == second["subject"]
+    assert second["observed_value"]["passed"] == 3
+    # Outside git nothing says which tests are the project's own: all of them are listed.
+    changed = [] if in_git else ["tests/test_calc.py", "tests/test_writes.py"]
+    assert second["details"]["test_config_changed"] == changed
 
 
 def test_failing_tests_are_an_observation_that_refutes(
     tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo = calc_project(tmp_path / "repo")
-    write_files(repo, {"tests/test_broken.py": TEST_FAILING})
+    write_files(repo, {"calc.py": CALC_BUGGY})
+    capture(claim, repo)
 
     assert observe(claim, repo, "--", *PYTEST) == 0
 
-    observed = evidence(claim)[0]["observed_value"]
+    item = evidence(claim)[0]
+    observed = item["observed_value"]
     assert observed["exit_code"] == 1
-    assert (observed["passed"], observed["failed"]) == (2, 1)
-    assert observed["tests"]["tests.test_broken::test_broken"] == "failed"
+    assert (observed["passed"], observed["failed"]) == (0, 2)
+    assert observed["tests"]["tests.test_calc::test_add"] == "failed"
+    assert item["details"]["test_config_changed"] == []
     code, result = verdict(claim, capsys)
     assert (code, result["state"]) == (2, "refuted")
 
@@ -203,29 +232,13 @@ def test_a_required_test_that_passed_verifies(
     assert verdict(claim, capsys)[0] == 0
 
 
-def test_a_conftest_forcing_passes_shows_in_the_test_config(tmp_path: Path, claim: Path) -> None:
-    repo = calc_project(tmp_path / "repo")
-    write_files(
-        repo, {"conftest.py": CONFTEST_FORCING_PASSES, "tests/test_broken.py": TEST_FAILING}
-    )
-
-    assert observe(claim, repo, "--", *PYTEST) == 0
-
-    (item,) = evidence(claim)
-    assert item["observed_value"]["exit_code"] == 0  # the exploit works on the outcome...
-    assert item["observed_value"]["tests"]["tests.test_broken::test_broken"] == "passed"
-    details = item["details"]  # ...and is on the record
-    assert list(details["test_config"]) == ["conftest.py"]
-    assert details["test_config"]["conftest.py"].startswith("sha256:")
-    assert details["test_config_changed"] == ["conftest.py"]
-
-
 def test_a_changed_committed_config_file_is_listed(tmp_path: Path, claim: Path) -> None:
     repo = make_repo(
         tmp_path / "repo",
         {"calc.py": "X = 1\n", "tests/test_x.py": "def test_x():\n    pass\n", "tox.ini": ""},
     )
     write_files(repo, {"tox.ini": "[pytest]\naddopts = -q\n"})
+    capture(claim, repo)
 
     assert observe(claim, repo, "--", *PYTEST) == 0
 
@@ -238,29 +251,6 @@ WRITES_INTO_THE_WORKSPACE = (
     "from pathlib import Path\n\n\n"
     "def test_writes():\n    Path('written.txt').write_text('during the run')\n"
 )
-
-
-def test_a_workspace_changed_during_the_run_is_refused(
-    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    repo = calc_project(tmp_path / "repo")
-    write_files(repo, {"tests/test_writes.py": WRITES_INTO_THE_WORKSPACE})
-
-    assert observe(claim, repo, "--", *PYTEST) == 5
-
-    error = capsys.readouterr().err
-    assert "workspace changed during the run (written.txt)" in error
-    assert evidence(claim) == []
-
-    (repo / "written.txt").unlink()
-    assert observe(claim, repo, "--record-failure", "--", *PYTEST) == 5
-
-    (attempt,) = evidence(claim)
-    assert "observed_value" not in attempt
-    assert "written.txt" in attempt["details"]["error"]
-    code, result = verdict(claim, capsys)
-    assert (code, result["state"]) == (1, "unverified")
-    assert "no_observation" in reason_codes(result)
 
 
 def test_printed_success_does_not_beat_the_exit_code(
@@ -279,36 +269,42 @@ def test_printed_success_does_not_beat_the_exit_code(
     assert (code, result["evidence"][0]["observation"]) == (1, "differs")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
+def processes_named(marker: str) -> list[int]:
+    """Live processes (not zombies) whose command line holds ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
 
 
 def test_a_run_past_its_timeout_is_killed_with_everything_it_started(
     tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo = calc_project(tmp_path / "repo")
-    pid_file = tmp_path / "grandchild.pid"
+    marker = f"claim-timeout-marker-{os.getpid()}"
     script = (
         "import subprocess, sys, time\n"
-        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', {marker!r}])\n"
         "time.sleep(60)\n"
     )
     started = time.monotonic()
 
-    assert observe(claim, repo, "--timeout", "2", "--", *PYTHON, script) == 5
+    assert observe(claim, repo, "--timeout", "2", "--", *PYTHON, script, marker) == 5
 
     assert time.monotonic() - started < 30
-    assert "ran longer than 2 s and was killed" in capsys.readouterr().err
-    grandchild = int(pid_file.read_text())
+    assert "ran longer than" in capsys.readouterr().err
     deadline = time.monotonic() + 5
-    while _alive(grandchild) and time.monotonic() < deadline:
+    while processes_named(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(grandchild)
+    assert processes_named(marker) == []
     assert evidence(claim) == []
 
 
@@ -386,6 +382,7 @@ def test_a_report_that_cannot_be_trusted_is_a_failed_observation(
 ) -> None:
     repo = calc_project(tmp_path / "repo")
     write_files(repo, {"build/report.xml": REPORT})  # left over from an earlier run
+    capture(claim, repo)
     command = (*PYTHON, "pass") if written is None else writes_report(written)
 
     assert observe(claim, repo, "--junit", "build/report.xml", "--", *command) == 5
@@ -394,15 +391,15 @@ def test_a_report_that_cannot_be_trusted_is_a_failed_observation(
     assert evidence(claim) == []
 
 
-def test_a_missing_pytest_report_is_a_failed_observation(
+def test_a_missing_pytest_report_is_an_exit_code_only_run(
     tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo = calc_project(tmp_path / "repo")
 
     # pytest stops at the unknown option before writing any report
-    assert observe(claim, repo, "--", *PYTEST, "--no-such-option") == 5
+    assert observe(claim, repo, "--", *PYTEST, "--no-such-option") == 0
 
-    assert "is missing (the command exited 4)" in capsys.readouterr().err
+    assert evidence(claim)[0]["observed_value"] == {"exit_code": 4}
 
 
 def test_print_shows_the_evidence_without_recording_it(
@@ -420,7 +417,8 @@ def test_print_shows_the_evidence_without_recording_it(
     [
         (("--junit", "r.xml", "--", *PYTEST), "--junit is for other commands"),
         (("--", *PYTEST, "--junitxml=mine.xml"), "remove --junitxml"),
-        (("--require-test", "a::b", "--", "make", "test"), "--require-test needs a report"),
+        (("--trusted-ref", "main", "--", *PYTEST), "--trusted-ref needs a git repository"),
+        (("--python", "/no/such/python", "--", *PYTEST), "--python: no interpreter"),
         (("--require-test", "test_add", "--", *PYTEST), "names no test"),
     ],
 )
@@ -475,3 +473,577 @@ def test_an_entity_bomb_is_refused_before_expansion() -> None:
 
     with pytest.raises(ObservationFailed, match="DOCTYPE"):
         parse_junit(bomb)
+
+
+# --- the sandbox: issue 7 attacks ----------------------------------------------------------
+
+# Packages the non-root observer's interpreter carries itself: pytest must run in the sandbox,
+# which mounts the interpreter's prefix and nothing of this suite's virtualenv.
+_PYTEST_PACKAGES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "pygments", "py.py")
+
+
+@pytest.fixture(scope="session")
+def non_root_python() -> Iterator[str]:
+    """An interpreter a non-root user can run (this suite's may live under /root): the system
+    Python in a virtualenv that finds this suite's packages, with pytest copied in."""
+    folder = Path(tempfile.mkdtemp(prefix="claim-observer-python-"))
+    folder.chmod(0o755)
+    venv = folder / "venv"
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(venv)], check=True)
+    (site,) = venv.glob("lib/python3*/site-packages")
+    ours = Path(pytest.__file__).parent.parent
+    for name in _PYTEST_PACKAGES:
+        source = ours / name
+        if source.is_dir():
+            shutil.copytree(source, site / name)
+        else:
+            shutil.copy(source, site / name)
+    (site / "observer.pth").write_text(f"import site; site.addsitedir({str(ours)!r})\n")
+    yield str(venv / "bin" / "python")
+    shutil.rmtree(folder)
+
+
+@dataclass
+class Observer:
+    """Runs `claim observe test-run` as root (in this process), or as a throwaway non-root
+    user, on files kept in ``place`` (which that user owns while it observes)."""
+
+    place: Path
+    claim: Path
+    user: tuple[int, int] | None = None
+    python: str = sys.executable
+
+    def observe(self, claim: Path, cwd: Path, *args: str) -> int:
+        if self.user is None:
+            return observe(claim, cwd, *args)
+        uid, gid = self.user
+        _chown_tree(self.place, uid, gid)
+        command = [self.python, "-m", "completion_claim", "observe", "test-run", str(claim)]
+        done = subprocess.run(
+            ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--",
+             *command, "--cwd", str(cwd), *args],
+            env={"PATH": "/usr/bin:/bin", "HOME": str(self.place), "LANG": "C.UTF-8"},
+            cwd=self.place, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        _chown_tree(self.place, 0, 0)
+        sys.stderr.write(done.stderr)
+        return done.returncode
+
+
+def _chown_tree(root: Path, uid: int, gid: int) -> None:
+    os.chown(root, uid, gid)
+    for path in root.rglob("*"):
+        os.chown(path, uid, gid, follow_symlinks=False)
+
+
+@pytest.fixture(params=["root", "non-root"])
+def observer(
+    request: pytest.FixtureRequest, tmp_path: Path, claim: Path, non_root_python: str
+) -> Iterator[Observer]:
+    if request.param == "root":
+        yield Observer(tmp_path, claim)
+        return
+    if os.geteuid() != 0:
+        pytest.skip("this suite runs as a non-root user: the root case above is that case")
+    name = f"claim-{uuid.uuid4().hex[:8]}"
+    subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+                   check=True)  # fmt: skip
+    place = Path(tempfile.mkdtemp(prefix="claim-agent-"))
+    try:
+        entry = pwd.getpwnam(name)
+        own_claim = place / "claim.json"
+        shutil.copy(claim, own_claim)
+        yield Observer(place, own_claim, (entry.pw_uid, entry.pw_gid), non_root_python)
+    finally:
+        shutil.rmtree(place)
+        subprocess.run(["userdel", name], check=True)
+
+
+PYTEST_S = (*PYTEST, "-s")  # what the tests print reaches the output tail
+
+
+def broken_fix(tmp_path: Path, claim: Path, extra: dict[str, str] | None = None) -> Path:
+    """The standard set-up: a committed broken calc.add, an agent "fix" that is still broken,
+    and the trick in ``extra``; CI has captured the claim's changes."""
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC})
+    write_files(repo, {"calc.py": "# fixed, says the agent\n" + CALC_BUGGY, **(extra or {})})
+    capture(claim, repo)
+    return repo
+
+
+def honest_fix(tmp_path: Path, claim: Path) -> Path:
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC})
+    write_files(repo, {"calc.py": CALC})
+    capture(claim, repo)
+    return repo
+
+
+def key_file(tmp_path: Path) -> Path:
+    path = tmp_path / "keys" / "ci.key"
+    path.parent.mkdir()
+    assert run(["keygen", "--out", str(path)]) == 0
+    return path
+
+
+STEALS_THE_KEY = """\
+import os, pathlib
+
+def pytest_configure(config):
+    paths = [{key!r}]
+    for cmdline in pathlib.Path('/proc').glob('*/cmdline'):
+        try:
+            args = cmdline.read_bytes().split(b'\\0')
+        except OSError:
+            continue
+        if b'--sign-key' in args:
+            paths.append(args[args.index(b'--sign-key') + 1].decode())
+    print('SAW-SIGN-KEY-IN', len(paths) - 1, 'COMMAND-LINES')
+    for path in paths:
+        try:
+            data = open(path, 'rb').read()
+        except OSError as exc:
+            print('KEY-READ-FAILED', exc.strerror)
+            continue
+        print('STOLEN', data.decode())
+        try:
+            open({stash!r}, 'wb').write(data)
+        except OSError as exc:
+            print('STASH-FAILED', exc.strerror)
+"""
+
+
+def test_attack_01_tests_cannot_read_the_signing_key(observer: Observer) -> None:
+    place, claim = observer.place, observer.claim
+    key = key_file(place)
+    stash = place / "stash"
+    stash.mkdir(mode=0o777)
+    conftest = STEALS_THE_KEY.format(key=str(key), stash=str(stash / "stolen.key"))
+    repo = honest_fix(place, claim)
+    write_files(repo, {"conftest.py": conftest})
+    capture(claim, repo)
+
+    assert observer.observe(claim, repo, "--sign-key", str(key), "--", *PYTEST_S) == 0
+
+    assert not (stash / "stolen.key").exists()
+    (item,) = evidence(claim)
+    tail = "\n".join(item["details"]["output_tail"])
+    assert "SAW-SIGN-KEY-IN 0 COMMAND-LINES" in tail  # the observer's command line is hidden
+    assert "KEY-READ-FAILED No such file or directory" in tail  # the key is not even there
+    assert "STOLEN" not in tail
+    assert item["observed_value"]["passed"] == 2  # and the run still records
+    assert "attestation" in item
+
+
+PRINTS_SECRETS = """\
+import base64, os
+
+def test_prints_secrets():
+    text = open({key!r}).read()
+    body = ''.join(line for line in text.splitlines() if not line.startswith('-----'))
+    print('SECRET', os.environ.get('CI_SECRET'))
+    print('PEM', text)
+    print('HEX', base64.b64decode(body).hex())
+    print('SEED', base64.b64encode(base64.b64decode(body)[-32:]).decode())
+"""
+
+
+def test_attack_01_printed_key_and_secrets_are_redacted_from_the_output(
+    tmp_path: Path, claim: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = key_file(tmp_path)
+    secret = "hunter2-ci-secret-value"
+    monkeypatch.setenv("CI_SECRET", secret)
+    repo = honest_fix(tmp_path, claim)
+    write_files(repo, {"tests/test_leak.py": PRINTS_SECRETS.format(key=str(key))})
+    capture(claim, repo)
+
+    # Without the sandbox the test can read the key; the secret is passed on by name.
+    options = ("--no-sandbox", "--env", "CI_SECRET", "--sign-key", str(key))
+    assert observe(claim, repo, *options, "--", *PYTEST_S) == 0
+
+    (item,) = evidence(claim)
+    tail = "\n".join(item["details"]["output_tail"])
+    for printed in ("SECRET ***", "HEX ***", "SEED ***"):
+        assert printed in tail
+    assert secret not in tail
+    key_lines = [line for line in key.read_text().splitlines() if not line.startswith("-----")]
+    assert key_lines
+    assert not any(line in tail for line in key_lines)
+    assert item["details"]["sandbox"] == "none"
+
+
+def test_attack_01_secrets_in_argv_are_redacted(
+    tmp_path: Path, claim: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEPLOY_TOKEN", "tok-0123456789")
+    repo = honest_fix(tmp_path, claim)
+    url = "postgresql://ci:pa55word@db.example/test"
+    script = "import sys; print(sys.argv[1:])"
+
+    assert observe(claim, repo, "--", *PYTHON, script, f"--db={url}", "tok-0123456789") == 0
+
+    (item,) = evidence(claim)
+    argv = item["details"]["argv"]
+    assert argv[-2:] == ["--db=postgresql://ci:***@db.example/test", "***"]
+    assert "pa55word" not in item["target"]
+    assert "tok-0123456789" not in item["target"]
+    assert "pa55word" not in json.dumps(item["details"]["output_tail"])
+
+
+def test_attack_02_a_shadow_module_hidden_by_git_exclude_is_not_in_the_run(
+    tmp_path: Path, claim: Path
+) -> None:
+    repo = broken_fix(tmp_path, claim)
+    write_files(repo, {"tests/calc.py": CALC, ".git/info/exclude": "tests/calc.py\n"})
+
+    assert observe(claim, repo, "--", *PYTEST) == 0
+
+    observed = evidence(claim)[0]["observed_value"]
+    assert (observed["exit_code"], observed["failed"]) == (1, 2)
+
+
+FAKE_PYTEST = """\
+import os, sys
+options = os.environ.get('PYTEST_ADDOPTS', '').split() + sys.argv
+report = next(o.split('=', 1)[1] for o in options if o.startswith('--junitxml='))
+open(report, 'w').write('<testsuite><testcase classname="tests.test_calc" name="test_add"/>'
+                        '<testcase classname="tests.test_calc" name="test_add_zero"/></testsuite>')
+sys.exit(0)
+"""
+
+
+@pytest.mark.parametrize("trusted", [True, False], ids=["trusted-ref", "no-ref"])
+def test_attack_02_a_fake_pytest_module_in_the_repo_does_not_decide_the_run(
+    tmp_path: Path, claim: Path, trusted: bool
+) -> None:
+    repo = broken_fix(tmp_path, claim, {"pytest.py": FAKE_PYTEST})
+    ref = ("--trusted-ref", "main") if trusted else ()
+
+    assert observe(claim, repo, *ref, "--", *PYTEST) == 0
+
+    item = evidence(claim)[0]
+    if trusted:  # removed: the real pytest runs and the broken code fails
+        assert item["details"]["protected_restored"] == {"restored": [], "removed": ["pytest.py"]}
+        assert (item["observed_value"]["exit_code"], item["observed_value"]["failed"]) == (1, 2)
+    else:  # it may fool the run, but it is on the signed record the verifier reads
+        assert item["details"]["test_config_changed"] == ["pytest.py"]
+
+
+TRICKS = {
+    "conftest-forcing-passes": {"conftest.py": CONFTEST_FORCING_PASSES},
+    "pytest-ini-deselect": {
+        "pytest.ini": "[pytest]\naddopts = --deselect tests/test_calc.py::test_add "
+        "--deselect tests/test_calc.py::test_add_zero\n"
+    },
+    "pyproject-k": {
+        "pyproject.toml": "[tool.pytest.ini_options]\naddopts = \"-k 'not test_add'\"\n"
+    },
+    "pythonpath-vendor": {"pytest.ini": "[pytest]\npythonpath = vendor\n", "vendor/calc.py": CALC},
+    "new-test-patching-calc": {
+        "tests/test_aaa.py": "import calc\ncalc.add = lambda a, b: a + b\n",
+    },
+    "modified-test": {"tests/test_calc.py": "def test_add():\n    pass\n"},
+    "pth-and-sitecustomize": {
+        "fix.pth": "import sitecustomize\n",
+        "sitecustomize.py": "import calc\ncalc.add = lambda a, b: a + b\n",
+    },
+}
+TRICK_FILES = {
+    "conftest-forcing-passes": ["conftest.py"],
+    "pytest-ini-deselect": ["pytest.ini"],
+    "pyproject-k": ["pyproject.toml"],
+    "pythonpath-vendor": ["pytest.ini"],
+    "new-test-patching-calc": ["tests/test_aaa.py"],
+    "modified-test": ["tests/test_calc.py"],
+    "pth-and-sitecustomize": ["fix.pth", "sitecustomize.py"],
+}
+
+
+@pytest.mark.parametrize("trick", list(TRICKS))
+def test_attack_02_protected_paths_are_run_as_in_the_trusted_ref(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str], trick: str
+) -> None:
+    repo = broken_fix(tmp_path, claim, TRICKS[trick])
+
+    assert observe(claim, repo, "--trusted-ref", "main", "--", *PYTEST) == 0
+
+    item = evidence(claim)[0]
+    assert (item["observed_value"]["exit_code"], item["observed_value"]["failed"]) == (1, 2)
+    details = item["details"]
+    assert details["trusted_ref"] == git(repo, "rev-parse", "main").strip()
+    restored = details["protected_restored"]
+    assert sorted(restored["restored"] + restored["removed"]) == TRICK_FILES[trick]
+    assert details["test_config_changed"] == []
+    assert verdict(claim, capsys)[1]["state"] == "refuted"
+
+
+@pytest.mark.parametrize("trick", list(TRICKS))
+def test_attack_02_protected_changes_are_listed_without_a_trusted_ref(
+    tmp_path: Path, claim: Path, trick: str
+) -> None:
+    repo = broken_fix(tmp_path, claim, TRICKS[trick])
+
+    assert observe(claim, repo, "--", *PYTEST) == 0
+
+    assert evidence(claim)[0]["details"]["test_config_changed"] == TRICK_FILES[trick]
+
+
+def test_attack_02_the_workspace_venv_is_never_used(tmp_path: Path, claim: Path) -> None:
+    fake_python = "#!/bin/sh\necho '2 passed'\nexit 0\n"
+    venv = {
+        ".gitignore": ".venv/\n",
+        ".venv/pyvenv.cfg": "home = /usr/bin\n",
+        ".venv/bin/python": fake_python,
+        ".venv/lib/python3/site-packages/evil.pth": "import calc_fixer\n",
+        ".venv/lib/python3/site-packages/_pytest/__init__.py": "raise SystemExit(0)\n",
+    }
+    repo = broken_fix(tmp_path, claim, venv)
+    (repo / ".venv/bin/python").chmod(0o755)
+
+    assert observe(claim, repo, "--", ".venv/bin/python", "-m", "pytest", "-q") == 0
+
+    item = evidence(claim)[0]
+    assert item["details"]["argv"][0] == sys.executable  # the operator's interpreter ran
+    assert (item["observed_value"]["exit_code"], item["observed_value"]["failed"]) == (1, 2)
+
+
+def test_attack_02_an_interpreter_inside_the_workspace_is_refused(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = honest_fix(tmp_path, claim)
+    ran = tmp_path / "the-agent's-python-ran"
+    write_files(repo, {"bin/python": f"#!/bin/sh\ntouch '{ran}'\n"})
+    (repo / "bin/python").chmod(0o755)
+
+    assert observe(claim, repo, "--python", str(repo / "bin/python"), "--", *PYTEST) == 4
+
+    assert "is inside the workspace" in capsys.readouterr().err
+    assert not ran.exists()
+
+
+def test_attack_02_a_file_the_claim_does_not_record_refuses_the_run(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = honest_fix(tmp_path, claim)
+    write_files(repo, {"calc.py": CALC_BUGGY + "# edited after capture\n"})
+
+    assert observe(claim, repo, "--", *PYTEST) == 5
+
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith("calc.py is not as the claim records it (m1): run claim capture-git first")
+    )
+    write_files(repo, {"helper.py": "X = 1\n", "calc.py": CALC})
+    assert observe(claim, repo, "--", *PYTEST) == 5
+    assert "helper.py is not as the claim records it (not recorded)" in capsys.readouterr().err
+    assert evidence(claim) == []
+
+
+MAKEFILE = "test:\n\tpython -m pytest -q\n"
+EXITS_EARLY = "import os\n\n\ndef test_exit():\n    os._exit(0)\n"
+
+
+@pytest.mark.parametrize(
+    ("command", "observed"),
+    [
+        ((*PYTHON[:1], "-B", "-m", "pytest", "-q"), {"passed": 2}),
+        ((*PYTHON, "import pytest, sys; sys.exit(pytest.main(['-q']))"), {"passed": 2}),
+        (("make", "test"), {"passed": 2}),
+        (("pytest", "-q"), {"passed": 2}),
+        (("true",), None),
+    ],
+    ids=["python-B", "pytest-main", "make-test", "pytest-program", "true"],
+)
+def test_attack_04_any_command_gets_counts_from_the_injected_report_or_none(
+    tmp_path: Path, claim: Path, command: tuple[str, ...], observed: dict[str, int] | None
+) -> None:
+    repo = honest_fix(tmp_path, claim)
+    write_files(repo, {"Makefile": MAKEFILE})
+    capture(claim, repo)
+
+    assert observe(claim, repo, "--", *command) == 0
+
+    value = evidence(claim)[0]["observed_value"]
+    if observed is None:
+        assert value == {"exit_code": 0}  # exit-code-only: no counts to read as a pass
+    else:
+        assert value["exit_code"] == 0
+        assert {key: value[key] for key in observed} == observed
+
+
+def test_attack_04_a_test_calling_os_exit_records_no_counts(tmp_path: Path, claim: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC,
+                                         "tests/test_000.py": EXITS_EARLY})  # fmt: skip
+
+    assert observe(claim, repo, "--", *PYTEST) == 0
+
+    # No counts: the verifier's min_tests can never read this as a green run of zero tests.
+    assert evidence(claim)[0]["observed_value"] == {"exit_code": 0}
+
+
+def test_attack_05_symlink_out_of_workspace_is_refused(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = calc_project(tmp_path / "repo")
+    outside = tmp_path / "outside.py"
+    outside.write_text(CALC)
+    (repo / "calc.py").unlink()
+    (repo / "calc.py").symlink_to(outside)
+
+    assert observe(claim, repo, "--", *PYTEST) == 5
+
+    assert f"calc.py is a symbolic link leading out of {repo} (to {outside})" in (
+        capsys.readouterr().err
+    )
+    assert evidence(claim) == []
+
+
+def test_a_symlink_inside_the_workspace_is_run_as_the_link(tmp_path: Path, claim: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"impl.py": CALC, "tests/test_calc.py": TEST_CALC})
+    (repo / "calc.py").symlink_to("impl.py")
+    capture(claim, repo)
+
+    assert observe(claim, repo, "--", *PYTEST) == 0
+
+    assert evidence(claim)[0]["observed_value"]["passed"] == 2
+
+
+LEAVES_A_PROCESS = """\
+import os, sys, time
+
+def test_leaves_a_process():
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.execv(sys.executable, [sys.executable, '-c',
+                "import time; time.sleep(3); "
+                "[open(p, 'a').write('broken = True\\\\n') for p in ({calc!r}, 'calc.py')]",
+                {marker!r}])
+        os._exit(0)
+    time.sleep(0.5)
+"""
+
+
+def test_attack_11_leftover_process_is_killed(observer: Observer) -> None:
+    claim = observer.claim
+    marker = f"claim-leftover-{os.getpid()}-{time.monotonic_ns()}"
+    repo = honest_fix(observer.place, claim)
+    test = LEAVES_A_PROCESS.format(calc=str(repo / "calc.py"), marker=marker)
+    write_files(repo, {"tests/test_leftover.py": test})
+    capture(claim, repo)
+
+    assert observer.observe(claim, repo, "--", *PYTEST) == 0
+
+    assert evidence(claim)[0]["observed_value"]["passed"] == 3
+    assert processes_named(marker) == []  # gone with the sandbox's PID namespace
+    time.sleep(4)  # past the moment the child meant to edit calc.py
+    assert (repo / "calc.py").read_text() == CALC
+    assert processes_named(marker) == []
+
+
+def test_attack_10_sparse_conftest_respects_timeout(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = honest_fix(tmp_path, claim)
+    with open(repo / "conftest.py", "wb") as handle:
+        handle.truncate(8 << 30)
+    started = time.monotonic()
+
+    assert observe(claim, repo, "--timeout", "1", "--", *PYTEST) == 5
+
+    assert time.monotonic() - started < 10
+    assert "conftest.py is 8589934592 bytes, over the" in capsys.readouterr().err
+
+
+def test_the_timeout_covers_copying_the_workspace(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = honest_fix(tmp_path, claim)
+    with open(repo / "conftest.py", "wb") as handle:  # under the size bound
+        handle.truncate(900 << 20)
+
+    assert observe(claim, repo, "--timeout", "0.2", "--", *PYTEST) == 5
+
+    assert "ran longer than 0.2 s (copying conftest.py)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("trusted", [True, False], ids=["trusted-ref", "no-ref"])
+def test_an_honest_fix_observed_in_the_sandbox_verifies(
+    observer: Observer, capsys: pytest.CaptureFixture[str], trusted: bool
+) -> None:
+    claim = observer.claim
+    repo = honest_fix(observer.place, claim)
+    ref = ("--trusted-ref", "main") if trusted else ()
+
+    assert observer.observe(claim, repo, *ref, "--", *PYTEST) == 0
+
+    item = evidence(claim)[0]
+    assert item["observed_value"]["exit_code"] == 0
+    assert (item["observed_value"]["passed"], item["observed_value"]["failed"]) == (2, 0)
+    assert item["details"]["test_config_changed"] == []
+    assert item["details"]["sandbox"].startswith("bubblewrap ")
+    if trusted:
+        assert item["details"]["protected_restored"] == {"restored": [], "removed": []}
+    assert verdict(claim, capsys)[0] == 0
+
+
+def test_without_bubblewrap_the_observer_refuses_unless_told(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = honest_fix(tmp_path, claim)
+    tools = tmp_path / "tools"  # git, and no bwrap
+    tools.mkdir()
+    (tools / "git").symlink_to(str(shutil.which("git")))
+    monkeypatch.setenv("PATH", str(tools))
+
+    assert observe(claim, repo, "--", *PYTEST) == 5
+
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "claim: bubblewrap (bwrap) is not installed: apt-get install bubblewrap, "
+        "or pass --no-sandbox"
+    ]
+    assert observe(claim, repo, "--no-sandbox", "--", *PYTEST) == 0
+    item = evidence(claim)[0]
+    assert item["details"]["sandbox"] == "none"
+    assert item["observed_value"]["passed"] == 2
+
+
+GOLDEN_TEST = (
+    "from pathlib import Path\n\nfrom calc import add\n\n\n"
+    "def test_sum():\n    assert add(2, 3) == int(Path('golden/sum.txt').read_text())\n"
+)
+
+
+@pytest.mark.parametrize("trusted", [True, False], ids=["trusted-ref", "no-ref"])
+def test_attack_02_protect_globs_cover_the_operators_own_paths(
+    tmp_path: Path, claim: Path, trusted: bool
+) -> None:
+    files = {"calc.py": CALC_BUGGY, "tests/test_sum.py": GOLDEN_TEST, "golden/sum.txt": "5\n"}
+    repo = make_repo(tmp_path / "repo", files)
+    write_files(repo, {"golden/sum.txt": "-1\n"})  # what the broken add returns
+    capture(claim, repo)
+    ref = ("--trusted-ref", "main") if trusted else ()
+
+    assert observe(claim, repo, *ref, "--protect", "golden/*", "--", *PYTEST) == 0
+
+    item = evidence(claim)[0]
+    if trusted:
+        assert item["details"]["protected_restored"]["restored"] == ["golden/sum.txt"]
+        assert item["observed_value"]["failed"] == 1
+    else:
+        assert item["details"]["test_config_changed"] == ["golden/sum.txt"]
+
+
+def test_a_signing_key_inside_the_workspace_is_refused(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = calc_project(tmp_path / "repo")
+    key = repo / "ci.key"
+    assert run(["keygen", "--out", str(key)]) == 0
+
+    assert observe(claim, repo, "--sign-key", str(key), "--", *PYTEST) == 5
+
+    assert "is inside the workspace" in capsys.readouterr().err
+    assert evidence(claim) == []

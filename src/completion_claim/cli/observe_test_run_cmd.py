@@ -7,8 +7,9 @@ from typing import Any
 
 import click
 
+from ..claimfile import read_claim
 from ..observe import test_run
-from ..observe._common import observer_options, settings_from
+from ..observe._common import Observation, observer_options, settings_from
 from .observe_cmd import observe_group, record_and_report
 
 DEFAULT_TIMEOUT_S = 600.0
@@ -50,6 +51,39 @@ DEFAULT_TIMEOUT_S = 600.0
     metavar="DIR",
     help="Folder to run the command in.",
 )
+@click.option(
+    "--python",
+    metavar="PATH",
+    help="Interpreter that runs `python ...` and `pytest ...` (default: the observer's own); "
+    "never one inside the workspace.",
+)
+@click.option(
+    "--env",
+    "env_names",
+    multiple=True,
+    metavar="NAME",
+    help="Pass this variable of the observer's environment to the run (redacted from the "
+    "output). Repeatable.",
+)
+@click.option(
+    "--trusted-ref",
+    metavar="REF",
+    help="Commit the operator trusts (e.g. the base branch): protected test paths are run "
+    "exactly as in it.",
+)
+@click.option(
+    "--protect",
+    multiple=True,
+    metavar="GLOB",
+    help="Further protected paths (relative to the repository root). Repeatable.",
+)
+@click.option("--network", is_flag=True, help="Let the run use the network.")
+@click.option(
+    "--no-sandbox",
+    is_flag=True,
+    help="Run without bubblewrap (recorded as details.sandbox: none): the tests can then read "
+    "what the observer can.",
+)
 @observer_options
 def test_run_command(
     path: str,
@@ -58,26 +92,44 @@ def test_run_command(
     require_tests: tuple[str, ...],
     timeout_s: float,
     cwd: str,
+    python: str | None,
+    env_names: tuple[str, ...],
+    trusted_ref: str | None,
+    protect: tuple[str, ...],
+    network: bool,
+    no_sandbox: bool,
     **options: Any,
 ) -> int:
     """Run CMD (no shell) after `--` and record test_run evidence in the claim in PATH.
 
     \b
-    Observed: the exit code, and from the JUnit report the counts and each test's outcome.
+    The run gets a fresh copy of the workspace's listed files, which must be as the claim
+    records them (run `claim capture-git` first), in a bubblewrap sandbox: no network, no
+    access to the workspace or the signing key, every process killed when it ends.
+    Observed: the exit code, and from the JUnit report the counts and each test's outcome
+    (exit code only when the run wrote no report).
     Expected: exit code 0, and `passed` for each --require-test.
-    The evidence is refused (exit 5) when the command is not found, times out, writes no
-    fresh report, or when the workspace changed during the run.
+    The evidence is refused (exit 5) when the sandbox is missing, the files are not as the
+    claim records them, the command is not found, times out, or writes an unreadable report.
 
     \b
-    Example: claim observe test-run claim.json -- python -m pytest -q
+    Example: claim observe test-run claim.json --trusted-ref main -- python -m pytest -q
     """
     settings = settings_from(path, options)
     request = test_run.prepare(
-        command, Path(cwd), junit, require_tests, timeout_s, excluded=[Path(path)]
-    )
+        command, Path(cwd), junit, require_tests, timeout_s, excluded=[Path(path)],
+        python=python, env_names=env_names, sandboxed=not no_sandbox, network=network,
+        trusted_ref=trusted_ref, protect=protect,
+        secret_files=() if settings.sign_key_path is None else (settings.sign_key_path,),
+    )  # fmt: skip
+
+    def observe() -> Observation:
+        _, claim = read_claim(path)
+        return test_run.observe(request, claim.mutations)
+
     return record_and_report(
-        settings, test_run.CHECK_TYPE, lambda: test_run.observe(request), request.target,
-        request.expected, describe=_summary,
+        settings, test_run.CHECK_TYPE, observe, request.target, request.expected,
+        describe=_summary,
     )  # fmt: skip
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .._files import STDIN, read_limited, source_name, write_atomic
+from .._files import STDIN, open_regular, read_limited, source_name, write_atomic
 from .._json import DEFAULT_MAX_BYTES, decode_bytes, dumps, loads
 from ..batch import verify_stream
 from ..claimfile import render
@@ -203,10 +203,8 @@ def exit_code(verdict: Verdict) -> int:
 
 
 def _verify_batch(path: str, policy: Policy | None, at: datetime, max_bytes: int, jobs: int) -> int:
-    try:
-        handle = sys.stdin.buffer if path == STDIN else open(path, "rb")  # noqa: SIM115
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    # A named file must be a regular file, as everywhere; a stream comes through stdin.
+    handle = sys.stdin.buffer if path == STDIN else open_regular(path)
     out = sys.stdout
     with handle:
         # readline with a bound keeps one absurd line from being held whole.

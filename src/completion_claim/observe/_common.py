@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,7 +36,7 @@ class ObserverSettings:
     print_only: bool
     record_failure: bool
     evidence_id: str | None
-    sign_key: SigningKey | None = None  # signs each item's attestation (DSSE)
+    sign_key_path: str | None = None  # signs each item's attestation (DSSE); read after observing
 
 
 @dataclass(frozen=True)
@@ -100,13 +102,8 @@ def settings_from(claim_path: str, options: dict[str, Any]) -> ObserverSettings:
     if covers_text is not None:
         covers = tuple(part.strip() for part in covers_text.split(",") if part.strip())
     sign_key_path: str | None = options.pop("sign_key", None)
-    sign_key = None
     if sign_key_path is not None:
-        # Imported here: only signing needs the crypto library. Read before observing, so a bad
-        # key fails before any work is done.
-        from ..trust.keys import load_signing_key  # noqa: PLC0415
-
-        sign_key = load_signing_key(sign_key_path)
+        _check_key_path(sign_key_path)
     return ObserverSettings(
         claim_path=claim_path,
         covers=covers,
@@ -115,8 +112,28 @@ def settings_from(claim_path: str, options: dict[str, Any]) -> ObserverSettings:
         print_only=options.pop("print_only"),
         record_failure=options.pop("record_failure"),
         evidence_id=options.pop("evidence_id"),
-        sign_key=sign_key,
+        sign_key_path=sign_key_path,
     )
+
+
+def _check_key_path(path: str) -> None:
+    """Only the path is checked before observing: the key itself is read after the observation,
+    when no process the observation started is left to see it in memory or on disk."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise UsageError(f"cannot read key {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise UsageError(f"key {path} is not a regular file")
+
+
+def _load_key(settings: ObserverSettings) -> SigningKey | None:
+    if settings.sign_key_path is None:
+        return None
+    # Imported here: only signing needs the crypto library.
+    from ..trust.keys import load_signing_key  # noqa: PLC0415
+
+    return load_signing_key(settings.sign_key_path)
 
 
 def now() -> datetime:
@@ -145,9 +162,9 @@ def run_observer(
             attempt = Observation(
                 failed_target, failed_expected, ABSENT, details={"error": str(failure)}
             )
-            _record(settings, check_type, covers, started, attempt)
+            _record(settings, check_type, covers, started, attempt, _load_key(settings))
         raise
-    return _record(settings, check_type, covers, started, observation)
+    return _record(settings, check_type, covers, started, observation, _load_key(settings))
 
 
 def _resolve_covers(settings: ObserverSettings, claim: Claim, check_type: str) -> tuple[str, ...]:
@@ -171,6 +188,7 @@ def _record(
     covers: tuple[str, ...],
     started: datetime,
     observation: Observation,
+    key: SigningKey | None,
 ) -> dict[str, Any]:
     item: dict[str, Any] = {
         "check_type": check_type,
@@ -196,7 +214,7 @@ def _record(
         if evidence_id in taken:
             raise UsageError(f"--evidence-id: {evidence_id!r} is already in the claim")
         item["id"] = evidence_id
-        _attest(item, claim, settings.sign_key)
+        _attest(item, claim, key)
         raw["evidence"].append(item)
 
     if settings.print_only:
@@ -204,7 +222,7 @@ def _record(
         item["id"] = settings.evidence_id or next_id(
             "e", {e.id for e in claim.evidence if e.id is not None}
         )
-        _attest(item, claim, settings.sign_key)
+        _attest(item, claim, key)
         click.echo(dumps(item, indent=2))
     else:
         edit_claim(settings.claim_path, append)

@@ -1,12 +1,15 @@
 """test_run observed: run the tests once, outside the agent loop, and record what the run showed.
 
-Only two things are trusted: the command's exit code, and a JUnit XML report this observer asked
-for (pytest is given ``--junitxml`` into a folder the observer owns) or was told to read
-(``--junit``) and saw written during the run. What the tests print is kept for people to read and
-never judged.
+Only two things are trusted: the command's exit code, and a JUnit XML report. Whatever the
+command, pytest is asked for one through ``PYTEST_ADDOPTS`` into a folder the observer owns
+outside the run directory; another runner's report is named with ``--junit``. With no report the
+run is recorded by its exit code alone (no counts), never as a run of zero tests. What the tests
+print is kept for people to read, redacted of secrets, and never judged.
 
-The run is bound to the exact files it saw: the workspace digest is taken before and after, and a
-run during which the workspace changed is not evidence of anything.
+The run happens in a fresh copy of exactly the files the claim describes (:mod:`.run_tree`), with
+protected test paths from a ref the operator trusts when given, under the operator's interpreter
+and a scrubbed environment, in a sandbox (:mod:`.sandbox`) that cannot reach the workspace, the
+signing key or the network, and whose every process dies with it.
 
 Report names: a test is ``<classname>::<name>`` as the report spells them. A required test may be
 named that way or by its pytest node id (``tests/test_x.py::TestA::test_b[1]``), which is mapped
@@ -17,26 +20,40 @@ does not name is absent, and absent is not passed.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import os
 import re
 import shlex
+import shutil
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from xml.parsers import expat
 
 from ..errors import ObservationFailed, UsageError
+from ..model import Mutation
 from ._common import Observation
-from .workspace import Workspace, changed_paths, config_digests, tree_digest
+from .run_tree import (
+    Deadline,
+    RunTree,
+    changed_protected,
+    require_recorded,
+    restore_protected,
+)
+from .sandbox import REPORTS, SYSTEM_PATH, WORK, Sandbox
+from .values import REDACTED, redact_url, url_secrets
+from .workspace import Workspace, config_digests, tree_digest
 
 CHECK_TYPE = "test_run"
 PASSED, FAILED, ERROR, SKIPPED = "passed", "failed", "error", "skipped"
@@ -45,11 +62,16 @@ COUNT_KEYS = {PASSED: "passed", FAILED: "failed", ERROR: "errors", SKIPPED: "ski
 _SEVERITY = {PASSED: 0, SKIPPED: 1, ERROR: 2, FAILED: 3}
 MAX_REPORT_BYTES = 64 * 1024 * 1024
 OUTPUT_TAIL_LINES = 20
+NO_SANDBOX = "none"
 _OUTPUT_TAIL_BYTES = 64 * 1024
-_CHANGED_NAMED = 5
 _PYTHON = re.compile(r"(python|pypy)[0-9.]*")
 _PYTEST_PROGRAMS = frozenset({"pytest", "py.test"})
 _PYTEST_REPORT_OPTIONS = ("--junitxml", "--junit-xml")
+_REPORT_NAME = "junit.xml"
+_SECRET_NAME = re.compile("KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+_SHORTEST_SECRET = 4  # shorter values would redact ordinary text
+_PASSED_THROUGH = ("LC_ALL", "TZ", "TERM")
+_QUERY_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -58,15 +80,21 @@ class RunRequest:
 
     command: tuple[str, ...]
     cwd: Path
-    report: Path | None  # the JUnit file the command writes; None for pytest or a bare command
-    pytest: bool
+    junit: str | None  # the JUnit file another runner writes, relative to cwd
     required: tuple[str, ...]  # report names (classname::name) that must have passed
     timeout_s: float
     excluded: tuple[Path, ...]  # files the observer itself writes (the claim)
+    python: str | None = None  # the operator's interpreter; None: the observer's own
+    env_names: tuple[str, ...] = ()  # variables passed through to the run
+    sandboxed: bool = True
+    network: bool = False
+    trusted_ref: str | None = None
+    protect: tuple[str, ...] = ()  # globs of further protected paths
+    secret_files: tuple[str, ...] = ()  # read after the run, to redact their material
 
     @property
     def target(self) -> str:
-        return shlex.join(self.command)
+        return shlex.join(redact_argv(self.command, environment_secrets(self.env_names)))
 
     @property
     def expected(self) -> dict[str, Any]:
@@ -83,6 +111,7 @@ def prepare(
     require_tests: Sequence[str],
     timeout_s: float,
     excluded: Sequence[Path],
+    **options: Any,
 ) -> RunRequest:
     pytest = is_pytest(command)
     if pytest and junit is not None:
@@ -92,18 +121,14 @@ def prepare(
             "remove --junitxml from the pytest command: the observer asks pytest for its own "
             "report, in a folder it owns"
         )
-    if require_tests and not pytest and junit is None:
-        raise UsageError(
-            "--require-test needs a report: run pytest, or name the report with --junit"
-        )
     return RunRequest(
         command=tuple(command),
         cwd=cwd,
-        report=None if junit is None else cwd / junit,
-        pytest=pytest,
+        junit=junit,
         required=tuple(dict.fromkeys(report_name(name) for name in require_tests)),
         timeout_s=timeout_s,
         excluded=tuple(excluded),
+        **options,
     )
 
 
@@ -131,60 +156,330 @@ def report_name(name: str) -> str:
     return ".".join(parts[:-1]) + "::" + parts[-1] + bracket + params
 
 
-def observe(request: RunRequest) -> Observation:
+@dataclass(frozen=True)
+class Interpreter:
+    """The Python the operator chose, and the folders it needs to run (mounted read-only)."""
+
+    executable: str
+    prefixes: tuple[str, ...]
+
+    @classmethod
+    def chosen(cls, python: str | None, workspace: Path) -> Interpreter:
+        if python is None:
+            interpreter = cls(sys.executable, (sys.prefix, sys.base_prefix))
+        else:
+            executable = shutil.which(python)
+            if executable is None:
+                raise UsageError(f"--python: no interpreter {python!r}")
+            _outside_workspace(executable, workspace)  # before running it even once
+            interpreter = cls._query(os.path.abspath(executable))
+        for path in (interpreter.executable, *interpreter.prefixes):
+            _outside_workspace(path, workspace)
+        return interpreter
+
+    @classmethod
+    def _query(cls, executable: str) -> Interpreter:
+        script = "import sys; print(sys.prefix); print(sys.base_prefix)"
+        try:
+            done = subprocess.run(
+                [executable, "-I", "-c", script],
+                cwd="/",
+                env={"PATH": SYSTEM_PATH},
+                capture_output=True,
+                timeout=_QUERY_TIMEOUT_S,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise UsageError(f"--python: cannot run {executable}: {exc}") from None
+        lines = done.stdout.decode(errors="replace").splitlines()
+        if done.returncode != 0 or len(lines) != 2:
+            raise UsageError(f"--python: {executable} is not a working Python interpreter")
+        return cls(executable, (lines[0], lines[1]))
+
+    @property
+    def bin_dir(self) -> str:
+        return os.path.dirname(self.executable)
+
+    @property
+    def readable(self) -> list[str]:
+        """The prefixes, and the folder the executable really lives in, minus the system
+        folders the sandbox mounts anyway."""
+        real_home = os.path.dirname(os.path.dirname(os.path.realpath(self.executable)))
+        folders = {os.path.realpath(p) for p in (*self.prefixes, real_home)}
+        kept = [f for f in sorted(folders) if not _inside(f, Path("/usr"))]
+        return [f for f in kept if not any(o != f and _inside(f, Path(o)) for o in kept)]
+
+    def command(self, command: Sequence[str]) -> list[str]:
+        """``python``/``python3.X`` runs as this interpreter; ``pytest`` as ``<it> -m pytest``."""
+        program = os.path.basename(command[0])
+        if _PYTHON.fullmatch(program):
+            return [self.executable, *command[1:]]
+        if program in _PYTEST_PROGRAMS:
+            return [self.executable, "-m", "pytest", *command[1:]]
+        return list(command)
+
+
+def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observation:
+    """Run the request on a copy of the workspace bound to ``mutations`` (the claim's)."""
+    deadline = Deadline(request.timeout_s)
     workspace = Workspace.containing(request.cwd)
+    if request.trusted_ref is not None and not workspace.in_git:
+        raise UsageError("--trusted-ref needs a git repository: the workspace is not in one")
+    for secret in request.secret_files:
+        if _inside(secret, workspace.root):
+            raise ObservationFailed(
+                f"the signing key {secret} is inside the workspace, where the agent and the "
+                "run can read it: keep it elsewhere"
+            )
+    cwd = _relative(Path(os.path.realpath(request.cwd)), workspace.root) or "."
+    interpreter = Interpreter.chosen(request.python, workspace.root)
+    sandbox = Sandbox.find(network=request.network) if request.sandboxed else None
+    excluded = [rel for rel in (_relative(p, workspace.root) for p in request.excluded) if rel]
     with tempfile.TemporaryDirectory(prefix="claim-test-run-") as owned_text:
         owned = Path(owned_text)
-        report, argv = request.report, request.command
-        if request.pytest:
-            report = owned / "junit.xml"
-            argv = _with_report_option(request.command, report)
-        excluded = (*request.excluded, owned, *([report] if report is not None else []))
-        before = workspace.snapshot(excluded)
-        report_before = _signature(report) if report is not None else None
+        run_dir, report_dir = owned / "work", owned / "report"
+        owner = sandbox.uid if sandbox is not None and sandbox.setpriv is not None else None
+        for folder in (run_dir, report_dir):
+            folder.mkdir()
+            if owner is not None:
+                os.chown(folder, owner, owner)
+        tree = RunTree(os.fsencode(run_dir), owner)
+        subject, details = _fill_run_tree(tree, request, workspace, mutations, excluded, deadline)
+        argv = interpreter.command(request.command)
+        started_argv, host_env, details["sandbox"] = _launcher(
+            request, sandbox, interpreter, argv, owned, cwd, deadline
+        )
+        junit = None if request.junit is None else run_dir / cwd / request.junit
+        junit_before = _signature(junit) if junit is not None else None
         started = time.monotonic()
-        exit_code = _run(argv, request.cwd, owned / "output.log", request.timeout_s)
+        exit_code = _run(
+            started_argv, run_dir / cwd, host_env, owned / "output.log", deadline.remaining()
+        )
         duration = time.monotonic() - started
-        after = workspace.snapshot(excluded)
-        if after != before:
-            raise ObservationFailed(_changed_message(changed_paths(before, after)))
-        observed: dict[str, Any] = {"exit_code": exit_code}
-        if report is not None:
-            observed |= _read_fresh_report(report, report_before, exit_code)
+        observed = _observed(request, exit_code, junit, junit_before, run_dir, report_dir)
         tail = _tail(owned / "output.log")
-    details: dict[str, Any] = {
+    # The child and everything it started are gone: only now is any key material read.
+    secrets = environment_secrets(request.env_names) + key_material(request.secret_files)
+    secrets += [secret for arg in request.command for secret in url_secrets(_url_of(arg))]
+    details |= {
         "duration_s": round(duration, 3),
-        "argv": list(argv),
-        "output_tail": tail,
-        "workspace_before": tree_digest(before),
-        "workspace_after": tree_digest(after),
-        "test_config": config_digests(before),
+        "argv": redact_argv(argv, secrets),
+        "output_tail": [redact(line, secrets) for line in tail],
+        "python": interpreter.executable,
+        "workspace_before": subject,
+        "test_config": config_digests(tree.files),
     }
-    if workspace.in_git:
-        details["test_config_changed"] = workspace.config_changed_from_head(before)
     return Observation(
-        target=request.target,
+        target=shlex.join(redact_argv(request.command, secrets)),
         expected=request.expected,
         observed_value=observed,
-        subject=tree_digest(before),
+        subject=subject,
         details=details,
     )
 
 
-def _with_report_option(command: tuple[str, ...], report: Path) -> tuple[str, ...]:
-    # Right after the program, before any "--" the user's arguments may hold.
-    split = 1 if os.path.basename(command[0]) in _PYTEST_PROGRAMS else 3
-    return (*command[:split], f"--junitxml={report}", *command[split:])
+def _fill_run_tree(
+    tree: RunTree,
+    request: RunRequest,
+    workspace: Workspace,
+    mutations: Sequence[Mutation],
+    excluded: Sequence[str],
+    deadline: Deadline,
+) -> tuple[str, dict[str, Any]]:
+    """Copy the workspace, bind it to the claim, then deal with protected paths: the digest of
+    what was copied, and the details saying what became of protected paths."""
+    hash_name = workspace.object_format()
+    tree.copy_from(workspace, excluded, deadline, hash_name)
+    head = workspace.head()
+    require_recorded(tree, head, mutations, excluded)
+    subject = tree_digest(tree.files)
+    if request.trusted_ref is None:
+        return subject, {
+            "test_config_changed": changed_protected(tree, head, mutations, request.protect)
+        }
+    commit, restored = restore_protected(
+        tree, workspace.root, request.trusted_ref, request.protect, hash_name, deadline
+    )
+    return subject, {
+        "trusted_ref": commit,
+        "protected_restored": restored,
+        "test_config_changed": [],
+    }
 
 
-def _run(argv: Sequence[str], cwd: Path, log: Path, timeout_s: float) -> int:
-    """Run without a shell, in a process group of its own, so a timeout ends everything it
-    started; whatever it leaves running is ended too, so nothing writes after the run is over."""
+def _launcher(
+    request: RunRequest,
+    sandbox: Sandbox | None,
+    interpreter: Interpreter,
+    argv: Sequence[str],
+    owned: Path,
+    cwd: str,
+    deadline: Deadline,
+) -> tuple[list[str], dict[str, str], str]:
+    """What to start, with which environment, and how the run is confined."""
+    run_dir, report_dir = owned / "work", owned / "report"
+    if sandbox is None:
+        (owned / "home").mkdir()
+        home, report = str(owned / "home"), str(report_dir / _REPORT_NAME)
+        env = _environment(interpreter, report, home, request.env_names)
+        return list(argv), env, NO_SANDBOX
+    sandbox.check(interpreter.executable, str(run_dir), str(report_dir), interpreter.readable)
+    deadline.check("starting the sandbox")
+    home = "/tmp"  # noqa: S108 - the sandbox's own, empty tmpfs
+    env = _environment(interpreter, f"{REPORTS}/{_REPORT_NAME}", home, request.env_names)
+    _require_program(argv[0], env["PATH"], run_dir / cwd)
+    confined = sandbox.argv(
+        argv,
+        run_dir=str(run_dir),
+        report_dir=str(report_dir),
+        cwd=os.path.normpath(f"{WORK}/{cwd}"),
+        env=env,
+        readable=interpreter.readable,
+        hidden=request.secret_files,
+    )
+    return confined, {"PATH": SYSTEM_PATH}, sandbox.describe()
+
+
+def _observed(
+    request: RunRequest,
+    exit_code: int,
+    junit: Path | None,
+    junit_before: tuple[int, int, int, int] | None,
+    run_dir: Path,
+    report_dir: Path,
+) -> dict[str, Any]:
+    """The exit code, with the counts of the report named by ``--junit`` or else of the one
+    pytest was asked for, when it was written."""
+    observed: dict[str, Any] = {"exit_code": exit_code}
+    injected = report_dir / _REPORT_NAME
+    if junit is not None:
+        observed |= _read_fresh_report(junit, junit_before, exit_code, run_dir)
+    elif injected.exists() or injected.is_symlink():
+        observed |= parse_junit(_read_report(injected, report_dir))
+    if request.required and "tests" not in observed:
+        raise ObservationFailed(
+            f"--require-test needs a report, and the run wrote none (it exited {exit_code})"
+        )
+    return observed
+
+
+def _environment(
+    interpreter: Interpreter, report: str, home: str, passed: Iterable[str]
+) -> dict[str, str]:
+    """The allow-listed environment: nothing of the observer's reaches the run unless named."""
+    env = {
+        "PATH": f"{interpreter.bin_dir}:{SYSTEM_PATH}",
+        "HOME": home,
+        "TMPDIR": home,
+        "LANG": os.environ.get("LANG", "C.UTF-8"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    env |= {name: os.environ[name] for name in _PASSED_THROUGH if name in os.environ}
+    env |= {name: os.environ[name] for name in passed if name in os.environ}
+    # However pytest is started (python -B -m pytest, coverage, make, tox), it reads this.
+    ours = f"--junitxml={report} -p no:cacheprovider"
+    env["PYTEST_ADDOPTS"] = f"{env['PYTEST_ADDOPTS']} {ours}" if "PYTEST_ADDOPTS" in env else ours
+    return env
+
+
+def _outside_workspace(path: str, workspace: Path) -> None:
+    if _inside(path, workspace):
+        raise UsageError(
+            f"--python: {path} is inside the workspace, which the agent controls; "
+            "choose an interpreter outside it"
+        )
+
+
+def _require_program(program: str, path: str, cwd: Path) -> None:
+    found = (cwd / program).is_file() if "/" in program else shutil.which(program, path=path)
+    if not found and not os.path.isabs(program):
+        raise ObservationFailed(f"command not found: {program}")
+
+
+def _relative(path: Path, root: Path) -> str | None:
+    rel = os.path.relpath(os.path.realpath(path), root)
+    if rel in (os.curdir, os.pardir) or rel.startswith(os.pardir + os.sep):
+        return None
+    return Path(rel).as_posix()
+
+
+def _inside(path: str, folder: Path) -> bool:
+    real, base = os.path.realpath(path), os.path.realpath(folder)
+    return real == base or real.startswith(base.rstrip("/") + "/")
+
+
+# --- secrets ------------------------------------------------------------------------------
+
+
+def environment_secrets(passed: Iterable[str] = ()) -> list[str]:
+    """Values of the observer's secret-looking variables, and of every variable passed on."""
+    names = set(passed)
+    return [
+        value
+        for name, value in os.environ.items()
+        if (_SECRET_NAME.search(name) or name in names) and len(value) >= _SHORTEST_SECRET
+    ]
+
+
+def key_material(paths: Iterable[str]) -> list[str]:
+    """Every way a key file's material may be printed: the file's text and lines, and the key
+    bytes (the PEM body decoded, and its last 32 bytes, an Ed25519 seed) in hex and base64."""
+    found: list[str] = []
+    for path in paths:
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read(1 << 16).decode("utf-8", "replace")
+        except OSError:
+            continue
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        body = [line for line in lines if not line.startswith("-----")]
+        found += [text.strip(), *lines]
+        with contextlib.suppress(binascii.Error, ValueError):
+            der = base64.b64decode("".join(body), validate=True)
+            for blob in (der, der[-32:]):
+                encoded = base64.b64encode(blob).decode()
+                found += [blob.hex(), blob.hex().upper(), encoded, encoded.rstrip("=")]
+                found.append(base64.urlsafe_b64encode(blob).decode().rstrip("="))
+    return [value for value in found if len(value) >= _SHORTEST_SECRET]
+
+
+def redact(text: str, secrets: Sequence[str]) -> str:
+    for secret in sorted(set(secrets), key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def redact_argv(argv: Sequence[str], secrets: Sequence[str]) -> list[str]:
+    """Arguments with URL credentials masked (also in ``--option=URL``) and secrets replaced."""
+    return [redact(_redact_urls(arg), secrets) for arg in argv]
+
+
+def _redact_urls(arg: str) -> str:
+    url = _url_of(arg)
+    return arg if not url else arg.removesuffix(url) + redact_url(url)
+
+
+def _url_of(arg: str) -> str:
+    """The URL an argument is (or an ``--option=URL`` holds); empty when none."""
+    if "://" not in arg:
+        return ""
+    _, equals, value = arg.partition("=")
+    return value if arg.startswith("-") and equals and "://" in value else arg
+
+
+def _run(
+    argv: Sequence[str], cwd: Path, env: Mapping[str, str], log: Path, timeout_s: float
+) -> int:
+    """Run without a shell, in a session of its own, so a timeout ends everything it started;
+    whatever it leaves running is ended too, so nothing writes after the run is over."""
+    if timeout_s <= 0:
+        raise ObservationFailed("the observation ran out of time before the command started")
     with open(log, "wb") as output:
         try:
             process = subprocess.Popen(
                 list(argv),
                 cwd=cwd,
+                env=dict(env),
                 stdin=subprocess.DEVNULL,
                 stdout=output,
                 stderr=subprocess.STDOUT,
@@ -217,7 +512,7 @@ def _signature(path: Path) -> tuple[int, int, int, int] | None:
 
 
 def _read_fresh_report(
-    report: Path, before: tuple[int, int, int, int] | None, exit_code: int
+    report: Path, before: tuple[int, int, int, int] | None, exit_code: int, within: Path
 ) -> dict[str, Any]:
     after = _signature(report)
     if after is None or after == before:
@@ -225,14 +520,17 @@ def _read_fresh_report(
         raise ObservationFailed(
             f"the JUnit report {report} is {state} (the command exited {exit_code})"
         )
-    return parse_junit(_read_report(report))
+    return parse_junit(_read_report(report, within))
 
 
-def _read_report(path: Path) -> bytes:
+def _read_report(path: Path, within: Path) -> bytes:
     # The command may have left something other than a file there: opening a FIFO must not
-    # block, and a device must not be read as a report.
+    # block, a device must not be read as a report, and a link must not make the observer read
+    # a file the run could not (its processes are gone, so nothing can swap the path now).
+    if not _inside(os.path.realpath(path.parent), within):
+        raise ObservationFailed(f"the JUnit report {path} is outside the run directory")
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except OSError as exc:
         raise ObservationFailed(f"cannot read the JUnit report {path}: {exc.strerror}") from None
     with os.fdopen(fd, "rb") as handle:
@@ -301,9 +599,3 @@ def _tail(log: Path) -> list[str]:
         handle.seek(max(0, log.stat().st_size - _OUTPUT_TAIL_BYTES))
         text = handle.read().decode("utf-8", "replace")
     return text.splitlines()[-OUTPUT_TAIL_LINES:]
-
-
-def _changed_message(paths: list[str]) -> str:
-    named = ", ".join(paths[:_CHANGED_NAMED])
-    more = f" and {len(paths) - _CHANGED_NAMED} more" if len(paths) > _CHANGED_NAMED else ""
-    return f"the workspace changed during the run ({named}{more}); the run is not evidence"

@@ -1,11 +1,9 @@
 """The files a test run reads: where the workspace is, what it holds, and its test configuration.
 
 A workspace is the git work tree containing the run's directory, or that directory when it is not
-in a repository. Its content is a map ``relative path -> sha256:<hex>`` over the tracked and
-untracked (not ignored) files, plus every test configuration file found anywhere under the root,
-ignored or not: an ignored ``conftest.py`` or ``.pth`` still changes what a run does. What running
-tests writes (``__pycache__/``, ``*.pyc``, ``.pytest_cache/``) is left out, so an ordinary run in a
-repository without a ``.gitignore`` leaves the digest unchanged.
+in a repository. A test run is given its listed files: tracked and untracked (not ignored) ones,
+or every file outside git; what running tests writes (``__pycache__/``, ``*.pyc``,
+``.pytest_cache/``) is left out. Its content is a map ``relative path -> sha256:<hex>``.
 
 The workspace digest is ``sha256:`` over the sorted entries, each ``path NUL digest NUL`` (path as
 the raw bytes the file system holds), so anyone can recompute it.
@@ -19,14 +17,12 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ObservationFailed
 from .repository import (
-    changed_files,
-    content_digest,
     display,
     git_process,
     git_toplevel,
@@ -47,6 +43,7 @@ _CONFIG_NAMES = frozenset(
         b"setup.cfg",
         b"pyproject.toml",
         b"sitecustomize.py",
+        b"usercustomize.py",
     }
 )
 
@@ -74,63 +71,50 @@ class Workspace:
             return cls(Path(os.path.realpath(directory)), in_git=False)
         return cls(Path(os.path.realpath(toplevel)), in_git=True)
 
-    def snapshot(self, excluded: Iterable[Path] = ()) -> Files:
-        """The content map of the workspace, leaving out ``excluded`` paths (files or folders)."""
-        root = os.fsencode(self.root)
-        skipped = [rel for rel in map(self._relative, excluded) if rel is not None]
+    def listed(self) -> list[bytes]:
+        """The files a run is given: in git, the tracked and the untracked but not ignored ones
+        (so nothing hidden through .gitignore or .git/info/exclude); outside git, every file."""
         if self.in_git:
-            listed = set(self._git_listed()) | set(_walk(root, every_file=False))
-        else:
-            listed = set(_walk(root, every_file=True))
-        files: Files = {}
-        for rel in sorted(listed):
-            if is_byproduct(rel) or any(rel == s or rel.startswith(s + b"/") for s in skipped):
-                continue
-            digest = content_digest(root, rel)
-            if digest is not None:
-                files[rel] = digest
-        return files
+            listing = ("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+            return sorted(set(split_z(run_git(self.root, *listing))))
+        return sorted(_walk(os.fsencode(self.root)))
 
-    def config_changed_from_head(self, files: Mapping[bytes, str]) -> list[str]:
-        """Test configuration files that differ from HEAD: added, modified or deleted."""
-        if self._has_head():
-            head = set(split_z(run_git(self.root, "ls-tree", "-r", "-z", "--name-only", "HEAD")))
-            modified = set(changed_files(self.root, "HEAD", ObservationFailed, is_byproduct))
-        else:  # no commit yet: every configuration file is new
-            head, modified = set(), set()
-        current = {rel for rel in files if is_test_config(rel)}
-        changed = {rel for rel in current if rel not in head or rel in modified}
-        changed |= {rel for rel in head if is_test_config(rel) and rel not in current}
-        return sorted(display(rel) for rel in changed)
-
-    def _has_head(self) -> bool:
-        done = git_process(self.root, ("rev-parse", "--verify", "-q", "HEAD"), ObservationFailed)
-        return done.returncode == 0
-
-    def _relative(self, path: Path) -> bytes | None:
-        real = os.path.realpath(path)
-        rel = os.path.relpath(real, self.root)
-        if rel == os.curdir or rel.startswith(os.pardir + os.sep) or rel == os.pardir:
+    def head(self) -> dict[bytes, tuple[str, str]] | None:
+        """``HEAD``'s files as ``path -> (mode, object id)``; None outside git, and empty in a
+        repository without a commit (every file is then new)."""
+        if not self.in_git:
             return None
-        return os.fsencode(Path(rel).as_posix())
+        done = git_process(self.root, ("rev-parse", "--verify", "-q", "HEAD"), ObservationFailed)
+        return tree_entries(self.root, "HEAD") if done.returncode == 0 else {}
 
-    def _git_listed(self) -> list[bytes]:
-        return split_z(
-            run_git(self.root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
-        )
+    def object_format(self) -> str:
+        """The hash git names objects with (``sha1`` or ``sha256``)."""
+        if not self.in_git:
+            return "sha1"
+        return run_git(self.root, "rev-parse", "--show-object-format").decode().strip()
 
 
-def _walk(root: bytes, *, every_file: bool) -> Iterator[bytes]:
-    """Files under ``root`` (every one, or only test configuration), not following links."""
+def tree_entries(root: Path, commit: str) -> dict[bytes, tuple[str, str]]:
+    """``path -> (mode, object id)`` for every file (blob) in ``commit``, read with plumbing that
+    runs no filter."""
+    entries = {}
+    for line in split_z(run_git(root, "ls-tree", "-r", "-z", "--full-tree", commit)):
+        meta, _, rel = line.partition(b"\t")
+        mode, kind, oid = meta.decode().split()
+        if kind == "blob":
+            entries[rel] = (mode, oid)
+    return entries
+
+
+def _walk(root: bytes) -> Iterator[bytes]:
+    """Every file under ``root``, not following links; a link to a folder is a file (its
+    target text)."""
     for folder, subfolders, names in os.walk(root):
         subfolders[:] = [name for name in subfolders if name not in _NEVER_WALKED]
-        # A link to a folder is listed with the folders; it is content (its target text).
         links = [name for name in subfolders if os.path.islink(os.path.join(folder, name))]
         rel_folder = os.path.relpath(folder, root)
         for name in names + links:
-            rel = name if rel_folder == b"." else rel_folder + b"/" + name
-            if every_file or is_test_config(rel):
-                yield rel
+            yield name if rel_folder == b"." else rel_folder + b"/" + name
 
 
 def tree_digest(files: Mapping[bytes, str]) -> str:
@@ -143,10 +127,3 @@ def tree_digest(files: Mapping[bytes, str]) -> str:
 def config_digests(files: Mapping[bytes, str]) -> dict[str, str]:
     """The test configuration files among ``files``, by displayed path."""
     return {display(rel): digest for rel, digest in sorted(files.items()) if is_test_config(rel)}
-
-
-def changed_paths(before: Mapping[bytes, str], after: Mapping[bytes, str]) -> list[str]:
-    """Paths added, removed or modified between two snapshots."""
-    return sorted(
-        display(rel) for rel in set(before) | set(after) if before.get(rel) != after.get(rel)
-    )

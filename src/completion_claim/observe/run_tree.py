@@ -1,0 +1,324 @@
+"""The run directory: a fresh copy of exactly the files the claim describes, outside the workspace.
+
+The workspace's listed files (tracked, and untracked but not ignored; never a virtualenv) are
+copied, not linked, hashing each as it is copied, so the run is bound to the bytes it ran on.
+Every file that differs from ``HEAD`` must be the claim's latest ``file_write`` for that path,
+with the same digest, or the run is refused: the agent cannot add a file the claim never
+mentions. A symbolic link that leaves the workspace is refused; one inside is copied as the link.
+
+Protected paths (test configuration, the test files pytest collects, what would shadow pytest
+itself, and the operator's ``--protect`` globs) are either made exactly as in a ref the operator
+trusts, or, without one, listed when the agent changed them.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import stat
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO
+
+from ..errors import ObservationFailed, UsageError
+from ..model import Mutation
+from .repository import content_digest, display, git_process, run_git
+from .workspace import Files, Workspace, is_byproduct, is_test_config, tree_entries
+
+FILE_WRITE = "file_write"
+DELETED = "deleted"
+MAX_FILE_BYTES = 1 << 30
+MAX_TREE_BYTES = 4 << 30
+_CHUNK = 1 << 20
+_TEST_FOLDERS = frozenset({b"tests", b"test"})
+# A module by one of these names, anywhere pytest puts on sys.path, replaces pytest itself.
+_PYTEST_OWN = frozenset({b"pytest", b"_pytest", b"py", b"pluggy", b"iniconfig"})
+_SYMLINK_MODE = "120000"
+_EXECUTABLE_MODE = "100755"
+
+
+class Deadline:
+    """The observer's own time limit: listing, hashing and copying count against ``--timeout``
+    as much as the run does."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self._end = time.monotonic() + timeout_s
+
+    def remaining(self) -> float:
+        return self._end - time.monotonic()
+
+    def check(self, doing: str) -> None:
+        if self.remaining() <= 0:
+            raise ObservationFailed(
+                f"the observation ran longer than {self.timeout_s:g} s ({doing}) and was stopped"
+            )
+
+
+@dataclass
+class RunTree:
+    """What was copied: each file's digest (as the claim records it) and git object id."""
+
+    root: bytes
+    owner: int | None
+    files: Files = field(default_factory=dict)
+    object_ids: dict[bytes, str] = field(default_factory=dict)
+    virtualenvs: list[bytes] = field(default_factory=list)  # left out: never the run's Python
+    _copied_bytes: int = 0
+
+    def copy_from(
+        self, workspace: Workspace, excluded: Iterable[str], deadline: Deadline, hash_name: str
+    ) -> None:
+        source = os.fsencode(workspace.root)
+        skipped = [os.fsencode(path) for path in excluded]
+        listed = workspace.listed()
+        self.virtualenvs = [os.path.dirname(rel) for rel in listed
+                            if os.path.basename(rel) == b"pyvenv.cfg"]  # fmt: skip
+        for rel in listed:
+            deadline.check("copying the workspace")
+            if is_byproduct(rel) or _under(rel, skipped) or _under(rel, self.virtualenvs):
+                continue
+            self._copy(source, rel, deadline, hash_name)
+
+    def _copy(self, source: bytes, rel: bytes, deadline: Deadline, hash_name: str) -> None:
+        path = os.path.join(source, rel)
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            return  # a tracked file deleted from the work tree
+        if stat.S_ISDIR(info.st_mode):
+            return  # a submodule or nested repository: not a file the claim can describe
+        if stat.S_ISLNK(info.st_mode):
+            # Digested as capture-git digests it, so the claim's record can be compared.
+            digest = content_digest(source, rel, ObservationFailed)
+            self.add_link(rel, os.readlink(path), hash_name, digest)
+            return
+        if not stat.S_ISREG(info.st_mode):
+            raise ObservationFailed(f"{display(rel)} is not a regular file; it cannot be copied")
+        self._check_size(rel, info.st_size)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as exc:
+            raise ObservationFailed(f"cannot read {display(rel)}: {exc.strerror}") from None
+        with os.fdopen(fd, "rb") as handle:
+            size = os.fstat(fd).st_size
+            self._check_size(rel, size)
+            content = hashlib.sha256()
+            blob = hashlib.new(hash_name, b"blob %d\0" % size)
+            with self._create(rel, executable=bool(info.st_mode & 0o111)) as out:
+                copied = 0
+                while chunk := handle.read(_CHUNK):
+                    deadline.check(f"copying {display(rel)}")
+                    copied += len(chunk)
+                    if copied > size:
+                        break
+                    content.update(chunk)
+                    blob.update(chunk)
+                    out.write(chunk)
+        if copied != size:
+            raise ObservationFailed(f"{display(rel)} changed while it was copied")
+        self.files[rel] = "sha256:" + content.hexdigest()
+        self.object_ids[rel] = blob.hexdigest()
+
+    def _check_size(self, rel: bytes, size: int) -> None:
+        if size > MAX_FILE_BYTES:
+            raise ObservationFailed(
+                f"{display(rel)} is {size} bytes, over the {MAX_FILE_BYTES} a copied file may have"
+            )
+        self._copied_bytes += size
+        if self._copied_bytes > MAX_TREE_BYTES:
+            raise ObservationFailed(
+                f"the workspace is over the {MAX_TREE_BYTES} bytes a run copies"
+            )
+
+    def add_link(
+        self, rel: bytes, target: bytes, hash_name: str, digest: str | None = None
+    ) -> None:
+        """A link whose target stays inside the tree, kept as the link (relative, so it points
+        into the copy); one that leaves it is refused."""
+        resolved = os.path.normpath(os.path.join(os.path.dirname(rel), target))
+        if os.path.isabs(target) or resolved == b".." or resolved.startswith(b"../"):
+            raise ObservationFailed(
+                f"{display(rel)} is a symbolic link out of the workspace "
+                f"(to {display(target)}); it is refused"
+            )
+        destination = os.path.join(self.root, rel)
+        self._make_parents(rel)
+        os.symlink(target, destination)
+        if self.owner is not None:
+            os.lchown(destination, self.owner, self.owner)
+        self.files[rel] = digest or "sha256:" + hashlib.sha256(target).hexdigest()
+        self.object_ids[rel] = _blob_id(hash_name, target)
+
+    def write(self, rel: bytes, data: bytes, mode: str, hash_name: str) -> None:
+        """Put ``data`` at ``rel`` as git stores it (``mode`` from a tree entry)."""
+        self.remove(rel)
+        if mode == _SYMLINK_MODE:
+            self.add_link(rel, data, hash_name)
+            return
+        with self._create(rel, executable=mode == _EXECUTABLE_MODE) as out:
+            out.write(data)
+        self.files[rel] = "sha256:" + hashlib.sha256(data).hexdigest()
+        self.object_ids[rel] = _blob_id(hash_name, data)
+
+    def remove(self, rel: bytes) -> None:
+        if rel in self.files:
+            os.unlink(os.path.join(self.root, rel))
+            del self.files[rel]
+            del self.object_ids[rel]
+
+    def _create(self, rel: bytes, *, executable: bool) -> BinaryIO:
+        self._make_parents(rel)
+        destination = os.path.join(self.root, rel)
+        mode = 0o755 if executable else 0o644
+        fd = os.open(destination, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+        if self.owner is not None:
+            os.fchown(fd, self.owner, self.owner)
+        return os.fdopen(fd, "wb")
+
+    def _make_parents(self, rel: bytes) -> None:
+        folder = self.root
+        for part in rel.split(b"/")[:-1]:
+            folder = os.path.join(folder, part)
+            if not os.path.isdir(folder):
+                os.mkdir(folder, 0o755)
+                if self.owner is not None:
+                    os.chown(folder, self.owner, self.owner)
+
+
+def _blob_id(hash_name: str, data: bytes) -> str:
+    """The id git gives ``data`` as a blob, so a copy compares with a tree without git."""
+    return hashlib.new(hash_name, b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _differs_from(tree: RunTree, head: Mapping[bytes, tuple[str, str]]) -> set[bytes]:
+    """Paths added, modified or deleted against ``head``."""
+    changed = {
+        rel for rel, oid in tree.object_ids.items() if rel not in head or head[rel][1] != oid
+    }
+    return changed | {rel for rel in head if rel not in tree.files}
+
+
+def _under(rel: bytes, folders: Sequence[bytes]) -> bool:
+    return any(folder in (b"", rel) or rel.startswith(folder + b"/") for folder in folders)
+
+
+# --- the claim's binding ----------------------------------------------------------------------
+
+
+def latest_file_writes(mutations: Sequence[Mutation]) -> dict[str, Mutation]:
+    """For each file target, its latest file_write (by time, then by order in the claim)."""
+    writes = sorted(
+        ((m.at, index, m) for index, m in enumerate(mutations) if m.kind == FILE_WRITE),
+        key=lambda w: (w[0], w[1]),
+    )
+    return {m.target: m for _, _, m in writes}
+
+
+def require_recorded(
+    tree: RunTree,
+    head: Mapping[bytes, tuple[str, str]] | None,
+    mutations: Sequence[Mutation],
+    excluded: Iterable[str],
+) -> None:
+    """Refuse the run unless every file that differs from ``head`` (every listed file, outside
+    git: ``head`` None) is as the claim's latest file_write for it records."""
+    latest = latest_file_writes(mutations)
+    skipped = [os.fsencode(path) for path in excluded]
+    # A record without a digest (written by hand) binds nothing: only git can then say whether
+    # its file changed.
+    candidates = {
+        target.encode()
+        for target, mutation in latest.items()
+        if _repository_path(target) and mutation.digest is not None
+    }
+    if head is not None:
+        candidates |= _differs_from(tree, head)
+    for rel in sorted(candidates):
+        if is_byproduct(rel) or _under(rel, skipped) or _under(rel, tree.virtualenvs):
+            continue
+        current = tree.files.get(rel, DELETED)
+        recorded = latest.get(display(rel))
+        if recorded is None and head is None:
+            continue  # outside git only what the claim records can be checked
+        if recorded is None or recorded.digest != current:
+            label = recorded.id if recorded is not None else "not recorded"
+            raise ObservationFailed(
+                f"{display(rel)} is not as the claim records it ({label}): "
+                "run claim capture-git first"
+            )
+
+
+def _repository_path(target: str) -> bool:
+    path = PurePosixPath(target)
+    return bool(target) and not path.is_absolute() and ".." not in path.parts
+
+
+# --- protected paths ---------------------------------------------------------------------------
+
+
+def is_protected(rel: bytes, globs: Sequence[str]) -> bool:
+    """Decides what a run does rather than what it tests: test configuration, the test files
+    pytest collects, modules that would replace pytest, and the operator's own globs."""
+    parts = rel.split(b"/")
+    name = parts[-1]
+    if is_test_config(rel):
+        return True
+    if name.endswith(b".py") and (name.startswith(b"test_") or name.endswith(b"_test.py")):
+        return True
+    if any(part in _TEST_FOLDERS for part in parts[:-1]):
+        return True
+    if any(part.removesuffix(b".py") in _PYTEST_OWN for part in parts):
+        return True
+    text = display(rel)
+    return any(fnmatch.fnmatchcase(text, glob) for glob in globs)
+
+
+def changed_protected(
+    tree: RunTree,
+    head: Mapping[bytes, tuple[str, str]] | None,
+    mutations: Sequence[Mutation],
+    globs: Sequence[str],
+) -> list[str]:
+    """Protected paths that differ from ``head`` (added, modified, deleted) or that the claim
+    records as written; outside git (``head`` None) every protected path present."""
+    written = {target.encode() for target in latest_file_writes(mutations)}
+    changed = set(tree.files) if head is None else _differs_from(tree, head)
+    changed |= written
+    return sorted(display(rel) for rel in changed if is_protected(rel, globs))
+
+
+def restore_protected(
+    tree: RunTree, root: Path, ref: str, globs: Sequence[str], hash_name: str, deadline: Deadline
+) -> tuple[str, dict[str, list[str]]]:
+    """Make every protected path exactly as in the trusted ``ref``: the commit, and what was
+    restored or removed. Content is read with plumbing that runs no filter."""
+    commit = resolve_commit(root, ref)
+    entries = tree_entries(root, commit)
+    trusted = {rel: entry for rel, entry in entries.items() if is_protected(rel, globs)}
+    removed = sorted(rel for rel in tree.files if is_protected(rel, globs) and rel not in trusted)
+    for rel in removed:
+        tree.remove(rel)
+    restored = []
+    for rel, (mode, oid) in sorted(trusted.items()):
+        deadline.check("restoring protected paths")
+        if tree.object_ids.get(rel) == oid and mode != _SYMLINK_MODE:
+            continue
+        tree.write(rel, run_git(root, "cat-file", "blob", oid), mode, hash_name)
+        restored.append(rel)
+    return commit, {
+        "restored": [display(rel) for rel in restored],
+        "removed": [display(rel) for rel in removed],
+    }
+
+
+def resolve_commit(root: Path, ref: str) -> str:
+    if ref.startswith("-"):
+        raise UsageError(f"--trusted-ref: {ref!r} is not a revision")
+    found = git_process(root, ("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"), UsageError)
+    if found.returncode != 0:
+        raise UsageError(f"--trusted-ref: no commit {ref!r} in {root}")
+    return found.stdout.decode().strip()

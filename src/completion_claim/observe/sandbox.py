@@ -1,0 +1,182 @@
+"""The sandbox a test run executes in: bubblewrap (Debian's ``bubblewrap``), checked before use.
+
+Inside, the run sees only what is mounted: the system directories programs need (read-only), the
+interpreter's own prefixes (read-only), the run directory (a copy of the workspace) and the report
+folder, at fixed paths. The workspace, ``/root``, ``/home``, the host's ``/tmp`` and the signing
+key's folder are simply not there. The run has its own PID namespace (every process it starts dies
+with it), its own IPC and host name, no network unless asked, and a fresh ``/proc`` (the
+observer's command line is invisible). An observer running as root also drops to ``nobody`` inside
+(``setpriv``), with no capabilities and no way to regain them: a user namespace alone would leave
+a root-owned key readable to a process that could reach it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ..errors import ObservationFailed
+
+WORK = "/run/claim/work"
+REPORTS = "/run/claim/report"
+NOBODY = 65534
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+MISSING = "bubblewrap (bwrap) is not installed: apt-get install bubblewrap, or pass --no-sandbox"
+
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# What programs read from /etc to start; the rest of /etc (and any key kept there) stays out.
+_ETC = (
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/hosts",
+    "/etc/localtime",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/alternatives",
+    "/etc/ssl/certs",
+    "/etc/mime.types",
+)
+_NETWORK_ETC = ("/etc/resolv.conf", "/etc/host.conf", "/etc/gai.conf")
+_PROBE_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    bwrap: str
+    version: str
+    network: bool
+    setpriv: str | None  # set when the observer is root: the run drops to NOBODY
+
+    @classmethod
+    def find(cls, *, network: bool, program: str = "bwrap") -> Sandbox:
+        bwrap = shutil.which(program)
+        if bwrap is None:
+            raise ObservationFailed(MISSING)
+        setpriv = None
+        if os.geteuid() == 0:
+            setpriv = shutil.which("setpriv", path=SYSTEM_PATH)
+            if setpriv is None:
+                raise ObservationFailed(
+                    "setpriv is not installed (util-linux): the run cannot drop root, "
+                    "or pass --no-sandbox"
+                )
+        version = _version(bwrap)
+        return cls(bwrap=bwrap, version=version, network=network, setpriv=setpriv)
+
+    @property
+    def uid(self) -> int:
+        return NOBODY if self.setpriv is not None else os.geteuid()
+
+    def describe(self) -> str:
+        namespaces = "pid namespace, host network" if self.network else "pid+net namespaces"
+        user = "" if self.setpriv is not None else ", user namespace"
+        return f"bubblewrap {self.version}, uid {self.uid}{user}, {namespaces}"
+
+    def argv(
+        self,
+        command: Sequence[str],
+        *,
+        run_dir: str,
+        report_dir: str,
+        cwd: str,
+        env: Mapping[str, str],
+        readable: Sequence[str],
+        hidden: Sequence[str],
+    ) -> list[str]:
+        """The bwrap command running ``command`` in ``cwd`` (a path inside the sandbox).
+
+        ``readable`` folders are mounted read-only at their own paths (the interpreter's
+        prefixes); none may hold a ``hidden`` path (the signing key)."""
+        for folder in readable:
+            for secret in hidden:
+                if _inside(secret, folder):
+                    raise ObservationFailed(
+                        f"{secret} lies inside {folder}, which the sandbox mounts for the "
+                        "interpreter: keep the key elsewhere"
+                    )
+        args = [self.bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent"]
+        args += ["--new-session", "--clearenv"]
+        if not self.network:
+            args.append("--unshare-net")
+        if self.setpriv is None:
+            args.append("--unshare-user")
+        for folder in _SYSTEM_DIRS:
+            if os.path.islink(folder):
+                args += ["--symlink", os.readlink(folder), folder]
+            else:
+                args += ["--ro-bind-try", folder, folder]
+        for path in (*_ETC, *(_NETWORK_ETC if self.network else ())):
+            args += ["--ro-bind-try", path, path]
+        # The scratch /tmp first: a later mount under it (an interpreter in /tmp) stays visible.
+        args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]  # noqa: S108
+        # bwrap would copy a parent's host mode (0700 for /root) to the folders it creates on
+        # the way to a mount point, and the dropped user could not pass them.
+        for parent in _ancestors([*readable, WORK, REPORTS]):
+            args += ["--perms", "0755", "--dir", parent]
+        for folder in readable:
+            args += ["--ro-bind", folder, folder]
+        args += ["--bind", run_dir, WORK, "--bind", report_dir, REPORTS, "--chdir", cwd]
+        for name, value in sorted(env.items()):
+            args += ["--setenv", name, value]
+        args.append("--")
+        if self.setpriv is not None:
+            args += [self.setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+            args += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+        return args + list(command)
+
+    def check(self, python: str, run_dir: str, report_dir: str, readable: Sequence[str]) -> None:
+        """Start the interpreter in the same sandbox: a sandbox that cannot start it is refused
+        before the run, so a broken sandbox never passes for a failed test."""
+        probe = self.argv(
+            [python, "-I", "-c", ""],
+            run_dir=run_dir,
+            report_dir=report_dir,
+            cwd=WORK,
+            env={"PATH": SYSTEM_PATH},
+            readable=readable,
+            hidden=(),
+        )
+        try:
+            done = subprocess.run(probe, capture_output=True, timeout=_PROBE_TIMEOUT_S, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ObservationFailed(f"the sandbox (bwrap) does not start: {exc}") from None
+        if done.returncode != 0:
+            complaint = done.stderr.decode(errors="replace").strip().splitlines()
+            reason = complaint[-1] if complaint else f"exit {done.returncode}"
+            raise ObservationFailed(f"the sandbox (bwrap) cannot start {python}: {reason}")
+
+
+def _version(bwrap: str) -> str:
+    try:
+        done = subprocess.run(
+            [bwrap, "--version"], capture_output=True, timeout=_PROBE_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ObservationFailed(f"cannot run {bwrap}: {exc}") from None
+    words = done.stdout.decode(errors="replace").split()
+    if done.returncode != 0 or not words:
+        raise ObservationFailed(f"{bwrap} --version failed: it is not a working bubblewrap")
+    return words[-1]
+
+
+def _ancestors(paths: Sequence[str]) -> list[str]:
+    found: dict[str, None] = {}
+    for path in paths:
+        parts = path.strip("/").split("/")[:-1]
+        for depth in range(1, len(parts) + 1):
+            found["/" + "/".join(parts[:depth])] = None
+    return [parent for parent in found if not os.path.lexists(parent) or not _system(parent)]
+
+
+def _system(path: str) -> bool:
+    return any(path == folder or path.startswith(folder + "/") for folder in _SYSTEM_DIRS)
+
+
+def _inside(path: str, folder: str) -> bool:
+    real, base = os.path.realpath(path), os.path.realpath(folder)
+    return real == base or real.startswith(base.rstrip("/") + "/")

@@ -1,0 +1,83 @@
+"""The bubblewrap sandbox itself: what it mounts, and that it refuses what it cannot hide."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from completion_claim.errors import ObservationFailed
+from completion_claim.observe.sandbox import REPORTS, SYSTEM_PATH, WORK, Sandbox
+
+
+def run_inside(tmp_path: Path, *command: str) -> subprocess.CompletedProcess[str]:
+    work, reports = tmp_path / "work", tmp_path / "report"
+    sandbox = Sandbox.find(network=False)
+    for folder in (work, reports):
+        folder.mkdir(exist_ok=True)
+        os.chown(folder, sandbox.uid, sandbox.uid)
+    argv = sandbox.argv(
+        list(command), run_dir=str(work), report_dir=str(reports), cwd=WORK,
+        env={"PATH": SYSTEM_PATH}, readable=[], hidden=[],
+    )  # fmt: skip
+    return subprocess.run(argv, capture_output=True, text=True, check=False)
+
+
+def test_the_sandbox_sees_only_what_it_mounts(tmp_path: Path) -> None:
+    (tmp_path / "beside-the-run.txt").write_text("host file")
+
+    done = run_inside(tmp_path, "sh", "-c", "ls / /run/claim")
+    beside = run_inside(tmp_path, "ls", str(tmp_path))
+
+    listing = done.stdout.split()
+    assert "root" not in listing
+    assert "home" not in listing
+    assert {"report", "work"} <= set(listing)
+    assert beside.returncode != 0  # the folder beside the run is not there at all
+    assert "No such file or directory" in beside.stderr
+
+
+def test_the_network_is_off(tmp_path: Path) -> None:
+    done = run_inside(tmp_path, "cat", "/proc/net/dev")
+
+    interfaces = [line.split(":")[0].strip() for line in done.stdout.splitlines()[2:]]
+    assert interfaces == ["lo"]
+
+
+def test_a_key_inside_a_mounted_folder_is_refused(tmp_path: Path) -> None:
+    sandbox = Sandbox.find(network=False)
+
+    with pytest.raises(ObservationFailed, match="lies inside"):
+        sandbox.argv(
+            ["true"], run_dir="/x", report_dir="/y", cwd=WORK, env={},
+            readable=[str(tmp_path)], hidden=[str(tmp_path / "ci.key")],
+        )  # fmt: skip
+
+
+def test_the_interpreter_probe_fails_closed(tmp_path: Path) -> None:
+    sandbox = Sandbox.find(network=False)
+    (tmp_path / "work").mkdir()
+    (tmp_path / "report").mkdir()
+
+    # The interpreter's own prefix is not mounted: the probe cannot start it.
+    with pytest.raises(ObservationFailed, match="cannot start"):
+        sandbox.check(sys.executable, str(tmp_path / "work"), str(tmp_path / "report"), [])
+
+
+def test_a_missing_bwrap_is_named_with_its_package() -> None:
+    with pytest.raises(ObservationFailed) as failure:
+        Sandbox.find(network=False, program="no-such-bwrap")
+
+    assert str(failure.value) == (
+        "bubblewrap (bwrap) is not installed: apt-get install bubblewrap, or pass --no-sandbox"
+    )
+
+
+def test_the_report_folder_is_at_its_fixed_path(tmp_path: Path) -> None:
+    done = run_inside(tmp_path, "sh", "-c", f"echo ok > {REPORTS}/r && cat {REPORTS}/r")
+
+    assert done.stdout.strip() == "ok"
+    assert (tmp_path / "report" / "r").read_text() == "ok\n"

@@ -1,0 +1,125 @@
+"""``verify --batch``: one output line per input line, in order, whatever one line does."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from completion_claim.batch import verify_stream
+
+from .builders import claim_doc, evidence, mutation
+from .test_files import CLAIM_SCRIPT, HANG_TIMEOUT_S, claim_script
+
+# Decided one minute into year 1: a policy may only look back that far before the calendar
+# starts, so a longer max_age_s is a real input that verify cannot compute with today.
+DECIDE = "0001-01-01T00:01:00Z"
+
+
+def claim_line(max_age_s: float) -> bytes:
+    doc = claim_doc(
+        mutations=[mutation(at="0001-01-01T00:00:10Z")],
+        evidence_items=[evidence(at="0001-01-01T00:00:40Z")],
+        policy={"id": "p", "requires": [], "max_age_s": max_age_s},
+    )
+    return json.dumps(doc).encode()
+
+
+GOOD = claim_line(30)
+# Each verified as OverflowError (exit 4, the whole batch lost) when this test was written: a
+# max_age_s beyond any date, and a look-back of five minutes from one minute into the calendar.
+HUGE_MAX_AGE = claim_line(1e12)
+BEFORE_THE_CALENDAR = claim_line(300)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_attack_10_batch_bad_line_does_not_stop_the_rest(tmp_path: Path, jobs: str) -> None:
+    """Enough lines for several chunks across processes: each bad one is one error line."""
+    pattern = [GOOD, HUGE_MAX_AGE, GOOD, BEFORE_THE_CALENDAR]
+    (tmp_path / "claims.jsonl").write_bytes(b"\n".join(pattern * 150) + b"\n")
+    result = claim_script(
+        *("verify", "--batch", "claims.jsonl", "--at", DECIDE, "--jobs", jobs), cwd=tmp_path
+    )
+    assert (result.returncode, result.stderr) == (0, b"")
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(lines) == 600
+    assert {line["state"] for line in lines[0::2]} == {"verified"}
+    for huge in lines[1::4]:  # invalid input once max_age_s is bounded
+        assert huge["state"] in ("invalid", "error"), huge
+    for early in lines[3::4]:  # a verdict once the stale cut-off is bounded by year 1
+        assert early["state"] in ("error", "verified"), early
+    for failed in (line for line in lines if line["state"] == "error"):
+        assert failed["error"].startswith("internal error: OverflowError: ")
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_line_that_fails_is_an_error_object_with_the_cause(jobs: int) -> None:
+    """Through the library, in both of the stream's paths: a decision time without an offset
+    is refused by verify() itself, for every line, and no line is lost."""
+    naive = datetime(2026, 8, 27, 18, 0, 20)  # no offset: verify() raises
+    out = [
+        json.loads(line) for line in verify_stream([GOOD, b"{}", GOOD], None, naive, 10_000, jobs)
+    ]
+    cause = "internal error: ValueError: the decision time must carry a UTC offset"
+    assert out[0] == out[2] == {"state": "error", "error": cause}
+    assert out[1]["state"] == "invalid"
+
+
+def _workers(parent: int) -> list[int]:
+    """The pool's worker processes: forked children of ``parent`` with its command line."""
+    own = Path(f"/proc/{parent}/cmdline").read_bytes()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if ppid == parent and (entry / "cmdline").read_bytes() == own:
+                found.append(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def _wait_for(condition: Callable[[], object], what: str) -> Any:
+    deadline = time.monotonic() + HANG_TIMEOUT_S
+    while not (result := condition()):
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+    return result
+
+
+def test_a_worker_killed_mid_batch_loses_no_line(tmp_path: Path) -> None:
+    """A worker that dies (the OOM killer, say) leaves its lines unverified, each said so; the
+    lines after it are verified by fresh workers."""
+    chunk = (json.dumps(claim_doc()).encode() + b"\n") * 200  # batch.CHUNK_LINES
+    argv = ["verify", "--batch", "-", "--jobs", "2", "--at", "2026-08-27T18:00:20Z"]
+    with subprocess.Popen(
+        [str(CLAIM_SCRIPT), *argv],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+    ) as batch:
+        assert batch.stdin is not None
+        batch.stdin.write(chunk * 2)
+        batch.stdin.flush()
+        victim = _wait_for(lambda: _workers(batch.pid), "the pool never started")[0]
+        os.kill(victim, signal.SIGKILL)
+        # Reaped means the pool has noticed: the chunks sent from now on meet a broken pool.
+        _wait_for(lambda: not Path(f"/proc/{victim}").exists(), "the worker was never reaped")
+        out, err = batch.communicate(chunk * 4, timeout=HANG_TIMEOUT_S)
+    assert (batch.returncode, err) == (0, b"")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert len(lines) == 1200
+    for line in lines[:400]:
+        assert line["state"] == "verified" or line["error"].startswith(
+            "internal error: BrokenProcessPool: "
+        ), line
+    assert {line["state"] for line in lines[400:]} == {"verified"}
