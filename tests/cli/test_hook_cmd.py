@@ -4,6 +4,7 @@ repository), and ``claim hooks install|uninstall`` on real settings files."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -264,6 +265,26 @@ def test_an_explicit_config_outside_the_work_tree_is_used(tmp_path: Path) -> Non
     assert answer(done)["decision"] == "block"
 
 
+def test_the_installed_hook_judges_its_repository_wherever_the_agent_cds(tmp_path: Path) -> None:
+    repo = project(tmp_path)
+    decoy = project(tmp_path / "decoy")  # a clean tree with passing tests and its own config
+    assert claim("hooks", "install", "--harness", "codex", cwd=repo).returncode == 0
+    (entry,) = json.loads((repo / ".codex" / "hooks.json").read_text())["hooks"]["Stop"]
+    argv = shlex.split(entry["hooks"][0]["command"])
+    write_files(repo, {"calc.py": CALC_BUGGY})
+    done = subprocess.run(
+        argv,
+        cwd=decoy,
+        input=stop_payload("codex", decoy),
+        capture_output=True,
+        text=True,
+        env=GIT_ENV,
+        timeout=300,
+        check=False,
+    )
+    assert answer(done)["decision"] == "block", done.stderr
+
+
 def test_start_with_unreadable_stdin_takes_no_baselines_and_exits_0(tmp_path: Path) -> None:
     repo = project(tmp_path)
     done = claim("hook", "start", "--harness", "claude-code", cwd=repo, stdin="")
@@ -297,7 +318,10 @@ def test_install_writes_this_claim_by_absolute_path_and_uninstall_removes_it(
     assert str(settings) in first.stdout
     written = json.loads(settings.read_text())
     commands = [h["command"] for group in written["hooks"]["Stop"] for h in group["hooks"]]
-    assert commands == ["say done", f"{CLAIM.resolve()} hook stop --harness claude-code"]
+    assert commands == [
+        "say done",
+        f"{CLAIM.resolve()} hook stop --harness claude-code --repo {repo}",
+    ]
     assert written["permissions"] == original["permissions"]
 
     again = claim("hooks", "install", "--harness", "claude-code", cwd=repo)

@@ -19,6 +19,12 @@ from ..builders import at, build, evidence
 MAX_BLOCKS = 3
 
 
+@pytest.fixture(autouse=True)
+def _no_project_dir_from_the_outer_harness(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
+    monkeypatch.delenv("OPENHANDS_PROJECT_DIR", raising=False)
+
+
 @dataclass(frozen=True)
 class Outcome:
     verdict: Verdict
@@ -358,6 +364,40 @@ def test_claude_code_subagent_stop_is_judged(tmp_path: Path) -> None:
         hook_event_name="SubagentStop",
     )
     assert out(answer)["decision"] == "block"
+
+
+def test_claude_code_judges_its_project_dir_not_the_agents_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
+    gate = Gate("verified", tmp_path / "c.json")
+    stop("claude-code", tmp_path, gate, cwd=str(elsewhere))
+    assert gate.requests[0].repo == project
+
+
+def test_a_pinned_repo_wins_over_the_payload(tmp_path: Path) -> None:
+    pinned, elsewhere = tmp_path / "pinned", tmp_path / "elsewhere"
+    pinned.mkdir()
+    elsewhere.mkdir()
+    for harness in HARNESSES:
+        data = json.dumps(payload(harness, elsewhere)).encode()
+        request = hooks.read_stop(hooks.harness(harness), data, pinned)
+        assert isinstance(request, hooks.StopRequest)
+        assert request.repo == pinned
+    start_payload = {**payload("codex", elsewhere), "hook_event_name": "SessionStart"}
+    start = hooks.read_start(hooks.harness("codex"), json.dumps(start_payload).encode(), pinned)
+    assert isinstance(start, hooks.StartRequest)
+    assert start.repo == pinned
+
+
+def test_a_pinned_repo_that_is_gone_lets_the_stop_through_unjudged(tmp_path: Path) -> None:
+    data = json.dumps(payload("codex", tmp_path)).encode()
+    answer = hooks.read_stop(hooks.harness("codex"), data, tmp_path / "gone")
+    assert isinstance(answer, hooks.HookAnswer)
+    assert "'--repo' is not an existing absolute directory" in answer.stderr
 
 
 def test_openhands_without_cwd_uses_its_project_dir(

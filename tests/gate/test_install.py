@@ -92,6 +92,14 @@ def test_claude_code_entries_have_the_documented_shape(tmp_path: Path) -> None:
     ]
 
 
+def test_a_pinned_repository_is_written_into_the_command(tmp_path: Path) -> None:
+    path = tmp_path / "hooks.json"
+    install(path, "codex", CLAIM, None, tmp_path / "my repo")
+    stop = read(path)["hooks"]["Stop"][0]["hooks"][0]["command"]
+    assert stop == f"{CLAIM} hook stop --harness codex --repo '{tmp_path / 'my repo'}'"
+    assert uninstall(path, "codex") == 2
+
+
 def test_copilot_entries_use_bash_and_timeout_sec(tmp_path: Path) -> None:
     path = tmp_path / "hooks.json"
     install(path, "copilot", CLAIM, None)

@@ -23,6 +23,11 @@ from ..gate.run import run_gate, start_gate
 from . import app
 
 _HARNESS = click.Choice(sorted(hooks.HARNESSES))
+_REPO = click.option(
+    "--repo",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The work tree to judge (written by `claim hooks install`); else the payload's cwd.",
+)
 
 
 @app.group("hook")
@@ -33,11 +38,13 @@ def hook_group() -> None:
 @hook_group.command("stop")
 @click.option("--harness", required=True, type=_HARNESS, help="Whose stdin JSON and answer.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path))
-def hook_stop(harness: str, config_path: Path | None) -> int:
+@_REPO
+def hook_stop(harness: str, config_path: Path | None, repo: Path | None) -> int:
     """Read the harness's stop payload on stdin; allow the stop when the gate verifies the work,
     else send the agent back with the reason (at most the config's max_blocks times in a row)."""
     adapter = hooks.harness(harness)
-    request = hooks.read_stop(adapter, sys.stdin.buffer.read(hooks.MAX_INPUT_BYTES + 1))
+    data = sys.stdin.buffer.read(hooks.MAX_INPUT_BYTES + 1)
+    request = hooks.read_stop(adapter, data, _absolute(repo))
     if isinstance(request, hooks.HookAnswer):
         return _emit(request)
     try:
@@ -64,10 +71,12 @@ def hook_stop(harness: str, config_path: Path | None) -> int:
 @hook_group.command("start")
 @click.option("--harness", required=True, type=_HARNESS, help="Whose stdin JSON and answer.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path))
-def hook_start(harness: str, config_path: Path | None) -> int:
+@_REPO
+def hook_start(harness: str, config_path: Path | None, repo: Path | None) -> int:
     """Read the harness's session-start payload on stdin and take the gate's baselines."""
     adapter = hooks.harness(harness)
-    request = hooks.read_start(adapter, sys.stdin.buffer.read(hooks.MAX_INPUT_BYTES + 1))
+    data = sys.stdin.buffer.read(hooks.MAX_INPUT_BYTES + 1)
+    request = hooks.read_start(adapter, data, _absolute(repo))
     if isinstance(request, hooks.HookAnswer):
         return _emit(request)
     answer = adapter.started()
@@ -79,6 +88,10 @@ def hook_start(harness: str, config_path: Path | None) -> int:
         line = f"claim hook start --harness {harness}: {problem}; no baselines were taken"
         return _emit(hooks.HookAnswer(answer.stdout, line, 0))
     return _emit(answer)
+
+
+def _absolute(path: Path | None) -> Path | None:
+    return None if path is None else path.absolute()
 
 
 def _config(path: Path | None, repo: Path) -> GateConfig:
@@ -121,10 +134,12 @@ _INSTALL_HARNESS = click.option("--harness", required=True, type=click.Choice(so
     help="claim.toml for the hooks to use (best kept outside the work tree); else found from cwd.",
 )
 def hooks_install(harness: str, scope: str, config_path: Path | None) -> int:
-    """Add the stop and session-start hooks; other keys and hooks are kept; twice adds nothing."""
+    """Add the stop and session-start hooks; other keys and hooks are kept; twice adds nothing.
+    At project scope the hooks judge this repository, whatever directory the agent is in."""
     path = _settings(harness, scope)
     config = config_path.resolve() if config_path is not None else None
-    if install(path, harness, _claim_executable(), config):
+    repo = _project_root(Path.cwd()) if scope == "project" else None
+    if install(path, harness, _claim_executable(), config, repo):
         click.echo(f"claim: {harness} hooks installed in {path}")
     else:
         click.echo(f"claim: {harness} hooks already installed in {path}")

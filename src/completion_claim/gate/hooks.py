@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -133,6 +133,9 @@ class Harness:
     name = "claude-code"
     stop_events: tuple[str, ...] = ("Stop", "SubagentStop")
     start_events: tuple[str, ...] = ("SessionStart", "UserPromptSubmit")
+    project_dir_env: str | None = "CLAUDE_PROJECT_DIR"
+    """Where the harness tells its hooks the project root. The payload's ``cwd`` follows the
+    agent's ``cd``, so it could point the gate at another tree; this cannot be moved by it."""
     status_key: str | None = None
     """The payload field saying how the agent stopped, where the harness sends one."""
 
@@ -142,7 +145,7 @@ class Harness:
         return StopRequest(
             harness=self.name,
             session=_text(payload, "session_id"),
-            repo=_directory(_text(payload, "cwd"), "cwd"),
+            repo=self._repo(payload),
             outcome=_text(payload, "last_assistant_message", required=False),
             fresh_turn=None if active is None else not active,
         )
@@ -152,9 +155,15 @@ class Harness:
         return StartRequest(
             harness=self.name,
             session=_text(payload, "session_id"),
-            repo=_directory(_text(payload, "cwd"), "cwd"),
+            repo=self._repo(payload),
             resumed=payload.get("source") in ("resume", "compact"),
         )
+
+    def _repo(self, payload: Mapping[str, Any]) -> Path:
+        project = os.environ.get(self.project_dir_env) if self.project_dir_env else None
+        if project:
+            return _directory(project, f"${self.project_dir_env}")
+        return _directory(_text(payload, "cwd"), "cwd")
 
     def judges(self, payload: Mapping[str, Any]) -> bool:
         """Whether this stop is the agent finishing (and so is put to the gate)."""
@@ -184,16 +193,17 @@ class Codex(Harness):
     (it rejects unknown keys, so nothing else is ever added)."""
 
     name = "codex"
+    project_dir_env = None
     stop_events = ("Stop",)
     start_events = ("SessionStart", "UserPromptSubmit")
 
 
 class OpenHands(Harness):
     """Claude-compatible input; a stop is refused with exit 2 and ``decision: deny``. Its page
-    lists no Stop payload fields, so ``cwd`` may be absent: the project directory it exports
-    to hooks is used then."""
+    lists no Stop payload fields; the project directory it exports to hooks names the tree."""
 
     name = "openhands"
+    project_dir_env = "OPENHANDS_PROJECT_DIR"
     stop_events = ("Stop",)
     start_events = ("SessionStart", "UserPromptSubmit")
 
@@ -212,15 +222,11 @@ class OpenHands(Harness):
 
 
 def _with_project_dir(payload: Mapping[str, Any]) -> Mapping[str, Any]:
-    """Fill what OpenHands does not document: the work tree from the project directory it
-    exports, and (when no session id is sent) one count per work tree."""
-    filled = dict(payload)
-    project = os.environ.get("OPENHANDS_PROJECT_DIR")
-    if filled.get("cwd") is None and project:
-        filled["cwd"] = project
-    if filled.get("session_id") is None and isinstance(filled.get("cwd"), str):
-        filled["session_id"] = f"openhands:{filled['cwd']}"
-    return filled
+    """Without a session id (OpenHands documents none), one count per project."""
+    project = os.environ.get("OPENHANDS_PROJECT_DIR") or payload.get("cwd")
+    if payload.get("session_id") is None and isinstance(project, str):
+        return {**payload, "session_id": f"openhands:{project}"}
+    return payload
 
 
 class Cursor(Harness):
@@ -229,6 +235,7 @@ class Cursor(Harness):
     A stop the user aborted (or that errored) is not the agent saying "done": not judged."""
 
     name = "cursor"
+    project_dir_env = None
     stop_events = ("stop",)
     start_events = ("sessionStart",)
     status_key = "status"
@@ -274,12 +281,13 @@ class Copilot(Harness):
     ``decision: block`` answer queues ``reason`` as the next prompt."""
 
     name = "copilot"
+    project_dir_env = None
 
     def parse_stop(self, payload: Mapping[str, Any]) -> StopRequest:
         return StopRequest(
             harness=self.name,
             session=_text(payload, "sessionId"),
-            repo=_directory(_text(payload, "cwd"), "cwd"),
+            repo=self._repo(payload),
             outcome="",
             fresh_turn=None,
         )
@@ -288,7 +296,7 @@ class Copilot(Harness):
         return StartRequest(
             harness=self.name,
             session=_text(payload, "sessionId"),
-            repo=_directory(_text(payload, "cwd"), "cwd"),
+            repo=self._repo(payload),
             resumed=payload.get("source") == "resume",
         )
 
@@ -346,20 +354,31 @@ class SessionState:
 # The stop
 
 
-def read_stop(adapter: Harness, data: bytes) -> StopRequest | HookAnswer:
-    """The stop to judge, or the answer when there is none to judge (unreadable, aborted)."""
+def read_stop(
+    adapter: Harness, data: bytes, pinned_repo: Path | None = None
+) -> StopRequest | HookAnswer:
+    """The stop to judge, or the answer when there is none to judge (unreadable, aborted).
+    ``pinned_repo`` (the installer writes it for a project) wins over what the payload says."""
     try:
         payload = parse_payload(data)
         if not adapter.judges(payload):
             return adapter.allow("")
-        return adapter.parse_stop(payload)
+        request = adapter.parse_stop(payload)
+        if pinned_repo is not None:
+            request = replace(request, repo=_directory(str(pinned_repo), "--repo"))
     except HookInputError as problem:
         return input_problem(adapter, str(problem))
+    return request
 
 
-def read_start(adapter: Harness, data: bytes) -> StartRequest | HookAnswer:
+def read_start(
+    adapter: Harness, data: bytes, pinned_repo: Path | None = None
+) -> StartRequest | HookAnswer:
     try:
-        return adapter.parse_start(parse_payload(data))
+        request = adapter.parse_start(parse_payload(data))
+        if pinned_repo is not None:
+            request = replace(request, repo=_directory(str(pinned_repo), "--repo"))
+        return request
     except HookInputError as problem:
         line = f"claim hook start --harness {adapter.name}: {problem}; no baselines were taken"
         return HookAnswer(adapter.started().stdout, line, 0)

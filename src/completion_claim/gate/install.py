@@ -96,11 +96,16 @@ def target(harness: str) -> Target:
         raise UsageError(f"unknown harness {harness!r}; one of: {', '.join(TARGETS)}") from None
 
 
-def hook_command(claim: Path, kind: str, harness: str, config: Path | None) -> str:
-    """The command a harness runs (through its shell, so quoted)."""
+def hook_command(
+    claim: Path, kind: str, harness: str, config: Path | None, repo: Path | None
+) -> str:
+    """The command a harness runs (through its shell, so quoted). ``repo`` pins the tree the
+    gate judges, which the payload's ``cwd`` would otherwise name (and the agent can move)."""
     argv = [str(claim), "hook", kind, "--harness", harness]
     if config is not None:
         argv += ["--config", str(config)]
+    if repo is not None:
+        argv += ["--repo", str(repo)]
     return shlex.join(argv)
 
 
@@ -118,7 +123,9 @@ def is_ours(command: object, harness: str, kind: str) -> bool:
     )
 
 
-def install(path: Path, harness: str, claim: Path, config: Path | None) -> bool:
+def install(
+    path: Path, harness: str, claim: Path, config: Path | None, repo: Path | None = None
+) -> bool:
     """Add the stop and start hooks for ``harness`` to ``path``; False when already there."""
     spec = target(harness)
     document = _load(path, spec)
@@ -126,7 +133,7 @@ def install(path: Path, harness: str, claim: Path, config: Path | None) -> bool:
     hooks = _hooks_table(document, path, create=True)
     assert hooks is not None
     for kind, event in (("stop", spec.stop_event), ("start", spec.start_event)):
-        command = hook_command(claim, kind, harness, config)
+        command = hook_command(claim, kind, harness, config, repo)
         entries = _event_list(hooks, event, path, create=True)
         assert entries is not None
         if any(_command_of(spec, entry) == command for entry in _entries(spec, entries)):
