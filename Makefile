@@ -34,6 +34,7 @@ test: lint sandbox
 
 bench: $(BIN)/claim sandbox
 	$(BIN)/python benchmarks/bench.py
+	$(BIN)/python benchmarks/sandbox.py
 
 # Regenerate committed artefacts; tests fail when the committed copies drift from these.
 schema: $(BIN)/claim

@@ -17,6 +17,9 @@ CLAIM = Path(sys.executable).with_name("claim")  # the console script this envir
 # Bytecode is written as on a developer's machine, so the observer must tell it from edits.
 ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
 PYTEST = (sys.executable, "-m", "pytest", "-q")
+# The tests that judge the change are the ones on main before it: the agent's own new test
+# file is not run (and, without a trusted ref, would make the run not count).
+OBSERVE = ("observe", "test-run", "claim.json", "--trusted-ref", "main", "--")
 NEGATIVE_TEST = "from calc import add\n\n\ndef test_negative():\n    assert add(-1, -2) == -3\n"
 
 
@@ -44,9 +47,9 @@ def test_a_claim_is_verified_then_superseded_then_refuted(tmp_path: Path) -> Non
     assert "recorded m1: file_write calc.py" in captured.stdout
     assert "recorded m2: file_write tests/test_negative.py" in captured.stdout
 
-    observed = claim(repo, "observe", "test-run", "claim.json", "--", *PYTEST)
+    observed = claim(repo, *OBSERVE, *PYTEST)
     assert observed.returncode == 0, observed.stderr
-    assert "recorded e1: test_run exit code 0, 3 passed" in observed.stdout
+    assert "recorded e1: test_run exit code 0, 2 passed" in observed.stdout
 
     # what the run wrote (bytecode, pytest's cache) is not an edit after it
     again = claim(repo, "capture-git", "claim.json")
@@ -67,7 +70,7 @@ def test_a_claim_is_verified_then_superseded_then_refuted(tmp_path: Path) -> Non
     # the agent breaks the code; the next observed run contradicts the claim
     write_files(repo, {"calc.py": CALC_BUGGY})
     assert claim(repo, "capture-git", "claim.json").returncode == 0
-    observed = claim(repo, "observe", "test-run", "claim.json", "--", *PYTEST)
+    observed = claim(repo, *OBSERVE, *PYTEST)
     assert observed.returncode == 0, observed.stderr
     assert "exit code 1" in observed.stdout
     code, result = verify(repo)

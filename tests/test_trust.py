@@ -432,16 +432,15 @@ def test_payload_holds_the_evidence_fields_and_the_binding() -> None:
     assert envelope(signed)["payloadType"] == EVIDENCE_PAYLOAD_TYPE
 
 
-def test_a_mutation_time_with_no_utc_spelling_is_signed_and_compared() -> None:
-    # Year 1 at +23:59 is a valid time that converting to UTC would overflow.
-    doc = claim_doc([mutation(at="0001-01-01T00:00:00+23:59")], [evidence(id="e1")])
+def test_a_mutation_time_is_signed_as_written_and_compared_as_an_instant() -> None:
+    doc = claim_doc([mutation(at="2026-08-27T20:00:00+02:00")], [evidence(id="e1")])
     signed = sign(doc)
-    assert payload_of(signed)["mutations"][0]["at"] == "0001-01-01T00:00:00+23:59"
-    signed["mutations"][0]["at"] = "0001-01-01T00:00:00+23:58"
+    assert payload_of(signed)["mutations"][0]["at"] == "2026-08-27T20:00:00+02:00"
+    signed["mutations"][0]["at"] = "2026-08-27T20:00:00+02:01"
     (finding,) = [f for f in findings(judge(signed)) if f.code in FINDING_CODES]
     assert finding.code == "mutation_label_changed"
     assert finding.detail == (
-        "at signed '0001-01-01T00:00:00+23:59', now '0001-01-01T00:00:00+23:58'"
+        "at signed '2026-08-27T20:00:00+02:00', now '2026-08-27T20:00:00+02:01'"
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from itertools import count
@@ -16,10 +17,13 @@ from typing import Any, BinaryIO
 
 from ._files import open_regular, read_limited, read_opened, write_atomic
 from ._json import DEFAULT_MAX_BYTES, decode_bytes, dumps, loads
-from .errors import InvalidDocument
+from .errors import InvalidDocument, UsageError
 from .model import Claim, parse_claim
 
 RawClaim = dict[str, Any]
+LOCK_TIMEOUT_S = 60.0
+"""How long an edit waits for another writer. A process the agent left behind can hold the lock
+for ever; the edit must end all the same."""
 
 
 @contextmanager
@@ -32,9 +36,10 @@ def _locked(path: Path) -> Iterator[BinaryIO]:
     at. Writers replace the file by rename, so a writer that waited on a file that has since
     been replaced tries again on the new one.
     """
+    deadline = time.monotonic() + LOCK_TIMEOUT_S
     while True:
         handle = open_regular(path, follow_symlinks=False)
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        _wait_for_lock(handle, path, deadline)
         try:
             still_there = os.path.samestat(os.lstat(path), os.fstat(handle.fileno()))
         except FileNotFoundError:
@@ -44,6 +49,23 @@ def _locked(path: Path) -> Iterator[BinaryIO]:
         handle.close()
     with handle:
         yield handle
+
+
+def _wait_for_lock(handle: BinaryIO, path: Path, deadline: float) -> None:
+    pause = 0.005
+    while True:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                handle.close()
+                raise UsageError(
+                    f"{path} stayed locked by another process for {LOCK_TIMEOUT_S:g} s; "
+                    "nothing was written"
+                ) from None
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
 
 
 def read_claim(path: str | Path) -> tuple[RawClaim, Claim]:

@@ -289,6 +289,7 @@ def test_signed_test_run_then_tamper(
     project = tmp_path / "project"
     project.mkdir()
     (project / "test_add.py").write_text(TEST_FILE)
+    (project / "helper.py").write_text(TEST_FILE)  # m2 records its digest
     claim_path = str(tmp_path / "claim.json")
     key_path = tmp_path / "ci.key"
     assert run(["keygen", "--out", str(key_path)]) == 0
@@ -298,6 +299,8 @@ def test_signed_test_run_then_tamper(
         "id": "signed-ci",
         "requires": ["test_run"],
         "max_age_s": 300,
+        # Outside git every test file is a change to the tests: this walkthrough allows them.
+        "allow_test_changes": True,
         "trust": {
             "mode": "signed",
             "observers": [{"id": "ci/1", "public_key": public_key, "check_types": ["test_run"]}],

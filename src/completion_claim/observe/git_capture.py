@@ -19,7 +19,7 @@ from pathlib import Path, PurePosixPath
 from .._files import is_temporary_of
 from ..claimfile import next_id
 from ..errors import ObservationFailed, UsageError
-from ..model import Mutation
+from ..model import FILE_WRITE, Mutation
 from ..timefmt import format_time
 from .repository import (
     SYMLINK_PREFIX,
@@ -30,7 +30,6 @@ from .repository import (
 )
 from .workspace import is_byproduct
 
-FILE_WRITE = "file_write"
 DELETED = "deleted"
 WORKSPACE_ID_PREFIX = "workspace:"
 
@@ -67,7 +66,7 @@ def capture(
 
     root_bytes = os.fsencode(root)
     current = changed_files(root, _resolve(root, base), ObservationFailed, left_out)
-    latest = _latest_digests(recorded)
+    latest = {target: m.digest for target, m in latest_file_writes(recorded).items()}
     for target, digest in latest.items():
         rel = target.encode()
         if _was_captured(target, digest) and rel not in current and not left_out(rel):
@@ -147,10 +146,10 @@ def _modified_at(path: bytes) -> datetime:
     return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=micro)
 
 
-def _latest_digests(recorded: Sequence[Mutation]) -> dict[str, str | None]:
-    """For each file target, the digest of its latest file_write (by time, then by order)."""
-    writes = [(m.at, index, m) for index, m in enumerate(recorded) if m.kind == FILE_WRITE]
-    return {m.target: m.digest for _, _, m in sorted(writes, key=lambda w: (w[0], w[1]))}
+def latest_file_writes(mutations: Sequence[Mutation]) -> dict[str, Mutation]:
+    """For each file target, its latest file_write (by time, then by order in the claim)."""
+    writes = [(m.at, index, m) for index, m in enumerate(mutations) if m.kind == FILE_WRITE]
+    return {m.target: m for _, _, m in sorted(writes, key=lambda w: (w[0], w[1]))}
 
 
 def _was_captured(target: str, digest: str | None) -> bool:

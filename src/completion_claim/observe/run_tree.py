@@ -25,11 +25,10 @@ from typing import BinaryIO
 
 from ..errors import ObservationFailed, UsageError
 from ..model import Mutation
+from .git_capture import DELETED, latest_file_writes
 from .repository import content_digest, display, git_process, run_git
 from .workspace import Files, Workspace, is_byproduct, is_test_config, tree_entries
 
-FILE_WRITE = "file_write"
-DELETED = "deleted"
 MAX_FILE_BYTES = 1 << 30
 MAX_TREE_BYTES = 4 << 30
 _CHUNK = 1 << 20
@@ -207,15 +206,6 @@ def _under(rel: bytes, folders: Sequence[bytes]) -> bool:
 
 
 # --- the claim's binding ----------------------------------------------------------------------
-
-
-def latest_file_writes(mutations: Sequence[Mutation]) -> dict[str, Mutation]:
-    """For each file target, its latest file_write (by time, then by order in the claim)."""
-    writes = sorted(
-        ((m.at, index, m) for index, m in enumerate(mutations) if m.kind == FILE_WRITE),
-        key=lambda w: (w[0], w[1]),
-    )
-    return {m.target: m for _, _, m in writes}
 
 
 def require_recorded(

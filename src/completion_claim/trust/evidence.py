@@ -80,8 +80,7 @@ def _mutation_json(mutation: Mutation) -> dict[str, Any]:
         "id": mutation.id,
         "kind": mutation.kind,
         "target": mutation.target,
-        # isoformat keeps the offset it was written with: every valid time converts, even
-        # year 1 at +23:59, which has no UTC spelling.
+        # As written, offset included; the verifier compares the instants, not the spelling.
         "at": mutation.at.isoformat(),
     }
     if mutation.digest is not None:
