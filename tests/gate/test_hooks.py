@@ -5,13 +5,14 @@ max_blocks let-through. Verdicts are real ``verify()`` results over real claims.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from completion_claim.cli.verify_cmd import EXIT_FOR_STATE
 from completion_claim.gate import hooks
+from completion_claim.gate.run import GateResult
 from completion_claim.verify import Verdict, verify
 
 from ..builders import at, build, evidence
@@ -23,13 +24,6 @@ MAX_BLOCKS = 3
 def _no_project_dir_from_the_outer_harness(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
     monkeypatch.delenv("OPENHANDS_PROJECT_DIR", raising=False)
-
-
-@dataclass(frozen=True)
-class Outcome:
-    verdict: Verdict
-    agent_reason: str
-    claim_path: Path
 
 
 def verdict(state: str) -> Verdict:
@@ -50,7 +44,14 @@ class Gate:
     """A decision function that hands back one real verdict and remembers what it was asked."""
 
     def __init__(self, state: str, claim_path: Path) -> None:
-        self.outcome = Outcome(verdict(state), "" if state == "verified" else REASON, claim_path)
+        judged = verdict(state)
+        self.outcome = GateResult(
+            verdict=judged,
+            claim_path=claim_path,
+            document={"verdict": judged.to_json()},
+            agent_reason="" if state == "verified" else REASON,
+            exit_code=EXIT_FOR_STATE[state],
+        )
         self.requests: list[hooks.StopRequest] = []
 
     def __call__(self, request: hooks.StopRequest) -> hooks.GateOutcome:
