@@ -20,7 +20,13 @@ import pytest
 
 from completion_claim.cli import run
 from completion_claim.errors import ObservationFailed, UsageError
-from completion_claim.observe.test_run import parse_junit, report_name
+from completion_claim.observe.test_run import (
+    MAX_FAILURE_CHARS,
+    MAX_FAILURES,
+    junit_failures,
+    parse_junit,
+    report_name,
+)
 from tests.fixtures.projects import (
     CALC,
     CALC_BUGGY,
@@ -463,6 +469,51 @@ def test_a_name_reported_twice_keeps_its_worst_outcome() -> None:
 
     assert parsed["tests"] == {"m::t": "failed"}
     assert (parsed["passed"], parsed["failed"], parsed["skipped"]) == (1, 1, 1)
+
+
+def test_failures_keep_the_first_line_of_each_failed_or_errored_test() -> None:
+    report = (
+        b'<testsuite><testcase classname="tests.test_calc" name="test_add">'
+        b'<failure message="assert -1 == 5&#10; +  where -1 = add(2, 3)">long text</failure>'
+        b'</testcase><testcase classname="m" name="ok"/>'
+        b'<testcase classname="m" name="skip"><skipped message="not today"/></testcase>'
+        b'<testcase classname="m" name="setup"><error>\n\nfixture db not found\nmore</error>'
+        b"</testcase></testsuite>"
+    )
+
+    assert junit_failures(report) == [
+        {"test": "tests.test_calc::test_add", "outcome": "failed", "message": "assert -1 == 5"},
+        {"test": "m::setup", "outcome": "error", "message": "fixture db not found"},
+    ]
+
+
+def test_failures_are_bounded_in_number_and_length() -> None:
+    case = '<testcase classname="m" name="t{n}"><failure message="{text}"/></testcase>'
+    cases = "".join(case.format(n=n, text="x" * 5000) for n in range(MAX_FAILURES + 5))
+
+    found = junit_failures(f"<testsuite>{cases}</testsuite>".encode())
+
+    assert len(found) == MAX_FAILURES
+    assert {len(f["message"]) for f in found} == {MAX_FAILURE_CHARS}
+
+
+def test_a_failure_message_is_redacted_like_the_output(
+    tmp_path: Path, claim: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "hunter2-ci-secret-value"
+    monkeypatch.setenv("CI_SECRET", secret)
+    repo = honest_fix(tmp_path, claim)
+    leak = "import os\n\ndef test_leak():\n    assert os.environ['CI_SECRET'] == 'x'\n"
+    write_files(repo, {"tests/test_leak.py": leak})
+    capture(claim, repo)
+
+    assert observe(claim, repo, "--env", "CI_SECRET", "--", *PYTEST) == 0
+
+    (item,) = evidence(claim)
+    (failure,) = item["details"]["failures"]
+    assert failure["test"] == "tests.test_leak::test_leak"
+    assert failure["message"].startswith("AssertionError: assert '***' == 'x'")
+    assert secret not in json.dumps(item)
 
 
 def test_an_entity_bomb_is_refused_before_expansion() -> None:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import click
 
 from ..errors import ClaimError, InvalidDocument, ObservationFailed, UsageError
+from ..gate.config import ConfigError, InvalidPolicy
 
 EXIT_VERIFIED = 0
 EXIT_UNVERIFIED = 1
@@ -19,6 +20,8 @@ EXIT_OBSERVATION_FAILED = 5
 
 _EXIT_FOR_ERROR: tuple[tuple[type[Exception], int], ...] = (
     (InvalidDocument, EXIT_INVALID),
+    (InvalidPolicy, EXIT_INVALID),
+    (ConfigError, EXIT_USAGE),
     (ObservationFailed, EXIT_OBSERVATION_FAILED),
     (UsageError, EXIT_USAGE),
     (ClaimError, EXIT_USAGE),
@@ -75,6 +78,7 @@ def _one_line(message: str) -> str:
 from . import (  # noqa: E402, F401
     capture_cmd,
     claim_cmd,
+    gate_cmd,
     hook_cmd,
     observe_cmd,
     observe_endpoint_cmd,

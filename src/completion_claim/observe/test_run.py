@@ -62,6 +62,8 @@ COUNT_KEYS = {PASSED: "passed", FAILED: "failed", ERROR: "errors", SKIPPED: "ski
 _SEVERITY = {PASSED: 0, SKIPPED: 1, ERROR: 2, FAILED: 3}
 MAX_REPORT_BYTES = 64 * 1024 * 1024
 OUTPUT_TAIL_LINES = 20
+MAX_FAILURES = 20  # failed tests whose first message line is kept in details.failures
+MAX_FAILURE_CHARS = 200
 NO_SANDBOX = "none"
 _OUTPUT_TAIL_BYTES = 64 * 1024
 _PYTHON = re.compile(r"(python|pypy)[0-9.]*")
@@ -256,7 +258,7 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
             started_argv, run_dir / cwd, host_env, owned / "output.log", deadline.remaining()
         )
         duration = time.monotonic() - started
-        observed = _observed(request, exit_code, junit, junit_before, run_dir, report_dir)
+        observed, failures = _observed(request, exit_code, junit, junit_before, run_dir, report_dir)
         tail = _tail(owned / "output.log")
     # The child and everything it started are gone: only now is any key material read.
     secrets = environment_secrets(request.env_names) + key_material(request.secret_files)
@@ -269,6 +271,10 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         "workspace_before": subject,
         "test_config": config_digests(tree.files),
     }
+    if failures:
+        details["failures"] = [
+            {**failure, "message": redact(failure["message"], secrets)} for failure in failures
+        ]
     return Observation(
         target=shlex.join(redact_argv(request.command, secrets)),
         expected=request.expected,
@@ -347,20 +353,23 @@ def _observed(
     junit_before: tuple[int, int, int, int] | None,
     run_dir: Path,
     report_dir: Path,
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], list[dict[str, str]]]:
     """The exit code, with the counts of the report named by ``--junit`` or else of the one
-    pytest was asked for, when it was written."""
+    pytest was asked for, when it was written; and the report's failures, for people."""
     observed: dict[str, Any] = {"exit_code": exit_code}
     injected = report_dir / _REPORT_NAME
+    report = None
     if junit is not None:
-        observed |= _read_fresh_report(junit, junit_before, exit_code, run_dir)
+        report = _read_fresh_report(junit, junit_before, exit_code, run_dir)
     elif injected.exists() or injected.is_symlink():
-        observed |= parse_junit(_read_report(injected, report_dir))
+        report = _read_report(injected, report_dir)
+    if report is not None:
+        observed |= parse_junit(report)
     if request.required and "tests" not in observed:
         raise ObservationFailed(
             f"--require-test needs a report, and the run wrote none (it exited {exit_code})"
         )
-    return observed
+    return observed, [] if report is None else junit_failures(report)
 
 
 def _environment(
@@ -513,14 +522,14 @@ def _signature(path: Path) -> tuple[int, int, int, int] | None:
 
 def _read_fresh_report(
     report: Path, before: tuple[int, int, int, int] | None, exit_code: int, within: Path
-) -> dict[str, Any]:
+) -> bytes:
     after = _signature(report)
     if after is None or after == before:
         state = "missing" if after is None else "stale: the run did not write it"
         raise ObservationFailed(
             f"the JUnit report {report} is {state} (the command exited {exit_code})"
         )
-    return parse_junit(_read_report(report, within))
+    return _read_report(report, within)
 
 
 def _read_report(path: Path, within: Path) -> bytes:
@@ -564,6 +573,27 @@ def parse_junit(data: bytes) -> dict[str, Any]:
         if name not in tests or _SEVERITY[outcome] > _SEVERITY[tests[name]]:
             tests[name] = outcome
     return {key: counts[outcome] for outcome, key in COUNT_KEYS.items()} | {"tests": tests}
+
+
+def junit_failures(data: bytes) -> list[dict[str, str]]:
+    """Each failed or errored test (the first MAX_FAILURES) with the first line of its
+    message: for the agent and people to read, never judged. Call after :func:`parse_junit`,
+    which refuses a report that declares entities."""
+    found = []
+    for case in ET.fromstring(data).iter("testcase"):  # noqa: S314 - see parse_junit
+        outcome = _outcome(case)
+        element = case.find("failure" if outcome == FAILED else "error")
+        if element is None or outcome not in (FAILED, ERROR):
+            continue
+        text = element.get("message") or element.text or ""
+        first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+        if len(first) > MAX_FAILURE_CHARS:
+            first = first[: MAX_FAILURE_CHARS - 3] + "..."
+        name = f"{case.get('classname', '')}::{case.get('name', '')}"
+        found.append({"test": name, "outcome": outcome, "message": first})
+        if len(found) == MAX_FAILURES:
+            break
+    return found
 
 
 def _refuse_declarations(data: bytes) -> None:

@@ -1,0 +1,157 @@
+"""``claim init`` and ``claim gate``: set a repository up, and gate one change."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from .._files import read_limited, write_atomic
+from .._json import dumps
+from ..errors import UsageError
+from ..gate.config import CONFIG_NAME, GateConfig, find_config, load_config, look_at, starter_config
+from ..gate.run import NO_OUTCOME, run_gate, start_gate
+from ..model import parse_claim
+from ..observe.git_capture import repository_root
+from ..observe.repository import git_process
+from . import EXIT_VERIFIED, app
+
+MAX_OUTCOME_BYTES = 64 * 1024
+
+
+class _StderrEvents:
+    def step(self, name: str, detail: str) -> None:
+        click.echo(f"gate: {name}: {' '.join(detail.split())}", err=True)
+
+
+@app.command("init")
+@click.option("--repo", default=".", show_default=True, metavar="DIR", help="The repository.")
+@click.option("--force", is_flag=True, help="Replace an existing claim.toml.")
+def init_command(repo: str, force: bool) -> int:
+    """Write a commented starter claim.toml at the repository's root, from what is there:
+    pytest (a test_run check, its tests taken from the default branch), a Dockerfile (an
+    endpoint_health example), a database URL in the environment (a state_readback example).
+    """
+    root = repository_root(Path(repo))
+    path = root / CONFIG_NAME
+    facts = look_at(root, os.environ, _default_branch(root))
+    write_atomic(path, starter_config(facts).encode(), exclusive=not force)
+    found = [name for name, on in (("pytest", facts.pytest), ("Dockerfile", facts.dockerfile),
+                                   ("a database URL", facts.database)) if on]  # fmt: skip
+    click.echo(f"wrote {path} ({'found ' + ', '.join(found) if found else 'nothing detected'})")
+    click.echo("next: claim hooks install --harness claude-code")
+    return EXIT_VERIFIED
+
+
+@app.command("gate")
+@click.option(
+    "--config", "config_path", metavar="FILE", help="claim.toml (default: found from --repo up)."
+)
+@click.option(
+    "--repo", default=".", show_default=True, metavar="DIR", help="The work tree to judge."
+)
+@click.option(
+    "--base", metavar="REV", help="Measure changes against REV (see docs for the default)."
+)
+@click.option("--outcome", help="What the agent says it achieved.")
+@click.option("--outcome-file", metavar="FILE", help="Read the outcome from FILE.")
+@click.option("--task-id", help="The claim's task id (default: repo name, base and time).")
+@click.option("--session", metavar="ID", help="The agent session (its start record and baselines).")
+@click.option(
+    "--trusted-ref", metavar="REF", help="Run every test_run's protected tests as in REF."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print {verdict, claim_path, agent_reason}.")
+@click.option(
+    "--summary-md",
+    metavar="FILE",
+    help="Append a Markdown summary (default: $GITHUB_STEP_SUMMARY).",
+)
+@click.option("--junit", "junit_path", metavar="FILE", help="Write a JUnit XML report.")
+@click.option("--dotenv", "dotenv_path", metavar="FILE", help="Write CLAIM_STATE=... lines.")
+@click.option("--start", is_flag=True, help="Record the base commit and baselines, and stop.")
+def gate_command(
+    config_path: str | None,
+    repo: str,
+    base: str | None,
+    outcome: str | None,
+    outcome_file: str | None,
+    task_id: str | None,
+    session: str | None,
+    trusted_ref: str | None,
+    as_json: bool,
+    summary_md: str | None,
+    junit_path: str | None,
+    dotenv_path: str | None,
+    start: bool,
+) -> int:
+    """Build a fresh claim for the change in the work tree, run every configured check, decide
+    under the operator's policy, record it in the runs directory, and exit with the verdict.
+
+    \b
+    Exit codes: 0 verified, 1 unverified, 2 refuted, 3 invalid policy, 4 usage or claim.toml
+    error (one line naming the file and line). An observer that cannot observe is recorded
+    and the change stays unverified (exit 1).
+    """
+    config = _config(config_path, Path(repo))
+    if start:
+        path = start_gate(config, Path(repo), session)
+        click.echo(f"recorded the start: {path}")
+        return EXIT_VERIFIED
+    result = run_gate(
+        config, Path(repo), outcome=_outcome(outcome, outcome_file), session=session, base=base,
+        events=_StderrEvents(), task_id=task_id, trusted_ref=trusted_ref,
+    )  # fmt: skip
+    from ..gate import outputs  # noqa: PLC0415
+
+    claim = parse_claim(result.document)
+    summary = summary_md or os.environ.get("GITHUB_STEP_SUMMARY") or None
+    if summary is not None:
+        outputs.write_summary(Path(summary), outputs.summary_markdown(result, claim))
+    if junit_path is not None:
+        outputs.write_junit(Path(junit_path), result, claim)
+    if dotenv_path is not None:
+        outputs.write_dotenv(Path(dotenv_path), result)
+    if as_json:
+        click.echo(dumps({
+            "verdict": result.verdict.state,
+            "claim_path": str(result.claim_path),
+            "agent_reason": result.agent_reason,
+        }, indent=2))  # fmt: skip
+    else:
+        click.echo(result.report, nl=False)
+        if result.agent_reason:
+            click.echo("\nFor the agent:\n" + result.agent_reason)
+    return result.exit_code
+
+
+def _config(config_path: str | None, repo: Path) -> GateConfig:
+    if config_path is not None:
+        return load_config(Path(config_path), os.environ)
+    found = find_config(repo)
+    if found is None:
+        raise UsageError(f"no {CONFIG_NAME} in {repo} or above: run claim init, or pass --config")
+    return load_config(found, os.environ)
+
+
+def _outcome(outcome: str | None, outcome_file: str | None) -> str:
+    if outcome is not None and outcome_file is not None:
+        raise UsageError("--outcome and --outcome-file: give one")
+    if outcome_file is not None:
+        text = read_limited(outcome_file, MAX_OUTCOME_BYTES).decode("utf-8", "replace").strip()
+        return text or NO_OUTCOME
+    return outcome.strip() if outcome and outcome.strip() else NO_OUTCOME
+
+
+def _default_branch(root: Path) -> str | None:
+    """origin's HEAD branch, else main, else master: the ref the tests are trusted from."""
+    done = git_process(root, ("symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"),
+                       UsageError)  # fmt: skip
+    if done.returncode == 0 and done.stdout.strip():
+        return done.stdout.decode().strip()
+    for branch in ("main", "master"):
+        found = git_process(root, ("rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"),
+                            UsageError)  # fmt: skip
+        if found.returncode == 0:
+            return branch
+    return None

@@ -1,0 +1,614 @@
+"""``claim.toml``: the operator's gate configuration (policy, checks, keys, limits).
+
+The file is read with :mod:`tomllib`, which reports no positions for well-formed TOML. Every
+error still names a line: :class:`_Lines` scans the text once for table headers (``[gate]``,
+the n-th ``[[check]]``) and the keys assigned under each, so an error about a key points at the
+line that assigns it, an error about a missing key at its table's header. Keys inside inline
+tables and multi-line values are found at the line of the key that holds them.
+
+``${NAME}`` in any string value is replaced from the environment when the file is loaded; a
+missing variable is an error naming it. Secrets therefore live only in the environment: the
+observers redact them from what they record (URL passwords, the readback's target).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._json import dumps
+from ..errors import ClaimError, InvalidDocument, UsageError
+from ..model import (
+    ENDPOINT_HEALTH,
+    KNOWN_CHECK_TYPES,
+    STATE_READBACK,
+    TEST_RUN,
+    Policy,
+    load_policy,
+    parse_policy,
+)
+
+CONFIG_NAME = "claim.toml"
+DEFAULT_MAX_BLOCKS = 3
+DEFAULT_TEST_TIMEOUT_S = 600.0
+DEFAULT_PROBE_TIMEOUT_S = 10.0
+DEFAULT_POLICY_MAX_AGE_S = 3600.0
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_HEADER = re.compile(r"\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+_KEY = re.compile(r"\s*(\"[^\"]*\"|'[^']*'|[A-Za-z0-9_-]+)\s*[.=]")
+
+
+class ConfigError(ClaimError):
+    """claim.toml cannot be used; ``str()`` is ``claim.toml:LINE: problem``."""
+
+
+class InvalidPolicy(ConfigError):
+    """The operator's policy in (or named by) claim.toml is not a valid policy (exit 3)."""
+
+
+@dataclass(frozen=True)
+class TestRunCheck:
+    line: int
+    command: tuple[str, ...]
+    trusted_ref: str | None = None
+    protect: tuple[str, ...] = ()
+    python: str | None = None
+    env: tuple[str, ...] = ()
+    network: bool = False
+    require_tests: tuple[str, ...] = ()
+    timeout_s: float = DEFAULT_TEST_TIMEOUT_S
+    junit: str | None = None
+    check_type: str = field(default=TEST_RUN, init=False)
+
+
+@dataclass(frozen=True)
+class EndpointHealthCheck:
+    line: int
+    url: str
+    target: str  # the deploy mutation's target
+    expect_status: int = 200
+    expect_json: Mapping[str, str] = field(default_factory=dict)  # pointer -> VALUE text
+    expect_header: Mapping[str, str] = field(default_factory=dict)
+    method: str = "GET"
+    timeout_s: float = DEFAULT_PROBE_TIMEOUT_S
+    check_type: str = field(default=ENDPOINT_HEALTH, init=False)
+
+
+@dataclass(frozen=True)
+class StateReadbackCheck:
+    line: int
+    url: str
+    target: str  # the state_write mutation's target
+    table: str | None = None
+    key: Mapping[str, str] = field(default_factory=dict)  # column -> VALUE text
+    query: str | None = None
+    params: Mapping[str, str] = field(default_factory=dict)
+    expect: Mapping[str, str] = field(default_factory=dict)  # field -> VALUE text
+    expect_absent: bool = False
+    timeout_s: float = DEFAULT_PROBE_TIMEOUT_S
+    allow_privileged_role: bool = False
+    check_type: str = field(default=STATE_READBACK, init=False)
+
+
+CheckConfig = TestRunCheck | EndpointHealthCheck | StateReadbackCheck
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    path: Path
+    policy: Policy
+    checks: tuple[CheckConfig, ...]
+    sign_key: Path | None
+    runs_dir: Path
+    max_blocks: int = DEFAULT_MAX_BLOCKS
+    base: str | None = None
+    timeout_s: float | None = None  # the whole gate run; None: the sum of the checks' own
+
+
+def default_runs_dir(environ: Mapping[str, str]) -> Path:
+    """Outside any work tree: the user's state directory (XDG), as the agent's tools do not
+    look there."""
+    state = environ.get("XDG_STATE_HOME") or os.path.join(
+        environ.get("HOME") or os.path.expanduser("~"), ".local", "state"
+    )
+    return Path(state) / "completion-claim" / "runs"
+
+
+def find_config(start: Path) -> Path | None:
+    """``claim.toml`` in ``start`` or a parent, stopping at the repository root (the folder
+    holding ``.git``)."""
+    folder = start.resolve()
+    while True:
+        candidate = folder / CONFIG_NAME
+        if candidate.is_file():
+            return candidate
+        if (folder / ".git").exists() or folder.parent == folder:
+            return None
+        folder = folder.parent
+
+
+def load_config(path: Path, environ: Mapping[str, str]) -> GateConfig:
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        # tomllib's message ends "(at line N, column M)".
+        found = re.search(r"at line (\d+)", str(exc))
+        where = found.group(1) if found else "1"
+        problem = re.sub(r"\s*\(at line \d+, column \d+\)$", "", str(exc))
+        raise ConfigError(f"{path.name}:{where}: not valid TOML: {problem}") from None
+    return _Reader(path, text, environ).config(document)
+
+
+class _Lines:
+    """Where each table and key is in the text (tomllib gives no positions)."""
+
+    def __init__(self, text: str) -> None:
+        self.headers: dict[tuple[str, int], int] = {}
+        self.keys: dict[tuple[str, int, str], int] = {}
+        counts: dict[str, int] = {}
+        table, index = "", 0
+        in_string: str | None = None
+        for number, line in enumerate(text.splitlines(), start=1):
+            if in_string is not None:
+                if line.count(in_string) % 2 == 1:
+                    in_string = None
+                continue
+            header = _HEADER.match(line)
+            if header is not None and "=" not in line.split("#")[0].split("]")[0]:
+                table = header.group(2).replace(" ", "")
+                index = counts.get(table, 0) if header.group(1) == "[[" else 0
+                if header.group(1) == "[[":
+                    counts[table] = index + 1
+                self.headers.setdefault((table, index), number)
+                continue
+            key = _KEY.match(line)
+            if key is not None:
+                self.keys.setdefault((table, index, key.group(1).strip("\"'")), number)
+            for quote in ('"""', "'''"):
+                if line.count(quote) % 2 == 1:
+                    in_string = quote
+
+    def of(self, table: str, index: int, key: str | None) -> int:
+        if key is not None and (table, index, key) in self.keys:
+            return self.keys[(table, index, key)]
+        return self.headers.get((table, index), 1)
+
+
+class _Reader:
+    def __init__(self, path: Path, text: str, environ: Mapping[str, str]) -> None:
+        self.path = path
+        self.lines = _Lines(text)
+        self.environ = environ
+
+    def error(
+        self,
+        table: str,
+        index: int,
+        key: str | None,
+        problem: str,
+        kind: type[ConfigError] = ConfigError,
+    ) -> ConfigError:
+        return kind(f"{self.path.name}:{self.lines.of(table, index, key)}: {problem}")
+
+    def config(self, document: dict[str, Any]) -> GateConfig:
+        self.only(document, "", 0, "the top level", {"policy", "gate", "check"})
+        gate = self.table(document, "gate", "", 0)
+        self.only(gate, "gate", 0, "[gate]", _GATE_KEYS)
+        checks = self.checks(document.get("check", []))
+        sign_key = self.optional(gate, "gate", 0, "sign_key", str)
+        runs_dir = self.optional(gate, "gate", 0, "runs_dir", str)
+        max_blocks = self.optional(gate, "gate", 0, "max_blocks", int)
+        if max_blocks is not None and max_blocks < 0:
+            raise self.error("gate", 0, "max_blocks", "max_blocks must be 0 or more")
+        timeout_s = self.seconds(gate, "gate", 0, "timeout_s")
+        return GateConfig(
+            path=self.path,
+            policy=self.policy(document, checks),
+            checks=checks,
+            sign_key=None if sign_key is None else self.relative(sign_key),
+            runs_dir=default_runs_dir(self.environ)
+            if runs_dir is None
+            else self.relative(runs_dir),
+            max_blocks=DEFAULT_MAX_BLOCKS if max_blocks is None else max_blocks,
+            base=self.optional(gate, "gate", 0, "base", str),
+            timeout_s=timeout_s,
+        )
+
+    # --- values ---------------------------------------------------------------------------
+
+    def relative(self, text: str) -> Path:
+        """A path in the file is relative to the file's folder, never to the current one."""
+        return (self.path.parent / os.path.expanduser(text)).absolute()
+
+    def only(
+        self, table_value: Mapping[str, Any], table: str, index: int, name: str, known: set[str]
+    ) -> None:
+        for key in table_value:
+            if key not in known:
+                raise self.error(table, index, key, f"unknown key {key!r} in {name}")
+
+    def table(self, parent: Mapping[str, Any], key: str, table: str, index: int) -> dict[str, Any]:
+        value = parent.get(key, {})
+        if not isinstance(value, dict):
+            raise self.error(table, index, key, f"{key} must be a table")
+        return value
+
+    def substitute(self, text: str, table: str, index: int, key: str) -> str:
+        def value(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in self.environ:
+                raise self.error(
+                    table, index, key, f"{key}: environment variable {name} is not set"
+                )
+            return self.environ[name]
+
+        return _VARIABLE.sub(value, text)
+
+    def optional(
+        self, values: Mapping[str, Any], table: str, index: int, key: str, kind: type[Any]
+    ) -> Any:
+        if key not in values:
+            return None
+        return self.typed(values[key], table, index, key, kind)
+
+    def typed(self, value: Any, table: str, index: int, key: str, kind: type[Any]) -> Any:
+        # bool is an int to Python, never to the operator.
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise self.error(table, index, key, f"{key} must be {_KIND_NAMES[kind]}")
+        if isinstance(value, str):
+            return self.substitute(value, table, index, key)
+        return value
+
+    def required(
+        self, values: Mapping[str, Any], table: str, index: int, key: str, kind: type[Any]
+    ) -> Any:
+        if key not in values:
+            raise self.error(table, index, None, f"missing required key {key!r}")
+        return self.typed(values[key], table, index, key, kind)
+
+    def seconds(self, values: Mapping[str, Any], table: str, index: int, key: str) -> float | None:
+        if key not in values:
+            return None
+        value = values[key]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            raise self.error(table, index, key, f"{key} must be a number of seconds above 0")
+        return float(value)
+
+    def strings(
+        self, values: Mapping[str, Any], table: str, index: int, key: str
+    ) -> tuple[str, ...]:
+        found = values.get(key, [])
+        if not isinstance(found, list) or not all(isinstance(item, str) for item in found):
+            raise self.error(table, index, key, f"{key} must be an array of strings")
+        return tuple(self.substitute(item, table, index, key) for item in found)
+
+    def assertions(
+        self, values: Mapping[str, Any], table: str, index: int, key: str
+    ) -> dict[str, str]:
+        """A table of NAME -> value as the observers' VALUE text: a TOML string is a string
+        (JSON-quoted); a number or boolean takes the observed value's type, as on the CLI."""
+        found = values.get(key, {})
+        if not isinstance(found, dict):
+            raise self.error(table, index, key, f"{key} must be a table")
+        texts: dict[str, str] = {}
+        for name, value in found.items():
+            if isinstance(value, str):
+                texts[name] = dumps(self.substitute(value, table, index, key))
+            elif isinstance(value, bool | int | float):
+                texts[name] = dumps(value)
+            else:
+                raise self.error(
+                    table, index, key, f"{key}.{name} must be a string, number or boolean"
+                )
+        return texts
+
+    # --- policy ---------------------------------------------------------------------------
+
+    def policy(self, document: Mapping[str, Any], checks: tuple[CheckConfig, ...]) -> Policy:
+        given = document.get("policy")
+        if given is None:
+            # No policy named: require a supporting observation of each configured check type,
+            # so that configuring a check means it must pass.
+            requires = tuple(sorted({check.check_type for check in checks}))
+            return Policy("claim-gate/default", requires, DEFAULT_POLICY_MAX_AGE_S)
+        if isinstance(given, str):
+            path = self.relative(self.substitute(given, "", 0, "policy"))
+            try:
+                return load_policy(path.read_bytes())
+            except OSError as exc:
+                raise self.error(
+                    "", 0, "policy", f"policy: cannot read {path}: {exc.strerror or exc}"
+                ) from None
+            except InvalidDocument as error:
+                raise self.error(
+                    "", 0, "policy", f"policy {path}: {error}", InvalidPolicy
+                ) from None
+        if not isinstance(given, dict):
+            raise self.error("", 0, "policy", "policy must be a table or a path to a JSON file")
+        try:
+            return parse_policy(given)
+        except InvalidDocument as error:
+            table, key = _policy_place(error.path)
+            raise self.error(table, 0, key, f"[policy] {error}", InvalidPolicy) from None
+
+    # --- checks ---------------------------------------------------------------------------
+
+    def checks(self, tables: Any) -> tuple[CheckConfig, ...]:
+        if not isinstance(tables, list):
+            raise self.error("", 0, "check", "check must be an array of tables ([[check]])")
+        return tuple(self.check(table, index) for index, table in enumerate(tables))
+
+    def check(self, values: Any, index: int) -> CheckConfig:
+        name = f"[[check]] {index + 1}"
+        if not isinstance(values, dict):
+            raise self.error("check", index, None, f"{name} must be a table")
+        kind = self.required(values, "check", index, "type", str)
+        build = _CHECK_BUILDERS.get(kind)
+        if build is None:
+            raise self.error(
+                "check", index, "type",
+                f"{name}: unknown type {kind!r} (expected {', '.join(KNOWN_CHECK_TYPES)})",
+            )  # fmt: skip
+        self.only(values, "check", index, name, _CHECK_KEYS[kind] | {"type"})
+        line = self.lines.of("check", index, None)
+        try:
+            check = build(self, values, index, line)
+            validate_check(check, self.path.parent)
+        except UsageError as error:
+            raise self.error("check", index, None, f"{name} ({kind}): {error}") from None
+        return check
+
+    def test_run(self, values: Mapping[str, Any], index: int, line: int) -> TestRunCheck:
+        if "command" not in values:
+            raise self.error("check", index, None, "missing required key 'command'")
+        command = self.strings(values, "check", index, "command")
+        if not command:
+            raise self.error("check", index, "command", "command must not be empty")
+        return TestRunCheck(
+            line=line,
+            command=command,
+            trusted_ref=self.optional(values, "check", index, "trusted_ref", str),
+            protect=self.strings(values, "check", index, "protect"),
+            python=self.optional(values, "check", index, "python", str),
+            env=self.strings(values, "check", index, "env"),
+            network=bool(self.optional(values, "check", index, "network", bool)),
+            require_tests=self.strings(values, "check", index, "require_tests"),
+            timeout_s=self.seconds(values, "check", index, "timeout_s") or DEFAULT_TEST_TIMEOUT_S,
+            junit=self.optional(values, "check", index, "junit", str),
+        )
+
+    def endpoint_health(
+        self, values: Mapping[str, Any], index: int, line: int
+    ) -> EndpointHealthCheck:
+        status = self.optional(values, "check", index, "expect_status", int)
+        if status is not None and not 100 <= status <= 599:
+            raise self.error("check", index, "expect_status", "expect_status must be 100..599")
+        return EndpointHealthCheck(
+            line=line,
+            url=self.required(values, "check", index, "url", str),
+            target=self.required(values, "check", index, "target", str),
+            expect_status=200 if status is None else status,
+            expect_json=self.assertions(values, "check", index, "expect_json"),
+            expect_header=self.plain(values, index, "expect_header"),
+            method=self.optional(values, "check", index, "method", str) or "GET",
+            timeout_s=self.seconds(values, "check", index, "timeout_s") or DEFAULT_PROBE_TIMEOUT_S,
+        )
+
+    def state_readback(
+        self, values: Mapping[str, Any], index: int, line: int
+    ) -> StateReadbackCheck:
+        return StateReadbackCheck(
+            line=line,
+            url=self.required(values, "check", index, "url", str),
+            target=self.required(values, "check", index, "target", str),
+            table=self.optional(values, "check", index, "table", str),
+            key=self.plain(values, index, "key"),
+            query=self.optional(values, "check", index, "query", str),
+            params=self.plain(values, index, "params"),
+            expect=self.assertions(values, "check", index, "expect"),
+            expect_absent=bool(self.optional(values, "check", index, "expect_absent", bool)),
+            timeout_s=self.seconds(values, "check", index, "timeout_s") or DEFAULT_PROBE_TIMEOUT_S,
+            allow_privileged_role=bool(
+                self.optional(values, "check", index, "allow_privileged_role", bool)
+            ),
+        )
+
+    def plain(self, values: Mapping[str, Any], index: int, key: str) -> dict[str, str]:
+        """Key columns, query parameters, header values: text, whatever TOML type they have."""
+        found = values.get(key, {})
+        if not isinstance(found, dict) or not all(
+            isinstance(v, str | int) and not isinstance(v, bool) for v in found.values()
+        ):
+            raise self.error("check", index, key, f"{key} must be a table of strings or integers")
+        return {
+            name: self.substitute(v, "check", index, key) if isinstance(v, str) else str(v)
+            for name, v in found.items()
+        }
+
+
+def validate_check(check: CheckConfig, folder: Path) -> None:
+    """Build the observer's own request once, so what it would refuse is refused at load time
+    (a status-only endpoint check, a readback asserting nothing, a --junitxml in the command)."""
+    if isinstance(check, TestRunCheck):
+        from ..observe import test_run  # noqa: PLC0415
+
+        test_run.prepare(check.command, folder, check.junit, check.require_tests, 1.0, ())
+        return
+    try:
+        if isinstance(check, EndpointHealthCheck):
+            from ..observe.endpoint import endpoint_check  # noqa: PLC0415
+
+            endpoint_check(
+                check.url, check.method, check.expect_status, dict(check.expect_json),
+                dict(check.expect_header), check.timeout_s, False,
+            )  # fmt: skip
+        else:
+            from ..observe.readback import build_readback  # noqa: PLC0415
+
+            build_readback(*readback_arguments(check))
+    except ImportError as error:
+        raise UsageError(
+            f"needs the observe extra (pip install 'completion-claim[observe]'): {error}"
+        ) from None
+
+
+def readback_arguments(check: StateReadbackCheck) -> tuple[Any, ...]:
+    """``build_readback``'s arguments for this check."""
+    return (
+        check.url,
+        check.table,
+        tuple(f"{column}={value}" for column, value in check.key.items()),
+        check.query,
+        tuple(f"{name}={value}" for name, value in check.params.items()),
+        tuple(f"{name}={value}" for name, value in check.expect.items()),
+        check.timeout_s,
+        check.expect_absent,
+        check.allow_privileged_role,
+    )
+
+
+def _policy_place(path: str) -> tuple[str, str | None]:
+    """The TOML table and key an error path of the policy (``trust.mode``) points at."""
+    parts = [part for part in re.split(r"[.\[\]]", path) if part and not part.isdigit()]
+    if not parts:
+        return "policy", None
+    if parts[0] == "trust" and len(parts) > 1:
+        return "policy.trust", parts[1]
+    return "policy", parts[0]
+
+
+_GATE_KEYS = {"runs_dir", "sign_key", "max_blocks", "base", "timeout_s"}
+_CHECK_KEYS = {
+    TEST_RUN: {
+        "command", "trusted_ref", "protect", "python", "env", "network", "require_tests",
+        "timeout_s", "junit",
+    },
+    ENDPOINT_HEALTH: {
+        "url", "target", "expect_status", "expect_json", "expect_header", "method", "timeout_s",
+    },
+    STATE_READBACK: {
+        "url", "target", "table", "key", "query", "params", "expect", "expect_absent",
+        "timeout_s", "allow_privileged_role",
+    },
+}  # fmt: skip
+_CHECK_BUILDERS: dict[str, Callable[[_Reader, Mapping[str, Any], int, int], CheckConfig]] = {
+    TEST_RUN: _Reader.test_run,
+    ENDPOINT_HEALTH: _Reader.endpoint_health,
+    STATE_READBACK: _Reader.state_readback,
+}
+_KIND_NAMES: dict[type[Any], str] = {str: "a string", int: "an integer", bool: "true or false"}
+
+
+# --- the starter file (claim init) -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RepoFacts:
+    """What ``claim init`` looked at."""
+
+    name: str
+    pytest: bool
+    default_branch: str | None
+    dockerfile: bool
+    database: bool
+
+
+def look_at(root: Path, environ: Mapping[str, str], default_branch: str | None) -> RepoFacts:
+    def has(name: str, marker: str) -> bool:
+        try:
+            return marker in (root / name).read_text(errors="replace")
+        except OSError:
+            return False
+
+    pytest = (
+        (root / "pytest.ini").is_file()
+        or (root / "conftest.py").is_file()
+        or has("pyproject.toml", "[tool.pytest")
+        or has("setup.cfg", "[tool:pytest]")
+        or has("tox.ini", "[pytest]")
+        or any(root.glob("test_*.py"))
+        or any((root / folder).is_dir() and any((root / folder).rglob("test_*.py"))
+               for folder in ("tests", "test"))
+    )  # fmt: skip
+    database = "DATABASE_URL" in environ or any(name.startswith("PG") for name in environ)
+    return RepoFacts(root.name, pytest, default_branch, (root / "Dockerfile").is_file(), database)
+
+
+def starter_config(facts: RepoFacts) -> str:
+    """A commented claim.toml for this repository: only what was found is switched on."""
+    requires = '["test_run"]' if facts.pytest else "[]"
+    lines = [
+        '# claim.toml: how `claim gate` decides whether an agent\'s "done" is true here.',
+        "# Written by `claim init`. Reference: README (Gate your agent), docs/spec.md section 9.",
+        "# Strings may use ${NAME} from the environment; keep secrets there, never in this file.",
+        "",
+        "# The operator's policy: what counts as proof. The agent's own claim never sets it.",
+        '# (Or: policy = "policy.json", a path relative to this file.)',
+        "[policy]",
+        f'id = "{facts.name}/gate"',
+        f"requires = {requires}",
+        "max_age_s = 3600",
+        "# min_tests = 1                # a test run of fewer tests proves nothing",
+        "# allow_test_changes = false   # a run whose tests the agent changed does not count",
+        "",
+        "[gate]",
+        '# runs_dir = "~/.local/state/completion-claim/runs"  # the default: outside the work tree',
+        '# sign_key = "/etc/claim/gate.key"  # claim keygen --out FILE; signs evidence, verdicts',
+        "max_blocks = 3                 # times a stop hook may send the agent back",
+        '# base = "main"                # what changes are measured against (default: see docs)',
+        "# timeout_s = 900              # the whole gate run",
+        "",
+    ]
+    test_run = [
+        "[[check]]",
+        'type = "test_run"',
+        'command = ["python", "-m", "pytest", "-q"]',
+        f'trusted_ref = "{facts.default_branch}"  # the tests run as in this ref'
+        if facts.default_branch
+        else '# trusted_ref = "main"  # the tests run as in this ref',
+        '# python = "/usr/bin/python3"  # with the project installed; never one in the repo',
+        '# protect = ["fixtures/**"]     # more paths the agent may not change',
+        "# env = []                      # variables passed to the tests",
+        "# network = false",
+        '# require_tests = ["tests/test_x.py::test_y"]',
+        "timeout_s = 600",
+        "",
+    ]
+    lines += test_run if facts.pytest else ["# " + line if line else "" for line in test_run]
+    if facts.dockerfile:
+        lines += [
+            "# A deploy: assert a value the deploy changes (a build id, a commit), never only 200.",
+            "# [[check]]",
+            '# type = "endpoint_health"',
+            '# url = "https://staging.example.com/version"',
+            '# target = "staging"',
+            "# expect_status = 200",
+            '# expect_json = { "/commit" = "${CI_COMMIT_SHA}" }',
+            "# timeout_s = 10",
+            "",
+        ]
+    if facts.database:
+        lines += [
+            "# A write to the database, read back as a role that can only read.",
+            "# [[check]]",
+            '# type = "state_readback"',
+            '# url = "${DATABASE_URL}"',
+            '# target = "accounts/4471"',
+            '# table = "accounts"',
+            "# key = { id = 4471 }",
+            '# expect = { status = "closed" }',
+            "# timeout_s = 10",
+            "",
+        ]
+    return "\n".join(lines)

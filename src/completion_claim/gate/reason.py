@@ -1,0 +1,182 @@
+"""The reason the gate gives the agent when it sends it back: which check failed and how, which
+change is not covered, and what would count. Short, and built only from what the observers
+recorded (already redacted) and the verdict: never the configuration's secrets.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..model import ENDPOINT_HEALTH, STATE_READBACK, TEST_RUN, Claim, Evidence
+from ..report import describe_finding
+from ..verify import Coverage, EvidenceResult, Verdict, evidence_ref
+
+MAX_LINES = 12
+MAX_LINE = 300
+NO_CHANGES = "no_changes"
+GATE_CONFIG_CHANGED = "gate_config_changed"
+CAPTURE_FAILED = "capture_failed"
+_WHAT = {
+    TEST_RUN: "the test run",
+    ENDPOINT_HEALTH: "the endpoint check of",
+    STATE_READBACK: "the readback of",
+}
+_WOULD_COUNT = {
+    TEST_RUN: "a passing test_run of the configured tests after your last edit",
+    ENDPOINT_HEALTH: "an endpoint_health check that sees the new value",
+    STATE_READBACK: "a state_readback that reads the expected value back",
+}
+
+
+def agent_reason(
+    claim: Claim, verdict: Verdict, root: Path, capture_error: str | None = None
+) -> str:
+    """One line per problem, most useful first; "" when verified. ``capture_error``: why the
+    gate could not read the work tree (then nothing was observed)."""
+    if verdict.state == "verified":
+        return ""
+    items = {evidence_ref(item, i): item for i, item in enumerate(claim.evidence)}
+    mutations = {m.id: m for m in claim.mutations}
+    lines: list[str] = []
+    if capture_error is not None:
+        lines.append(f"the gate could not read your change: {capture_error}")
+    refuted = verdict.state == "refuted"
+    for result in verdict.evidence:
+        item = items[result.evidence]
+        error = (item.details or {}).get("error")
+        if isinstance(error, str):
+            lines.append(f"{_subject(item)} could not run: {error}")
+        elif result.contradicts:
+            lines += _contradiction(item, result, root)
+    for unmet in verdict.unmet:
+        if unmet.code == NO_CHANGES:
+            lines.append(
+                "nothing changed in the work tree: make the change the task asks for, then stop"
+            )
+        elif unmet.code == GATE_CONFIG_CHANGED and unmet.mutation in mutations:
+            lines.append(
+                f"you changed {mutations[unmet.mutation].target}, the gate's configuration: "
+                "restore it; it is the operator's, not yours to change"
+            )
+        elif unmet.code == "mutation_uncovered" and unmet.mutation in mutations:
+            coverage = next(c for c in verdict.coverage if c.mutation == unmet.mutation)
+            if not coverage.contradicted_by:  # the contradiction, named above, says it all
+                lines.append(_uncovered(mutations[unmet.mutation], coverage, items))
+        elif unmet.code == "requirement_unmet" and unmet.check_type is not None and not refuted:
+            lines.append(
+                f"the policy requires a passing {unmet.check_type} observation; none counted"
+            )
+    if not lines:
+        lines.append(verdict.reason)
+    unique = list(dict.fromkeys(_shorten(line) for line in lines))
+    if len(unique) > MAX_LINES:
+        unique = [*unique[:MAX_LINES], f"... and {len(unique) - MAX_LINES} more"]
+    return "\n".join(unique)
+
+
+def _subject(item: Evidence) -> str:
+    if item.check_type == TEST_RUN:
+        return f"the test run ({item.target})"
+    return f"{_WHAT.get(item.check_type, item.check_type)} {item.target}"
+
+
+def _contradiction(item: Evidence, result: EvidenceResult, root: Path) -> list[str]:
+    if item.check_type != TEST_RUN:
+        return [f"{_subject(item)} failed: {result.mismatch or 'the observation differs'}"]
+    failures = (item.details or {}).get("failures")
+    lines = []
+    if isinstance(failures, list):
+        for failure in failures:
+            if isinstance(failure, dict):
+                name = node_id(str(failure.get("test", "")), root)
+                verb = "failed" if failure.get("outcome") == "failed" else "errored"
+                message = failure.get("message") or "no message"
+                lines.append(f"{name} {verb}: {message}")
+    if not lines:
+        observed = item.observed_value if isinstance(item.observed_value, dict) else {}
+        lines.append(
+            f"{_subject(item)} failed: {result.mismatch or 'the observation differs'}"
+            + _tail_hint(item, observed)
+        )
+    return lines
+
+
+def _tail_hint(item: Evidence, observed: dict[str, Any]) -> str:
+    tail = (item.details or {}).get("output_tail")
+    if "tests" in observed or not isinstance(tail, list) or not tail:
+        return ""
+    return f" (last output: {str(tail[-1])[:120]})"
+
+
+def _uncovered(mutation: Any, coverage: Coverage, items: dict[str, Evidence]) -> str:
+    """Why no evidence covers this change, in the agent's terms, and what would count."""
+    kind_to_check = {
+        "file_write": TEST_RUN,
+        "deploy": ENDPOINT_HEALTH,
+        "state_write": STATE_READBACK,
+    }
+    check_type = kind_to_check.get(mutation.kind, "check")
+    why: list[str] = []
+    attempted = False
+    for result in coverage.not_counted:
+        item = items[result.evidence]
+        for finding in result.reasons:
+            if finding.code == "kind_not_covered":
+                continue
+            if finding.code == "test_config_changed":
+                changed = (item.details or {}).get("test_config_changed") or []
+                named = ", ".join(str(path) for path in changed[:5]) or "the tests"
+                why.append(f"you changed {named}; changes to tests do not count")
+            elif finding.code == "not_discriminating" and "before the change" in (
+                finding.detail or ""
+            ):
+                why.append(
+                    f"{mutation.target} already had the expected value before you started, so "
+                    "reading it back proves nothing about your change"
+                )
+            elif finding.code == "not_discriminating" and _crashed(item):
+                observed = item.observed_value
+                why.append(
+                    f"the test run exited {observed['exit_code']} and reported no tests"
+                    + _tail_hint(item, observed)
+                )
+            elif finding.code == "no_observation":
+                attempted = True  # said above, with the observer's error
+            else:
+                why.append(describe_finding(finding))
+    nothing = "its check could not observe it" if attempted else "no check of that type observed it"
+    because = "; ".join(dict.fromkeys(why)) or nothing
+    return (
+        f"{mutation.target} ({mutation.kind}) is covered by no passing {check_type}: {because}; "
+        f"what counts: {_WOULD_COUNT.get(check_type, 'an independent observation')}"
+    )
+
+
+def _crashed(item: Evidence) -> bool:
+    observed = item.observed_value
+    return (
+        item.check_type == TEST_RUN
+        and isinstance(observed, dict)
+        and "tests" not in observed
+        and observed.get("exit_code") != 0
+    )
+
+
+def node_id(report_name: str, root: Path) -> str:
+    """``tests.test_calc::test_add`` as the pytest node id ``tests/test_calc.py::test_add``
+    when that file is in the repository; else the report's own name."""
+    classname, sep, name = report_name.partition("::")
+    if not sep:
+        return report_name
+    parts = classname.split(".")
+    for cut in range(len(parts), 0, -1):
+        path = "/".join(parts[:cut]) + ".py"
+        if (root / path).is_file():
+            return "::".join([path, *parts[cut:], name])
+    return report_name
+
+
+def _shorten(line: str) -> str:
+    line = " ".join(line.split())
+    return line if len(line) <= MAX_LINE else line[: MAX_LINE - 3] + "..."

@@ -1,0 +1,426 @@
+"""The gate run: a fresh claim for the change in a work tree, observed and judged under the
+operator's configuration, recorded in the runs directory.
+
+Nothing the agent wrote is read as evidence: the claim is made here, in a folder outside the
+work tree, from what git shows and what the observers see. Every mutation is dated at the
+moment the gate captured it, before any check runs: when the agent really wrote is unknown (a
+file's time is the agent's to set), and the latest moment the gate can vouch for is the one that
+makes every observation that follows strictly later, and no earlier one count.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from .. import __version__
+from .._files import write_atomic
+from ..claimfile import create_claim, next_id, read_claim, render
+from ..errors import ObservationFailed, UsageError
+from ..model import (
+    DEPLOY,
+    FILE_WRITE,
+    KNOWN_CHECK_TYPES,
+    STATE_WRITE,
+    Claim,
+    Mutation,
+    Policy,
+    Trust,
+    TrustedObserver,
+)
+from ..observe._common import Observation, ObserverSettings, run_observer
+from ..observe.git_capture import capture, mutation_record, repository_root
+from ..observe.repository import git_process
+from ..report import render_report
+from ..timefmt import format_time
+from ..verify import Unmet, Verdict, verify
+from .baseline import (
+    baseline_details,
+    probe,
+    read_start_record,
+    repository_id,
+    start_record_path,
+    take_snapshots,
+    write_start_record,
+)
+from .config import CheckConfig, EndpointHealthCheck, GateConfig, TestRunCheck
+from .reason import CAPTURE_FAILED, GATE_CONFIG_CHANGED, NO_CHANGES, agent_reason
+
+GATE_VERIFIER_ID = f"claim-gate/{__version__}"
+NO_OUTCOME = "(no outcome given)"
+CLAIM_NAME = "claim.json"
+DEFAULT_BRANCHES = ("origin/HEAD", "main", "master")
+EXIT_FOR_STATE = {"verified": 0, "unverified": 1, "refuted": 2}  # cli/__init__.py's EXIT_*
+
+
+class GateEvents(Protocol):
+    """Progress of a gate run: the CLI prints it, a service may store it."""
+
+    def step(self, name: str, detail: str) -> None: ...
+
+
+class _Silent:
+    def step(self, name: str, detail: str) -> None:
+        """Nobody listens."""
+
+
+@dataclass(frozen=True)
+class GateResult:
+    verdict: Verdict
+    claim_path: Path
+    document: dict[str, Any]
+    agent_reason: str
+    exit_code: int
+    report: str = ""  # the readable report, with the gate's own notes (base, baselines)
+
+
+@dataclass(frozen=True)
+class _Base:
+    revision: str
+    source: str  # how it was chosen, for the report
+
+
+def start_gate(config: GateConfig, repo: Path, session: str | None = None) -> Path:
+    """Record the base commit and a snapshot of each readback and endpoint; the record path."""
+    root = repository_root(repo)
+    _refuse_runs_dir_inside(config, root)
+    path = start_record_path(config, root, session)
+    write_start_record(path, _head_commit(root), take_snapshots(config))
+    return path
+
+
+def run_gate(
+    config: GateConfig,
+    repo: Path,
+    *,
+    outcome: str,
+    session: str | None = None,
+    base: str | None = None,
+    events: GateEvents | None = None,
+    task_id: str | None = None,
+    trusted_ref: str | None = None,
+) -> GateResult:
+    """Capture, observe, verify and record one change. ``trusted_ref`` replaces every test_run
+    check's own (CI passes the pull request's base branch)."""
+    events = events or _Silent()
+    root = repository_root(repo)
+    _refuse_runs_dir_inside(config, root)
+    if config.sign_key is not None and not config.sign_key.is_file():
+        # Checked before any work; the key itself is read after the checks ran.
+        raise UsageError(f"{config.path.name}: [gate].sign_key {config.sign_key} is not a file")
+    record = read_start_record(start_record_path(config, root, session))
+    chosen = _choose_base(root, base, config.base, record)
+    events.step("base", f"{chosen.revision} ({chosen.source})")
+    started = datetime.now(UTC)
+    deadline = None if config.timeout_s is None else started.timestamp() + config.timeout_s
+    run_dir = _new_run_dir(config, root, started)
+    claim_path = run_dir / CLAIM_NAME
+    capture_error = None
+    try:
+        mutations = _capture(root, chosen.revision, config.checks, started)
+    except ObservationFailed as failure:
+        # The work tree is the agent's: one that cannot be read honestly (a link out of it, a
+        # file name git cannot record) is the agent's to fix, and nothing is observed.
+        capture_error, mutations = str(failure), []
+        events.step("capture", f"could not read the work tree: {failure}")
+    else:
+        files = sum(1 for m in mutations if m.kind == FILE_WRITE)
+        events.step(
+            "capture", f"{files} changed file(s), {len(mutations) - files} configured target(s)"
+        )
+    task = task_id or f"{root.name}@{chosen.revision[:12]}@{format_time(started)}"
+    baselines = "taken at start" if record is not None else "not taken (no claim gate --start)"
+    create_claim(
+        claim_path,
+        {
+            "spec_version": "0.1",
+            "task": {
+                "id": task,
+                "description": f"claim gate on {root.name} against {chosen.revision} "
+                f"({chosen.source}); baselines {baselines}",
+            },
+            "claimed_outcome": outcome,
+            "mutations": [
+                {name: value for name, value in mutation_record(m).items() if value is not None}
+                for m in mutations
+            ],
+            "evidence": [],
+        },
+    )
+    for number, check in enumerate(() if capture_error else config.checks, start=1):
+        _observe(config, check, number, claim_path, mutations, root, record, trusted_ref,
+                 deadline, events)  # fmt: skip
+    raw, claim = read_claim(claim_path)
+    policy = gate_policy(config)
+    verdict = _gate_rules(
+        verify(claim, datetime.now(UTC), policy), claim, config, root, capture_error
+    )
+    raw["policy"] = policy_json(policy)
+    raw = _with_verdict(raw, verdict, config)
+    write_atomic(claim_path, render(raw))
+    events.step("verdict", f"{verdict.state}: {verdict.reason}")
+    notes = [f"  base {chosen.revision} ({chosen.source}); baselines {baselines}"]
+    report = render_report(claim, verdict, str(claim_path)) + "\n".join(notes) + "\n"
+    return GateResult(
+        verdict=verdict,
+        claim_path=claim_path,
+        document=raw,
+        agent_reason=agent_reason(claim, verdict, root, capture_error),
+        exit_code=EXIT_FOR_STATE[verdict.state],
+        report=report,
+    )
+
+
+def gate_policy(config: GateConfig) -> Policy:
+    """The operator's policy; with a gate key and no trust roots of its own, the gate's key is
+    its one trusted observer, so the gate's signed evidence proves independence. Only the
+    operator's claim.toml can do this: the claim's own policy is never read."""
+    if config.sign_key is None or config.policy.trust is not None:
+        return config.policy
+    from ..trust.keys import load_signing_key  # noqa: PLC0415
+
+    public = load_signing_key(str(config.sign_key)).public
+    observer = TrustedObserver(GATE_VERIFIER_ID, public, KNOWN_CHECK_TYPES)
+    return replace(config.policy, trust=Trust("signed", (observer,), ()))
+
+
+def policy_json(policy: Policy) -> dict[str, Any]:
+    """The policy as a claim document holds it (so ``claim verify`` repeats the decision)."""
+    document: dict[str, Any] = {
+        "id": policy.id,
+        "requires": list(policy.requires),
+        "max_age_s": policy.max_age_s,
+        "min_tests": policy.min_tests,
+        "allow_test_changes": policy.allow_test_changes,
+    }
+    if policy.covered_by:
+        document["covered_by"] = {kind: list(types) for kind, types in policy.covered_by.items()}
+    if policy.trust is not None:
+        document["trust"] = {
+            "mode": policy.trust.mode,
+            "observers": [
+                {"id": o.id, "public_key": o.public_key.text, "check_types": list(o.check_types)}
+                for o in policy.trust.observers
+            ],
+            "agent_keys": [key.text for key in policy.trust.agent_keys],
+        }
+    return document
+
+
+# --- capture ---------------------------------------------------------------------------------
+
+
+def _capture(root: Path, base: str, checks: Sequence[CheckConfig], at: datetime) -> list[Mutation]:
+    """The work tree's changes against ``base``, and against HEAD (what was committed and
+    reverted since the base still differs from HEAD, and the test run checks against HEAD), then
+    one mutation per configured state and deploy target."""
+    found: list[Mutation] = []
+    taken: set[str] = set()
+    for revision in dict.fromkeys((base, "HEAD")):
+        for change in capture(root, revision, found, at, excluded=()):
+            found.append(
+                Mutation(next_id("m", taken), FILE_WRITE, change.target, at, change.digest)
+            )
+            taken.add(found[-1].id)
+    configured = {
+        (DEPLOY if isinstance(check, EndpointHealthCheck) else STATE_WRITE, check.target): None
+        for check in checks
+        if not isinstance(check, TestRunCheck)
+    }
+    for kind, target in configured:
+        found.append(Mutation(next_id("m", taken), kind, target, at, None))
+        taken.add(found[-1].id)
+    return found
+
+
+def _head_commit(root: Path) -> str | None:
+    done = git_process(root, ("rev-parse", "--verify", "--quiet", "HEAD^{commit}"), UsageError)
+    return done.stdout.decode().strip() if done.returncode == 0 else None
+
+
+def _resolves(root: Path, revision: str) -> str | None:
+    done = git_process(
+        root, ("rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"), UsageError
+    )
+    return done.stdout.decode().strip() if done.returncode == 0 else None
+
+
+def _choose_base(
+    root: Path, given: str | None, configured: str | None, record: dict[str, Any] | None
+) -> _Base:
+    """--base, else [gate].base, else the start record's commit, else the merge-base with the
+    default branch, else HEAD."""
+    if given is not None:
+        return _Base(given, "--base")
+    if configured is not None:
+        return _Base(configured, "[gate].base")
+    if record is not None and isinstance(record.get("base"), str):
+        return _Base(record["base"], "the start record")
+    if _head_commit(root) is None:
+        return _Base("HEAD", "no commit yet")
+    for branch in DEFAULT_BRANCHES:
+        if _resolves(root, branch) is None:
+            continue
+        done = git_process(root, ("merge-base", "HEAD", branch), UsageError)
+        if done.returncode == 0 and done.stdout.strip():
+            return _Base(done.stdout.decode().strip(), f"merge-base with {branch}")
+    return _Base("HEAD", "HEAD: no default branch")
+
+
+def _new_run_dir(config: GateConfig, root: Path, at: datetime) -> Path:
+    stamp = at.strftime("%Y%m%dT%H%M%S%fZ")
+    run_dir = config.runs_dir / repository_id(root) / f"{stamp}-{uuid.uuid4().hex[:8]}"
+    try:
+        run_dir.mkdir(parents=True, mode=0o700)
+    except OSError as exc:
+        raise UsageError(f"cannot create the run folder {run_dir}: {exc.strerror}") from None
+    return run_dir
+
+
+def _refuse_runs_dir_inside(config: GateConfig, root: Path) -> None:
+    """Runs recorded inside the work tree would be the agent's to edit, and would show up as
+    changes of its own."""
+    runs, tree = os.path.realpath(config.runs_dir), os.path.realpath(root)
+    if runs == tree or runs.startswith(tree.rstrip("/") + "/"):
+        raise UsageError(
+            f"{config.path.name}: [gate].runs_dir {config.runs_dir} is inside the work tree "
+            f"{root}; keep the runs where the agent does not work"
+        )
+
+
+# --- observing -------------------------------------------------------------------------------
+
+
+def _observe(
+    config: GateConfig,
+    check: CheckConfig,
+    number: int,
+    claim_path: Path,
+    mutations: Sequence[Mutation],
+    root: Path,
+    record: dict[str, Any] | None,
+    trusted_ref: str | None,
+    deadline: float | None,
+    events: GateEvents,
+) -> None:
+    """Run one check through its observer; a failed attempt is recorded (details.error), never
+    a contradiction, and the gate goes on to the next check."""
+    name = f"check {number} ({check.check_type})"
+    timeout = check.timeout_s
+    if deadline is not None:
+        timeout = min(timeout, deadline - datetime.now(UTC).timestamp())
+    if isinstance(check, TestRunCheck):
+        covers = tuple(m.id for m in mutations if m.kind == FILE_WRITE)
+        target, expected, observe = _test_run(config, check, root, claim_path, timeout,
+                                              trusted_ref)  # fmt: skip
+    else:
+        covers = tuple(m.id for m in mutations if m.target == check.target
+                       and m.kind != FILE_WRITE)  # fmt: skip
+        found = probe(replace(check, timeout_s=max(timeout, 0.001)))
+        target, expected = found.target, found.failed_expected
+        baseline = baseline_details(record, check, target)
+
+        def observe() -> Observation:
+            if timeout <= 0:
+                raise ObservationFailed("the gate ran out of time ([gate].timeout_s)")
+            seen = found.observe()
+            return replace(seen, details={**seen.details, **baseline})
+
+    settings = ObserverSettings(
+        claim_path=str(claim_path),
+        covers=covers,
+        verifier_id=GATE_VERIFIER_ID,
+        self_attested=False,
+        print_only=False,
+        record_failure=True,
+        evidence_id=None,
+        sign_key_path=None if config.sign_key is None else str(config.sign_key),
+    )
+    events.step(name, f"observing {target}")
+    try:
+        item = run_observer(settings, check.check_type, observe, target, expected)
+    except ObservationFailed as failure:
+        events.step(name, f"could not observe: {failure}")
+        return
+    events.step(name, _summary(item))
+
+
+def _test_run(
+    config: GateConfig,
+    check: TestRunCheck,
+    root: Path,
+    claim_path: Path,
+    timeout: float,
+    trusted_ref: str | None,
+) -> tuple[str, Any, Callable[[], Observation]]:
+    from ..observe import test_run  # noqa: PLC0415
+
+    request = test_run.prepare(
+        check.command, root, check.junit, check.require_tests, max(timeout, 0.001), (),
+        python=check.python, env_names=check.env, sandboxed=True, network=check.network,
+        trusted_ref=trusted_ref or check.trusted_ref, protect=check.protect,
+        secret_files=() if config.sign_key is None else (str(config.sign_key),),
+    )  # fmt: skip
+
+    def observe() -> Observation:
+        if timeout <= 0:
+            raise ObservationFailed("the gate ran out of time ([gate].timeout_s)")
+        _, claim = read_claim(claim_path)
+        return test_run.observe(request, claim.mutations)
+
+    return request.target, request.expected, observe
+
+
+def _summary(item: dict[str, Any]) -> str:
+    observed = item.get("observed_value")
+    if isinstance(observed, dict) and "exit_code" in observed:
+        counts = ", ".join(
+            f"{observed[key]} {key}" for key in ("passed", "failed", "errors") if key in observed
+        )
+        return f"exit code {observed['exit_code']}" + (f", {counts}" if counts else "")
+    return "observed"
+
+
+# --- the decision ----------------------------------------------------------------------------
+
+
+def _gate_rules(
+    verdict: Verdict, claim: Claim, config: GateConfig, root: Path, capture_error: str | None
+) -> Verdict:
+    """What the gate asks beyond the verifier: a work tree it could read, a change to judge, and
+    its own configuration left alone (a claim.toml in the work tree is the operator's)."""
+    unmet: list[Unmet] = []
+    reasons: list[str] = []
+    if capture_error is not None:
+        unmet.append(Unmet(CAPTURE_FAILED))
+        reasons.append(f"the work tree could not be captured: {capture_error}")
+    elif not claim.mutations:
+        unmet.append(Unmet(NO_CHANGES))
+        reasons.append("nothing changed: there is no change to verify")
+    config_path = os.path.relpath(os.path.realpath(config.path), os.path.realpath(root))
+    for mutation in claim.mutations:
+        if mutation.kind == FILE_WRITE and mutation.target == Path(config_path).as_posix():
+            unmet.append(Unmet(GATE_CONFIG_CHANGED, mutation=mutation.id))
+            reasons.append(f"the gate's configuration {mutation.target} was changed")
+    if not unmet:
+        return verdict
+    return replace(
+        verdict,
+        state="refuted" if verdict.state == "refuted" else "unverified",
+        unmet=(*verdict.unmet, *unmet),
+        reason=f"{verdict.reason} Gate: {'; '.join(reasons)}.",
+    )
+
+
+def _with_verdict(raw: dict[str, Any], verdict: Verdict, config: GateConfig) -> dict[str, Any]:
+    if config.sign_key is None:
+        return {**raw, "verdict": verdict.to_json()}
+    from ..trust.keys import load_signing_key  # noqa: PLC0415
+    from ..trust.verdicts import sign_verdict  # noqa: PLC0415
+
+    return sign_verdict(raw, verdict.to_json(), load_signing_key(str(config.sign_key)))

@@ -1,0 +1,210 @@
+"""``claim init`` and ``claim gate`` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from completion_claim.cli import run
+from completion_claim.gate.config import load_config
+from tests.fixtures.projects import CALC_BUGGY, calc_project, git, make_repo, write_files
+
+CONFIG = """\
+[policy]
+id = "ops/gate"
+requires = ["test_run"]
+max_age_s = 600
+
+[gate]
+runs_dir = "{runs}"
+
+[[check]]
+type = "test_run"
+command = ["python", "-m", "pytest", "-q"]
+trusted_ref = "main"
+"""
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    path = tmp_path / "ops" / "claim.toml"
+    path.parent.mkdir()
+    path.write_text(CONFIG.format(runs=tmp_path / "runs"))
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _no_github(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
+# --- claim init ------------------------------------------------------------------------------
+
+
+def test_init_writes_a_working_configuration_for_a_pytest_repository(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    for name in [n for n in os.environ if n.startswith("PG")]:
+        monkeypatch.delenv(name)
+    repo = calc_project(tmp_path / "repo")
+
+    assert run(["init", "--repo", str(repo)]) == 0
+
+    assert "found pytest" in capsys.readouterr().out
+    config = load_config(repo / "claim.toml", {"HOME": str(tmp_path)})
+    (check,) = config.checks
+    assert check.check_type == "test_run"
+    assert getattr(check, "trusted_ref", None) == "main"
+    assert config.policy.requires == ("test_run",)
+    assert config.runs_dir == tmp_path / ".local" / "state" / "completion-claim" / "runs"
+    text = (repo / "claim.toml").read_text()
+    assert "endpoint_health" not in text
+    assert "state_readback" not in text
+
+
+def test_init_comments_examples_for_a_dockerfile_and_a_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DATABASE_URL", "postgresql://app:pw@db/app")
+    repo = make_repo(tmp_path / "repo", {"Dockerfile": "FROM scratch\n", "app.py": "x = 1\n"})
+
+    assert run(["init", "--repo", str(repo)]) == 0
+
+    text = (repo / "claim.toml").read_text()
+    assert '# type = "endpoint_health"' in text
+    assert '# url = "${DATABASE_URL}"' in text
+    assert "pw@db" not in text
+    config = load_config(repo / "claim.toml", {"HOME": str(tmp_path)})
+    assert config.checks == ()  # examples stay commented until the operator fills them in
+
+
+def test_init_never_overwrites_without_force(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = calc_project(tmp_path / "repo")
+    (repo / "claim.toml").write_text("# mine\n")
+
+    assert run(["init", "--repo", str(repo)]) == 4
+    assert "already exists" in capsys.readouterr().err
+    assert (repo / "claim.toml").read_text() == "# mine\n"
+
+    assert run(["init", "--repo", str(repo), "--force"]) == 0
+    assert (repo / "claim.toml").read_text().startswith("# claim.toml")
+
+
+# --- claim gate ------------------------------------------------------------------------------
+
+
+def test_gate_exits_with_the_verdict_and_prints_json(
+    tmp_path: Path, config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = calc_project(tmp_path / "repo")
+    write_files(repo, {"calc.py": CALC_BUGGY})
+
+    code = run(["gate", "--config", str(config), "--repo", str(repo), "--json",
+                "--outcome", "Done. All tests pass."])  # fmt: skip
+
+    captured = capsys.readouterr()
+    assert code == 2
+    answer = json.loads(captured.out)
+    assert sorted(answer) == ["agent_reason", "claim_path", "verdict"]
+    assert answer["verdict"] == "refuted"
+    assert answer["agent_reason"].startswith("tests/test_calc.py::test_add failed: assert -1 == 5")
+    claim = json.loads(Path(answer["claim_path"]).read_text())
+    assert claim["claimed_outcome"] == "Done. All tests pass."
+    steps = captured.err.splitlines()
+    assert steps[0].startswith("gate: base: ")
+    assert steps[-1].startswith("gate: verdict: refuted: ")
+
+
+def test_gate_prints_the_report_and_the_reason_for_the_agent(
+    tmp_path: Path, config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = calc_project(tmp_path / "repo")
+    outcome = tmp_path / "outcome.txt"
+    outcome.write_text("Nothing to do.\n")
+
+    code = run(["gate", "--config", str(config), "--repo", str(repo),
+                "--outcome-file", str(outcome)])  # fmt: skip
+
+    out = capsys.readouterr().out
+    assert code == 1
+    assert out.startswith("UNVERIFIED  ")
+    assert "baselines not taken" in out
+    assert out.endswith("For the agent:\nnothing changed in the work tree: make the change the "
+                        "task asks for, then stop\n")  # fmt: skip
+
+
+def test_gate_writes_the_ci_outputs(
+    tmp_path: Path, config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = calc_project(tmp_path / "repo")
+    write_files(repo, {"calc.py": CALC_BUGGY})
+    summary = tmp_path / "github_summary.md"
+    summary.write_text("before\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    junit, dotenv = tmp_path / "gate.xml", tmp_path / "gate.env"
+
+    code = run(["gate", "--config", str(config), "--repo", str(repo), "--junit", str(junit),
+                "--dotenv", str(dotenv)])  # fmt: skip
+
+    assert code == 2
+    assert summary.read_text().startswith("before\n### claim gate: REFUTED\n")
+    cases = ET.fromstring(junit.read_bytes()).iter("testcase")
+    assert {case.get("name") for case in cases} >= {"file_write calc.py", "verdict"}
+    lines = dotenv.read_text().splitlines()
+    assert [re.match(r"[A-Z_]+=", line) is not None for line in lines] == [True] * 3
+    assert lines[0] == "CLAIM_STATE=refuted"
+
+
+def test_gate_start_then_gate_uses_the_start_commit(
+    tmp_path: Path, config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = calc_project(tmp_path / "repo")
+    git(repo, "checkout", "-q", "-b", "agent")
+    base = git(repo, "rev-parse", "HEAD").strip()
+
+    assert run(["gate", "--config", str(config), "--repo", str(repo), "--start"]) == 0
+    assert "recorded the start" in capsys.readouterr().out
+    write_files(repo, {"calc.py": CALC_BUGGY})
+    git(repo, "commit", "-qam", "agent's commit")
+    assert run(["gate", "--config", str(config), "--repo", str(repo), "--json"]) == 2
+    assert f"gate: base: {base} (the start record)" in capsys.readouterr().err
+
+
+def test_gate_without_a_configuration_says_how_to_make_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = calc_project(tmp_path / "repo")
+    assert run(["gate", "--repo", str(repo)]) == 4
+    assert capsys.readouterr().err == (
+        f"claim: no claim.toml in {repo} or above: run claim init, or pass --config\n"
+    )
+
+
+def test_gate_refuses_a_runs_directory_inside_the_work_tree(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = calc_project(tmp_path / "repo")
+    (repo / "claim.toml").write_text(CONFIG.format(runs=repo / ".runs"))
+    assert run(["gate", "--repo", str(repo)]) == 4
+    assert "is inside the work tree" in capsys.readouterr().err
+    assert not (repo / ".runs").exists()
+
+
+def test_gate_finds_the_configuration_in_the_repository(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = calc_project(tmp_path / "repo")
+    (repo / "claim.toml").write_text(CONFIG.format(runs=tmp_path / "runs"))
+    git(repo, "add", "claim.toml")
+    git(repo, "commit", "-qm", "gate")
+    write_files(repo, {"calc.py": CALC_BUGGY})
+    assert run(["gate", "--repo", str(repo / "tests"), "--json"]) == 2
+    assert json.loads(capsys.readouterr().out)["verdict"] == "refuted"

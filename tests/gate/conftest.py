@@ -1,0 +1,46 @@
+"""Gate tests: real git repositories, real sandboxed pytest runs, real SQLite and PostgreSQL.
+
+The PostgreSQL fixtures (a superuser connection for set-up, a role that may only read) and the
+local HTTP service are the observer tests' own, imported so both suites use one definition.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from completion_claim.gate.config import GateConfig, load_config
+from tests.observe.conftest import postgres, postgres_reader, site  # noqa: F401 - fixtures
+
+TEST_RUN_CHECK = """
+[[check]]
+type = "test_run"
+command = ["python", "-m", "pytest", "-q"]
+"""
+POLICY = """
+[policy]
+id = "ops/gate"
+requires = ["test_run"]
+max_age_s = 600
+"""
+
+WriteConfig = Callable[..., GateConfig]
+
+
+@pytest.fixture
+def write_config(tmp_path: Path) -> WriteConfig:
+    """Write claim.toml (outside the repository, like an operator's) with the runs recorded in
+    the test's own folder; return it loaded."""
+
+    def write(body: str, *, environ: dict[str, str] | None = None) -> GateConfig:
+        path = tmp_path / "ops" / "claim.toml"
+        path.parent.mkdir(exist_ok=True)
+        runs = tmp_path / "runs"
+        text = body if "[gate]" in body else f'[gate]\nruns_dir = "{runs}"\n{body}'
+        path.write_text(text, encoding="utf-8")
+        return load_config(path, dict(os.environ) if environ is None else environ)
+
+    return write

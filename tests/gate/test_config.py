@@ -1,0 +1,224 @@
+"""claim.toml: what it holds, and one line naming the file and line for every mistake."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from completion_claim.cli import run
+from completion_claim.gate import config as gate_config
+from completion_claim.gate.config import (
+    ConfigError,
+    EndpointHealthCheck,
+    InvalidPolicy,
+    StateReadbackCheck,
+    find_config,
+    load_config,
+)
+from tests.fixtures.projects import make_repo
+
+FULL = """\
+# The operator's gate.
+[policy]
+id = "ops/gate"
+requires = ["test_run", "state_readback"]
+max_age_s = 900
+min_tests = 2
+
+[gate]
+runs_dir = "runs"
+sign_key = "keys/gate.key"
+max_blocks = 5
+base = "main"
+timeout_s = 1200
+
+[[check]]
+type = "test_run"
+command = ["python", "-m", "pytest", "-q"]
+trusted_ref = "main"
+protect = ["fixtures/**"]
+env = ["LANG"]
+network = false
+require_tests = ["tests/test_calc.py::test_add"]
+timeout_s = 300
+
+[[check]]
+type = "endpoint_health"
+url = "https://staging.example.com/version"
+target = "staging"
+expect_status = 200
+expect_json = { "/commit" = "${COMMIT}", "/build" = 42 }
+expect_header = { "x-build" = "42" }
+
+[[check]]
+type = "state_readback"
+url = "postgresql://reader:${PGPASSWORD}@127.0.0.1:5432/test"
+target = "accounts/4471"
+table = "accounts"
+key = { id = 4471 }
+expect = { status = "closed", balance = 0 }
+"""
+ENVIRON = {"COMMIT": "4f2c1e", "PGPASSWORD": "s3cret", "HOME": "/home/op"}
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "claim.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def error_of(tmp_path: Path, text: str, environ: dict[str, str] | None = None) -> str:
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, text), ENVIRON if environ is None else environ)
+    return str(caught.value)
+
+
+def test_a_full_configuration_is_read_into_the_gate_interface(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, FULL), ENVIRON)
+
+    assert config.policy.id == "ops/gate"
+    assert config.policy.requires == ("test_run", "state_readback")
+    assert config.policy.min_tests == 2
+    assert config.runs_dir == tmp_path / "runs"
+    assert config.sign_key == tmp_path / "keys" / "gate.key"
+    assert (config.max_blocks, config.base, config.timeout_s) == (5, "main", 1200.0)
+    test_run, endpoint, readback = config.checks
+    assert test_run == gate_config.TestRunCheck(
+        line=15, command=("python", "-m", "pytest", "-q"), trusted_ref="main",
+        protect=("fixtures/**",), env=("LANG",), network=False,
+        require_tests=("tests/test_calc.py::test_add",), timeout_s=300.0,
+    )  # fmt: skip
+    assert isinstance(endpoint, EndpointHealthCheck)
+    # A TOML string asserts a string; a TOML number takes the observed value's type.
+    assert endpoint.expect_json == {"/commit": '"4f2c1e"', "/build": "42"}
+    assert endpoint.expect_header == {"x-build": "42"}
+    assert (endpoint.target, endpoint.line) == ("staging", 25)
+    assert isinstance(readback, StateReadbackCheck)
+    assert readback.url == "postgresql://reader:s3cret@127.0.0.1:5432/test"
+    assert readback.key == {"id": "4471"}
+    assert readback.expect == {"status": '"closed"', "balance": "0"}
+
+
+def test_an_unknown_key_names_the_file_and_its_line(tmp_path: Path) -> None:
+    text = FULL.replace('command = ["python"', 'comand = ["python"')
+    assert error_of(tmp_path, text) == "claim.toml:17: unknown key 'comand' in [[check]] 1"
+
+
+def test_an_unknown_key_in_the_third_check_names_its_own_line(tmp_path: Path) -> None:
+    text = FULL.replace("expect = { status", "expected = { status")
+    assert error_of(tmp_path, text) == "claim.toml:39: unknown key 'expected' in [[check]] 3"
+
+
+def test_an_unknown_key_in_gate_names_its_line(tmp_path: Path) -> None:
+    text = FULL.replace("max_blocks = 5", "max_block = 5")
+    assert error_of(tmp_path, text) == "claim.toml:11: unknown key 'max_block' in [gate]"
+
+
+def test_a_wrong_type_names_the_key_and_its_line(tmp_path: Path) -> None:
+    text = FULL.replace("max_blocks = 5", 'max_blocks = "5"')
+    assert error_of(tmp_path, text) == "claim.toml:11: max_blocks must be an integer"
+    text = FULL.replace("network = false", "network = 0")
+    assert error_of(tmp_path, text) == "claim.toml:21: network must be true or false"
+
+
+def test_a_missing_required_key_names_its_table(tmp_path: Path) -> None:
+    text = FULL.replace('target = "staging"\n', "")
+    assert error_of(tmp_path, text) == "claim.toml:25: missing required key 'target'"
+
+
+def test_an_unknown_check_type_is_named(tmp_path: Path) -> None:
+    text = FULL.replace('type = "endpoint_health"', 'type = "endpoint"')
+    assert error_of(tmp_path, text).startswith(
+        "claim.toml:26: [[check]] 2: unknown type 'endpoint'"
+    )
+
+
+def test_a_check_the_observer_would_refuse_is_refused_at_load(tmp_path: Path) -> None:
+    """A status-only endpoint check could not fail: refused before any run, with its line."""
+    text = FULL.replace('expect_json = { "/commit" = "${COMMIT}", "/build" = 42 }\n', "")
+    text = text.replace('expect_header = { "x-build" = "42" }\n', "")
+    assert error_of(tmp_path, text).startswith(
+        "claim.toml:25: [[check]] 2 (endpoint_health): the check asserts only the status"
+    )
+
+
+def test_a_missing_environment_variable_is_named(tmp_path: Path) -> None:
+    environ = {"COMMIT": "4f2c1e"}
+    assert error_of(tmp_path, FULL, environ) == (
+        "claim.toml:35: url: environment variable PGPASSWORD is not set"
+    )
+
+
+def test_invalid_toml_names_the_line_tomllib_reports(tmp_path: Path) -> None:
+    text = FULL.replace("max_blocks = 5", "max_blocks = ")
+    assert error_of(tmp_path, text).startswith("claim.toml:11: not valid TOML: ")
+
+
+def test_a_key_inside_a_multi_line_string_is_not_mistaken_for_one(tmp_path: Path) -> None:
+    text = FULL.replace(
+        'trusted_ref = "main"\n',
+        'trusted_ref = """\nmain"""\n',
+    ).replace("network = false", "netwrk = false")
+    assert error_of(tmp_path, text) == "claim.toml:22: unknown key 'netwrk' in [[check]] 1"
+
+
+def test_an_invalid_inline_policy_is_an_invalid_policy_naming_its_line(tmp_path: Path) -> None:
+    text = FULL.replace("max_age_s = 900", "max_age_s = -1")
+    with pytest.raises(InvalidPolicy) as caught:
+        load_config(write(tmp_path, text), ENVIRON)
+    assert str(caught.value).startswith("claim.toml:5: [policy] max_age_s: ")
+
+
+def test_a_policy_file_is_read_relative_to_the_configuration(tmp_path: Path) -> None:
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "policy.json").write_text(
+        '{"id": "ops/file", "requires": ["test_run"], "max_age_s": 60}'
+    )
+    start = FULL.index("[gate]")
+    config = load_config(write(tmp_path, 'policy = "ops/policy.json"\n' + FULL[start:]), ENVIRON)
+    assert (config.policy.id, config.policy.max_age_s) == ("ops/file", 60)
+
+
+def test_without_a_policy_every_configured_check_type_is_required(tmp_path: Path) -> None:
+    start = FULL.index("[gate]")
+    config = load_config(write(tmp_path, FULL[start:]), ENVIRON)
+    assert config.policy.requires == ("endpoint_health", "state_readback", "test_run")
+
+
+def test_the_runs_directory_defaults_to_the_users_state_directory(tmp_path: Path) -> None:
+    text = FULL.replace('runs_dir = "runs"\n', "")
+    config = load_config(write(tmp_path, text), {**ENVIRON, "XDG_STATE_HOME": "/srv/state"})
+    assert config.runs_dir == Path("/srv/state/completion-claim/runs")
+    config = load_config(write(tmp_path, text), ENVIRON)
+    assert config.runs_dir == Path("/home/op/.local/state/completion-claim/runs")
+
+
+def test_the_configuration_is_found_up_to_the_repository_root(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"src/pkg/mod.py": "x = 1\n"})
+    (tmp_path / "claim.toml").write_text(FULL)  # above the repository: not its configuration
+    assert find_config(repo / "src" / "pkg") is None
+    (repo / "claim.toml").write_text(FULL)
+    assert find_config(repo / "src" / "pkg") == repo / "claim.toml"
+
+
+def test_the_cli_prints_one_line_and_exits_4_on_a_config_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COMMIT", "4f2c1e")
+    monkeypatch.setenv("PGPASSWORD", "s3cret")
+    path = write(tmp_path, FULL.replace('command = ["python"', 'comand = ["python"'))
+    assert run(["gate", "--config", str(path), "--repo", str(tmp_path)]) == 4
+    assert capsys.readouterr().err == "claim: claim.toml:17: unknown key 'comand' in [[check]] 1\n"
+
+
+def test_the_cli_exits_3_on_an_invalid_policy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COMMIT", "4f2c1e")
+    monkeypatch.setenv("PGPASSWORD", "s3cret")
+    path = write(tmp_path, FULL.replace("max_age_s = 900", "max_age_s = -1"))
+    assert run(["gate", "--config", str(path), "--repo", str(tmp_path)]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("claim: claim.toml:5: [policy] max_age_s")
+    assert err.count("\n") == 1

@@ -1,0 +1,556 @@
+"""The gate run: real repositories, real sandboxed pytest runs, real stores, real verdicts."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from completion_claim.cli import run
+from completion_claim.gate.run import GATE_VERIFIER_ID, NO_OUTCOME, run_gate, start_gate
+from tests.fixtures.projects import CALC, CALC_BUGGY, TEST_CALC, git, make_repo, write_files
+from tests.gate.conftest import POLICY, TEST_RUN_CHECK, WriteConfig
+from tests.observe.conftest import Reader, Site, closed_port
+from tests.test_ci_recipe import TRICKS, Plant
+
+TEST_CALC_AGREEING_WITH_BUG = TEST_CALC.replace("== 5", "== -1")
+
+
+def buggy_project(root: Path) -> Path:
+    """A committed project whose add() is wrong: the task is to fix it."""
+    return make_repo(root, {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC})
+
+
+def correct_project(root: Path) -> Path:
+    return make_repo(root, {"calc.py": CALC, "tests/test_calc.py": TEST_CALC})
+
+
+def sha256(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def evidence_of(document: dict[str, Any], check_type: str) -> dict[str, Any]:
+    items = [item for item in document["evidence"] if item["check_type"] == check_type]
+    assert len(items) == 1
+    found: dict[str, Any] = items[0]
+    return found
+
+
+# --- code changes ----------------------------------------------------------------------------
+
+
+def test_an_honest_fix_is_verified_and_the_mutations_are_the_real_edits(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    repo = buggy_project(tmp_path / "repo")
+    config = write_config(POLICY + TEST_RUN_CHECK)
+    write_files(repo, {"calc.py": CALC})
+
+    result = run_gate(config, repo, outcome="Fixed add().")
+
+    assert (result.verdict.state, result.exit_code, result.agent_reason) == ("verified", 0, "")
+    document = json.loads(result.claim_path.read_text())
+    assert document == result.document
+    assert [(m["kind"], m["target"], m["digest"]) for m in document["mutations"]] == [
+        ("file_write", "calc.py", sha256(CALC))
+    ]
+    item = evidence_of(document, "test_run")
+    assert item["verifier"] == {"id": GATE_VERIFIER_ID, "kind": "independent"}
+    assert item["covers"] == [document["mutations"][0]["id"]]
+    assert document["claimed_outcome"] == "Fixed add()."
+    assert document["policy"]["id"] == "ops/gate"
+    assert document["verdict"]["state"] == "verified"
+    # Recorded outside the work tree, in the configured runs directory.
+    assert result.claim_path.is_relative_to(config.runs_dir)
+    assert git(repo, "status", "--porcelain") == " M calc.py\n"
+
+
+def test_a_broken_edit_is_refuted_and_the_reason_names_the_failing_test(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    repo = correct_project(tmp_path / "repo")
+    config = write_config(POLICY + TEST_RUN_CHECK)
+    write_files(repo, {"calc.py": CALC_BUGGY})
+
+    result = run_gate(config, repo, outcome="Done. All tests pass.")
+
+    assert (result.verdict.state, result.exit_code) == ("refuted", 2)
+    assert result.agent_reason.splitlines()[0] == (
+        "tests/test_calc.py::test_add failed: assert -1 == 5"
+    )
+    failures = evidence_of(result.document, "test_run")["details"]["failures"]
+    assert failures[0] == {
+        "test": "tests.test_calc::test_add",
+        "outcome": "failed",
+        "message": "assert -1 == 5",
+    }
+
+
+def test_no_change_is_unverified_even_when_the_tests_pass(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    repo = correct_project(tmp_path / "repo")
+    config = write_config(POLICY + TEST_RUN_CHECK)
+
+    result = run_gate(config, repo, outcome="Done.")
+
+    assert (result.verdict.state, result.exit_code) == ("unverified", 1)
+    assert result.document["mutations"] == []
+    assert [u.code for u in result.verdict.unmet] == ["no_changes"]
+    assert result.agent_reason.startswith("nothing changed in the work tree")
+    assert result.document["claimed_outcome"] == "Done."
+
+
+def test_a_test_edited_to_agree_with_a_bug_is_run_as_the_trusted_ref_has_it(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    repo = correct_project(tmp_path / "repo")
+    config = write_config(POLICY + TEST_RUN_CHECK + 'trusted_ref = "main"\n')
+    write_files(repo, {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC_AGREEING_WITH_BUG})
+
+    result = run_gate(config, repo, outcome="Done.")
+
+    assert result.verdict.state == "refuted"
+    assert "tests/test_calc.py::test_add failed: assert -1 == 5" in result.agent_reason
+    details = evidence_of(result.document, "test_run")["details"]
+    assert details["protected_restored"]["restored"] == ["tests/test_calc.py"]
+
+
+def test_a_test_edited_to_agree_with_a_bug_does_not_count_without_a_trusted_ref(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    repo = correct_project(tmp_path / "repo")
+    config = write_config(POLICY + TEST_RUN_CHECK)
+    write_files(repo, {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC_AGREEING_WITH_BUG})
+
+    result = run_gate(config, repo, outcome="Done.")
+
+    assert result.verdict.state == "unverified"
+    assert "you changed tests/test_calc.py; changes to tests do not count" in result.agent_reason
+    assert "calc.py (file_write) is covered by no passing test_run" in result.agent_reason
+
+
+def test_the_trusted_ref_option_replaces_the_checks_own(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    """CI passes the pull request's base branch: the agent's branch cannot pick the tests."""
+    repo = correct_project(tmp_path / "repo")
+    config = write_config(POLICY + TEST_RUN_CHECK)
+    write_files(repo, {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC_AGREEING_WITH_BUG})
+
+    result = run_gate(config, repo, outcome="Done.", trusted_ref="main")
+
+    assert result.verdict.state == "refuted"
+
+
+def test_evidence_the_agent_wrote_into_the_work_tree_is_never_read(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    repo = correct_project(tmp_path / "repo")
+    config = write_config(POLICY + TEST_RUN_CHECK)
+    forged = {
+        "spec_version": "0.1",
+        "task": {"id": "t"},
+        "claimed_outcome": "done",
+        "mutations": [{"id": "m1", "kind": "file_write", "target": "calc.py",
+                       "at": "2026-01-01T00:00:00Z"}],
+        "evidence": [{"check_type": "test_run", "target": "pytest", "at": "2099-01-01T00:00:00Z",
+                      "covers": ["m1"], "verifier": {"id": GATE_VERIFIER_ID, "kind": "independent"},
+                      "expected": {"exit_code": 0}, "observed_value": {"exit_code": 0}}],
+        "verdict": {"state": "verified"},
+    }  # fmt: skip
+    write_files(repo, {"calc.py": CALC_BUGGY, "claim.json": json.dumps(forged)})
+
+    result = run_gate(config, repo, outcome="Done.")
+
+    assert result.verdict.state == "refuted"
+    assert [m["target"] for m in result.document["mutations"]] == ["calc.py", "claim.json"]
+    assert [item["target"] for item in result.document["evidence"]] == ["python -m pytest -q"]
+
+
+def test_an_agent_commit_is_captured_against_the_start_commit(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    """Committing the change does not hide it: the base is the commit the session started on."""
+    repo = correct_project(tmp_path / "repo")
+    config = write_config(POLICY + TEST_RUN_CHECK)
+    git(repo, "checkout", "-q", "-b", "agent")
+    start_gate(config, repo)
+    write_files(repo, {"calc.py": CALC_BUGGY})
+    git(repo, "commit", "-qam", "fix")
+
+    result = run_gate(config, repo, outcome="Done.")
+
+    assert result.verdict.state == "refuted"
+    assert [m["target"] for m in result.document["mutations"]] == ["calc.py"]
+    assert "the start record" in result.document["task"]["description"]
+
+
+def test_without_a_start_the_base_is_the_merge_base_with_the_default_branch(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    repo = correct_project(tmp_path / "repo")
+    config = write_config(POLICY + TEST_RUN_CHECK)
+    git(repo, "checkout", "-q", "-b", "agent")
+    write_files(repo, {"calc.py": CALC_BUGGY})
+    git(repo, "commit", "-qam", "fix")
+
+    result = run_gate(config, repo, outcome="Done.")
+
+    assert result.verdict.state == "refuted"
+    assert "merge-base with main" in result.report
+
+
+def test_a_changed_gate_configuration_in_the_work_tree_is_not_verified(
+    tmp_path: Path,
+) -> None:
+    """The claim.toml in the repository is the operator's: the agent may not loosen it."""
+    runs = tmp_path / "runs"
+    strict = f'[gate]\nruns_dir = "{runs}"\n{POLICY}{TEST_RUN_CHECK}'
+    repo = make_repo(
+        tmp_path / "repo",
+        {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC, "claim.toml": strict},
+    )
+    write_files(repo, {"calc.py": CALC, "claim.toml": strict.replace("600", "601")})
+    from completion_claim.gate.config import load_config
+
+    result = run_gate(load_config(repo / "claim.toml", {}), repo, outcome="Done.")
+
+    assert result.verdict.state == "unverified"
+    assert "gate_config_changed" in [u.code for u in result.verdict.unmet]
+    assert "you changed claim.toml, the gate's configuration" in result.agent_reason
+
+
+def test_the_default_outcome_says_none_was_given(tmp_path: Path, write_config: WriteConfig) -> None:
+    repo = correct_project(tmp_path / "repo")
+    config = write_config(POLICY + TEST_RUN_CHECK)
+    write_files(repo, {"README": "x\n"})
+    assert run(["gate", "--config", str(config.path), "--repo", str(repo), "--json"]) == 0
+    claims = list(config.runs_dir.rglob("claim.json"))
+    assert json.loads(claims[0].read_text())["claimed_outcome"] == NO_OUTCOME
+
+
+# --- state: readbacks and baselines ----------------------------------------------------------
+
+
+def sqlite_store(path: Path, status: str) -> str:
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE accounts (id INTEGER PRIMARY KEY, status TEXT)")
+        conn.execute("INSERT INTO accounts VALUES (4471, ?)", (status,))
+    return f"sqlite:///{path}"
+
+
+def set_status(path: Path, status: str) -> None:
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE accounts SET status = ? WHERE id = 4471", (status,))
+
+
+def readback_check(url: str) -> str:
+    return f"""
+[[check]]
+type = "state_readback"
+url = "{url}"
+target = "accounts/4471"
+table = "accounts"
+key = {{ id = 4471 }}
+expect = {{ status = "closed" }}
+"""
+
+
+READBACK_POLICY = '[policy]\nid = "ops/db"\nrequires = ["state_readback"]\nmax_age_s = 600\n'
+
+
+def test_a_readback_that_changed_since_the_start_is_verified(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    repo = correct_project(tmp_path / "repo")
+    store = tmp_path / "bank.db"
+    config = write_config(READBACK_POLICY + readback_check(sqlite_store(store, "open")))
+    start_gate(config, repo)
+    set_status(store, "closed")
+
+    result = run_gate(config, repo, outcome="Closed account 4471.")
+
+    assert result.verdict.state == "verified"
+    assert [(m["kind"], m["target"]) for m in result.document["mutations"]] == [
+        ("state_write", "accounts/4471")
+    ]
+    details = evidence_of(result.document, "state_readback")["details"]
+    assert details["baseline"] == {"status": "open"}
+    assert details["baseline_taken"] is True
+
+
+def test_a_readback_value_that_already_held_at_the_start_does_not_count(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    repo = correct_project(tmp_path / "repo")
+    store = tmp_path / "bank.db"
+    config = write_config(READBACK_POLICY + readback_check(sqlite_store(store, "closed")))
+    start_gate(config, repo)
+
+    result = run_gate(config, repo, outcome="Closed account 4471.")
+
+    assert result.verdict.state == "unverified"
+    assert "accounts/4471 already had the expected value before you started" in (
+        result.agent_reason
+    )
+
+
+def test_without_a_start_the_gate_says_baselines_were_not_taken(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    repo = correct_project(tmp_path / "repo")
+    store = tmp_path / "bank.db"
+    config = write_config(READBACK_POLICY + readback_check(sqlite_store(store, "closed")))
+
+    result = run_gate(config, repo, outcome="Closed account 4471.")
+
+    # Nothing to compare with: the value counts, and the record says so.
+    assert result.verdict.state == "verified"
+    assert evidence_of(result.document, "state_readback")["details"]["baseline_taken"] is False
+    assert "baselines not taken" in result.report
+    assert "baselines not taken" in result.document["task"]["description"]
+
+
+def test_a_start_per_session_is_apart_from_the_repositorys(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    repo = correct_project(tmp_path / "repo")
+    store = tmp_path / "bank.db"
+    config = write_config(READBACK_POLICY + readback_check(sqlite_store(store, "closed")))
+    start_gate(config, repo, session="s-1")
+
+    other = run_gate(config, repo, outcome="Closed.", session="s-2")
+    same = run_gate(config, repo, outcome="Closed.", session="s-1")
+
+    assert (other.verdict.state, same.verdict.state) == ("verified", "unverified")
+
+
+def test_a_store_that_cannot_be_read_is_recorded_as_a_failed_attempt(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    repo = correct_project(tmp_path / "repo")
+    url = f"postgresql://reader@127.0.0.1:{closed_port()}/test"
+    config = write_config(READBACK_POLICY + readback_check(url))
+
+    result = run_gate(config, repo, outcome="Closed.")
+
+    assert result.verdict.state == "unverified"
+    item = evidence_of(result.document, "state_readback")
+    assert "observed_value" not in item
+    assert "cannot connect" in item["details"]["error"] or "connect" in item["details"]["error"]
+    assert result.agent_reason.startswith("the readback of postgresql://")
+    assert "could not run" in result.agent_reason.splitlines()[0]
+    assert result.agent_reason.splitlines()[1].startswith(
+        "accounts/4471 (state_write) is covered by no passing state_readback: its check could "
+        "not observe it"
+    )
+
+
+def test_a_postgresql_readback_with_a_password_from_the_environment(
+    tmp_path: Path, write_config: WriteConfig, postgres: Any, postgres_reader: Reader
+) -> None:
+    """The secret comes from ${PGPASSWORD}, and lands nowhere in the written claim."""
+    table = f"accounts_{uuid.uuid4().hex[:10]}"
+    postgres.execute(f"CREATE TABLE {table} (id INTEGER PRIMARY KEY, status TEXT)")
+    try:
+        postgres.execute(f"INSERT INTO {table} VALUES (4471, 'open')")
+        postgres_reader.grant(table)
+        secret = f"pw-{uuid.uuid4().hex}"
+        url = postgres_reader.url_with(f"{postgres_reader.name}:${{PGPASSWORD}}")
+        check = readback_check(url).replace('"accounts"', f'"{table}"')
+        environ = {"PGPASSWORD": secret, "HOME": str(tmp_path)}
+        config = write_config(READBACK_POLICY + check, environ=environ)
+        repo = correct_project(tmp_path / "repo")
+        start_gate(config, repo)
+        postgres.execute(f"UPDATE {table} SET status = 'closed' WHERE id = 4471")
+
+        result = run_gate(config, repo, outcome="Closed account 4471.")
+
+        assert result.verdict.state == "verified"
+        written = result.claim_path.read_text()
+        assert secret not in written
+        start_records = list(config.runs_dir.rglob("start/*.json"))
+        assert all(secret not in path.read_text() for path in start_records)
+        assert secret not in result.report + result.agent_reason
+    finally:
+        postgres.execute(f"DROP TABLE {table}")
+
+
+def endpoint_check(url: str) -> str:
+    return f"""
+[[check]]
+type = "endpoint_health"
+url = "{url}/health"
+target = "shop-staging"
+expect_json = {{ "/build" = "b2" }}
+"""
+
+
+ENDPOINT_POLICY = '[policy]\nid = "ops/deploy"\nrequires = ["endpoint_health"]\nmax_age_s = 60\n'
+
+
+def test_a_deploy_seen_changing_since_the_start_is_verified(
+    tmp_path: Path, write_config: WriteConfig, site: Site
+) -> None:
+    repo = correct_project(tmp_path / "repo")
+    config = write_config(ENDPOINT_POLICY + endpoint_check(site.url))
+    start_gate(config, repo)
+    site.build = "b2"
+
+    result = run_gate(config, repo, outcome="Deployed b2.")
+
+    assert result.verdict.state == "verified"
+    assert [(m["kind"], m["target"]) for m in result.document["mutations"]] == [
+        ("deploy", "shop-staging")
+    ]
+    details = evidence_of(result.document, "endpoint_health")["details"]
+    assert details["baseline"] == {"status": 200, "json": {"/build": "b1"}}
+
+
+def test_a_deploy_whose_value_was_already_live_at_the_start_does_not_count(
+    tmp_path: Path, write_config: WriteConfig, site: Site
+) -> None:
+    repo = correct_project(tmp_path / "repo")
+    site.build = "b2"
+    config = write_config(ENDPOINT_POLICY + endpoint_check(site.url))
+    start_gate(config, repo)
+
+    result = run_gate(config, repo, outcome="Deployed b2.")
+
+    assert result.verdict.state == "unverified"
+    assert "shop-staging already had the expected value before you started" in (result.agent_reason)
+
+
+def test_the_gate_time_limit_stops_checks_and_records_why(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    repo = correct_project(tmp_path / "repo")
+    store = tmp_path / "bank.db"
+    runs = tmp_path / "runs"
+    config = write_config(
+        f'[gate]\nruns_dir = "{runs}"\ntimeout_s = 0.000001\n'
+        + READBACK_POLICY
+        + readback_check(sqlite_store(store, "closed"))
+    )
+
+    result = run_gate(config, repo, outcome="Closed.")
+
+    assert result.verdict.state == "unverified"
+    item = evidence_of(result.document, "state_readback")
+    assert item["details"]["error"] == "the gate ran out of time ([gate].timeout_s)"
+
+
+# --- signed runs -----------------------------------------------------------------------------
+
+
+def keygen(tmp_path: Path) -> tuple[Path, str]:
+    key = tmp_path / "keys" / "gate.key"
+    key.parent.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "completion_claim", "keygen", "--out", str(key)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    public = next(line for line in done.stdout.splitlines() if line.startswith("public key: "))
+    return key, public.removeprefix("public key: ")
+
+
+def check_verdict(claim: Path, public: str) -> int:
+    return subprocess.run(
+        [sys.executable, "-m", "completion_claim", "check-verdict", str(claim),
+         "--public-key", public],
+        capture_output=True, check=False,
+    ).returncode  # fmt: skip
+
+
+def test_a_signed_run_passes_check_verdict_with_the_gate_key(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    key, public = keygen(tmp_path)
+    runs = tmp_path / "runs"
+    config = write_config(
+        f'[gate]\nruns_dir = "{runs}"\nsign_key = "{key}"\n{POLICY}{TEST_RUN_CHECK}'
+    )
+    repo = buggy_project(tmp_path / "repo")
+    write_files(repo, {"calc.py": CALC})
+
+    result = run_gate(config, repo, outcome="Fixed add().")
+
+    assert (result.verdict.state, result.verdict.independence) == ("verified", "proven")
+    assert "attestation" in evidence_of(result.document, "test_run")
+    assert result.document["policy"]["trust"]["observers"][0]["id"] == GATE_VERIFIER_ID
+    assert check_verdict(result.claim_path, public) == 0
+
+
+def test_a_signed_refusal_is_refuted_under_check_verdict(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    key, public = keygen(tmp_path)
+    runs = tmp_path / "runs"
+    config = write_config(
+        f'[gate]\nruns_dir = "{runs}"\nsign_key = "{key}"\n{POLICY}{TEST_RUN_CHECK}'
+    )
+    repo = correct_project(tmp_path / "repo")
+    write_files(repo, {"calc.py": CALC_BUGGY})
+
+    result = run_gate(config, repo, outcome="Done.")
+
+    assert result.verdict.state == "refuted"
+    assert check_verdict(result.claim_path, public) == 2
+
+
+def test_an_operator_trust_list_without_the_gate_key_proves_nothing(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    """The gate trusts its own key only when the operator's policy names no trust roots."""
+    key, _ = keygen(tmp_path)
+    _, other = keygen(tmp_path / "elsewhere")
+    runs = tmp_path / "runs"
+    trust = (
+        '[policy.trust]\nmode = "signed"\n[[policy.trust.observers]]\n'
+        f'id = "{GATE_VERIFIER_ID}"\npublic_key = "{other}"\ncheck_types = ["test_run"]\n'
+    )
+    config = write_config(
+        f'[gate]\nruns_dir = "{runs}"\nsign_key = "{key}"\n{POLICY}{trust}{TEST_RUN_CHECK}'
+    )
+    repo = buggy_project(tmp_path / "repo")
+    write_files(repo, {"calc.py": CALC})
+
+    result = run_gate(config, repo, outcome="Fixed add().")
+
+    assert result.verdict.state == "unverified"
+
+
+@pytest.fixture(autouse=True)
+def _keygen_folder(tmp_path: Path) -> None:
+    (tmp_path / "elsewhere").mkdir()
+
+
+@pytest.mark.parametrize("plant", TRICKS.values(), ids=TRICKS.keys())
+def test_a_broken_fix_with_a_planted_trick_is_never_verified_by_the_gate(
+    tmp_path: Path, write_config: WriteConfig, plant: Plant
+) -> None:
+    """The CI recipe's tricks, through the gate: signed, no trusted ref (the harder case)."""
+    key, public = keygen(tmp_path)
+    runs = tmp_path / "runs"
+    config = write_config(
+        f'[gate]\nruns_dir = "{runs}"\nsign_key = "{key}"\n{POLICY}{TEST_RUN_CHECK}'
+    )
+    repo = buggy_project(tmp_path / "ws")
+    write_files(repo, {"calc.py": CALC_BUGGY + "# fixed\n"})
+    plant(repo)
+
+    result = run_gate(config, repo, outcome="Done. All tests pass.")
+
+    assert result.exit_code != 0, result.report
+    assert result.verdict.state != "verified"
+    assert result.agent_reason
+    assert check_verdict(result.claim_path, public) != 0
+    assert not (tmp_path / "stolen.key").exists()
