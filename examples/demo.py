@@ -11,6 +11,11 @@ decides:
 
 Then the observer signs its evidence: a claim verifies with independence proven, the gate signs
 its verdict for a downstream check, and a signed run the agent edited is rejected.
+
+Last, the gate does all of it by itself: `claim run` runs a scripted agent (no model, no
+network), captures what it changed, runs the tests in the sandbox, and decides under the
+operator's claim.toml. One session is sent back once with the failing test and then verified;
+one false "done" is refused.
 Nothing outside the temporary folder is touched; everything is removed at the end.
 """
 
@@ -79,6 +84,46 @@ class Service:
         finally:
             self.server.shutdown()
             self.server.server_close()
+
+
+GATE_CONFIG = """\
+# The operator's gate: the agent can edit this repository, not this file's effect on a run
+# (the gate refuses a claim.toml the agent changed).
+[policy]
+id = "gated"
+requires = ["test_run"]
+max_age_s = 600
+
+[gate]
+runs_dir = "{runs}"
+sign_key = "{key}"
+
+[[check]]
+type = "test_run"
+command = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+trusted_ref = "main"
+"""
+# A scripted agent: the first attempt gets the rounding wrong and says it is done; sent back with
+# the gate's reason (in $CLAIM_FEEDBACK), it fixes the file.
+LEARNING_AGENT = """\
+import os, pathlib
+feedback = os.environ.get("CLAIM_FEEDBACK", "")
+if feedback:
+    print("agent: the gate sent me back:", feedback.splitlines()[0])
+    pathlib.Path("pricing.py").write_text({fixed!r})
+    print()
+    print("Fixed the totals; the failing test passes now.")
+else:
+    pathlib.Path("pricing.py").write_text({broken!r})
+    print()
+    print("Done. All tests pass.")
+"""
+LYING_AGENT = """\
+import pathlib
+pathlib.Path("pricing.py").write_text({broken!r})
+print()
+print("Done. All tests pass.")
+"""
 
 
 class Demo:
@@ -231,6 +276,51 @@ class Demo:
         print("  (the agent rewrote e1.observed_value: exit_code 0, every test passed)")
         return "signed.json", "forged.json"
 
+    def gated(self) -> list[Row]:
+        """Sessions 6 and 7: the gate, through `claim run`, around two scripted agents."""
+        self.say("The gate: `claim run` around a scripted agent, under the operator's claim.toml")
+        project = self.workdir / "gated"
+        project.mkdir()
+        for name, text in (("pricing.py", PRICING_BUGGY), ("test_pricing.py", TESTS)):
+            (project / name).write_text(text)
+        (project / ".gitignore").write_text("__pycache__/\n.pytest_cache/\n")
+        config = GATE_CONFIG.format(runs=self.workdir / "runs", key=self.workdir / "gate.key")
+        (project / "claim.toml").write_text(config)
+        for args in (("init", "-q", "-b", "main"), ("add", "-A"), ("commit", "-qm", "before")):
+            subprocess.run(
+                ["git", "-c", "user.name=demo", "-c", "user.email=demo@example.invalid", *args],
+                cwd=project, check=True, capture_output=True,
+            )  # fmt: skip
+        agents = {
+            "learning_agent.py": LEARNING_AGENT.format(fixed=PRICING_FIXED, broken=PRICING_BROKEN),
+            "lying_agent.py": LYING_AGENT.format(broken=PRICING_BROKEN),
+        }
+        for name, text in agents.items():
+            (self.workdir / name).write_text(text)
+        rows = []
+        sessions = (
+            ("6. gated: sent back once, then fixed", "learning_agent.py", ("--retries", "2")),
+            ('7. gated: a false "done"', "lying_agent.py", ()),
+        )
+        for title, agent, options in sessions:
+            subprocess.run(["git", "checkout", "-q", "--", "."], cwd=project, check=True)
+            self.say(title[3:])
+            argv = ["run", *options, "--", sys.executable, str(self.workdir / agent)]
+            print(f"$ claim {shlex.join(argv)}")
+            done = subprocess.run(
+                [CLAIM, *argv], cwd=project, capture_output=True, text=True, check=False
+            )
+            for line in (done.stdout + done.stderr).rstrip().splitlines():
+                print(f"  {line}")
+            recorded = [line for line in done.stderr.splitlines() if "; recorded at " in line]
+            claim_path = Path(recorded[-1].rsplit("; recorded at ", 1)[1]) if recorded else None
+            if done.returncode not in STATE_FOR_EXIT or claim_path is None:
+                raise SystemExit(f"demo: `claim run` exited {done.returncode}")
+            verdict = json.loads(claim_path.read_text())["verdict"]
+            state = f"{STATE_FOR_EXIT[done.returncode]} ({verdict['independence']})"
+            rows.append((title, state, verdict["reason"]))
+        return rows
+
     def public_key(self, key_file: str) -> str:
         return subprocess.run(
             [CLAIM, "pubkey", key_file],
@@ -281,6 +371,7 @@ def main() -> int:
                     ("5. forged signed run", fifth, signed),
                 ]
             )
+        rows += demo.gated()
     print_table(rows)
     expected = [
         "VERIFIED (declared)",
@@ -288,6 +379,8 @@ def main() -> int:
         "UNVERIFIED (declared)",
         "VERIFIED (proven)",
         "UNVERIFIED (proven)",
+        "VERIFIED (proven)",
+        "REFUTED (proven)",
     ]
     if [state for _, state, _ in rows] != expected:
         print(f"demo: expected {expected}", file=sys.stderr)

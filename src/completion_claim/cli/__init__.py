@@ -79,10 +79,12 @@ from . import (  # noqa: E402, F401
     capture_cmd,
     claim_cmd,
     gate_cmd,
+    hook_cmd,
     observe_cmd,
     observe_endpoint_cmd,
     observe_readback_cmd,
     observe_test_run_cmd,
+    run_cmd,
     trust_cmd,
     verify_cmd,
 )

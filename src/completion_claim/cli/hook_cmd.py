@@ -1,0 +1,180 @@
+"""``claim hook start|stop --harness H`` (run by the harness) and ``claim hooks install|uninstall``.
+
+A hook answers in its harness's contract, so its exit code is the harness's (0, or 2 where the
+harness blocks by exit code), not the verdict's: the verdict is in the answer and in the runs
+directory. A hook that cannot judge (unreadable input, no config, the gate could not run) lets
+the stop through and says so.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import ClaimError, UsageError
+from ..gate import hooks
+from ..gate.config import GateConfig, find_config, load_config
+from ..gate.install import SCOPES, TARGETS, install, target, uninstall
+from ..gate.run import run_gate, start_gate
+from . import app
+
+_HARNESS = click.Choice(sorted(hooks.HARNESSES))
+_REPO = click.option(
+    "--repo",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The work tree to judge (written by `claim hooks install`); else the payload's cwd.",
+)
+
+
+@app.group("hook")
+def hook_group() -> None:
+    """Run by an agent harness: judge a stop, or take baselines at session start."""
+
+
+@hook_group.command("stop")
+@click.option("--harness", required=True, type=_HARNESS, help="Whose stdin JSON and answer.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path))
+@_REPO
+def hook_stop(harness: str, config_path: Path | None, repo: Path | None) -> int:
+    """Read the harness's stop payload on stdin; allow the stop when the gate verifies the work,
+    else send the agent back with the reason (at most the config's max_blocks times in a row)."""
+    adapter = hooks.harness(harness)
+    data = sys.stdin.buffer.read(hooks.MAX_INPUT_BYTES + 1)
+    request = hooks.read_stop(adapter, data, _absolute(repo))
+    if isinstance(request, hooks.HookAnswer):
+        return _emit(request)
+    try:
+        config = _config(config_path, request.repo)
+    except ClaimError as problem:
+        return _emit(hooks.input_problem(adapter, f"cannot load the gate's config: {problem}"))
+
+    def decide(stop: hooks.StopRequest) -> hooks.GateOutcome:
+        return run_gate(config, stop.repo, outcome=stop.outcome, session=stop.session)
+
+    try:
+        answer = hooks.judge_stop(
+            adapter,
+            request,
+            decide,
+            sessions_dir=config.runs_dir / "sessions",
+            max_blocks=config.max_blocks,
+        )
+    except ClaimError as problem:
+        answer = hooks.input_problem(adapter, f"the gate could not run: {problem}")
+    return _emit(answer)
+
+
+@hook_group.command("start")
+@click.option("--harness", required=True, type=_HARNESS, help="Whose stdin JSON and answer.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path))
+@_REPO
+def hook_start(harness: str, config_path: Path | None, repo: Path | None) -> int:
+    """Read the harness's session-start payload on stdin and take the gate's baselines."""
+    adapter = hooks.harness(harness)
+    data = sys.stdin.buffer.read(hooks.MAX_INPUT_BYTES + 1)
+    request = hooks.read_start(adapter, data, _absolute(repo))
+    if isinstance(request, hooks.HookAnswer):
+        return _emit(request)
+    answer = adapter.started()
+    if request.resumed:
+        return _emit(answer)
+    try:
+        start_gate(_config(config_path, request.repo), request.repo, session=request.session)
+    except ClaimError as problem:
+        line = f"claim hook start --harness {harness}: {problem}; no baselines were taken"
+        return _emit(hooks.HookAnswer(answer.stdout, line, 0))
+    return _emit(answer)
+
+
+def _absolute(path: Path | None) -> Path | None:
+    return None if path is None else path.absolute()
+
+
+def _config(path: Path | None, repo: Path) -> GateConfig:
+    found = path if path is not None else find_config(repo)
+    if found is None:
+        raise UsageError(f"no claim.toml in {repo} or its parents (give --config)")
+    return load_config(found, os.environ)
+
+
+def _emit(answer: hooks.HookAnswer) -> int:
+    if answer.stdout:
+        click.echo(answer.stdout)
+    if answer.stderr:
+        click.echo(" ".join(answer.stderr.split()), err=True)
+    return answer.exit_code
+
+
+@app.group("hooks")
+def hooks_group() -> None:
+    """Install or remove the gate's hooks in a harness's settings file."""
+
+
+_SCOPE = click.option(
+    "--scope",
+    type=click.Choice(SCOPES),
+    default="project",
+    show_default=True,
+    help="The repository's settings file, or the user's.",
+)
+_INSTALL_HARNESS = click.option("--harness", required=True, type=click.Choice(sorted(TARGETS)))
+
+
+@hooks_group.command("install")
+@_INSTALL_HARNESS
+@_SCOPE
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="claim.toml for the hooks to use (best kept outside the work tree); else found from cwd.",
+)
+def hooks_install(harness: str, scope: str, config_path: Path | None) -> int:
+    """Add the stop and session-start hooks; other keys and hooks are kept; twice adds nothing.
+    At project scope the hooks judge this repository, whatever directory the agent is in."""
+    path = _settings(harness, scope)
+    config = config_path.resolve() if config_path is not None else None
+    repo = _project_root(Path.cwd()) if scope == "project" else None
+    if install(path, harness, _claim_executable(), config, repo):
+        click.echo(f"claim: {harness} hooks installed in {path}")
+    else:
+        click.echo(f"claim: {harness} hooks already installed in {path}")
+    return 0
+
+
+@hooks_group.command("uninstall")
+@_INSTALL_HARNESS
+@_SCOPE
+def hooks_uninstall(harness: str, scope: str) -> int:
+    """Remove the hooks ``claim hooks install`` added, and nothing else."""
+    path = _settings(harness, scope)
+    removed = uninstall(path, harness)
+    click.echo(f"claim: removed {removed} {harness} hook(s) from {path}")
+    return 0
+
+
+def _settings(harness: str, scope: str) -> Path:
+    return target(harness).settings_path(scope, _project_root(Path.cwd()), Path.home(), os.environ)
+
+
+def _project_root(start: Path) -> Path:
+    """The work tree's top (where harnesses look for project settings), else ``start``."""
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return folder
+    return start
+
+
+def _claim_executable() -> Path:
+    """This ``claim``, by absolute path: the harness may run hooks with another PATH."""
+    running = Path(sys.argv[0])
+    if running.name == "claim" and running.is_file():
+        return running.resolve()
+    found = shutil.which("claim")
+    if found is None:
+        raise UsageError("cannot find the claim executable to write into the hook")
+    return Path(found).resolve()

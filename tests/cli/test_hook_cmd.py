@@ -1,0 +1,369 @@
+"""``claim hook start|stop`` run as the harness runs it (the real executable, the real gate, a real
+repository), and ``claim hooks install|uninstall`` on real settings files."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..fixtures.projects import CALC, CALC_BUGGY, GIT_ENV, TEST_CALC, make_repo, write_files
+
+CLAIM = Path(sys.executable).parent / "claim"
+
+
+def claim(
+    *args: str, cwd: Path, stdin: str = "", env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(CLAIM), *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env={**GIT_ENV, **(env or {})},
+        timeout=300,
+        check=False,
+    )
+
+
+def project(tmp_path: Path, max_blocks: int = 2) -> Path:
+    """A repository with a passing suite and a committed claim.toml whose runs go outside it."""
+    config = (
+        f'[gate]\nruns_dir = "{tmp_path / "runs"}"\nmax_blocks = {max_blocks}\n\n'
+        '[[check]]\ntype = "test_run"\n'
+        f'command = ["{sys.executable}", "-m", "pytest", "-q", "-p", "no:cacheprovider"]\n'
+    )
+    files = {"calc.py": CALC, "tests/test_calc.py": TEST_CALC, "claim.toml": config}
+    return make_repo(tmp_path / "repo", files)
+
+
+def stop_payload(harness: str, repo: Path, session: str = "s-1", **over: Any) -> str:
+    documented: dict[str, dict[str, Any]] = {
+        "claude-code": {
+            "session_id": session,
+            "transcript_path": "/tmp/t.jsonl",
+            "cwd": str(repo),
+            "permission_mode": "bypassPermissions",
+            "hook_event_name": "Stop",
+            "stop_hook_active": False,
+            "last_assistant_message": "Done. All tests pass.",
+        },
+        "codex": {
+            "session_id": session,
+            "turn_id": "t-1",
+            "transcript_path": None,
+            "cwd": str(repo),
+            "hook_event_name": "Stop",
+            "model": "gpt-5-codex",
+            "permission_mode": "default",
+            "stop_hook_active": False,
+            "last_assistant_message": "Done.",
+        },
+        "openhands": {"session_id": session, "cwd": str(repo), "hook_event_name": "Stop"},
+        "cursor": {
+            "conversation_id": session,
+            "generation_id": "g-1",
+            "hook_event_name": "stop",
+            "status": "completed",
+            "loop_count": 0,
+            "workspace_roots": [str(repo)],
+        },
+        "copilot": {
+            "timestamp": 1704614750000,
+            "cwd": str(repo),
+            "sessionId": session,
+            "transcriptPath": "/tmp/t.jsonl",
+            "stopReason": "end_turn",
+        },
+    }
+    return json.dumps({**documented[harness], **over})
+
+
+def start_payload(repo: Path, session: str = "s-1") -> str:
+    return json.dumps(
+        {
+            "session_id": session,
+            "cwd": str(repo),
+            "hook_event_name": "SessionStart",
+            "source": "startup",
+        }
+    )
+
+
+def answer(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    body = json.loads(done.stdout)
+    assert isinstance(body, dict)
+    return body
+
+
+def claims(runs: Path) -> list[dict[str, Any]]:
+    return [
+        json.loads(path.read_text())
+        for path in sorted(runs.rglob("*.json"))
+        if "sessions" not in path.parts
+    ]
+
+
+# ---- the stop, with the real gate
+
+
+def test_a_wrong_fix_is_sent_back_and_the_right_one_lets_the_agent_stop(tmp_path: Path) -> None:
+    repo = project(tmp_path)
+    started = claim(
+        "hook", "start", "--harness", "claude-code", cwd=repo, stdin=start_payload(repo)
+    )
+    assert started.returncode == 0, started.stderr
+    write_files(repo, {"calc.py": CALC_BUGGY + "\n# touched\n"})
+
+    blocked = claim(
+        "hook",
+        "stop",
+        "--harness",
+        "claude-code",
+        cwd=repo,
+        stdin=stop_payload("claude-code", repo),
+    )
+    assert blocked.returncode == 0, blocked.stderr
+    body = answer(blocked)
+    assert body["decision"] == "block"
+    assert "refuted" in body["reason"]
+    assert "failed" in body["reason"]
+    assert "1 of 2" in body["systemMessage"]
+
+    write_files(repo, {"calc.py": CALC + "\n# fixed\n"})
+    allowed = claim(
+        "hook",
+        "stop",
+        "--harness",
+        "claude-code",
+        cwd=repo,
+        stdin=stop_payload("claude-code", repo, stop_hook_active=True),
+    )
+    body = answer(allowed)
+    assert "decision" not in body
+    assert body["systemMessage"].startswith("completion-claim: verified")
+    states = [doc.get("verdict", {}).get("state") for doc in claims(tmp_path / "runs")]
+    assert "verified" in states
+
+
+def test_after_max_blocks_the_stop_goes_through_and_says_not_verified(tmp_path: Path) -> None:
+    repo = project(tmp_path, max_blocks=1)
+    write_files(repo, {"calc.py": CALC_BUGGY})
+    first = claim(
+        "hook",
+        "stop",
+        "--harness",
+        "claude-code",
+        cwd=repo,
+        stdin=stop_payload("claude-code", repo),
+    )
+    assert answer(first)["decision"] == "block"
+    second = claim(
+        "hook",
+        "stop",
+        "--harness",
+        "claude-code",
+        cwd=repo,
+        stdin=stop_payload("claude-code", repo, stop_hook_active=True),
+    )
+    body = answer(second)
+    assert "decision" not in body
+    assert "NOT verified" in body["systemMessage"]
+    assert "after 1 blocks in a row" in body["systemMessage"]
+
+
+@pytest.mark.parametrize(
+    ("harness", "blocked_code", "blocked"),
+    [
+        ("codex", 0, {"decision": "block"}),
+        ("openhands", 2, {"decision": "deny"}),
+        ("cursor", 0, {}),
+        ("copilot", 0, {"decision": "block"}),
+    ],
+)
+def test_each_harness_gets_its_own_answer_from_the_real_gate(
+    harness: str, blocked_code: int, blocked: dict[str, str], tmp_path: Path
+) -> None:
+    repo = project(tmp_path)
+    write_files(repo, {"calc.py": CALC_BUGGY})
+    sent_back = claim(
+        "hook", "stop", "--harness", harness, cwd=repo, stdin=stop_payload(harness, repo)
+    )
+    assert sent_back.returncode == blocked_code, sent_back.stderr
+    body = answer(sent_back)
+    reason_key = "followup_message" if harness == "cursor" else "reason"
+    assert set(body) - {"systemMessage"} == {*blocked, reason_key}
+    assert {key: body[key] for key in blocked} == blocked
+    assert "failed" in body[reason_key]
+    write_files(repo, {"calc.py": CALC + "\n# fixed\n"})
+    allowed = claim(
+        "hook", "stop", "--harness", harness, cwd=repo, stdin=stop_payload(harness, repo)
+    )
+    assert allowed.returncode == 0, allowed.stderr
+    assert reason_key not in answer(allowed)
+    assert "decision" not in answer(allowed)
+
+
+# ---- a hook that cannot judge lets the stop through, loudly
+
+
+@pytest.mark.parametrize("stdin", ["", "{broken", "[]"])
+def test_unreadable_stdin_is_one_line_and_not_a_block(stdin: str, tmp_path: Path) -> None:
+    repo = project(tmp_path)
+    done = claim("hook", "stop", "--harness", "claude-code", cwd=repo, stdin=stdin)
+    assert done.returncode == 0
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "let through unjudged" in done.stderr
+    assert "decision" not in answer(done)
+
+
+def test_no_config_lets_the_stop_through_and_says_why(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "bare", {"calc.py": CALC})
+    done = claim("hook", "stop", "--harness", "codex", cwd=repo, stdin=stop_payload("codex", repo))
+    assert done.returncode == 0
+    assert "no claim.toml" in done.stderr
+    assert "no claim.toml" in answer(done)["systemMessage"]
+
+
+def test_a_broken_config_lets_the_stop_through_naming_the_line(tmp_path: Path) -> None:
+    repo = project(tmp_path)
+    (repo / "claim.toml").write_text("[gate]\nmax_blokcs = 2\n")
+    done = claim(
+        "hook",
+        "stop",
+        "--harness",
+        "claude-code",
+        cwd=repo,
+        stdin=stop_payload("claude-code", repo),
+    )
+    assert done.returncode == 0
+    assert "claim.toml:2" in done.stderr
+
+
+def test_an_explicit_config_outside_the_work_tree_is_used(tmp_path: Path) -> None:
+    repo = project(tmp_path)
+    outside = tmp_path / "operator" / "claim.toml"
+    outside.parent.mkdir()
+    (repo / "claim.toml").rename(outside)
+    write_files(repo, {"calc.py": CALC_BUGGY})
+    done = claim(
+        "hook",
+        "stop",
+        "--harness",
+        "claude-code",
+        "--config",
+        str(outside),
+        cwd=repo,
+        stdin=stop_payload("claude-code", repo),
+    )
+    assert answer(done)["decision"] == "block"
+
+
+def test_the_installed_hook_judges_its_repository_wherever_the_agent_cds(tmp_path: Path) -> None:
+    repo = project(tmp_path)
+    decoy = project(tmp_path / "decoy")  # a clean tree with passing tests and its own config
+    assert claim("hooks", "install", "--harness", "codex", cwd=repo).returncode == 0
+    (entry,) = json.loads((repo / ".codex" / "hooks.json").read_text())["hooks"]["Stop"]
+    argv = shlex.split(entry["hooks"][0]["command"])
+    write_files(repo, {"calc.py": CALC_BUGGY})
+    done = subprocess.run(
+        argv,
+        cwd=decoy,
+        input=stop_payload("codex", decoy),
+        capture_output=True,
+        text=True,
+        env=GIT_ENV,
+        timeout=300,
+        check=False,
+    )
+    assert answer(done)["decision"] == "block", done.stderr
+
+
+def test_start_with_unreadable_stdin_takes_no_baselines_and_exits_0(tmp_path: Path) -> None:
+    repo = project(tmp_path)
+    done = claim("hook", "start", "--harness", "claude-code", cwd=repo, stdin="")
+    assert done.returncode == 0
+    assert "no baselines were taken" in done.stderr
+
+
+def test_unknown_harness_is_a_usage_error(tmp_path: Path) -> None:
+    done = claim("hook", "stop", "--harness", "aider", cwd=tmp_path)
+    assert done.returncode == 4
+
+
+# ---- hooks install / uninstall
+
+
+def test_install_writes_this_claim_by_absolute_path_and_uninstall_removes_it(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC})
+    settings = repo / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    original = {
+        "permissions": {"allow": ["Bash"]},
+        "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]},
+    }
+    settings.write_text(json.dumps(original))
+    (repo / "sub").mkdir()
+
+    first = claim("hooks", "install", "--harness", "claude-code", cwd=repo / "sub")
+    assert first.returncode == 0, first.stderr
+    assert str(settings) in first.stdout
+    written = json.loads(settings.read_text())
+    commands = [h["command"] for group in written["hooks"]["Stop"] for h in group["hooks"]]
+    assert commands == [
+        "say done",
+        f"{CLAIM.resolve()} hook stop --harness claude-code --repo {repo}",
+    ]
+    assert written["permissions"] == original["permissions"]
+
+    again = claim("hooks", "install", "--harness", "claude-code", cwd=repo)
+    assert "already installed" in again.stdout
+    assert json.loads(settings.read_text()) == written
+
+    removed = claim("hooks", "uninstall", "--harness", "claude-code", cwd=repo)
+    assert removed.returncode == 0
+    assert json.loads(settings.read_text()) == original
+
+
+def test_install_at_user_scope_writes_under_home(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    config = tmp_path / "claim.toml"
+    config.write_text("")
+    done = claim(
+        "hooks",
+        "install",
+        "--harness",
+        "cursor",
+        "--scope",
+        "user",
+        "--config",
+        str(config),
+        cwd=tmp_path,
+        env={"HOME": str(home)},
+    )
+    assert done.returncode == 0, done.stderr
+    written = json.loads((home / ".cursor" / "hooks.json").read_text())
+    assert written["version"] == 1
+    assert written["hooks"]["stop"][0]["command"].endswith(
+        f"hook stop --harness cursor --config {config}"
+    )
+
+
+def test_install_refuses_a_settings_file_that_is_not_json(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC})
+    settings = repo / ".codex" / "hooks.json"
+    settings.parent.mkdir()
+    settings.write_text("{ oops")
+    done = claim("hooks", "install", "--harness", "codex", cwd=repo)
+    assert done.returncode == 4
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "not valid JSON" in done.stderr
+    assert settings.read_text() == "{ oops"

@@ -1,0 +1,460 @@
+"""The harness adapters at the payload level: each harness's documented stdin JSON in, its
+documented answer out, for verified, refuted, unverified, malformed and empty input, and the
+max_blocks let-through. Verdicts are real ``verify()`` results over real claims."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from completion_claim.cli.verify_cmd import EXIT_FOR_STATE
+from completion_claim.gate import hooks
+from completion_claim.gate.run import GateResult
+from completion_claim.verify import Verdict, verify
+
+from ..builders import at, build, evidence
+
+MAX_BLOCKS = 3
+
+
+@pytest.fixture(autouse=True)
+def _no_project_dir_from_the_outer_harness(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
+    monkeypatch.delenv("OPENHANDS_PROJECT_DIR", raising=False)
+
+
+def verdict(state: str) -> Verdict:
+    items = {
+        "verified": [evidence()],
+        "refuted": [evidence(observed_value={"billing_zip": "0"})],
+        "unverified": [],
+    }[state]
+    result = verify(build(evidence_items=items), at(20))
+    assert result.state == state
+    return result
+
+
+REASON = "tests/test_calc.py::test_add failed: assert -1 == 5"
+
+
+class Gate:
+    """A decision function that hands back one real verdict and remembers what it was asked."""
+
+    def __init__(self, state: str, claim_path: Path) -> None:
+        judged = verdict(state)
+        self.outcome = GateResult(
+            verdict=judged,
+            claim_path=claim_path,
+            document={"verdict": judged.to_json()},
+            agent_reason="" if state == "verified" else REASON,
+            exit_code=EXIT_FOR_STATE[state],
+        )
+        self.requests: list[hooks.StopRequest] = []
+
+    def __call__(self, request: hooks.StopRequest) -> hooks.GateOutcome:
+        self.requests.append(request)
+        return self.outcome
+
+
+def payload(harness: str, repo: Path, **over: Any) -> dict[str, Any]:
+    """Each harness's stop payload as its documentation shows it."""
+    documented: dict[str, dict[str, Any]] = {
+        "claude-code": {
+            "session_id": "abc123",
+            "transcript_path": "/home/u/.claude/projects/x/abc123.jsonl",
+            "cwd": str(repo),
+            "permission_mode": "default",
+            "hook_event_name": "Stop",
+            "stop_hook_active": False,
+            "last_assistant_message": "Done. All tests pass.",
+        },
+        "codex": {
+            "session_id": "s-1",
+            "turn_id": "t-1",
+            "transcript_path": None,
+            "cwd": str(repo),
+            "hook_event_name": "Stop",
+            "model": "gpt-5-codex",
+            "permission_mode": "default",
+            "stop_hook_active": False,
+            "last_assistant_message": "Done.",
+        },
+        "openhands": {"session_id": "oh-1", "cwd": str(repo), "hook_event_name": "Stop"},
+        "cursor": {
+            "conversation_id": "conv-1",
+            "generation_id": "gen-1",
+            "hook_event_name": "stop",
+            "status": "completed",
+            "loop_count": 0,
+            "workspace_roots": [str(repo)],
+        },
+        "copilot": {
+            "timestamp": 1704614750000,
+            "cwd": str(repo),
+            "sessionId": "cp-1",
+            "transcriptPath": "/tmp/t.jsonl",
+            "stopReason": "end_turn",
+        },
+    }
+    doc = documented[harness]
+    doc.update(over)
+    return doc
+
+
+def stop(
+    harness: str, tmp_path: Path, gate: Gate, raw: bytes | None = None, **over: Any
+) -> hooks.HookAnswer:
+    adapter = hooks.harness(harness)
+    data = raw if raw is not None else json.dumps(payload(harness, tmp_path, **over)).encode()
+    request = hooks.read_stop(adapter, data)
+    if isinstance(request, hooks.HookAnswer):
+        return request
+    return hooks.judge_stop(
+        adapter, request, gate, sessions_dir=tmp_path / "runs" / "sessions", max_blocks=MAX_BLOCKS
+    )
+
+
+def out(answer: hooks.HookAnswer) -> dict[str, Any]:
+    body = json.loads(answer.stdout)
+    assert isinstance(body, dict)
+    return body
+
+
+HARNESSES = ["claude-code", "codex", "openhands", "cursor", "copilot"]
+
+
+# ---- verified: the stop goes through
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+def test_verified_work_is_allowed_to_stop(harness: str, tmp_path: Path) -> None:
+    gate = Gate("verified", tmp_path / "claim.json")
+    answer = stop(harness, tmp_path, gate)
+    assert answer.exit_code == 0
+    body = out(answer)
+    assert "decision" not in body
+    assert "followup_message" not in body
+    assert gate.requests[0].repo == tmp_path
+
+
+def test_claude_code_verified_prints_a_system_message(tmp_path: Path) -> None:
+    answer = stop("claude-code", tmp_path, Gate("verified", tmp_path / "c.json"))
+    assert out(answer) == {
+        "systemMessage": f"completion-claim: verified (recorded at {tmp_path / 'c.json'})"
+    }
+
+
+def test_the_gate_is_asked_with_the_session_and_the_final_message(tmp_path: Path) -> None:
+    gate = Gate("verified", tmp_path / "c.json")
+    stop("claude-code", tmp_path, gate)
+    stop("codex", tmp_path, gate)
+    stop("cursor", tmp_path, gate)
+    stop("copilot", tmp_path, gate)
+    asked = [(r.harness, r.session, r.outcome) for r in gate.requests]
+    assert asked == [
+        ("claude-code", "abc123", "Done. All tests pass."),
+        ("codex", "s-1", "Done."),
+        ("cursor", "conv-1", ""),
+        ("copilot", "cp-1", ""),
+    ]
+
+
+# ---- refuted / unverified: sent back, in each harness's words
+
+
+@pytest.mark.parametrize("state", ["refuted", "unverified"])
+@pytest.mark.parametrize("harness", ["claude-code", "codex", "copilot"])
+def test_not_verified_is_blocked_with_decision_block(
+    harness: str, state: str, tmp_path: Path
+) -> None:
+    answer = stop(harness, tmp_path, Gate(state, tmp_path / "c.json"))
+    body = out(answer)
+    assert answer.exit_code == 0
+    assert body["decision"] == "block"
+    assert REASON in body["reason"]
+    assert state in body["reason"]
+
+
+@pytest.mark.parametrize("state", ["refuted", "unverified"])
+def test_openhands_denies_with_exit_2(state: str, tmp_path: Path) -> None:
+    answer = stop("openhands", tmp_path, Gate(state, tmp_path / "c.json"))
+    assert answer.exit_code == 2
+    assert out(answer)["decision"] == "deny"
+    assert REASON in out(answer)["reason"]
+    assert REASON in answer.stderr
+
+
+@pytest.mark.parametrize("state", ["refuted", "unverified"])
+def test_cursor_sends_the_reason_as_a_followup_message(state: str, tmp_path: Path) -> None:
+    answer = stop("cursor", tmp_path, Gate(state, tmp_path / "c.json"))
+    assert answer.exit_code == 0
+    assert list(out(answer)) == ["followup_message"]
+    assert REASON in out(answer)["followup_message"]
+
+
+def test_codex_answer_has_only_fields_its_schema_allows(tmp_path: Path) -> None:
+    allowed = {"continue", "decision", "reason", "stopReason", "suppressOutput", "systemMessage"}
+    for state in ("verified", "refuted"):
+        assert set(out(stop("codex", tmp_path, Gate(state, tmp_path / "c.json")))) <= allowed
+
+
+def test_cursor_does_not_judge_a_stop_the_user_aborted(tmp_path: Path) -> None:
+    gate = Gate("refuted", tmp_path / "c.json")
+    answer = stop("cursor", tmp_path, gate, status="aborted")
+    assert out(answer) == {}
+    assert answer.exit_code == 0
+    assert gate.requests == []
+
+
+# ---- max_blocks: bounded, then let through loudly
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+def test_after_max_blocks_the_stop_is_let_through_with_the_verdict(
+    harness: str, tmp_path: Path
+) -> None:
+    gate = Gate("refuted", tmp_path / "c.json")
+    flag = {"claude-code": "stop_hook_active", "codex": "stop_hook_active"}.get(harness)
+    answers = []
+    for attempt in range(MAX_BLOCKS + 1):
+        over: dict[str, Any] = {}
+        if flag:
+            over[flag] = attempt > 0
+        if harness == "cursor":
+            over["loop_count"] = attempt
+        answers.append(stop(harness, tmp_path, gate, **over))
+    blocked, last = answers[:-1], answers[-1]
+    assert all(
+        a.exit_code == 2 or "decision" in out(a) or "followup_message" in out(a) for a in blocked
+    )
+    assert last.exit_code == 0
+    assert "decision" not in out(last)
+    assert "followup_message" not in out(last)
+    message = out(last).get("systemMessage") or last.stderr
+    assert "NOT verified" in message
+    assert "refuted" in message
+    assert str(tmp_path / "c.json") in message
+    assert len(gate.requests) == MAX_BLOCKS + 1  # every stop was judged and recorded
+
+
+def test_claude_code_let_through_is_a_system_message(tmp_path: Path) -> None:
+    gate = Gate("unverified", tmp_path / "c.json")
+    for attempt in range(MAX_BLOCKS):
+        assert (
+            out(stop("claude-code", tmp_path, gate, stop_hook_active=attempt > 0))["decision"]
+            == "block"
+        )
+    last = out(stop("claude-code", tmp_path, gate, stop_hook_active=True))
+    assert set(last) == {"systemMessage"}
+    assert "unverified after 3 blocks in a row" in last["systemMessage"]
+
+
+def test_the_count_is_per_session(tmp_path: Path) -> None:
+    gate = Gate("refuted", tmp_path / "c.json")
+    for _ in range(MAX_BLOCKS):
+        stop("copilot", tmp_path, gate)
+    other = stop("copilot", tmp_path, gate, sessionId="another")
+    assert out(other)["decision"] == "block"
+    assert "decision" not in out(stop("copilot", tmp_path, gate))
+
+
+def test_a_verified_stop_resets_the_count(tmp_path: Path) -> None:
+    refuted, verified = Gate("refuted", tmp_path / "c.json"), Gate("verified", tmp_path / "c.json")
+    for _ in range(MAX_BLOCKS):
+        stop("copilot", tmp_path, refuted)
+    stop("copilot", tmp_path, verified)
+    assert out(stop("copilot", tmp_path, refuted))["decision"] == "block"
+
+
+def test_a_fresh_turn_resets_a_stale_count(tmp_path: Path) -> None:
+    gate = Gate("refuted", tmp_path / "c.json")
+    for attempt in range(MAX_BLOCKS):
+        stop("claude-code", tmp_path, gate, stop_hook_active=attempt > 0)
+    # The harness says no hook blocked earlier in this turn: a new prompt, a new row.
+    assert out(stop("claude-code", tmp_path, gate, stop_hook_active=False))["decision"] == "block"
+
+
+def test_stop_hook_active_alone_does_not_let_a_stop_through(tmp_path: Path) -> None:
+    gate = Gate("refuted", tmp_path / "c.json")
+    assert out(stop("claude-code", tmp_path, gate, stop_hook_active=True))["decision"] == "block"
+
+
+def test_the_session_file_is_named_by_a_hash_and_written_whole(tmp_path: Path) -> None:
+    stop("claude-code", tmp_path, Gate("refuted", tmp_path / "c.json"))
+    files = list((tmp_path / "runs" / "sessions").iterdir())
+    assert [f.name for f in files] == [
+        f"{__import__('hashlib').sha256(b'abc123').hexdigest()[:16]}.json"
+    ]
+    assert json.loads(files[0].read_text()) == {
+        "blocks": 1,
+        "last_state": "refuted",
+        "last_claim": str(tmp_path / "c.json"),
+    }
+
+
+def test_a_corrupt_session_file_counts_from_zero(tmp_path: Path) -> None:
+    gate = Gate("refuted", tmp_path / "c.json")
+    stop("copilot", tmp_path, gate)
+    (session_file,) = (tmp_path / "runs" / "sessions").iterdir()
+    session_file.write_text("{not json")
+    assert out(stop("copilot", tmp_path, gate))["decision"] == "block"
+    assert json.loads(session_file.read_text())["blocks"] == 1
+
+
+# ---- input the hook cannot read: one clear line, the stop is not blocked
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        (b"", "empty input"),
+        (b"   \n", "empty input"),
+        (b"{not json", "input is not JSON"),
+        (b"[1, 2]", "not a JSON object"),
+    ],
+)
+def test_unreadable_input_lets_the_stop_through_with_one_line(
+    harness: str, raw: bytes, problem: str, tmp_path: Path
+) -> None:
+    gate = Gate("refuted", tmp_path / "c.json")
+    answer = stop(harness, tmp_path, gate, raw=raw)
+    assert answer.exit_code == 0
+    assert problem in answer.stderr
+    assert "let through unjudged" in answer.stderr
+    assert "\n" not in answer.stderr
+    assert "decision" not in out(answer)
+    assert "followup_message" not in out(answer)
+    assert gate.requests == []
+
+
+@pytest.mark.parametrize(
+    ("harness", "over", "problem"),
+    [
+        ("claude-code", {"session_id": None}, "'session_id' is missing"),
+        ("claude-code", {"cwd": "relative/dir"}, "'cwd' is not an existing absolute directory"),
+        ("claude-code", {"stop_hook_active": "yes"}, "'stop_hook_active' is not a boolean"),
+        ("claude-code", {"hook_event_name": "PreToolUse"}, "'hook_event_name' is 'PreToolUse'"),
+        ("codex", {"hook_event_name": "SubagentStop"}, "'hook_event_name' is 'SubagentStop'"),
+        ("cursor", {"workspace_roots": []}, "'workspace_roots' is missing"),
+        ("cursor", {"loop_count": "2"}, "'loop_count' is not an integer"),
+        ("copilot", {"sessionId": 7}, "'sessionId' is missing"),
+    ],
+)
+def test_a_payload_off_contract_is_named_and_let_through(
+    harness: str, over: dict[str, Any], problem: str, tmp_path: Path
+) -> None:
+    answer = stop(harness, tmp_path, Gate("refuted", tmp_path / "c.json"), **over)
+    assert answer.exit_code == 0
+    assert problem in answer.stderr
+
+
+def test_claude_code_shows_an_unreadable_payload_as_a_system_message(tmp_path: Path) -> None:
+    answer = stop("claude-code", tmp_path, Gate("refuted", tmp_path / "c.json"), raw=b"")
+    assert "empty input" in out(answer)["systemMessage"]
+
+
+def test_claude_code_subagent_stop_is_judged(tmp_path: Path) -> None:
+    answer = stop(
+        "claude-code",
+        tmp_path,
+        Gate("refuted", tmp_path / "c.json"),
+        hook_event_name="SubagentStop",
+    )
+    assert out(answer)["decision"] == "block"
+
+
+def test_claude_code_judges_its_project_dir_not_the_agents_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
+    gate = Gate("verified", tmp_path / "c.json")
+    stop("claude-code", tmp_path, gate, cwd=str(elsewhere))
+    assert gate.requests[0].repo == project
+
+
+def test_a_pinned_repo_wins_over_the_payload(tmp_path: Path) -> None:
+    pinned, elsewhere = tmp_path / "pinned", tmp_path / "elsewhere"
+    pinned.mkdir()
+    elsewhere.mkdir()
+    for harness in HARNESSES:
+        data = json.dumps(payload(harness, elsewhere)).encode()
+        request = hooks.read_stop(hooks.harness(harness), data, pinned)
+        assert isinstance(request, hooks.StopRequest)
+        assert request.repo == pinned
+    start_payload = {**payload("codex", elsewhere), "hook_event_name": "SessionStart"}
+    start = hooks.read_start(hooks.harness("codex"), json.dumps(start_payload).encode(), pinned)
+    assert isinstance(start, hooks.StartRequest)
+    assert start.repo == pinned
+
+
+def test_a_pinned_repo_that_is_gone_lets_the_stop_through_unjudged(tmp_path: Path) -> None:
+    data = json.dumps(payload("codex", tmp_path)).encode()
+    answer = hooks.read_stop(hooks.harness("codex"), data, tmp_path / "gone")
+    assert isinstance(answer, hooks.HookAnswer)
+    assert "'--repo' is not an existing absolute directory" in answer.stderr
+
+
+def test_openhands_without_cwd_uses_its_project_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENHANDS_PROJECT_DIR", str(tmp_path))
+    gate = Gate("verified", tmp_path / "c.json")
+    stop("openhands", tmp_path, gate, cwd=None, session_id=None)
+    assert gate.requests[0].repo == tmp_path
+    assert gate.requests[0].session == f"openhands:{tmp_path}"
+
+
+# ---- session start
+
+
+@pytest.mark.parametrize(
+    ("harness", "doc", "session", "resumed"),
+    [
+        (
+            "claude-code",
+            {"session_id": "a", "hook_event_name": "SessionStart", "source": "startup"},
+            "a",
+            False,
+        ),
+        (
+            "claude-code",
+            {"session_id": "a", "hook_event_name": "SessionStart", "source": "resume"},
+            "a",
+            True,
+        ),
+        (
+            "codex",
+            {"session_id": "b", "hook_event_name": "SessionStart", "source": "startup"},
+            "b",
+            False,
+        ),
+        ("openhands", {"session_id": "c", "hook_event_name": "SessionStart"}, "c", False),
+        ("cursor", {"conversation_id": "d", "hook_event_name": "sessionStart"}, "d", False),
+        ("copilot", {"sessionId": "e", "timestamp": 1, "source": "new"}, "e", False),
+    ],
+)
+def test_session_start_payloads(
+    harness: str, doc: dict[str, Any], session: str, resumed: bool, tmp_path: Path
+) -> None:
+    doc = (
+        {**doc, "cwd": str(tmp_path)}
+        if harness != "cursor"
+        else {**doc, "workspace_roots": [str(tmp_path)]}
+    )
+    request = hooks.read_start(hooks.harness(harness), json.dumps(doc).encode())
+    assert isinstance(request, hooks.StartRequest)
+    assert (request.session, request.repo, request.resumed) == (session, tmp_path, resumed)
+
+
+def test_an_unreadable_start_payload_takes_no_baselines_and_says_so(tmp_path: Path) -> None:
+    answer = hooks.read_start(hooks.harness("claude-code"), b"nope")
+    assert isinstance(answer, hooks.HookAnswer)
+    assert answer.exit_code == 0
+    assert "no baselines were taken" in answer.stderr
