@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from calc_repo import fixed_calc_repo  # benchmarks/calc_repo.py, beside this script
+
 CLAIM = str(Path(sys.executable).with_name("claim"))
 CONFIG = """\
 [policy]
@@ -34,23 +36,9 @@ trusted_ref = "main"
 """
 
 
-def git(repo: Path, *args: str) -> None:
-    identity = ["-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
-    subprocess.run(["git", *identity, *args], cwd=repo, check=True, capture_output=True)
-
-
 def project(root: Path) -> tuple[Path, Path]:
     """A repository with one fixed bug in the work tree, and the operator's claim.toml."""
-    repo = root / "repo"
-    (repo / "tests").mkdir(parents=True)
-    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (repo / "tests" / "test_calc.py").write_text(
-        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
-    )
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    repo = fixed_calc_repo(root, "def test_add():\n    assert add(2, 3) == 5\n")
     config = root / "ops" / "claim.toml"
     config.parent.mkdir()
     config.write_text(CONFIG.format(runs=root / "runs"))

@@ -15,24 +15,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from calc_repo import fixed_calc_repo  # benchmarks/calc_repo.py, beside this script
+
 CLAIM = str(Path(sys.executable).with_name("claim"))
 TESTS = "".join(f"def test_{n}():\n    assert add({n}, 1) == {n + 1}\n\n\n" for n in range(20))
 
 
-def git(repo: Path, *args: str) -> None:
-    identity = ["-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
-    subprocess.run(["git", *identity, *args], cwd=repo, check=True, capture_output=True)
-
-
 def project(root: Path) -> tuple[Path, Path]:
-    repo = root / "repo"
-    (repo / "tests").mkdir(parents=True)
-    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (repo / "tests" / "test_calc.py").write_text("from calc import add\n\n\n" + TESTS)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    repo = fixed_calc_repo(root, TESTS)
     claim = root / "claim.json"
     for args in (["new", str(claim), "--task-id", "b", "--outcome", "o"],
                  ["capture-git", str(claim), "--repo", str(repo)]):  # fmt: skip
