@@ -175,7 +175,7 @@ def test_after_max_blocks_the_stop_goes_through_and_says_not_verified(tmp_path: 
     body = answer(second)
     assert "decision" not in body
     assert "NOT verified" in body["systemMessage"]
-    assert "after 1 blocks in a row" in body["systemMessage"]
+    assert "after 1 block in a row" in body["systemMessage"]
 
 
 @pytest.mark.parametrize(

@@ -104,6 +104,8 @@ def test_no_change_is_unverified_even_when_the_tests_pass(
     assert (result.verdict.state, result.exit_code) == ("unverified", 1)
     assert result.document["mutations"] == []
     assert [u.code for u in result.verdict.unmet] == ["no_changes"]
+    # The evidence alone would verify; the sentence must not say so for a verdict the gate holds.
+    assert result.verdict.reason == "Unverified: nothing changed: there is no change to verify."
     assert result.agent_reason.startswith("nothing changed in the work tree")
     assert result.document["claimed_outcome"] == "Done."
 
@@ -121,6 +123,7 @@ def test_a_test_edited_to_agree_with_a_bug_is_run_as_the_trusted_ref_has_it(
     assert "tests/test_calc.py::test_add failed: assert -1 == 5" in result.agent_reason
     details = evidence_of(result.document, "test_run")["details"]
     assert details["protected_restored"]["restored"] == ["tests/test_calc.py"]
+    assert "your changes to tests/test_calc.py were not used" in result.agent_reason
 
 
 def test_a_test_edited_to_agree_with_a_bug_does_not_count_without_a_trusted_ref(

@@ -414,7 +414,8 @@ def judge_stop(
         state.blocks = 0
         state.save(outcome)
         return adapter.allow(
-            f"completion-claim: NOT verified: {verdict.state} after {max_blocks} blocks in a row;"
+            f"completion-claim: NOT verified: {verdict.state} after {max_blocks} "
+            f"block{'' if max_blocks == 1 else 's'} in a row;"
             f" the stop was let through. {verdict.reason} (recorded at {outcome.claim_path})"
         )
     state.blocks += 1

@@ -49,6 +49,7 @@ def agent_reason(
             lines.append(f"{_subject(item)} could not run: {error}")
         elif result.contradicts:
             lines += _contradiction(item, result, root)
+        lines += _tests_set_aside(item)
     for unmet in verdict.unmet:
         if unmet.code == NO_CHANGES:
             lines.append(
@@ -100,6 +101,26 @@ def _contradiction(item: Evidence, result: EvidenceResult, root: Path) -> list[s
             + _tail_hint(item, observed)
         )
     return lines
+
+
+def _tests_set_aside(item: Evidence) -> list[str]:
+    """The agent's edits to protected test paths that the trusted ref replaced: said, so that it
+    stops editing the tests instead of the code."""
+    restored = (item.details or {}).get("protected_restored")
+    if item.check_type != TEST_RUN or not isinstance(restored, dict):
+        return []
+    paths = [
+        str(path)
+        for key in ("restored", "removed")
+        if isinstance(restored.get(key), list)
+        for path in restored[key]
+    ]
+    if not paths:
+        return []
+    return [
+        f"your changes to {', '.join(paths[:5])} were not used: the tests run as the trusted ref "
+        "has them, and changes to tests do not count; fix the code instead"
+    ]
 
 
 def _tail_hint(item: Evidence, observed: dict[str, Any]) -> str:

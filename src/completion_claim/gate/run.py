@@ -409,11 +409,18 @@ def _gate_rules(
             reasons.append(f"the gate's configuration {mutation.target} was changed")
     if not unmet:
         return verdict
+    gate_says = "; ".join(reasons)
+    # The verifier's own sentence would open with "Verified:" for a verdict the gate overturns.
+    reason = (
+        f"Unverified: {gate_says}."
+        if verdict.state == "verified"
+        else f"{verdict.reason} Gate: {gate_says}."
+    )
     return replace(
         verdict,
         state="refuted" if verdict.state == "refuted" else "unverified",
         unmet=(*verdict.unmet, *unmet),
-        reason=f"{verdict.reason} Gate: {'; '.join(reasons)}.",
+        reason=reason,
     )
 
 
