@@ -12,7 +12,15 @@ import pytest
 
 from completion_claim.cli import run
 from completion_claim.gate.config import load_config
-from tests.fixtures.projects import CALC_BUGGY, calc_project, git, make_repo, write_files
+from tests.fixtures.projects import (
+    CALC,
+    CALC_BUGGY,
+    TEST_CALC,
+    calc_project,
+    git,
+    make_repo,
+    write_files,
+)
 
 CONFIG = """\
 [policy]
@@ -66,6 +74,27 @@ def test_init_writes_a_working_configuration_for_a_pytest_repository(
     text = (repo / "claim.toml").read_text()
     assert "endpoint_health" not in text
     assert "state_readback" not in text
+
+
+def test_init_says_to_commit_the_file_the_gate_will_then_accept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An uncommitted claim.toml is a change to the gate's own configuration: the README's
+    set-up commits it, and only then does an honest change verify."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC})
+    assert run(["init", "--repo", str(repo)]) == 0
+    assert "commit it (git add claim.toml && git commit)" in capsys.readouterr().out
+    write_files(repo, {"calc.py": CALC})
+    monkeypatch.chdir(repo)
+
+    assert run(["gate", "--outcome", "Fixed add()."]) == 1  # claim.toml is not committed yet
+    assert "gate's configuration claim.toml was changed" in capsys.readouterr().out
+
+    git(repo, "add", "claim.toml")
+    git(repo, "commit", "-qm", "gate")
+    assert run(["gate", "--outcome", "Fixed add()."]) == 0
 
 
 def test_init_comments_examples_for_a_dockerfile_and_a_database(

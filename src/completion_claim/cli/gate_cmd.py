@@ -40,7 +40,10 @@ def init_command(repo: str, force: bool) -> int:
     found = [name for name, on in (("pytest", facts.pytest), ("Dockerfile", facts.dockerfile),
                                    ("a database URL", facts.database)) if on]  # fmt: skip
     click.echo(f"wrote {path} ({'found ' + ', '.join(found) if found else 'nothing detected'})")
-    click.echo("next: claim hooks install --harness claude-code")
+    # Until it is committed, the gate sees claim.toml as a change to its own configuration and
+    # refuses every verdict: the operator's file must be part of the base the agent starts from.
+    click.echo(f"next: review it, commit it (git add {path.name} && git commit), then:")
+    click.echo("      claim hooks install --harness claude-code")
     return EXIT_VERIFIED
 
 
