@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from completion_claim.cli import run
+from completion_claim.gate.config import GateConfig
 from completion_claim.gate.run import GATE_VERIFIER_ID, NO_OUTCOME, run_gate, start_gate
 from tests.fixtures.projects import CALC, CALC_BUGGY, TEST_CALC, git, make_repo, write_files
 from tests.gate.conftest import POLICY, TEST_RUN_CHECK, WriteConfig
@@ -465,6 +466,14 @@ def keygen(tmp_path: Path) -> tuple[Path, str]:
     return key, public.removeprefix("public key: ")
 
 
+def signed_config(tmp_path: Path, write_config: WriteConfig) -> tuple[GateConfig, str]:
+    """The test-run gate with a signing key; the key's public half."""
+    key, public = keygen(tmp_path)
+    runs = tmp_path / "runs"
+    gate = f'[gate]\nruns_dir = "{runs}"\nsign_key = "{key}"\n'
+    return write_config(gate + POLICY + TEST_RUN_CHECK), public
+
+
 def check_verdict(claim: Path, public: str) -> int:
     return subprocess.run(
         [sys.executable, "-m", "completion_claim", "check-verdict", str(claim),
@@ -476,11 +485,7 @@ def check_verdict(claim: Path, public: str) -> int:
 def test_a_signed_run_passes_check_verdict_with_the_gate_key(
     tmp_path: Path, write_config: WriteConfig
 ) -> None:
-    key, public = keygen(tmp_path)
-    runs = tmp_path / "runs"
-    config = write_config(
-        f'[gate]\nruns_dir = "{runs}"\nsign_key = "{key}"\n{POLICY}{TEST_RUN_CHECK}'
-    )
+    config, public = signed_config(tmp_path, write_config)
     repo = buggy_project(tmp_path / "repo")
     write_files(repo, {"calc.py": CALC})
 
@@ -495,11 +500,7 @@ def test_a_signed_run_passes_check_verdict_with_the_gate_key(
 def test_a_signed_refusal_is_refuted_under_check_verdict(
     tmp_path: Path, write_config: WriteConfig
 ) -> None:
-    key, public = keygen(tmp_path)
-    runs = tmp_path / "runs"
-    config = write_config(
-        f'[gate]\nruns_dir = "{runs}"\nsign_key = "{key}"\n{POLICY}{TEST_RUN_CHECK}'
-    )
+    config, public = signed_config(tmp_path, write_config)
     repo = correct_project(tmp_path / "repo")
     write_files(repo, {"calc.py": CALC_BUGGY})
 
@@ -541,11 +542,7 @@ def test_a_broken_fix_with_a_planted_trick_is_never_verified_by_the_gate(
     tmp_path: Path, write_config: WriteConfig, plant: Plant
 ) -> None:
     """The CI recipe's tricks, through the gate: signed, no trusted ref (the harder case)."""
-    key, public = keygen(tmp_path)
-    runs = tmp_path / "runs"
-    config = write_config(
-        f'[gate]\nruns_dir = "{runs}"\nsign_key = "{key}"\n{POLICY}{TEST_RUN_CHECK}'
-    )
+    config, public = signed_config(tmp_path, write_config)
     repo = buggy_project(tmp_path / "ws")
     write_files(repo, {"calc.py": CALC_BUGGY + "# fixed\n"})
     plant(repo)
