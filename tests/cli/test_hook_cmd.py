@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from ..fixtures.projects import CALC, CALC_BUGGY, GIT_ENV, TEST_CALC, make_repo, write_files
+from ..gate.payloads import documented_stop
 
 CLAIM = Path(sys.executable).parent / "claim"
 
@@ -44,45 +45,7 @@ def project(tmp_path: Path, max_blocks: int = 2) -> Path:
 
 
 def stop_payload(harness: str, repo: Path, session: str = "s-1", **over: Any) -> str:
-    documented: dict[str, dict[str, Any]] = {
-        "claude-code": {
-            "session_id": session,
-            "transcript_path": "/tmp/t.jsonl",
-            "cwd": str(repo),
-            "permission_mode": "bypassPermissions",
-            "hook_event_name": "Stop",
-            "stop_hook_active": False,
-            "last_assistant_message": "Done. All tests pass.",
-        },
-        "codex": {
-            "session_id": session,
-            "turn_id": "t-1",
-            "transcript_path": None,
-            "cwd": str(repo),
-            "hook_event_name": "Stop",
-            "model": "gpt-5-codex",
-            "permission_mode": "default",
-            "stop_hook_active": False,
-            "last_assistant_message": "Done.",
-        },
-        "openhands": {"session_id": session, "cwd": str(repo), "hook_event_name": "Stop"},
-        "cursor": {
-            "conversation_id": session,
-            "generation_id": "g-1",
-            "hook_event_name": "stop",
-            "status": "completed",
-            "loop_count": 0,
-            "workspace_roots": [str(repo)],
-        },
-        "copilot": {
-            "timestamp": 1704614750000,
-            "cwd": str(repo),
-            "sessionId": session,
-            "transcriptPath": "/tmp/t.jsonl",
-            "stopReason": "end_turn",
-        },
-    }
-    return json.dumps({**documented[harness], **over})
+    return json.dumps({**documented_stop(harness, repo, session), **over})
 
 
 def start_payload(repo: Path, session: str = "s-1") -> str:
@@ -100,6 +63,14 @@ def answer(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     body = json.loads(done.stdout)
     assert isinstance(body, dict)
     return body
+
+
+def claude_code_stop(repo: Path, **over: Any) -> subprocess.CompletedProcess[str]:
+    """The installed command as Claude Code runs it at a stop in ``repo``."""
+    return claim(
+        "hook", "stop", "--harness", "claude-code", cwd=repo,
+        stdin=stop_payload("claude-code", repo, **over),
+    )  # fmt: skip
 
 
 def claims(runs: Path) -> list[dict[str, Any]]:
@@ -121,14 +92,7 @@ def test_a_wrong_fix_is_sent_back_and_the_right_one_lets_the_agent_stop(tmp_path
     assert started.returncode == 0, started.stderr
     write_files(repo, {"calc.py": CALC_BUGGY + "\n# touched\n"})
 
-    blocked = claim(
-        "hook",
-        "stop",
-        "--harness",
-        "claude-code",
-        cwd=repo,
-        stdin=stop_payload("claude-code", repo),
-    )
+    blocked = claude_code_stop(repo)
     assert blocked.returncode == 0, blocked.stderr
     body = answer(blocked)
     assert body["decision"] == "block"
@@ -137,14 +101,7 @@ def test_a_wrong_fix_is_sent_back_and_the_right_one_lets_the_agent_stop(tmp_path
     assert "1 of 2" in body["systemMessage"]
 
     write_files(repo, {"calc.py": CALC + "\n# fixed\n"})
-    allowed = claim(
-        "hook",
-        "stop",
-        "--harness",
-        "claude-code",
-        cwd=repo,
-        stdin=stop_payload("claude-code", repo, stop_hook_active=True),
-    )
+    allowed = claude_code_stop(repo, stop_hook_active=True)
     body = answer(allowed)
     assert "decision" not in body
     assert body["systemMessage"].startswith("completion-claim: verified")
@@ -155,23 +112,9 @@ def test_a_wrong_fix_is_sent_back_and_the_right_one_lets_the_agent_stop(tmp_path
 def test_after_max_blocks_the_stop_goes_through_and_says_not_verified(tmp_path: Path) -> None:
     repo = project(tmp_path, max_blocks=1)
     write_files(repo, {"calc.py": CALC_BUGGY})
-    first = claim(
-        "hook",
-        "stop",
-        "--harness",
-        "claude-code",
-        cwd=repo,
-        stdin=stop_payload("claude-code", repo),
-    )
+    first = claude_code_stop(repo)
     assert answer(first)["decision"] == "block"
-    second = claim(
-        "hook",
-        "stop",
-        "--harness",
-        "claude-code",
-        cwd=repo,
-        stdin=stop_payload("claude-code", repo, stop_hook_active=True),
-    )
+    second = claude_code_stop(repo, stop_hook_active=True)
     body = answer(second)
     assert "decision" not in body
     assert "NOT verified" in body["systemMessage"]
@@ -234,14 +177,7 @@ def test_no_config_lets_the_stop_through_and_says_why(tmp_path: Path) -> None:
 def test_a_broken_config_lets_the_stop_through_naming_the_line(tmp_path: Path) -> None:
     repo = project(tmp_path)
     (repo / "claim.toml").write_text("[gate]\nmax_blokcs = 2\n")
-    done = claim(
-        "hook",
-        "stop",
-        "--harness",
-        "claude-code",
-        cwd=repo,
-        stdin=stop_payload("claude-code", repo),
-    )
+    done = claude_code_stop(repo)
     assert done.returncode == 0
     assert "claim.toml:2" in done.stderr
 

@@ -16,6 +16,7 @@ from completion_claim.gate.run import GateResult
 from completion_claim.verify import Verdict, verify
 
 from ..builders import at, build, evidence
+from .payloads import documented_stop
 
 MAX_BLOCKS = 3
 
@@ -60,48 +61,7 @@ class Gate:
 
 
 def payload(harness: str, repo: Path, **over: Any) -> dict[str, Any]:
-    """Each harness's stop payload as its documentation shows it."""
-    documented: dict[str, dict[str, Any]] = {
-        "claude-code": {
-            "session_id": "abc123",
-            "transcript_path": "/home/u/.claude/projects/x/abc123.jsonl",
-            "cwd": str(repo),
-            "permission_mode": "default",
-            "hook_event_name": "Stop",
-            "stop_hook_active": False,
-            "last_assistant_message": "Done. All tests pass.",
-        },
-        "codex": {
-            "session_id": "s-1",
-            "turn_id": "t-1",
-            "transcript_path": None,
-            "cwd": str(repo),
-            "hook_event_name": "Stop",
-            "model": "gpt-5-codex",
-            "permission_mode": "default",
-            "stop_hook_active": False,
-            "last_assistant_message": "Done.",
-        },
-        "openhands": {"session_id": "oh-1", "cwd": str(repo), "hook_event_name": "Stop"},
-        "cursor": {
-            "conversation_id": "conv-1",
-            "generation_id": "gen-1",
-            "hook_event_name": "stop",
-            "status": "completed",
-            "loop_count": 0,
-            "workspace_roots": [str(repo)],
-        },
-        "copilot": {
-            "timestamp": 1704614750000,
-            "cwd": str(repo),
-            "sessionId": "cp-1",
-            "transcriptPath": "/tmp/t.jsonl",
-            "stopReason": "end_turn",
-        },
-    }
-    doc = documented[harness]
-    doc.update(over)
-    return doc
+    return {**documented_stop(harness, repo), **over}
 
 
 def stop(
