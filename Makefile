@@ -3,12 +3,12 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench schema vectors clean sandbox claude-code
+.PHONY: demo test lint bench schema vectors clean sandbox browser claude-code
 
 $(BIN)/claim: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[observe,sign,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[observe,sign,serve,dev]'
 	touch $(BIN)/claim
 
 # `claim observe test-run` runs tests in a bubblewrap sandbox and refuses to run without one.
@@ -21,6 +21,16 @@ sandbox:
 	    exit 1; \
 	  fi; }
 
+# The dashboard's browser tests drive Debian's Chromium (Playwright cannot download its own here).
+browser:
+	@command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -q && apt-get install -y -q chromium; \
+	  else \
+	    echo "chromium is missing: run 'sudo apt-get install chromium' (the dashboard tests need it)" >&2; \
+	    exit 1; \
+	  fi; }
+
 demo: $(BIN)/claim sandbox
 	$(BIN)/python examples/demo.py
 
@@ -29,7 +39,7 @@ lint: $(BIN)/claim
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: lint sandbox
+test: lint sandbox browser
 	$(BIN)/pytest -q
 
 # The real Claude Code CLI for tests/gate/e2e, cached per machine outside the repo; the tests

@@ -1,0 +1,182 @@
+"""What the ledger stores and answers: plain values shared by the API, the dashboard and the CLI.
+
+An entry is one decided claim. Its leaf in the Merkle log is the canonical JSON (RFC 8785) of
+``Entry.leaf_document()``: the claim as submitted (without its own ``policy`` and ``verdict``,
+which the service ignores), the operator's policy and the verdict the service reached, who
+submitted it and when. Everything a page or a filter shows is derived from those bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any, Literal
+
+from ..timefmt import format_time
+
+Via = Literal["api", "gate"]
+STATES = ("verified", "unverified", "refuted")
+
+
+@dataclass(frozen=True)
+class NewEntry:
+    """A decision about to be appended."""
+
+    claim: dict[str, Any]  # the submitted document without its ``policy`` and ``verdict``
+    policy: dict[str, Any]  # the operator's policy, as ``gate.run.policy_json`` writes it
+    verdict: dict[str, Any]  # ``Verdict.to_json()``
+    submitted_by: str  # the bearer token's name, or the gate's own name
+    via: Via
+    recorded_at: datetime  # aware, UTC; passed in, never a column default
+
+    def leaf_document(self) -> dict[str, Any]:
+        return {
+            "claim": self.claim,
+            "policy": self.policy,
+            "verdict": self.verdict,
+            "submitted_by": self.submitted_by,
+            "via": self.via,
+            "recorded_at": format_time(self.recorded_at),
+        }
+
+
+@dataclass(frozen=True)
+class Entry(NewEntry):
+    """An appended decision: its place in the log and its leaf hash (hex of RFC 6962 leaf)."""
+
+    index: int
+    leaf_hash: str
+
+    def to_json(self) -> dict[str, Any]:
+        """``GET /v1/claims/{index}``: the leaf document plus its place; a client recomputes the
+        leaf hash from the leaf document's canonical bytes, never trusting ``leaf_hash``."""
+        return {"index": self.index, "leaf_hash": self.leaf_hash, **self.leaf_document()}
+
+    @property
+    def state(self) -> str:
+        return str(self.verdict["state"])
+
+    @property
+    def task_id(self) -> str:
+        return str(self.claim["task"]["id"])
+
+    @property
+    def policy_id(self) -> str:
+        return str(self.verdict["policy_id"])
+
+    @property
+    def outcome(self) -> str:
+        return str(self.claim.get("claimed_outcome", ""))
+
+    @property
+    def unmet_codes(self) -> tuple[str, ...]:
+        return tuple(str(item["code"]) for item in self.verdict.get("unmet", ()))
+
+
+@dataclass(frozen=True)
+class EntryFilter:
+    """``GET /v1/claims`` filters; each None means "any". Times bound ``recorded_at``:
+    ``since`` inclusive, ``until`` exclusive."""
+
+    state: str | None = None
+    policy: str | None = None
+    agent: str | None = None  # submitted_by
+    task: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Page:
+    """Newest first. ``next_before`` is the index to pass as ``before`` for the next page."""
+
+    items: tuple[Entry, ...]
+    next_before: int | None
+
+
+@dataclass(frozen=True)
+class StateCounts:
+    verified: int = 0
+    unverified: int = 0
+    refuted: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.verified + self.unverified + self.refuted
+
+
+@dataclass(frozen=True)
+class Stats:
+    """The verdict mix over the filtered entries.
+
+    The false-success rate is ``said_done_refuted / said_done``: among claims whose outcome said
+    the work was done (every claim with a non-empty ``claimed_outcome``), those an observation
+    contradicted.
+    """
+
+    total: StateCounts
+    by_day: tuple[tuple[date, StateCounts], ...]  # oldest first, UTC days with entries
+    by_agent: tuple[tuple[str, StateCounts], ...]  # most entries first
+    by_policy: tuple[tuple[str, StateCounts], ...]  # most entries first
+    top_unmet: tuple[tuple[str, int], ...]  # (code, entries naming it), most first, at most 10
+    said_done: int = 0
+    said_done_refuted: int = 0
+
+    @property
+    def false_success_rate(self) -> float | None:
+        return None if self.said_done == 0 else self.said_done_refuted / self.said_done
+
+
+@dataclass(frozen=True)
+class TreeHead:
+    """A signed tree head: the log's size and root, signed by the service's Ed25519 key as a
+    DSSE envelope over the canonical JSON of ``payload()``."""
+
+    size: int
+    root_hash: str  # hex
+    timestamp: datetime
+    log_key: str  # "ed25519:..." of the key that signed
+    envelope: dict[str, Any] = field(compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """``GET /v1/tree-head`` and the file ``claim ledger verify --since`` reads."""
+        return {**self.payload(), "envelope": self.envelope}
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "_type": TREE_HEAD_TYPE,
+            "size": self.size,
+            "root_hash": self.root_hash,
+            "timestamp": format_time(self.timestamp),
+            "log_key": self.log_key,
+        }
+
+
+TREE_HEAD_TYPE = "https://completion-claim.dev/tree-head/v1"
+TREE_HEAD_PAYLOAD_TYPE = "application/vnd.completion-claim.tree-head+json"
+
+
+@dataclass(frozen=True)
+class InclusionProof:
+    index: int
+    tree_size: int
+    leaf_hash: str  # hex
+    path: tuple[str, ...]  # hex, RFC 6962 audit path, leaf side first
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "tree_size": self.tree_size,
+            "leaf_hash": self.leaf_hash,
+            "path": list(self.path),
+        }
+
+
+@dataclass(frozen=True)
+class ConsistencyProof:
+    old_size: int
+    new_size: int
+    path: tuple[str, ...]  # hex, RFC 6962 consistency proof
+
+    def to_json(self) -> dict[str, Any]:
+        return {"old_size": self.old_size, "new_size": self.new_size, "path": list(self.path)}
