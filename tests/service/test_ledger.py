@@ -3,18 +3,22 @@ signed heads and the proofs a client checks against them."""
 
 from __future__ import annotations
 
+import json
+import multiprocessing
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from completion_claim.errors import InvalidDocument
 from completion_claim.service import merkle
-from completion_claim.service.ledger import Ledger, LedgerError, NotInLedger
+from completion_claim.service.ledger import Ledger, LedgerError, LedgerTampered, NotInLedger
 from completion_claim.service.records import EntryFilter, StateCounts
-from completion_claim.service.tree_head import check_tree_head
+from completion_claim.service.tree_head import check_tree_head, tree_head_from_json
 from completion_claim.trust.canonical import canonical_bytes
-from tests.service.conftest import LOG_KEY, OTHER_KEY, T0, fresh_entry
+from tests.service.conftest import LOG_KEY, OTHER_KEY, T0, LedgerDb, fresh_entry
 
 
 def fill(ledger: Ledger, count: int) -> list[str]:
@@ -235,3 +239,202 @@ def test_times_are_kept_to_the_microsecond(ledger: Ledger) -> None:
     assert ledger.page(EntryFilter(since=moment)).items[0].recorded_at == moment
     assert ledger.page(EntryFilter(until=moment)).items == ()
     assert ledger.stats().by_day[0][0] == date(2026, 8, 27)
+
+
+# --- the audit ----------------------------------------------------------------------------
+
+
+def test_the_audit_passes_an_untouched_log(ledger: Ledger) -> None:
+    fill(ledger, 7)
+    kept = ledger.tree_head()
+    fill(ledger, 3)
+    report = ledger.audit(since=kept, log_key=LOG_KEY.public)
+    assert (report.size, report.heads, report.since) == (10, 11, 7)
+    assert report.log_key == LOG_KEY.public.text
+    assert report.head == ledger.tree_head()
+    assert ledger.audit().size == 10
+
+
+def test_the_audit_passes_an_empty_log(ledger: Ledger) -> None:
+    assert ledger.audit().size == 0
+
+
+TAMPERINGS = [
+    pytest.param(
+        [
+            "UPDATE entries SET leaf = CAST(REPLACE(CAST(leaf AS TEXT), '4471', '4472') AS BLOB)"
+            " WHERE entry_index = 2"
+        ],
+        "entry 2: its bytes do not hash to its leaf hash",
+        id="leaf bytes edited",
+    ),
+    pytest.param(
+        ["UPDATE entries SET state = 'verified' WHERE entry_index = 4"],
+        "entry 4: its state column differs from its leaf document",
+        id="a derived column edited",
+    ),
+    pytest.param(
+        ["DELETE FROM entry_unmet WHERE entry_index = 5 AND code = 'no_evidence'"],
+        "entry 5: its unmet codes differ from its leaf document",
+        id="an unmet code removed",
+    ),
+    pytest.param(
+        ["DELETE FROM entries WHERE entry_index = 3"],
+        "entry 3 is missing: the entries jump from 2 to 4",
+        id="an entry deleted",
+    ),
+    pytest.param(
+        ["DELETE FROM entries WHERE entry_index = 6"],
+        "entries end at 6 but a signed head covers 7",
+        id="the last entry deleted",
+    ),
+    pytest.param(
+        ["DELETE FROM tree_heads WHERE size = 5"],
+        "the signed tree head at size 5 is missing",
+        id="a head deleted",
+    ),
+    pytest.param(
+        ["DELETE FROM tree_heads WHERE size = 7"],
+        "the signed tree head at size 7 is missing",
+        id="the latest head deleted",
+    ),
+    pytest.param(
+        [
+            # Entries 0 and 6 are both verified and by agent-0: every column can follow.
+            f"UPDATE entries SET {column} = (SELECT {column} FROM entries WHERE entry_index = 6)"
+            " WHERE entry_index = 0"
+            for column in ("leaf", "leaf_hash", "recorded_us", "recorded_day")
+        ],
+        "tree head at size 1: root differs from the entries (edited, removed or reordered)",
+        id="an entry replaced by another, every column agreeing",
+    ),
+    pytest.param(
+        [
+            "UPDATE nodes SET hash = (SELECT hash FROM nodes WHERE level = 0 AND position = 0)"
+            " WHERE level = 1 AND position = 1"
+        ],
+        "the stored hash of subtree (level 1, position 1) differs from the entries",
+        id="a subtree node edited",
+    ),
+    pytest.param(
+        [
+            "UPDATE tree_heads SET envelope = (SELECT envelope FROM tree_heads WHERE size = 3)"
+            " WHERE size = 4"
+        ],
+        "tree head at size 4: it is filed under the wrong size",
+        id="a head copied over another",
+    ),
+]
+
+
+@pytest.mark.parametrize(("statements", "problem"), TAMPERINGS)
+def test_the_audit_names_what_was_tampered_with(
+    ledger: Ledger, ledger_db: LedgerDb, statements: list[str], problem: str
+) -> None:
+    fill(ledger, 7)
+    for statement in statements:
+        if ledger_db.backend == "postgresql":
+            statement = statement.replace(
+                "CAST(REPLACE(CAST(leaf AS TEXT), '4471', '4472') AS BLOB)",
+                "CONVERT_TO(REPLACE(CONVERT_FROM(leaf, 'UTF8'), '4471', '4472'), 'UTF8')",
+            )
+        ledger_db.execute(statement)
+    with pytest.raises(LedgerTampered) as raised:
+        ledger.audit()
+    assert problem in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+def test_a_kept_head_the_log_no_longer_contains_is_found(ledger: Ledger, tmp_path: Path) -> None:
+    """A head kept from another history (the log rewritten under the same key) and a head
+    larger than the log (entries cut off the end, with their heads) are both refused."""
+    other = Ledger.open(str(tmp_path / "other.db"), LOG_KEY, clock=lambda: T0)
+    try:
+        other.append(fresh_entry(agent="someone else"))
+        other.append(fresh_entry())
+        rewritten = other.tree_head()
+        fill(other, 10)
+        longer = other.tree_head()
+    finally:
+        other.close()
+    fill(ledger, 5)
+    with pytest.raises(LedgerTampered, match="kept tree head at size 2: the log's root at"):
+        ledger.audit(since=rewritten)
+    with pytest.raises(LedgerTampered, match="kept tree head at size 12 covers more than"):
+        ledger.audit(since=longer)
+
+
+def test_a_kept_head_with_a_bad_signature_is_refused(ledger: Ledger) -> None:
+    fill(ledger, 2)
+    kept = ledger.tree_head()
+    forged = replace(kept, root_hash=merkle.EMPTY_ROOT.hex())
+    with pytest.raises(LedgerTampered, match="kept tree head at size 2: .*signed payload"):
+        ledger.audit(since=forged)
+
+
+def test_a_log_signed_by_another_key_fails_a_pinned_audit(ledger: Ledger) -> None:
+    fill(ledger, 2)
+    with pytest.raises(LedgerTampered, match="not the pinned"):
+        ledger.audit(log_key=OTHER_KEY.public)
+
+
+# --- many writers -------------------------------------------------------------------------
+
+WRITERS = 6
+APPENDS_EACH = 40
+
+
+def append_from_a_process(url: str, writer: int, start: Any) -> None:
+    """One writer process: waits for the others, then appends its entries one by one."""
+    start.wait(timeout=60)
+    ledger = Ledger.open(url, LOG_KEY)
+    try:
+        for i in range(APPENDS_EACH):
+            ledger.append(fresh_entry(agent=f"writer-{writer}", task=f"task-{writer}-{i}"))
+    finally:
+        ledger.close()
+
+
+def test_concurrent_appends_from_many_processes_lose_nothing(
+    ledger: Ledger, ledger_db: LedgerDb
+) -> None:
+    context = multiprocessing.get_context("spawn")
+    start = context.Event()
+    writers = [
+        context.Process(target=append_from_a_process, args=(ledger_db.url, w, start))
+        for w in range(WRITERS)
+    ]
+    for process in writers:
+        process.start()
+    start.set()
+    for process in writers:
+        process.join(timeout=300)
+    assert [process.exitcode for process in writers] == [0] * WRITERS
+
+    total = WRITERS * APPENDS_EACH
+    seen: list[tuple[int, str, str]] = []
+    before = None
+    while True:
+        page = ledger.page(EntryFilter(), before=before, limit=100)
+        seen += [(e.index, e.submitted_by, e.task_id) for e in page.items]
+        if page.next_before is None:
+            break
+        before = page.next_before
+    assert sorted(index for index, _, _ in seen) == list(range(total))
+    submitted = {
+        (f"writer-{w}", f"task-{w}-{i}") for w in range(WRITERS) for i in range(APPENDS_EACH)
+    }
+    assert sorted((agent, task) for _, agent, task in seen) == sorted(submitted)
+
+    report = ledger.audit(log_key=LOG_KEY.public)
+    assert (report.size, report.heads) == (total, total + 1)
+    latest = ledger.tree_head()
+    heads = [
+        tree_head_from_json(json.loads(envelope))
+        for (envelope,) in ledger_db.execute("SELECT envelope FROM tree_heads ORDER BY size")
+    ]
+    assert [head.size for head in heads] == list(range(total + 1))
+    for head in heads:
+        check_tree_head(head, LOG_KEY.public)
+        proof = ledger.consistency_proof(head.size, latest.size)
+        merkle.verify_consistency(proof, head.root_hash, latest.root_hash)
