@@ -65,7 +65,7 @@ def test_a_member_changed_after_signing_is_refused(change: dict[str, Any], probl
 def test_a_head_signed_by_another_key_is_refused_when_the_key_is_pinned() -> None:
     other = sign_tree_head(OTHER_KEY, 2, ROOT, T0)
     check_tree_head(other, None)  # it is a well-signed head, of someone else's log
-    with pytest.raises(TreeHeadError, match="names log key .* not the pinned"):
+    with pytest.raises(TreeHeadError, match=r"names log key .* not the pinned"):
         check_tree_head(other, LOG_KEY.public)
 
 
