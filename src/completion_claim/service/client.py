@@ -8,8 +8,9 @@ one of two errors that say whose fault it is: the service could not be reached
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
@@ -140,3 +141,73 @@ def _error_line(response: httpx.Response) -> str:
     if type(document) is dict and type(document.get("error")) is str:
         return " ".join(document["error"].split())[:500] or response.reason_phrase
     return response.reason_phrase or "no reason given"
+
+
+# --- the gate --------------------------------------------------------------------------------
+
+# A gate run lasts as long as the operator's checks (a test suite may take minutes).
+GATE_TIMEOUT_S = 3600.0
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class DecidedVerdict:
+    state: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class GateAnswer:
+    """``POST /v1/gate``'s answer, in the shape a hook adapter reads (``gate.hooks.GateOutcome``):
+    ``claim_path`` is where the decision is recorded, the service's page for the entry."""
+
+    index: int
+    verdict: DecidedVerdict
+    verdict_json: dict[str, Any]
+    agent_reason: str
+    exit_code: int
+    report: str
+    claim_path: str
+    max_blocks: int
+
+
+def gate(client: ServiceClient, repo: str, outcome: str, session: str | None,
+         task_id: str | None) -> GateAnswer:  # fmt: skip
+    """Ask the service to run the gate on ``repo`` (a path on the service's machine)."""
+    body = {"repo": repo, "outcome": outcome, "session": session, "task_id": task_id}
+    answer = client.post_json("/v1/gate", body)
+    try:
+        verdict = answer["verdict"]
+        parsed = GateAnswer(
+            index=_typed(answer["index"], int),
+            verdict=DecidedVerdict(
+                _typed(verdict["state"], str), _typed(verdict.get("reason", ""), str)
+            ),
+            verdict_json=_typed(verdict, dict),
+            agent_reason=_typed(answer["agent_reason"], str),
+            exit_code=_typed(answer["exit_code"], int),
+            report=_typed(answer["report"], str),
+            claim_path=_typed(answer["url"], str),
+            max_blocks=_typed(answer["max_blocks"], int),
+        )
+    except (KeyError, TypeError, AttributeError) as error:
+        raise ServiceError(
+            f"{client.shown}: the gate's answer is not what POST /v1/gate answers ({error})"
+        ) from None
+    if parsed.verdict.state not in ("verified", "unverified", "refuted"):
+        raise ServiceError(f"{client.shown}: the gate answered an unknown state")
+    return parsed
+
+
+def gate_start(client: ServiceClient, repo: str, session: str | None) -> str:
+    """Ask the service to take a session's baselines; the work tree's root it took them for."""
+    answer = client.post_json("/v1/gate/start", {"repo": repo, "session": session})
+    if type(answer) is not dict or type(answer.get("repo")) is not str:
+        raise ServiceError(f"{client.shown}: the answer is not what POST /v1/gate/start answers")
+    return str(answer["repo"])
+
+
+def _typed(value: Any, kind: type[_T]) -> _T:
+    if type(value) is not kind:
+        raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
+    return value
