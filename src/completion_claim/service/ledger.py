@@ -40,13 +40,14 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-from ..errors import ClaimError, InvalidDocument
+from ..errors import InvalidDocument
 from ..observe.values import redact_url, scrub, url_secrets
 from ..timefmt import parse_time
 from ..trust.canonical import canonical_bytes
 from ..trust.keys import SigningKey
 from ..trust.pubkey import PublicKey, parse_public_key
 from . import merkle
+from .ledger_errors import LedgerError, LedgerTampered, NotInLedger
 from .records import (
     STATES,
     ConsistencyProof,
@@ -74,17 +75,7 @@ _US = 1_000_000
 
 _EVERYTHING = EntryFilter()
 
-
-class LedgerError(ClaimError):
-    """The ledger's storage cannot be opened, read or written (the URL's secrets hidden)."""
-
-
-class LedgerTampered(ClaimError):
-    """The stored log is not what its signed heads and its own leaves say it is."""
-
-
-class NotInLedger(ClaimError):
-    """An entry index or tree size beyond what the log holds."""
+__all__ = ["AuditReport", "Ledger", "LedgerError", "LedgerTampered", "NotInLedger"]
 
 
 @dataclass(frozen=True)
