@@ -400,9 +400,8 @@ def append_from_a_process(url: str, writer: int, start: Any) -> None:
         ledger.close()
 
 
-def test_concurrent_appends_from_many_processes_lose_nothing(
-    ledger: Ledger, ledger_db: LedgerDb
-) -> None:
+def test_concurrent_appends_from_many_processes_lose_nothing(ledger_db: LedgerDb) -> None:
+    """The writers also create the ledger together: its tables, migrations and first head."""
     context = multiprocessing.get_context("spawn")
     start = context.Event()
     writers = [
@@ -416,6 +415,14 @@ def test_concurrent_appends_from_many_processes_lose_nothing(
         process.join(timeout=300)
     assert [process.exitcode for process in writers] == [0] * WRITERS
 
+    ledger = Ledger.open(ledger_db.url)
+    try:
+        check_every_append_landed_once(ledger, ledger_db)
+    finally:
+        ledger.close()
+
+
+def check_every_append_landed_once(ledger: Ledger, ledger_db: LedgerDb) -> None:
     total = WRITERS * APPENDS_EACH
     seen: list[tuple[int, str, str]] = []
     before = None

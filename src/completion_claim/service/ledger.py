@@ -376,6 +376,8 @@ def _derived(entry: NewEntry) -> _Derived:
         outcome = probe.outcome
     except (KeyError, TypeError, AttributeError) as error:
         raise InvalidDocument("", f"not a decided claim: {error} is missing") from None
+    if entry.via not in ("api", "gate"):
+        raise InvalidDocument("via", f"not 'api' or 'gate': {str(entry.via)[:40]!r}")
     if state not in STATES:
         raise InvalidDocument("verdict.state", f"not a verdict state: {state[:40]!r}")
     if entry.recorded_at.tzinfo is None:
