@@ -5,6 +5,7 @@ HTTP service answering from a real ledger, honest or lying."""
 from __future__ import annotations
 
 import json
+import socketserver
 import subprocess
 import sys
 import threading
@@ -258,12 +259,23 @@ def _handler(service: Service) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-@pytest.fixture
-def service(tmp_path: Path) -> Iterator[Service]:
+class _UnixHTTPServer(socketserver.ThreadingUnixStreamServer):
+    """The same handler on a Unix socket (``claim serve --socket``)."""
+
+
+@pytest.fixture(params=["tcp", "unix"])
+def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Service]:
     ledger = Ledger.open(str(tmp_path / "served.sqlite"), LOG_KEY)
     holder = Service("", ledger)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(holder))
-    holder.url = f"http://127.0.0.1:{server.server_address[1]}"
+    server: socketserver.BaseServer
+    if request.param == "tcp":
+        tcp = ThreadingHTTPServer(("127.0.0.1", 0), _handler(holder))
+        holder.url = f"http://127.0.0.1:{tcp.server_address[1]}"
+        server = tcp
+    else:
+        socket_path = tmp_path / "ledger.sock"
+        server = _UnixHTTPServer(str(socket_path), _handler(holder))
+        holder.url = f"unix://{socket_path}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
