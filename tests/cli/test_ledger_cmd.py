@@ -394,3 +394,18 @@ def test_a_service_that_is_down_exits_5() -> None:
     done = claim("ledger", "verify", f"http://127.0.0.1:{port}")
     assert done.returncode == EXIT_UNREACHABLE
     assert "cannot reach the service" in one_line_error(done)
+
+
+def test_a_kept_head_pins_the_log_key_when_none_is_given(tmp_path: Path) -> None:
+    """A log rebuilt and re-signed by another key looks whole on its own; the head a client
+    kept names the real key, and that is the key the log must be signed by."""
+    original = tmp_path / "original.sqlite"
+    filled(str(original), 2)
+    kept = tmp_path / "head.json"
+    assert claim("ledger", "verify", str(original), "--save-head", str(kept)).returncode == 0
+    rebuilt = tmp_path / "rebuilt.sqlite"
+    filled(str(rebuilt), 3, key=OTHER_KEY)
+    assert claim("ledger", "verify", str(rebuilt)).returncode == 0  # unpinned, it holds together
+    done = claim("ledger", "verify", str(rebuilt), "--since", str(kept))
+    assert done.returncode == EXIT_TAMPERED
+    assert f"not the pinned {LOG_KEY.public.text}" in one_line_error(done)

@@ -24,7 +24,7 @@ from ..service import merkle
 from ..service.ledger_errors import LedgerError, LedgerTampered, NotInLedger
 from ..service.records import InclusionProof, TreeHead
 from ..timefmt import format_time
-from ..trust.pubkey import PublicKey
+from ..trust.pubkey import PublicKey, parse_public_key
 from . import EXIT_VERIFIED, app
 
 MAX_HEAD_BYTES = 1024 * 1024
@@ -171,6 +171,13 @@ def _pinned_key(text: str | None) -> PublicKey | None:
         raise UsageError(str(error).replace("--public-key", "--log-key", 1)) from None
 
 
+def _pin(key: PublicKey | None, since: TreeHead | None) -> PublicKey | None:
+    """Without --log-key, a kept head pins the key its log was signed by."""
+    if key is not None or since is None:
+        return key
+    return parse_public_key(since.log_key, "log_key")
+
+
 def _read_head(path: str) -> TreeHead:
     from ..service.tree_head import tree_head_from_json  # noqa: PLC0415
 
@@ -244,7 +251,7 @@ def _verify_db(url: str, since: TreeHead | None, key: PublicKey | None) -> _Chec
 
     ledger = Ledger.open(url)
     try:
-        report = ledger.audit(since=since, log_key=key)
+        report = ledger.audit(since=since, log_key=_pin(key, since))
     finally:
         ledger.close()
     lines = [
@@ -286,10 +293,7 @@ def _prove_in_service(url: str, index: int, key: PublicKey | None) -> _Proven:
 
 
 def _verify_service(url: str, since: TreeHead | None, key: PublicKey | None) -> _Checked:
-    from ..trust.pubkey import parse_public_key  # noqa: PLC0415
-
-    # Without --log-key, a kept head pins the key its log was signed by.
-    pin = key if key is not None or since is None else parse_public_key(since.log_key, "")
+    pin = _pin(key, since)
     if since is not None:
         _checked_head(since, pin, f"the kept tree head at size {since.size}")
     with _service(url) as ask:
