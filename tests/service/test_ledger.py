@@ -317,6 +317,19 @@ TAMPERINGS = [
         id="a subtree node edited",
     ),
     pytest.param(
+        ["DELETE FROM nodes WHERE level = 1 AND position = 2"],
+        "the stored hash of subtree (level 1, position 2) is missing",
+        id="a subtree node deleted",
+    ),
+    pytest.param(
+        [
+            "INSERT INTO nodes (level, position, hash) SELECT 3, 0, hash FROM nodes"
+            " WHERE level = 0 AND position = 0"
+        ],
+        "a subtree hash (level 3, position 0) is stored beyond the 7 entries",
+        id="a subtree node added",
+    ),
+    pytest.param(
         [
             "UPDATE tree_heads SET envelope = (SELECT envelope FROM tree_heads WHERE size = 3)"
             " WHERE size = 4"

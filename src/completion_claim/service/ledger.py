@@ -29,7 +29,6 @@ from sqlalchemy import (
     Connection,
     Engine,
     and_,
-    bindparam,
     create_engine,
     event,
     func,
@@ -37,7 +36,6 @@ from sqlalchemy import (
     or_,
     select,
     text,
-    tuple_,
 )
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
@@ -466,24 +464,22 @@ def _day(value: Any) -> date:
     return value if isinstance(value, date) else date.fromisoformat(str(value))
 
 
-# One statement for any number of nodes (a row-value IN list), so it is compiled once.
-_NODES_WANTED = select(nodes.c.level, nodes.c.position, nodes.c.hash).where(
-    tuple_(nodes.c.level, nodes.c.position).in_(bindparam("wanted", expanding=True))
-)
-
-
 def _read_nodes(
     conn: Connection, wanted: Sequence[tuple[int, int]]
 ) -> dict[tuple[int, int], bytes]:
     if not wanted:
         return {}
-    rows = conn.execute(_NODES_WANTED, {"wanted": list(wanted)}).all()
+    # A list of (level = ? AND position = ?) terms: both databases look each one up in the
+    # primary key (SQLite scans the whole table for the row-value IN spelling).
+    rows = conn.execute(
+        select(nodes.c.level, nodes.c.position, nodes.c.hash).where(
+            or_(*(and_(nodes.c.level == lv, nodes.c.position == pos) for lv, pos in wanted))
+        )
+    ).all()
     found = {(row.level, row.position): bytes(row.hash) for row in rows}
     for level, position in wanted:
         if (level, position) not in found:
-            raise LedgerTampered(
-                f"the stored hash of subtree (level {level}, position {position}) is missing"
-            )
+            raise _node_missing(level, position)
     return found
 
 
@@ -731,39 +727,41 @@ class _Audit:
         return head
 
     def _check_nodes(self, size: int) -> None:
-        expected = sum(len(level) for level in self._levels)
-        after = (-1, -1)
-        seen = 0
-        while True:
-            batch = self._conn.execute(
-                select(nodes.c.level, nodes.c.position, nodes.c.hash)
-                .where(
-                    or_(
-                        nodes.c.level > after[0],
-                        and_(nodes.c.level == after[0], nodes.c.position > after[1]),
-                    )
-                )
-                .order_by(nodes.c.level, nodes.c.position)
-                .limit(_AUDIT_BATCH)
-            ).all()
-            if not batch:
-                break
-            for level, position, stored in batch:
-                known = self._levels[level] if level < len(self._levels) else []
-                if position >= len(known):
-                    raise LedgerTampered(
-                        f"a subtree hash (level {level}, position {position}) is stored "
-                        f"beyond the {size} entries"
-                    )
-                if bytes(stored) != known[position]:
-                    raise LedgerTampered(
-                        f"the stored hash of subtree (level {level}, position {position}) "
-                        "differs from the entries (proofs would fail)"
-                    )
-                seen += 1
-            after = (batch[-1].level, batch[-1].position)
-        if seen != expected:
-            raise LedgerTampered(f"{expected - seen} stored subtree hashes are missing")
+        """Every stored subtree hash equals the one recomputed, none is missing, none extra.
+        Read level by level in position order, so each batch is an index range."""
+        for level, known in enumerate(self._levels):
+            position = 0
+            after = -1
+            while True:
+                batch = self._conn.execute(
+                    select(nodes.c.position, nodes.c.hash)
+                    .where(nodes.c.level == level, nodes.c.position > after)
+                    .order_by(nodes.c.position)
+                    .limit(_AUDIT_BATCH)
+                ).all()
+                if not batch:
+                    break
+                for stored_position, stored in batch:
+                    if stored_position >= len(known):
+                        raise _node_beyond(level, stored_position, size)
+                    if stored_position != position:
+                        raise _node_missing(level, position)
+                    if bytes(stored) != known[position]:
+                        raise LedgerTampered(
+                            f"the stored hash of subtree (level {level}, position {position}) "
+                            "differs from the entries (proofs would fail)"
+                        )
+                    position += 1
+                after = batch[-1].position
+            if position != len(known):
+                raise _node_missing(level, position)
+        higher = self._conn.execute(
+            select(nodes.c.level, nodes.c.position)
+            .where(nodes.c.level >= len(self._levels))
+            .limit(1)
+        ).first()
+        if higher is not None:
+            raise _node_beyond(higher.level, higher.position, size)
 
     def _check_since(self, since: TreeHead, size: int) -> None:
         where = f"the kept tree head at size {since.size}"
@@ -776,3 +774,15 @@ class _Audit:
         root = self._root(since.size) if since.size else merkle.EMPTY_ROOT
         if since.root_hash != root.hex():
             raise LedgerTampered(f"{where}: the log's root at that size differs (rewritten)")
+
+
+def _node_missing(level: int, position: int) -> LedgerTampered:
+    return LedgerTampered(
+        f"the stored hash of subtree (level {level}, position {position}) is missing"
+    )
+
+
+def _node_beyond(level: int, position: int, size: int) -> LedgerTampered:
+    return LedgerTampered(
+        f"a subtree hash (level {level}, position {position}) is stored beyond the {size} entries"
+    )
