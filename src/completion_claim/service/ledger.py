@@ -40,7 +40,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-from ..errors import InvalidDocument
+from ..errors import InvalidDocument, UsageError
 from ..observe.values import redact_url, scrub, url_secrets
 from ..timefmt import parse_time
 from ..trust.canonical import canonical_bytes
@@ -545,6 +545,10 @@ def _engine(url: str, *, create: bool) -> tuple[Engine, str]:
         except (ArgumentError, ValueError) as error:
             reason = scrub(str(error), url_secrets(url))
             raise LedgerError(f"ledger {shown} is not a usable URL: {reason}") from None
+        except ImportError:
+            raise UsageError(
+                "a PostgreSQL ledger needs psycopg: pip install 'completion-claim[serve]'"
+            ) from None
         return engine, shown
     if url.startswith("sqlite:"):
         try:
