@@ -242,9 +242,18 @@ class Ledger:
             said_done_refuted=said.get("refuted", 0),
         )
 
-    def tree_head(self) -> TreeHead:
+    def tree_head(self, size: int | None = None) -> TreeHead:
+        """The latest signed tree head, or the one signed when the log had ``size`` entries."""
         with self._storage("read"), self._reading() as conn:
-            head = _latest_head(conn)
+            if size is None:
+                head = _latest_head(conn)
+            else:
+                stored = conn.execute(
+                    select(tree_heads.c.envelope).where(tree_heads.c.size == size)
+                ).scalar_one_or_none()
+                if stored is None:
+                    raise NotInLedger(f"no signed tree head of size {size}")
+                head = _stored_head(size, stored)
         if head is None:
             raise LedgerError(f"ledger {self._shown} has no signed tree head yet")
         return head
