@@ -14,21 +14,33 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from completion_claim.cli import EXIT_USAGE, run
-from completion_claim.cli.serve_cmd import is_loopback, redact_url
+from completion_claim.cli.serve_cmd import is_loopback
+from completion_claim.timefmt import format_time
 from completion_claim.trust.keys import SigningKey, write_private_key
-from tests.service._api import fresh_claim
+from tests.builders import claim_doc, evidence, mutation
 
 CLAIM = Path(sys.executable).parent / "claim"
 READY = re.compile(r"claim serve: listening on (\S+) \(ledger (.+)\)\n\Z")
 START_DEADLINE = 30.0
 STOP_DEADLINE = 15.0
 JSON = {"Content-Type": "application/json"}
+
+
+def fresh_claim() -> dict[str, Any]:
+    """A claim whose read-back is half a minute old: verified under the built-in policy."""
+    now = datetime.now(UTC)
+    return claim_doc(
+        [mutation(at=format_time(now - timedelta(seconds=60)))],
+        [evidence(at=format_time(now - timedelta(seconds=30)))],
+    )
 
 
 @pytest.fixture
@@ -273,14 +285,9 @@ def test_token_add_refuses_a_taken_name(tmp_path: Path, capsys: pytest.CaptureFi
     assert "the name 'ci' already has a token" in err
 
 
-def test_loopback_and_redaction() -> None:
+def test_loopback() -> None:
     assert is_loopback("127.0.0.1")
     assert is_loopback("localhost")
     assert is_loopback("::1")
     assert not is_loopback("0.0.0.0")
     assert not is_loopback("no-such-host.invalid")
-    assert (
-        redact_url("postgresql://svc:s3cret@db:5432/ledger")
-        == "postgresql://svc:***@db:5432/ledger"
-    )
-    assert redact_url("sqlite:///var/ledger.sqlite") == "sqlite:///var/ledger.sqlite"

@@ -1,22 +1,19 @@
 """Helpers the API engineer's service tests share: the app over a real ledger, fresh claims.
 
-A plain module rather than fixtures in ``conftest.py`` (the ledger engineer's file), so each
-test module states the fixtures it builds from these.
+A plain module beside ``conftest.py`` (the ledger engineer's file, whose ``ledger_url`` runs a
+test on SQLite and on the real PostgreSQL); each test module states the fixtures it builds.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import os
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
-import pytest
 from fastapi.testclient import TestClient
 
 from completion_claim.service.app import create_app
@@ -26,37 +23,9 @@ from completion_claim.timefmt import format_time
 from completion_claim.trust.keys import SigningKey
 
 KEY = SigningKey.from_seed("tests/service/api")
-POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
-CONNECT_TIMEOUT = 3
 JSON = {"Content-Type": "application/json"}
 
 Json = Any
-
-
-def service_unavailable(service: str, error: BaseException) -> NoReturn:
-    """Skip when a service is down, except in CI, where a skipped service would hide a failure."""
-    reason = f"{service} is not reachable on 127.0.0.1: {type(error).__name__}: {error}"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
-@contextmanager
-def postgres_schema() -> Iterator[str]:
-    """A ledger URL on the real PostgreSQL, in a schema of its own, dropped afterwards."""
-    import psycopg
-
-    schema = f"ledger_{uuid.uuid4().hex[:12]}"
-    try:
-        admin = psycopg.connect(POSTGRES_URL, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
-    except psycopg.OperationalError as error:
-        service_unavailable("PostgreSQL", error)
-    with admin:
-        admin.execute(f"CREATE SCHEMA {schema}")
-        try:
-            yield f"{POSTGRES_URL}?options=-csearch_path%3D{schema}"
-        finally:
-            admin.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 @contextmanager

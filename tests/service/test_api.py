@@ -1,4 +1,4 @@
-"""The JSON routes over a real SQLite ledger (and, for the main round trip, the real PostgreSQL)."""
+"""The JSON routes in-process, each test over a real SQLite ledger and the real PostgreSQL."""
 
 from __future__ import annotations
 
@@ -15,21 +15,26 @@ from fastapi.testclient import TestClient
 from completion_claim import parse_policy
 from completion_claim.gate.run import policy_json
 from completion_claim.model import BUILTIN_POLICY
+from completion_claim.service import merkle
 from completion_claim.service.api import StateName
 from completion_claim.service.ledger import Ledger
-from completion_claim.service.records import STATES
+from completion_claim.service.records import STATES, ConsistencyProof, InclusionProof
 from completion_claim.service.tokens import add_token
+from completion_claim.service.tree_head import check_tree_head, tree_head_from_json
 from completion_claim.timefmt import format_time
+from completion_claim.trust.canonical import canonical_bytes
 from tests.signing import CI, policy_doc, sign
 
-from ._api import JSON, ago, fresh_claim, post, postgres_schema, serving, with_member
+from ._api import JSON, KEY, ago, fresh_claim, post, serving, with_member
 
 Service = tuple[TestClient, Ledger]
 
 
 @pytest.fixture
-def service(tmp_path: Path) -> Iterator[Service]:
-    with serving(f"sqlite:///{tmp_path / 'ledger.sqlite'}") as running:
+def service(ledger_url: str) -> Iterator[Service]:
+    """Every test here runs on a SQLite file and on the real PostgreSQL (conftest's
+    ``ledger_url``)."""
+    with serving(ledger_url) as running:
         yield running
 
 
@@ -47,18 +52,9 @@ def size(client: TestClient) -> int:
 # --- POST /v1/claims ---------------------------------------------------------------------------
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def any_ledger_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'ledger.sqlite'}"
-    else:
-        with postgres_schema() as url:
-            yield url
-
-
-def test_a_posted_claim_is_verified_recorded_and_linked(any_ledger_url: str) -> None:
+def test_a_posted_claim_is_verified_recorded_and_linked(ledger_url: str) -> None:
     doc = fresh_claim("verified")
-    with serving(any_ledger_url) as (client, _):
+    with serving(ledger_url) as (client, _):
         answer = post(client, doc)
         assert answer.status_code == 201, answer.text
         body = answer.json()
@@ -102,9 +98,9 @@ def test_the_claims_own_verdict_and_lax_policy_are_ignored(client: TestClient) -
         assert entry["policy"]["id"] == BUILTIN_POLICY.id
 
 
-def test_a_signed_operator_policy_checks_the_evidence_signatures(tmp_path: Path) -> None:
+def test_a_signed_operator_policy_checks_the_evidence_signatures(ledger_url: str) -> None:
     operator = parse_policy(policy_doc())
-    with serving(f"sqlite:///{tmp_path / 'l.sqlite'}", policy=operator) as (client, _):
+    with serving(ledger_url, policy=operator) as (client, _):
         genuine = post(client, sign(fresh_claim("verified"), CI))
         assert genuine.status_code == 201, genuine.text
         assert genuine.json()["verdict"]["state"] == "verified"
@@ -167,8 +163,8 @@ def test_json_with_a_utf8_charset_is_read(client: TestClient) -> None:
     assert answer.status_code == 201
 
 
-def test_an_oversize_body_is_a_413_and_nothing_is_appended(tmp_path: Path) -> None:
-    with serving(f"sqlite:///{tmp_path / 'l.sqlite'}", max_body_bytes=2000) as (client, _):
+def test_an_oversize_body_is_a_413_and_nothing_is_appended(ledger_url: str) -> None:
+    with serving(ledger_url, max_body_bytes=2000) as (client, _):
         big = fresh_claim(outcome="x" * 2000)
         announced = post(client, big)
         assert announced.status_code == 413
@@ -195,11 +191,11 @@ def test_a_lying_content_length_is_refused(client: TestClient) -> None:
 
 
 @pytest.fixture
-def guarded(tmp_path: Path) -> Iterator[tuple[TestClient, Path, str]]:
+def guarded(tmp_path: Path, ledger_url: str) -> Iterator[tuple[TestClient, Path, str]]:
     tokens = tmp_path / "tokens.jsonl"
     token = add_token(tokens, "ci-runner-1")
     add_token(tokens, "agent-7")
-    with serving(f"sqlite:///{tmp_path / 'l.sqlite'}", tokens_path=tokens) as (client, _):
+    with serving(ledger_url, tokens_path=tokens) as (client, _):
         yield client, tokens, token
 
 
@@ -295,11 +291,11 @@ def test_a_next_link_keeps_the_filters(client: TestClient) -> None:
     assert indexes(client.get(first.json()["next"])) == [0]
 
 
-def test_each_filter_narrows_the_list(tmp_path: Path) -> None:
+def test_each_filter_narrows_the_list(tmp_path: Path, ledger_url: str) -> None:
     tokens = tmp_path / "tokens.jsonl"
     ci, agent = add_token(tokens, "ci"), add_token(tokens, "agent")
     strict = parse_policy({"id": "strict", "requires": ["state_readback"], "max_age_s": 300})
-    with serving(f"sqlite:///{tmp_path / 'l.sqlite'}", tokens_path=tokens) as (client, _):
+    with serving(ledger_url, tokens_path=tokens) as (client, _):
         post(client, fresh_claim("verified", task="t1"), token=ci)
         post(client, fresh_claim("refuted", task="t2"), token=agent)
         post(client, fresh_claim("unverified", task="t1"), token=agent)
@@ -354,10 +350,10 @@ def test_limit_allows_up_to_200(client: TestClient) -> None:
 # --- GET /v1/stats -----------------------------------------------------------------------------
 
 
-def test_stats_on_a_known_set(tmp_path: Path) -> None:
+def test_stats_on_a_known_set(tmp_path: Path, ledger_url: str) -> None:
     tokens = tmp_path / "tokens.jsonl"
     ci, agent = add_token(tokens, "ci"), add_token(tokens, "agent")
-    with serving(f"sqlite:///{tmp_path / 'l.sqlite'}", tokens_path=tokens) as (client, _):
+    with serving(ledger_url, tokens_path=tokens) as (client, _):
         post(client, fresh_claim("verified"), token=ci)
         post(client, fresh_claim("verified"), token=agent)
         post(client, fresh_claim("refuted"), token=agent)
@@ -406,6 +402,56 @@ def test_proof_and_consistency_parameters_are_checked(client: TestClient) -> Non
     assert backwards.status_code == 422
     assert backwards.json()["error"].startswith("old_size and new_size: ")
     assert client.get("/v1/consistency").status_code == 422  # old_size is required
+
+
+def test_the_tree_head_grows_and_its_proofs_check(client: TestClient) -> None:
+    heads = []
+    for state in ("verified", "refuted", "unverified"):
+        assert post(client, fresh_claim(state)).status_code == 201
+        head = tree_head_from_json(client.get("/v1/tree-head").json())
+        check_tree_head(head, KEY.public)
+        heads.append(head)
+    assert [head.size for head in heads] == [1, 2, 3]
+    latest = heads[-1]
+    for index in range(3):
+        answer = client.get(f"/v1/proof/{index}").json()
+        assert tree_head_from_json(answer["tree_head"]) == latest
+        proof = proof_from(answer["proof"])
+        assert proof.tree_size == 3
+        entry = client.get(f"/v1/claims/{index}").json()
+        leaf = {key: value for key, value in entry.items() if key not in ("index", "leaf_hash")}
+        assert proof.leaf_hash == merkle.leaf_hash(canonical_bytes(leaf)).hex()
+        merkle.verify_inclusion(proof, latest.root_hash)
+    older = proof_from(client.get("/v1/proof/0", params={"tree_size": 2}).json()["proof"])
+    merkle.verify_inclusion(older, heads[1].root_hash)
+    with pytest.raises(merkle.ProofError):
+        merkle.verify_inclusion(older, latest.root_hash)
+    for old in heads[:2]:
+        answer = client.get("/v1/consistency", params={"old_size": old.size}).json()
+        consistency = ConsistencyProof(
+            answer["old_size"], answer["new_size"], tuple(answer["path"])
+        )
+        assert consistency.new_size == 3
+        merkle.verify_consistency(consistency, old.root_hash, latest.root_hash)
+    pinned = client.get("/v1/consistency", params={"old_size": 1, "new_size": 2}).json()
+    merkle.verify_consistency(
+        ConsistencyProof(1, 2, tuple(pinned["path"])), heads[0].root_hash, heads[1].root_hash
+    )
+
+
+def proof_from(document: dict[str, Any]) -> InclusionProof:
+    return InclusionProof(
+        document["index"], document["tree_size"], document["leaf_hash"], tuple(document["path"])
+    )
+
+
+def test_numbers_past_64_bits_are_refused_not_overflowed(client: TestClient) -> None:
+    huge = str(2**63)
+    assert client.get(f"/v1/claims/{huge}").status_code == 422
+    assert client.get(f"/v1/proof/{huge}").status_code == 422
+    assert client.get("/v1/claims", params={"before": huge}).status_code == 422
+    assert client.get("/v1/consistency", params={"old_size": huge}).status_code == 422
+    assert client.get(f"/v1/claims/{2**63 - 1}").status_code == 404
 
 
 def test_an_entry_is_exactly_what_was_posted(client: TestClient) -> None:

@@ -19,7 +19,7 @@ from completion_claim.service.errors import (
     WrongContentType,
     status_for,
 )
-from completion_claim.service.ledger import LedgerError, LedgerTampered
+from completion_claim.service.ledger import LedgerError, LedgerTampered, NotInLedger
 from completion_claim.service.tokens import TokenFileError, TokenRejected
 
 from ._api import serving
@@ -31,6 +31,7 @@ from ._api import serving
         (MalformedBody("not JSON"), 400),
         (TokenRejected("unknown bearer token"), 401),
         (NotFound("no entry 3"), 404),
+        (NotInLedger("no tree of size 9"), 404),
         (BodyTooLarge("too big"), 413),
         (WrongContentType("text/plain"), 415),
         (InvalidDocument("evidence[0].at", "no UTC offset"), 422),

@@ -15,13 +15,13 @@ import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 import click
 
 from .._json import DEFAULT_MAX_BYTES
 from ..errors import UsageError
 from ..model import BUILTIN_POLICY
+from ..observe.values import redact_url
 from . import EXIT_VERIFIED, app
 from .verify_cmd import read_policy
 
@@ -163,14 +163,12 @@ def serve_command(
             f"--host {host}: refusing to accept claims from the network without --tokens FILE"
         )
     if ledger_url is None:
-        ledger_url, key = default_ledger(os.environ)
-        key_path = Path(ledger_url.removeprefix("sqlite:///")).with_name(DEFAULT_KEY_NAME)
+        ledger_url, key_path = default_ledger(os.environ)
     elif key_path is None:
         raise UsageError(
             "--ledger needs --key FILE: every process serving one ledger signs with one key"
         )
-    else:
-        key = _load_key(key_path)
+    key = _load_key(key_path)
     policy = read_policy(policy_path, DEFAULT_MAX_BYTES)
     settings = ServiceSettings(
         ledger_url=ledger_url,
@@ -204,8 +202,8 @@ def is_loopback(host: str) -> bool:
     )
 
 
-def default_ledger(environ: Mapping[str, str]) -> tuple[str, SigningKey]:
-    """The SQLite ledger under the user's data folder, and its key (made on first start)."""
+def default_ledger(environ: Mapping[str, str]) -> tuple[str, Path]:
+    """The SQLite ledger under the user's data folder, and its key file (made on first start)."""
     from ..trust.keys import SigningKey, write_private_key  # noqa: PLC0415
 
     base = environ.get("XDG_DATA_HOME", "")
@@ -219,23 +217,13 @@ def default_ledger(environ: Mapping[str, str]) -> tuple[str, SigningKey]:
     if not key_path.exists():
         with contextlib.suppress(UsageError):  # another process made it first: use theirs
             write_private_key(str(key_path), SigningKey.generate())
-    return f"sqlite:///{folder / DEFAULT_LEDGER_NAME}", _load_key(key_path)
+    return f"sqlite:///{folder / DEFAULT_LEDGER_NAME}", key_path
 
 
 def _load_key(path: Path) -> SigningKey:
     from ..trust.keys import load_signing_key  # noqa: PLC0415
 
     return load_signing_key(str(path))
-
-
-def redact_url(url: str) -> str:
-    """The URL without its password, fit for a log line."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    userinfo = f"{parts.username or ''}:***@"
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=userinfo + host))
 
 
 @contextlib.contextmanager

@@ -27,6 +27,9 @@ from .settings import ServiceSettings
 from .tokens import TokenStore
 
 ANONYMOUS = "anonymous"  # ``submitted_by`` when the service has no token file
+# Indexes and sizes are 64-bit signed integers in both databases; a larger number names no
+# entry, and is refused here rather than overflowing the driver.
+MAX_INDEX = 2**63 - 1
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 # The claim's own proposals: the service decides under the operator's policy alone.
@@ -277,7 +280,7 @@ def entry_filter(
     responses=_errors(404, 422),
     summary="One ledger entry: the claim as decided, the operator's policy and the verdict",
 )
-def get_claim(request: Request, index: Annotated[int, Path(ge=0)]) -> dict[str, Any]:
+def get_claim(request: Request, index: Annotated[int, Path(ge=0, le=MAX_INDEX)]) -> dict[str, Any]:
     ledger: Ledger = request.app.state.ledger
     entry = ledger.get(index)
     if entry is None:
@@ -299,7 +302,9 @@ def list_claims(
     task: TextParam = None,
     since: TimeParam = None,
     until: TimeParam = None,
-    before: Annotated[int | None, Query(ge=0, description="Only entries below this index.")] = None,
+    before: Annotated[
+        int | None, Query(ge=0, le=MAX_INDEX, description="Only entries below this index.")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
 ) -> dict[str, Any]:
     ledger: Ledger = request.app.state.ledger
@@ -373,9 +378,9 @@ def get_tree_head(request: Request) -> dict[str, Any]:
 )
 def get_proof(
     request: Request,
-    index: Annotated[int, Path(ge=0)],
+    index: Annotated[int, Path(ge=0, le=MAX_INDEX)],
     tree_size: Annotated[
-        int | None, Query(ge=1, description="Default: the latest tree head's size.")
+        int | None, Query(ge=1, le=MAX_INDEX, description="Default: the latest tree head's size.")
     ] = None,
 ) -> dict[str, Any]:
     ledger: Ledger = request.app.state.ledger
@@ -399,9 +404,9 @@ def get_proof(
 )
 def get_consistency(
     request: Request,
-    old_size: Annotated[int, Query(ge=1)],
+    old_size: Annotated[int, Query(ge=1, le=MAX_INDEX)],
     new_size: Annotated[
-        int | None, Query(ge=1, description="Default: the latest tree head's size.")
+        int | None, Query(ge=1, le=MAX_INDEX, description="Default: the latest tree head's size.")
     ] = None,
 ) -> dict[str, Any]:
     ledger: Ledger = request.app.state.ledger

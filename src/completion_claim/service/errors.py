@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import ClaimError, InvalidDocument
-from .ledger import LedgerError, LedgerTampered
+from .ledger import LedgerError, LedgerTampered, NotInLedger
 from .tokens import TokenRejected
 
 _log = logging.getLogger("completion_claim.service")
@@ -50,6 +50,7 @@ STATUS_FOR_ERROR: tuple[tuple[type[Exception], int], ...] = (
     (MalformedBody, 400),
     (TokenRejected, 401),
     (NotFound, 404),
+    (NotInLedger, 404),
     (BodyTooLarge, 413),
     (WrongContentType, 415),
     (InvalidDocument, 422),
