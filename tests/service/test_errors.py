@@ -19,6 +19,12 @@ from completion_claim.service.errors import (
     WrongContentType,
     status_for,
 )
+from completion_claim.service.gate_service import (
+    BadGateRequest,
+    GateNotConfigured,
+    NotARepository,
+    RepoRefused,
+)
 from completion_claim.service.ledger import LedgerError, LedgerTampered, NotInLedger
 from completion_claim.service.tokens import TokenFileError, TokenRejected
 
@@ -30,12 +36,16 @@ from ._api import serving
     [
         (MalformedBody("not JSON"), 400),
         (TokenRejected("unknown bearer token"), 401),
+        (RepoRefused("repo: '/x' is not under the service's observe root"), 403),
         (NotFound("no entry 3"), 404),
         (NotInLedger("no tree of size 9"), 404),
         (BodyTooLarge("too big"), 413),
         (WrongContentType("text/plain"), 415),
         (InvalidDocument("evidence[0].at", "no UTC offset"), 422),
         (BadParameter("tree_size: too big"), 422),
+        (BadGateRequest("repo: required"), 422),
+        (NotARepository("repo: '/x' is not a directory"), 422),
+        (GateNotConfigured("the gate needs --gate-config"), None),
         (LedgerError("cannot reach the database"), 503),
         (LedgerTampered("leaf 3 differs"), 500),
         (UsageError("a server-side problem"), None),

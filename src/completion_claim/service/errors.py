@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import ClaimError, InvalidDocument
+from .gate_service import BadGateRequest, NotARepository, RepoRefused
 from .ledger import LedgerError, LedgerTampered, NotInLedger
 from .tokens import TokenRejected
 
@@ -45,16 +46,20 @@ class BadParameter(ClaimError):
 
 
 # First match wins, so a subclass comes before its base. A ``ClaimError`` with no row (a bad key
-# or token file, say) is the operator's problem, not the client's: it is answered as unexpected.
+# or token file, a gate without its --gate-config, say) is the operator's problem, not the
+# client's: it is answered as unexpected, and its text (paths, often) stays in the log.
 STATUS_FOR_ERROR: tuple[tuple[type[Exception], int], ...] = (
     (MalformedBody, 400),
     (TokenRejected, 401),
+    (RepoRefused, 403),
     (NotFound, 404),
     (NotInLedger, 404),
     (BodyTooLarge, 413),
     (WrongContentType, 415),
     (InvalidDocument, 422),
     (BadParameter, 422),
+    (BadGateRequest, 422),
+    (NotARepository, 422),
     (LedgerTampered, 500),
     (LedgerError, 503),
 )
