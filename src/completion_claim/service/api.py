@@ -74,16 +74,29 @@ class CountsOut(BaseModel):
     total: int
 
 
-class DayCountsOut(CountsOut):
+# Each group's key is a base of its own, listed last, so that it comes first in the answer.
+class _DayKey(BaseModel):
     day: str = Field(description="A UTC day, YYYY-MM-DD.")
 
 
-class AgentCountsOut(CountsOut):
-    agent: str
+class _AgentKey(BaseModel):
+    agent: str = Field(description="The token name that submitted (or 'anonymous').")
 
 
-class PolicyCountsOut(CountsOut):
-    policy: str
+class _PolicyKey(BaseModel):
+    policy: str = Field(description="The id of the operator's policy that decided.")
+
+
+class DayCountsOut(CountsOut, _DayKey):
+    pass
+
+
+class AgentCountsOut(CountsOut, _AgentKey):
+    pass
+
+
+class PolicyCountsOut(CountsOut, _PolicyKey):
+    pass
 
 
 class UnmetCountOut(BaseModel):
