@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -113,6 +114,29 @@ def test_serve_on_a_free_port_verifies_and_records(tmp_path: Path, key: Path) ->
         code, err = service.stop()
     assert code == 0
     assert "Traceback" not in err
+
+
+def test_concurrent_posts_each_get_one_entry(tmp_path: Path, key: Path) -> None:
+    clients, each = 4, 10
+    with served("--ledger", ledger_in(tmp_path), "--key", str(key), "--port", "0") as service:
+
+        def post_some() -> list[int]:
+            with httpx.Client(base_url=service.url, timeout=30) as client:
+                answers = [
+                    client.post("/v1/claims", content=json.dumps(fresh_claim()), headers=JSON)
+                    for _ in range(each)
+                ]
+            assert all(answer.status_code == 201 for answer in answers)
+            return [answer.json()["index"] for answer in answers]
+
+        with ThreadPoolExecutor(clients) as pool:
+            indexes = [
+                i for batch in pool.map(lambda _: post_some(), range(clients)) for i in batch
+            ]
+        assert sorted(indexes) == list(range(clients * each))
+        with httpx.Client(base_url=service.url, timeout=10) as client:
+            assert client.get("/v1/tree-head").json()["size"] == clients * each
+        assert service.stop()[0] == 0
 
 
 def test_sigint_is_a_clean_stop_too(tmp_path: Path, key: Path) -> None:
