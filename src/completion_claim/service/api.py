@@ -219,7 +219,7 @@ async def read_capped(request: Request, max_bytes: int) -> bytes:
     reading, so neither a lying header nor a chunked stream gets past the cap."""
     announced = request.headers.get("content-length")
     if announced is not None:
-        if not announced.strip().isdigit():
+        if not (announced.strip().isascii() and announced.strip().isdigit()):
             raise MalformedBody(f"Content-Length {announced[:30]!r} is not a byte count")
         if int(announced) > max_bytes:
             raise BodyTooLarge(f"the body is over the service's limit of {max_bytes} bytes")
