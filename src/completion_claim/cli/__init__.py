@@ -90,6 +90,7 @@ from . import (  # noqa: E402, F401
     observe_readback_cmd,
     observe_test_run_cmd,
     run_cmd,
+    serve_cmd,
     trust_cmd,
     verify_cmd,
 )
