@@ -17,10 +17,17 @@ import click
 
 from ..errors import ClaimError, UsageError
 from ..gate import hooks
-from ..gate.config import GateConfig, find_config, load_config
+from ..gate.config import GateConfig, default_runs_dir, find_config, load_config
 from ..gate.install import SCOPES, TARGETS, install, target, uninstall
 from ..gate.run import run_gate, start_gate
 from . import app
+from ._server import (
+    SERVER_OPTION,
+    TOKEN_FILE_OPTION,
+    ask_gate,
+    ask_start,
+    refuse_config_with_server,
+)
 
 _HARNESS = click.Choice(sorted(hooks.HARNESSES))
 _REPO = click.option(
@@ -39,14 +46,25 @@ def hook_group() -> None:
 @click.option("--harness", required=True, type=_HARNESS, help="Whose stdin JSON and answer.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path))
 @_REPO
-def hook_stop(harness: str, config_path: Path | None, repo: Path | None) -> int:
+@SERVER_OPTION
+@TOKEN_FILE_OPTION
+def hook_stop(
+    harness: str,
+    config_path: Path | None,
+    repo: Path | None,
+    server: str | None,
+    token_file: Path | None,
+) -> int:
     """Read the harness's stop payload on stdin; allow the stop when the gate verifies the work,
-    else send the agent back with the reason (at most the config's max_blocks times in a row)."""
+    else send the agent back with the reason (at most the config's max_blocks times in a row).
+    With --server, the service runs the gate under its operator's config."""
     adapter = hooks.harness(harness)
     data = sys.stdin.buffer.read(hooks.MAX_INPUT_BYTES + 1)
     request = hooks.read_stop(adapter, data, _absolute(repo))
     if isinstance(request, hooks.HookAnswer):
         return _emit(request)
+    if server is not None:
+        return _emit(_stop_by_service(adapter, request, server, token_file, config_path))
     try:
         config = _config(config_path, request.repo)
     except ClaimError as problem:
@@ -72,8 +90,17 @@ def hook_stop(harness: str, config_path: Path | None, repo: Path | None) -> int:
 @click.option("--harness", required=True, type=_HARNESS, help="Whose stdin JSON and answer.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path))
 @_REPO
-def hook_start(harness: str, config_path: Path | None, repo: Path | None) -> int:
-    """Read the harness's session-start payload on stdin and take the gate's baselines."""
+@SERVER_OPTION
+@TOKEN_FILE_OPTION
+def hook_start(
+    harness: str,
+    config_path: Path | None,
+    repo: Path | None,
+    server: str | None,
+    token_file: Path | None,
+) -> int:
+    """Read the harness's session-start payload on stdin and take the gate's baselines (the
+    service takes them, with --server)."""
     adapter = hooks.harness(harness)
     data = sys.stdin.buffer.read(hooks.MAX_INPUT_BYTES + 1)
     request = hooks.read_start(adapter, data, _absolute(repo))
@@ -83,11 +110,40 @@ def hook_start(harness: str, config_path: Path | None, repo: Path | None) -> int
     if request.resumed:
         return _emit(answer)
     try:
-        start_gate(_config(config_path, request.repo), request.repo, session=request.session)
+        if server is not None:
+            refuse_config_with_server(config_path)
+            ask_start(server, token_file, request.repo, request.session)
+        else:
+            start_gate(_config(config_path, request.repo), request.repo, session=request.session)
     except ClaimError as problem:
         line = f"claim hook start --harness {harness}: {problem}; no baselines were taken"
         return _emit(hooks.HookAnswer(answer.stdout, line, 0))
     return _emit(answer)
+
+
+def _stop_by_service(
+    adapter: hooks.Harness,
+    request: hooks.StopRequest,
+    server: str,
+    token_file: Path | None,
+    config_path: Path | None,
+) -> hooks.HookAnswer:
+    """The service decides; this hook only counts its blocks in a row for the session (in the
+    user's state folder: the operator's config, and so its runs folder, are the service's)."""
+    try:
+        refuse_config_with_server(config_path)
+        decided = ask_gate(server, token_file, request.repo, request.outcome, request.session,
+                           None)  # fmt: skip
+    except ClaimError as problem:
+        # As when the gate cannot run here: an unreachable judge must not trap the agent.
+        return hooks.input_problem(adapter, f"the gate service could not judge: {problem}")
+    return hooks.judge_stop(
+        adapter,
+        request,
+        lambda _: decided,
+        sessions_dir=default_runs_dir(os.environ) / "sessions",
+        max_blocks=decided.max_blocks,
+    )
 
 
 def _absolute(path: Path | None) -> Path | None:

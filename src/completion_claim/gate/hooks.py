@@ -25,21 +25,34 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .._files import write_atomic
-from ..verify import Verdict
 
 MAX_INPUT_BYTES = 1 << 20
 """Hook payloads are small; a larger one is not what any harness documents."""
 
 
-class GateOutcome(Protocol):
-    """What an adapter needs from a gate run (``gate.run.GateResult`` has these members)."""
+class DecidedVerdict(Protocol):
+    """What an adapter reads of a verdict (a ``Verdict``, or the state and reason a service
+    answered)."""
 
     @property
-    def verdict(self) -> Verdict: ...
+    def state(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+
+
+class GateOutcome(Protocol):
+    """What an adapter needs from a gate run (``gate.run.GateResult`` has these members, and so
+    does the answer of a service that ran the gate)."""
+
+    @property
+    def verdict(self) -> DecidedVerdict: ...
     @property
     def agent_reason(self) -> str: ...
     @property
-    def claim_path(self) -> Path: ...
+    def claim_path(self) -> Path | str:
+        """Where the decision is recorded: the run's claim file, or the service's page for
+        its ledger entry."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,88 @@
+"""What the gate's thin clients share: ``--server URL`` and ``--token-file FILE`` (or
+``CLAIM_TOKEN``), and the calls to ``POST /v1/gate`` and ``/v1/gate/start``.
+
+The client is imported only when a command is given ``--server``: the gate and its hooks run in
+minimal agent sandboxes, where the HTTP library may not be installed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from .._files import read_limited
+from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from ..service.client import GateAnswer, ServiceClient
+
+TOKEN_ENV = "CLAIM_TOKEN"  # noqa: S105 - the variable's name, not a token
+MAX_TOKEN_FILE_BYTES = 4096
+
+SERVER_OPTION = click.option(
+    "--server",
+    metavar="URL",
+    help="Ask a claim serve (http://HOST:PORT or unix:///path.sock) to run the gate, under "
+    "its operator's config and key.",
+)
+TOKEN_FILE_OPTION = click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help=f"The service's bearer token (default: ${TOKEN_ENV}).",
+)
+
+
+def read_token(token_file: Path | None, environ: Mapping[str, str]) -> str | None:
+    """The token from ``--token-file`` (its first line), else from ``CLAIM_TOKEN``, else None."""
+    if token_file is not None:
+        text = read_limited(str(token_file), MAX_TOKEN_FILE_BYTES).decode("utf-8", "replace")
+        lines = text.strip().splitlines()
+        if not lines:
+            raise UsageError(f"--token-file {token_file}: the file is empty")
+        return lines[0].strip()
+    return environ.get(TOKEN_ENV) or None
+
+
+def refuse_config_with_server(config_path: Path | None) -> None:
+    if config_path is not None:
+        raise UsageError(
+            "--config and --server: with --server the service's operator config is used"
+        )
+
+
+def gate_client(server: str, token_file: Path | None) -> ServiceClient:
+    try:
+        from ..service.client import GATE_TIMEOUT_S, ServiceClient  # noqa: PLC0415
+    except ImportError as missing:
+        raise UsageError(
+            f"--server needs the HTTP client ({missing.name}): "
+            "pip install 'completion-claim[observe]'"
+        ) from None
+    return ServiceClient(server, read_token(token_file, os.environ), GATE_TIMEOUT_S)
+
+
+def ask_gate(
+    server: str,
+    token_file: Path | None,
+    repo: Path,
+    outcome: str,
+    session: str | None,
+    task_id: str | None,
+) -> GateAnswer:
+    """The service's decision on the work tree at ``repo``."""
+    from ..service.client import gate  # noqa: PLC0415
+
+    with gate_client(server, token_file) as client:
+        return gate(client, str(repo.absolute()), outcome, session, task_id)
+
+
+def ask_start(server: str, token_file: Path | None, repo: Path, session: str | None) -> str:
+    """Have the service take the session's baselines; the work tree's root it took them for."""
+    from ..service.client import gate_start  # noqa: PLC0415
+
+    with gate_client(server, token_file) as client:
+        return gate_start(client, str(repo.absolute()), session)

@@ -1,0 +1,209 @@
+"""What ``POST /v1/gate`` does, without HTTP: find the repository under the observe root, run the
+gate on it with the operator's configuration and the service's key, and record the decision.
+
+Run as its own user, the service is an observer the agent cannot reach: the configuration is the
+operator's file (never the ``claim.toml`` in the work tree, which the agent can edit), the
+signing key is readable by the service alone, and the runs directory is the service user's. The
+requester only names a repository and says what the agent claimed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..errors import ClaimError
+from ..gate.config import GateConfig, load_config
+from ..gate.run import NO_OUTCOME, GateResult, run_gate, start_gate
+from ..observe.repository import git_toplevel
+from .records import Entry, NewEntry
+from .settings import ServiceSettings
+
+_log = logging.getLogger("completion_claim.service.gate")
+
+# What the gate's claim document holds beside the claim itself: the policy and the verdict go to
+# their own members of the entry, and the verdict's attestation signs that same verdict, which
+# the signed tree heads now cover.
+NOT_CLAIM_MEMBERS = ("policy", "verdict", "verdict_attestation")
+
+
+class RepoRefused(ClaimError):
+    """The repository named is not one the service observes (outside its observe root, once
+    links and ``..`` are followed)."""
+
+
+class NotARepository(ClaimError):
+    """The path named is not a directory in a git work tree."""
+
+
+class BadGateRequest(ClaimError):
+    """The request's members are missing, unknown or of the wrong type; names the member."""
+
+
+class GateNotConfigured(ClaimError):
+    """The service was started without what ``POST /v1/gate`` needs (the operator's fault)."""
+
+
+class Appends(Protocol):
+    """The one thing the gate needs of the ledger."""
+
+    def append(self, entry: NewEntry) -> Entry: ...
+
+
+@dataclass(frozen=True)
+class GateRequest:
+    repo: str
+    outcome: str = ""
+    session: str | None = None
+    task_id: str | None = None
+
+
+# Bounds on what a requester may send (characters): an outcome as ``claim gate --outcome-file``
+# reads one, and ids as long as any harness's.
+MAX_OUTCOME_CHARS = 64 * 1024
+MAX_ID_CHARS = 200
+MAX_PATH_CHARS = 4096
+
+
+def gate_request(document: Any, *, start: bool = False) -> GateRequest:
+    """A ``POST /v1/gate`` body (``/v1/gate/start``: ``repo`` and ``session`` only)."""
+    if type(document) is not dict:
+        raise BadGateRequest("the body must be a JSON object")
+    allowed = ("repo", "session") if start else ("repo", "outcome", "session", "task_id")
+    unknown = sorted(set(document) - set(allowed))
+    if unknown:
+        raise BadGateRequest(f"{unknown[0][:60]}: unknown member (expected {', '.join(allowed)})")
+    repo = _text(document, "repo", MAX_PATH_CHARS)
+    if repo is None:
+        raise BadGateRequest("repo: required (the absolute path of the work tree)")
+    return GateRequest(
+        repo=repo,
+        outcome=_text(document, "outcome", MAX_OUTCOME_CHARS) or "",
+        session=_text(document, "session", MAX_ID_CHARS),
+        task_id=_text(document, "task_id", MAX_ID_CHARS),
+    )
+
+
+def _text(document: dict[str, Any], name: str, limit: int) -> str | None:
+    value = document.get(name)
+    if value is None:
+        return None
+    if type(value) is not str:
+        raise BadGateRequest(f"{name}: expected a string or null")
+    if len(value) > limit:
+        raise BadGateRequest(f"{name}: longer than {limit} characters")
+    if "\0" in value:
+        raise BadGateRequest(f"{name}: contains a NUL character")
+    return value
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    entry: Entry
+    result: GateResult
+    max_blocks: int  # the operator's bound on blocks in a row, for the hook that asked
+
+
+class _LoggedEvents:
+    """The gate's progress goes to the service's log, one line per step, naming the repo."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def step(self, name: str, detail: str) -> None:
+        _log.info("gate %s: %s: %s", self.root, name, " ".join(detail.split()))
+
+
+def resolve_repo(observe_root: Path, given: str) -> Path:
+    """The work tree's root for ``given``, an absolute path that must stay under
+    ``observe_root`` once every link is followed. The root returned is the real path, so what
+    is judged is what was checked, whatever the name sent."""
+    shown = given[:200]
+    path = Path(given)
+    if not path.is_absolute():
+        raise NotARepository(f"repo: {shown!r} is not an absolute path")
+    if ".." in path.parts:
+        raise RepoRefused(f"repo: {shown!r} contains '..'")
+    allowed = Path(os.path.realpath(observe_root))
+    real = Path(os.path.realpath(path))
+    if not real.is_relative_to(allowed):
+        raise RepoRefused(f"repo: {shown!r} is not under the service's observe root")
+    if not real.is_dir():
+        raise NotARepository(f"repo: {shown!r} is not a directory")
+    try:
+        top = git_toplevel(real)
+    except ClaimError as error:
+        raise NotARepository(f"repo: {shown!r}: {error}") from None
+    if top is None:
+        raise NotARepository(f"repo: {shown!r} is not in a git work tree")
+    root = Path(os.path.realpath(top))
+    # A folder under the root whose repository starts above it would judge files outside.
+    if not root.is_relative_to(allowed):
+        raise RepoRefused(f"repo: {shown!r} belongs to a repository outside the observe root")
+    return root
+
+
+def operator_config(
+    settings: ServiceSettings, environ: Mapping[str, str]
+) -> tuple[GateConfig, Path]:
+    """The operator's claim.toml, read afresh for each run, with the service's key as the
+    gate's signing key (so its evidence and verdicts are signed by the service); and the
+    observe root."""
+    if settings.observe_root is None or settings.gate_config is None:
+        raise GateNotConfigured(
+            "the gate needs the service's --observe-root and --gate-config; this one has "
+            f"observe root {settings.observe_root} and gate config {settings.gate_config}"
+        )
+    config = load_config(settings.gate_config, environ)
+    return replace(config, sign_key=settings.key_path), settings.observe_root
+
+
+def start(settings: ServiceSettings, request: GateRequest) -> Path:
+    """Take the baselines for a session starting on the requested repository; its root."""
+    config, observe_root = operator_config(settings, os.environ)
+    root = resolve_repo(observe_root, request.repo)
+    start_gate(config, root, session=request.session)
+    return root
+
+
+def decide(
+    settings: ServiceSettings,
+    ledger: Appends,
+    request: GateRequest,
+    *,
+    submitted_by: str,
+    now: datetime,
+) -> GateDecision:
+    """Run the gate on the requested repository and append its decision; nothing is appended
+    when the gate cannot run. ``now`` is the entry's ``recorded_at``."""
+    config, observe_root = operator_config(settings, os.environ)
+    root = resolve_repo(observe_root, request.repo)
+    result = run_gate(
+        config,
+        root,
+        outcome=request.outcome.strip() or NO_OUTCOME,
+        session=request.session,
+        task_id=request.task_id,
+        events=_LoggedEvents(root),
+    )
+    entry = ledger.append(gate_entry(result, submitted_by, now))
+    _log.info("gate %s: %s, ledger index %d", root, result.verdict.state, entry.index)
+    return GateDecision(entry, result, config.max_blocks)
+
+
+def gate_entry(result: GateResult, submitted_by: str, recorded_at: datetime) -> NewEntry:
+    """The ledger entry of one gate run: its claim, the policy it was judged under, its verdict."""
+    document: dict[str, Any] = result.document
+    return NewEntry(
+        claim={key: value for key, value in document.items() if key not in NOT_CLAIM_MEMBERS},
+        policy=document["policy"],
+        verdict=result.verdict.to_json(),
+        submitted_by=submitted_by,
+        via="gate",
+        recorded_at=recorded_at,
+    )

@@ -1,0 +1,783 @@
+"""The ledger: an append-only RFC 6962 log of decided claims, in SQLite or PostgreSQL.
+
+Every append is one transaction that adds the entry, its derived columns, the subtree nodes it
+completes and a new tree head signed by the log's key. Appends are serialised across processes
+and machines (PostgreSQL: a transaction-scoped advisory lock; SQLite: ``BEGIN IMMEDIATE`` with a
+busy timeout), so each index is taken once and every head covers exactly the entries before it.
+Readers never lock: SQLite runs in WAL mode, and PostgreSQL reads use a repeatable-read snapshot.
+
+``audit`` rereads everything and trusts nothing derived: the leaf bytes are the record, and every
+other column, node and head must agree with them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import (
+    Connection,
+    Engine,
+    and_,
+    create_engine,
+    event,
+    func,
+    insert,
+    or_,
+    select,
+    text,
+)
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+from ..errors import ClaimError, InvalidDocument
+from ..observe.values import redact_url, scrub, url_secrets
+from ..timefmt import parse_time
+from ..trust.canonical import canonical_bytes
+from ..trust.keys import SigningKey
+from ..trust.pubkey import PublicKey, parse_public_key
+from . import merkle
+from .records import (
+    STATES,
+    ConsistencyProof,
+    Entry,
+    EntryFilter,
+    InclusionProof,
+    NewEntry,
+    Page,
+    StateCounts,
+    Stats,
+    TreeHead,
+)
+from .tables import entries, entry_unmet, nodes, tree_heads
+from .tree_head import TreeHeadError, check_tree_head, sign_tree_head, tree_head_from_json
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+SQLITE_BUSY_TIMEOUT_S = 60.0
+"""How long a SQLite writer waits for another's transaction before giving up."""
+POSTGRES_CONNECT_TIMEOUT_S = 10
+_APPEND_LOCK = 0x6C6F672D636C6D  # an arbitrary constant naming "the ledger's append" lock
+_WRITE = "completion_claim_write"
+_AUDIT_BATCH = 2000
+_US = 1_000_000
+
+
+_EVERYTHING = EntryFilter()
+
+
+class LedgerError(ClaimError):
+    """The ledger's storage cannot be opened, read or written (the URL's secrets hidden)."""
+
+
+class LedgerTampered(ClaimError):
+    """The stored log is not what its signed heads and its own leaves say it is."""
+
+
+class NotInLedger(ClaimError):
+    """An entry index or tree size beyond what the log holds."""
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    size: int  # entries checked
+    heads: int  # signed tree heads checked
+    log_key: str  # the key every head is signed by
+    head: TreeHead  # the latest
+    since: int | None  # the size of the kept head found consistent, if one was given
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Ledger:
+    """One open ledger database; safe to share between threads (each call takes a connection)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        key: SigningKey | None,
+        clock: Callable[[], datetime],
+        shown: str,
+        secrets: list[str],
+    ) -> None:
+        self._engine = engine
+        self._key = key
+        self._clock = clock
+        self._shown = shown
+        self._secrets = secrets
+        self._postgres = engine.dialect.name == "postgresql"
+
+    @classmethod
+    def open(
+        cls, url: str, key: SigningKey | None = None, *, clock: Callable[[], datetime] = _now
+    ) -> Ledger:
+        """Open (creating when a key is given) the ledger at ``url`` and migrate it to the newest
+        schema. Without a key it is read-only: ``append`` refuses."""
+        engine, shown = _engine(url, create=key is not None)
+        ledger = cls(engine, key, clock, shown, url_secrets(url))
+        try:
+            with ledger._storage("open"):
+                ledger._migrate()
+                if key is not None:
+                    ledger._start(key)
+        except BaseException:
+            engine.dispose()
+            raise
+        return ledger
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    # --- writing --------------------------------------------------------------------------
+
+    def append(self, entry: NewEntry) -> Entry:
+        if self._key is None:
+            raise LedgerError(f"ledger {self._shown} was opened without its key: read-only")
+        key = self._key
+        leaf = canonical_bytes(entry.leaf_document())
+        leaf_hash = merkle.leaf_hash(leaf)
+        derived = _derived(entry)
+        with self._storage("append to"), self._writing() as conn:
+            size = conn.execute(select(func.max(tree_heads.c.size))).scalar_one_or_none() or 0
+            frontier = _read_nodes(conn, merkle.blocks(0, size) if size else [])
+            # The leaf and every complete subtree it closes, up the right edge of the tree.
+            added = {(0, size): leaf_hash}
+            level, position, carried = 0, size, leaf_hash
+            while position & 1:
+                carried = merkle.node_hash(frontier[(level, position - 1)], carried)
+                level, position = level + 1, position >> 1
+                added[(level, position)] = carried
+            known = {**frontier, **added}
+            root = merkle.fold([known[block] for block in merkle.blocks(0, size + 1)])
+            head = sign_tree_head(key, size + 1, root.hex(), self._clock())
+            conn.execute(
+                insert(entries),
+                {"entry_index": size, "leaf_hash": leaf_hash, "leaf": leaf, **derived.columns},
+            )
+            if derived.unmet:
+                conn.execute(
+                    insert(entry_unmet),
+                    [{"entry_index": size, "code": code} for code in derived.unmet],
+                )
+            conn.execute(
+                insert(nodes),
+                [{"level": lv, "position": pos, "hash": h} for (lv, pos), h in added.items()],
+            )
+            _insert_head(conn, head)
+        return Entry(**_fields(entry), index=size, leaf_hash=leaf_hash.hex())
+
+    # --- reading --------------------------------------------------------------------------
+
+    def get(self, index: int) -> Entry | None:
+        with self._storage("read"), self._reading() as conn:
+            row = conn.execute(
+                select(entries.c.entry_index, entries.c.leaf_hash, entries.c.leaf).where(
+                    entries.c.entry_index == index
+                )
+            ).one_or_none()
+        return None if row is None else _entry(row.entry_index, row.leaf_hash, row.leaf)
+
+    def page(self, flt: EntryFilter, *, before: int | None = None, limit: int = 50) -> Page:
+        """Newest first, at most ``limit`` entries below index ``before``."""
+        if limit < 1:
+            raise InvalidDocument("limit", "must be at least 1")
+        query = select(entries.c.entry_index, entries.c.leaf_hash, entries.c.leaf).where(
+            *_conditions(flt)
+        )
+        if before is not None:
+            query = query.where(entries.c.entry_index < before)
+        query = query.order_by(entries.c.entry_index.desc()).limit(limit + 1)
+        with self._storage("read"), self._reading() as conn:
+            rows = conn.execute(query).all()
+        items = tuple(_entry(r.entry_index, r.leaf_hash, r.leaf) for r in rows[:limit])
+        more = len(rows) > limit
+        return Page(items, items[-1].index if more else None)
+
+    def stats(self, flt: EntryFilter = _EVERYTHING) -> Stats:
+        where = _conditions(flt)
+        state = entries.c.state
+        with self._storage("read"), self._reading() as conn:
+
+            def grouped(column: Any) -> dict[Any, StateCounts]:
+                rows = conn.execute(
+                    select(column, state, func.count()).where(*where).group_by(column, state)
+                ).all()
+                found: dict[Any, dict[str, int]] = {}
+                for group, st, count in rows:
+                    found.setdefault(group, {})[st] = count
+                return {group: _counts(by_state) for group, by_state in found.items()}
+
+            total = conn.execute(select(state, func.count()).where(*where).group_by(state)).all()
+            by_day = grouped(entries.c.recorded_day)
+            by_agent = grouped(entries.c.submitted_by)
+            by_policy = grouped(entries.c.policy_id)
+            named = func.count(entry_unmet.c.entry_index)
+            top = conn.execute(
+                select(entry_unmet.c.code, named)
+                .join(entries, entries.c.entry_index == entry_unmet.c.entry_index)
+                .where(*where)
+                .group_by(entry_unmet.c.code)
+                .order_by(named.desc(), entry_unmet.c.code)
+                .limit(10)
+            ).all()
+            said_done = conn.execute(
+                select(state, func.count())
+                .where(*where, entries.c.said_done.is_(True))
+                .group_by(state)
+            ).all()
+        said: dict[str, int] = {str(st): int(count) for st, count in said_done}
+
+        def most_first(groups: dict[Any, StateCounts]) -> tuple[tuple[str, StateCounts], ...]:
+            return tuple(sorted(groups.items(), key=lambda item: (-item[1].total, item[0])))
+
+        return Stats(
+            total=_counts(dict(total)),
+            by_day=tuple(sorted((_day(day), counts) for day, counts in by_day.items())),
+            by_agent=most_first(by_agent),
+            by_policy=most_first(by_policy),
+            top_unmet=tuple((code, count) for code, count in top),
+            said_done=sum(said.values()),
+            said_done_refuted=said.get("refuted", 0),
+        )
+
+    def tree_head(self) -> TreeHead:
+        with self._storage("read"), self._reading() as conn:
+            head = _latest_head(conn)
+        if head is None:
+            raise LedgerError(f"ledger {self._shown} has no signed tree head yet")
+        return head
+
+    def inclusion_proof(self, index: int, tree_size: int | None = None) -> InclusionProof:
+        """The audit path of entry ``index`` in the tree of ``tree_size`` entries (the latest
+        head's size by default)."""
+        with self._storage("read"), self._reading() as conn:
+            size = self._size_at_most(conn, tree_size)
+            if not 0 <= index < size:
+                raise NotInLedger(f"no entry {index} in the log of size {size}")
+            leaf = _read_nodes(conn, [(0, index)])[(0, index)]
+            path = _stored_proof(conn, lambda h: merkle.inclusion_path(index, size, h))
+        return InclusionProof(index, size, leaf.hex(), merkle.hex_path(path))
+
+    def consistency_proof(self, old_size: int, new_size: int | None = None) -> ConsistencyProof:
+        with self._storage("read"), self._reading() as conn:
+            size = self._size_at_most(conn, new_size)
+            if not 0 <= old_size <= size:
+                raise NotInLedger(f"no tree of size {old_size} within the log of size {size}")
+            path = _stored_proof(conn, lambda h: merkle.consistency_path(old_size, size, h))
+        return ConsistencyProof(old_size, size, merkle.hex_path(path))
+
+    def _size_at_most(self, conn: Connection, size: int | None) -> int:
+        latest = conn.execute(select(func.max(tree_heads.c.size))).scalar_one_or_none()
+        if latest is None:
+            raise LedgerError(f"ledger {self._shown} has no signed tree head yet")
+        if size is None:
+            return int(latest)
+        if not 0 <= size <= latest:
+            raise NotInLedger(f"no tree of size {size}: the log's size is {latest}")
+        return size
+
+    # --- auditing -------------------------------------------------------------------------
+
+    def audit(self, since: TreeHead | None = None, log_key: PublicKey | None = None) -> AuditReport:
+        """Reread every row and raise :class:`LedgerTampered` at the first thing that does not
+        agree with the leaves and the signed heads; ``since`` is a head kept from earlier,
+        which the log must still contain."""
+        with self._storage("audit"), self._reading() as conn:
+            return _Audit(conn, log_key).run(since)
+
+    # --- plumbing -------------------------------------------------------------------------
+
+    @contextmanager
+    def _storage(self, doing: str) -> Iterator[None]:
+        """Turn the database's failures into one line naming the ledger, its secrets hidden."""
+        try:
+            yield
+        except SQLAlchemyError as error:
+            reason = getattr(error, "orig", None) or error
+            message = scrub(str(reason).split("\n", 1)[0], self._secrets)
+            raise LedgerError(f"cannot {doing} ledger {self._shown}: {message}") from None
+        except OSError as error:
+            reason = scrub(str(error.strerror or error), self._secrets)
+            raise LedgerError(f"cannot {doing} ledger {self._shown}: {reason}") from None
+
+    @contextmanager
+    def _writing(self) -> Iterator[Connection]:
+        with self._engine.connect() as conn:
+            conn.execution_options(**{_WRITE: True})
+            with conn.begin():
+                if self._postgres:
+                    conn.execute(
+                        text("SELECT pg_advisory_xact_lock(:lock)"), {"lock": _APPEND_LOCK}
+                    )
+                yield conn
+
+    @contextmanager
+    def _reading(self) -> Iterator[Connection]:
+        with self._engine.connect() as conn:
+            if self._postgres:
+                # One snapshot for every statement of the call (a proof and its head agree).
+                conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin():
+                yield conn
+
+    def _migrate(self) -> None:
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        newest = ScriptDirectory.from_config(config).get_current_head()
+        with self._writing() as conn:
+            if MigrationContext.configure(conn).get_current_revision() == newest:
+                return
+            config.attributes["connection"] = conn
+            command.upgrade(config, "head")
+
+    def _start(self, key: SigningKey) -> None:
+        """Sign the empty log's head, or check that the log's heads are this key's."""
+        with self._writing() as conn:
+            head = _latest_head(conn)
+            if head is None:
+                empty = sign_tree_head(key, 0, merkle.EMPTY_ROOT.hex(), self._clock())
+                _insert_head(conn, empty)
+            elif head.log_key != key.public.text:
+                raise LedgerError(
+                    f"ledger {self._shown} is signed by {head.log_key}, not by the key given"
+                )
+
+
+# --- rows -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Derived:
+    columns: dict[str, Any]
+    unmet: tuple[str, ...]
+
+
+def _fields(entry: NewEntry) -> dict[str, Any]:
+    return {
+        "claim": entry.claim,
+        "policy": entry.policy,
+        "verdict": entry.verdict,
+        "submitted_by": entry.submitted_by,
+        "via": entry.via,
+        "recorded_at": entry.recorded_at,
+    }
+
+
+def _derived(entry: NewEntry) -> _Derived:
+    """The columns filters and counts read, all taken from the leaf document."""
+    probe = Entry(**_fields(entry), index=0, leaf_hash="")
+    try:
+        state, task, policy = probe.state, probe.task_id, probe.policy_id
+        unmet = tuple(sorted(set(probe.unmet_codes)))
+        outcome = probe.outcome
+    except (KeyError, TypeError, AttributeError) as error:
+        raise InvalidDocument("", f"not a decided claim: {error} is missing") from None
+    if state not in STATES:
+        raise InvalidDocument("verdict.state", f"not a verdict state: {state[:40]!r}")
+    if entry.recorded_at.tzinfo is None:
+        raise InvalidDocument("recorded_at", "the time must carry a UTC offset")
+    moment = entry.recorded_at.astimezone(UTC)
+    return _Derived(
+        {
+            "recorded_us": _microseconds(moment),
+            "recorded_day": moment.date(),
+            "state": state,
+            "policy_id": policy,
+            "task_id": task,
+            "submitted_by": entry.submitted_by,
+            "via": entry.via,
+            "said_done": outcome != "",
+        },
+        unmet,
+    )
+
+
+def _microseconds(moment: datetime) -> int:
+    delta = moment.astimezone(UTC) - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * _US + delta.microseconds
+
+
+def _entry(index: int, leaf_hash: bytes, leaf: bytes) -> Entry:
+    document = _leaf_document(index, leaf)
+    try:
+        recorded_at = parse_time(document["recorded_at"], "recorded_at")
+    except InvalidDocument as error:
+        raise LedgerTampered(f"entry {index}: {error}") from None
+    return Entry(
+        claim=document["claim"],
+        policy=document["policy"],
+        verdict=document["verdict"],
+        submitted_by=document["submitted_by"],
+        via=document["via"],
+        recorded_at=recorded_at,
+        index=index,
+        leaf_hash=bytes(leaf_hash).hex(),
+    )
+
+
+_LEAF_MEMBERS = frozenset(("claim", "policy", "verdict", "submitted_by", "via", "recorded_at"))
+
+
+def _leaf_document(index: int, leaf: bytes) -> dict[str, Any]:
+    try:
+        document = json.loads(bytes(leaf))
+    except ValueError:
+        raise LedgerTampered(f"entry {index}: its bytes are not JSON") from None
+    if not isinstance(document, dict) or set(document) != _LEAF_MEMBERS:
+        raise LedgerTampered(f"entry {index}: its bytes are not a leaf document")
+    return document
+
+
+def _conditions(flt: EntryFilter) -> list[Any]:
+    found: list[Any] = []
+    for column, value in (
+        (entries.c.state, flt.state),
+        (entries.c.policy_id, flt.policy),
+        (entries.c.submitted_by, flt.agent),
+        (entries.c.task_id, flt.task),
+    ):
+        if value is not None:
+            found.append(column == value)
+    if flt.since is not None:
+        found.append(entries.c.recorded_us >= _microseconds(_aware(flt.since, "since")))
+    if flt.until is not None:
+        found.append(entries.c.recorded_us < _microseconds(_aware(flt.until, "until")))
+    return found
+
+
+def _aware(moment: datetime, name: str) -> datetime:
+    if moment.tzinfo is None:
+        raise InvalidDocument(name, "the time must carry a UTC offset")
+    return moment
+
+
+def _counts(by_state: dict[str, int]) -> StateCounts:
+    return StateCounts(**{state: by_state.get(state, 0) for state in STATES})
+
+
+def _day(value: Any) -> date:
+    # SQLite hands back what it stored for a Date as a date already; be strict all the same.
+    return value if isinstance(value, date) else date.fromisoformat(str(value))
+
+
+def _read_nodes(
+    conn: Connection, wanted: Sequence[tuple[int, int]]
+) -> dict[tuple[int, int], bytes]:
+    if not wanted:
+        return {}
+    rows = conn.execute(
+        select(nodes.c.level, nodes.c.position, nodes.c.hash).where(
+            or_(*(and_(nodes.c.level == lv, nodes.c.position == pos) for lv, pos in wanted))
+        )
+    ).all()
+    found = {(row.level, row.position): bytes(row.hash) for row in rows}
+    for level, position in wanted:
+        if (level, position) not in found:
+            raise LedgerTampered(
+                f"the stored hash of subtree (level {level}, position {position}) is missing"
+            )
+    return found
+
+
+def _stored_proof(
+    conn: Connection, build: Callable[[merkle.SubtreeHash], list[bytes]]
+) -> list[bytes]:
+    """Build a proof from stored nodes in one read: a first pass only notes which complete
+    subtrees it needs (a proof's shape does not depend on the hashes), the second hashes."""
+    wanted: set[tuple[int, int]] = set()
+
+    def note(start: int, end: int) -> bytes:
+        wanted.update(merkle.blocks(start, end))
+        return b""
+
+    build(note)
+    stored = _read_nodes(conn, sorted(wanted))
+    return build(lambda start, end: merkle.fold([stored[b] for b in merkle.blocks(start, end)]))
+
+
+def _insert_head(conn: Connection, head: TreeHead) -> None:
+    conn.execute(
+        insert(tree_heads),
+        {
+            "size": head.size,
+            "root_hash": bytes.fromhex(head.root_hash),
+            "envelope": json.dumps(head.to_json(), sort_keys=True),
+        },
+    )
+
+
+def _latest_head(conn: Connection) -> TreeHead | None:
+    row = conn.execute(
+        select(tree_heads.c.size, tree_heads.c.envelope).order_by(tree_heads.c.size.desc()).limit(1)
+    ).one_or_none()
+    return None if row is None else _stored_head(row.size, row.envelope)
+
+
+def _stored_head(size: int, stored: str) -> TreeHead:
+    try:
+        head = tree_head_from_json(json.loads(stored), f"tree head at size {size}")
+    except (ValueError, TreeHeadError) as error:
+        raise LedgerTampered(f"tree head at size {size}: unreadable ({error})") from None
+    if head.size != size:
+        raise LedgerTampered(f"tree head at size {size}: it is filed under the wrong size")
+    return head
+
+
+# --- opening ----------------------------------------------------------------------------------
+
+
+def _engine(url: str, *, create: bool) -> tuple[Engine, str]:
+    """An engine for a SQLite path or URL, or a PostgreSQL URL (psycopg 3), and the URL as
+    errors may show it."""
+    shown = redact_url(url)
+    if url.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
+        target = "postgresql+psycopg://" + url.split("://", 1)[1]
+        try:
+            engine = create_engine(
+                target,
+                connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S},
+                pool_pre_ping=True,
+            )
+        except (ArgumentError, ValueError) as error:
+            reason = scrub(str(error), url_secrets(url))
+            raise LedgerError(f"ledger {shown} is not a usable URL: {reason}") from None
+        return engine, shown
+    if url.startswith("sqlite:"):
+        try:
+            path = make_url(url).database or ""
+        except ArgumentError:
+            raise LedgerError(f"ledger {shown} is not a usable sqlite:/// URL") from None
+    elif "://" in url:
+        raise LedgerError(
+            f"ledger {shown}: expected a file path, sqlite:///PATH or postgresql://..."
+        )
+    else:
+        path = url
+    if not path or path == ":memory:":
+        raise LedgerError(f"ledger {shown}: a ledger needs a file, not an in-memory database")
+    path = os.path.abspath(path)
+    if not create and not os.path.isfile(path):
+        raise LedgerError(f"no ledger at {path}")
+    return _sqlite_engine(path), path
+
+
+def _sqlite_engine(path: str) -> Engine:
+    engine = create_engine(f"sqlite:///{path}", connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi: Any, _record: Any) -> None:
+        # The driver's own transaction handling is switched off so that ours (below) decides
+        # when a transaction begins and how.
+        dbapi.isolation_level = None
+        cursor = dbapi.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        # A writer takes the write lock when it begins, not at its first write, so two
+        # appenders never both read the same size and then collide.
+        immediate = conn.get_execution_options().get(_WRITE)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+# --- the audit --------------------------------------------------------------------------------
+
+
+class _Audit:
+    """One pass over entries, nodes and heads, in batches by key so memory stays bounded by the
+    tree's nodes, not by the rows."""
+
+    def __init__(self, conn: Connection, log_key: PublicKey | None) -> None:
+        self._conn = conn
+        self._key = log_key
+        # levels[L][p]: the hash of complete subtree p at level L, recomputed from the leaves.
+        self._levels: list[list[bytes]] = [[]]
+
+    def run(self, since: TreeHead | None) -> AuditReport:
+        unmet = self._unmet()
+        heads = self._heads()
+        size = 0
+        latest = self._check_head(next(heads, None), 0)
+        heads_checked = 1
+        for batch in self._entry_batches():
+            for row in batch:
+                if row.entry_index != size:
+                    if row.entry_index > size:
+                        raise LedgerTampered(
+                            f"entry {size} is missing: the entries jump from {size - 1} "
+                            f"to {row.entry_index}"
+                        )
+                    raise LedgerTampered(f"entry {row.entry_index} is out of order")
+                self._check_entry(row, unmet.pop(size, ()))
+                self._add_leaf(bytes(row.leaf_hash))
+                size += 1
+                latest = self._check_head(next(heads, None), size)
+                heads_checked += 1
+        extra = next(heads, None)
+        if extra is not None:
+            raise LedgerTampered(
+                f"entries end at {size} but a signed head covers {extra[0]} (entries were removed)"
+            )
+        if unmet:
+            stray = min(unmet)
+            raise LedgerTampered(f"entry {stray}: unmet codes are stored for an absent entry")
+        self._check_nodes(size)
+        kept = None
+        if since is not None:
+            self._check_since(since, size)
+            kept = since.size
+        return AuditReport(size, heads_checked, latest.log_key, latest, kept)
+
+    def _entry_batches(self) -> Iterator[Sequence[Any]]:
+        after = -1
+        while True:
+            batch = self._conn.execute(
+                select(entries)
+                .where(entries.c.entry_index > after)
+                .order_by(entries.c.entry_index)
+                .limit(_AUDIT_BATCH)
+            ).all()
+            if not batch:
+                return
+            yield batch
+            after = batch[-1].entry_index
+
+    def _unmet(self) -> dict[int, tuple[str, ...]]:
+        found: dict[int, list[str]] = {}
+        for index, code in self._conn.execute(
+            select(entry_unmet.c.entry_index, entry_unmet.c.code)
+        ):
+            found.setdefault(index, []).append(code)
+        return {index: tuple(sorted(codes)) for index, codes in found.items()}
+
+    def _heads(self) -> Iterator[tuple[int, bytes, str]]:
+        after = -1
+        while True:
+            batch = self._conn.execute(
+                select(tree_heads.c.size, tree_heads.c.root_hash, tree_heads.c.envelope)
+                .where(tree_heads.c.size > after)
+                .order_by(tree_heads.c.size)
+                .limit(_AUDIT_BATCH)
+            ).all()
+            if not batch:
+                return
+            for row in batch:
+                yield int(row.size), bytes(row.root_hash), str(row.envelope)
+            after = batch[-1].size
+
+    def _check_entry(self, row: Any, unmet: tuple[str, ...]) -> None:
+        index = row.entry_index
+        leaf = bytes(row.leaf)
+        if merkle.leaf_hash(leaf) != bytes(row.leaf_hash):
+            raise LedgerTampered(f"entry {index}: its bytes do not hash to its leaf hash")
+        entry = _entry(index, row.leaf_hash, leaf)
+        if canonical_bytes(entry.leaf_document()) != leaf:
+            raise LedgerTampered(f"entry {index}: its bytes are not in canonical form")
+        try:
+            derived = _derived(entry)
+        except InvalidDocument as error:
+            raise LedgerTampered(f"entry {index}: {error}") from None
+        for name, value in derived.columns.items():
+            stored = getattr(row, name)
+            if name == "recorded_day":
+                stored = _day(stored)
+            if stored != value:
+                raise LedgerTampered(
+                    f"entry {index}: its {name} column differs from its leaf document"
+                )
+        if unmet != derived.unmet:
+            raise LedgerTampered(f"entry {index}: its unmet codes differ from its leaf document")
+
+    def _add_leaf(self, leaf_hash: bytes) -> None:
+        levels = self._levels
+        levels[0].append(leaf_hash)
+        level = 0
+        while len(levels[level]) % 2 == 0:
+            if len(levels) == level + 1:
+                levels.append([])
+            levels[level + 1].append(merkle.node_hash(levels[level][-2], levels[level][-1]))
+            level += 1
+
+    def _root(self, size: int) -> bytes:
+        return merkle.fold([self._levels[lv][pos] for lv, pos in merkle.blocks(0, size)])
+
+    def _check_head(self, row: tuple[int, bytes, str] | None, size: int) -> TreeHead:
+        if row is None or row[0] != size:
+            raise LedgerTampered(f"the signed tree head at size {size} is missing")
+        head = _stored_head(size, row[2])
+        try:
+            if self._key is None:
+                # Unpinned: the first head's key must then sign every other head.
+                self._key = parse_public_key(head.log_key, "log_key")
+            check_tree_head(head, self._key)
+        except (TreeHeadError, InvalidDocument) as error:
+            raise LedgerTampered(str(error)) from None
+        root = self._root(size) if size else merkle.EMPTY_ROOT
+        if head.root_hash != root.hex() or row[1] != root:
+            raise LedgerTampered(
+                f"tree head at size {size}: root differs from the entries "
+                "(edited, removed or reordered)"
+            )
+        return head
+
+    def _check_nodes(self, size: int) -> None:
+        expected = sum(len(level) for level in self._levels)
+        after = (-1, -1)
+        seen = 0
+        while True:
+            batch = self._conn.execute(
+                select(nodes.c.level, nodes.c.position, nodes.c.hash)
+                .where(
+                    or_(
+                        nodes.c.level > after[0],
+                        and_(nodes.c.level == after[0], nodes.c.position > after[1]),
+                    )
+                )
+                .order_by(nodes.c.level, nodes.c.position)
+                .limit(_AUDIT_BATCH)
+            ).all()
+            if not batch:
+                break
+            for level, position, stored in batch:
+                known = self._levels[level] if level < len(self._levels) else []
+                if position >= len(known):
+                    raise LedgerTampered(
+                        f"a subtree hash (level {level}, position {position}) is stored "
+                        f"beyond the {size} entries"
+                    )
+                if bytes(stored) != known[position]:
+                    raise LedgerTampered(
+                        f"the stored hash of subtree (level {level}, position {position}) "
+                        "differs from the entries (proofs would fail)"
+                    )
+                seen += 1
+            after = (batch[-1].level, batch[-1].position)
+        if seen != expected:
+            raise LedgerTampered(f"{expected - seen} stored subtree hashes are missing")
+
+    def _check_since(self, since: TreeHead, size: int) -> None:
+        where = f"the kept tree head at size {since.size}"
+        try:
+            check_tree_head(since, self._key)
+        except TreeHeadError as error:
+            raise LedgerTampered(f"{where}: {error}") from None
+        if since.size > size:
+            raise LedgerTampered(f"{where} covers more than the log's {size} entries")
+        root = self._root(since.size) if since.size else merkle.EMPTY_ROOT
+        if since.root_hash != root.hex():
+            raise LedgerTampered(f"{where}: the log's root at that size differs (rewritten)")

@@ -1,0 +1,167 @@
+"""Shared helpers for the service tests: ledger databases on both backends and decided entries.
+
+``ledger_url`` runs a test twice: on a SQLite file in the test's temporary folder and on the real
+PostgreSQL at 127.0.0.1:5432, in a schema of its own (``ledger_<random>``) dropped afterwards.
+PostgreSQL that cannot be reached skips on a developer's machine and fails under ``CI=true``.
+
+``fresh_entry`` builds a ``NewEntry`` from a real ``verify()`` of a small claim, so entries carry
+the verdicts the service would reach.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal, NoReturn
+
+import pytest
+
+from completion_claim import parse_claim, verify
+from completion_claim.gate.run import policy_json
+from completion_claim.model import BUILTIN_POLICY
+from completion_claim.service.ledger import Ledger
+from completion_claim.service.records import NewEntry, Via
+from completion_claim.trust.keys import SigningKey
+from tests.builders import claim_doc, evidence
+
+POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"  # a superuser, trust auth
+CONNECT_TIMEOUT = 3
+LOG_KEY = SigningKey.from_seed("ledger tests: the log")
+OTHER_KEY = SigningKey.from_seed("ledger tests: someone else")
+T0 = datetime(2026, 8, 27, 18, 0, 0, tzinfo=UTC)
+
+Backend = Literal["sqlite", "postgresql"]
+
+
+def service_unavailable(service: str, error: BaseException) -> NoReturn:
+    """Skip when a service is down, except in CI, where a skipped service would hide a failure."""
+    reason = f"{service} is not reachable on 127.0.0.1: {type(error).__name__}: {error}"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:12]}"
+
+
+# --- ledger databases -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LedgerDb:
+    """A ledger database a test owns, and a way around the ledger to its rows (to tamper)."""
+
+    url: str
+    backend: Backend
+    schema: str = ""  # PostgreSQL only
+    path: Path | None = None  # SQLite only
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement directly (``?`` placeholders) and commit; its rows, if any."""
+        if self.path is not None:
+            with sqlite3.connect(self.path) as conn:
+                rows = conn.execute(sql, params).fetchall()
+            conn.close()
+            return rows
+        import psycopg
+
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as pg:
+            pg.execute(f"SET search_path TO {self.schema}".encode())
+            cursor = pg.execute(sql.replace("?", "%s").encode(), params)
+            return cursor.fetchall() if cursor.description else []
+
+
+def postgres_schema_url(schema: str) -> str:
+    return f"{POSTGRES_URL}?options=-csearch_path%3D{schema}"
+
+
+@pytest.fixture
+def postgres_schema() -> Iterator[str]:
+    """A fresh schema of the test's own in the real PostgreSQL, dropped afterwards."""
+    import psycopg
+
+    schema = unique("ledger")
+    try:
+        admin = psycopg.connect(POSTGRES_URL, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
+    except psycopg.Error as error:
+        service_unavailable("PostgreSQL", error)
+    with admin:
+        admin.execute(f"CREATE SCHEMA {schema}".encode())
+        try:
+            yield schema
+        finally:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE".encode())
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def ledger_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LedgerDb]:
+    if request.param == "sqlite":
+        path = tmp_path / "ledger.sqlite"
+        yield LedgerDb(f"sqlite:///{path}", "sqlite", path=path)
+        return
+    schema = request.getfixturevalue("postgres_schema")
+    yield LedgerDb(postgres_schema_url(schema), "postgresql", schema=schema)
+
+
+@pytest.fixture
+def ledger_url(ledger_db: LedgerDb) -> str:
+    """A new, empty ledger database URL: SQLite, then PostgreSQL."""
+    return ledger_db.url
+
+
+@pytest.fixture
+def ledger(ledger_url: str) -> Iterator[Ledger]:
+    """The ledger at ``ledger_url``, opened with ``LOG_KEY``, its clock fixed at ``T0``."""
+    opened = Ledger.open(ledger_url, LOG_KEY, clock=lambda: T0)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+# --- entries --------------------------------------------------------------------------------
+
+DECIDED_AT = T0 + timedelta(seconds=20)
+
+
+def fresh_entry(
+    state: Literal["verified", "unverified", "refuted"] = "verified",
+    *,
+    agent: str = "ci-runner-1",
+    task: str = "deploy-4471",
+    outcome: str = "Updated the billing address on account 4471.",
+    recorded_at: datetime = T0 + timedelta(seconds=30),
+    via: Via = "api",
+) -> NewEntry:
+    """A decided claim as the service would append it, decided for real by ``verify()``.
+
+    verified: the evidence observes what the claim expects; refuted: it observes something
+    else; unverified: there is no evidence at all.
+    """
+    if state == "verified":
+        items = [evidence()]
+    elif state == "refuted":
+        items = [evidence(observed_value={"billing_zip": "10001"})]
+    else:
+        items = []
+    document = claim_doc(
+        evidence_items=items,
+        task={"id": task, "description": "Update the billing address"},
+        claimed_outcome=outcome,
+    )
+    verdict = verify(parse_claim(document), DECIDED_AT, BUILTIN_POLICY)
+    assert verdict.state == state, verdict.reason  # the builder must give what it is asked for
+    return NewEntry(
+        claim=document,
+        policy=policy_json(BUILTIN_POLICY),
+        verdict=verdict.to_json(),
+        submitted_by=agent,
+        via=via,
+        recorded_at=recorded_at,
+    )
