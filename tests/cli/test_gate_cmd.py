@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -237,3 +238,103 @@ def test_gate_finds_the_configuration_in_the_repository(
     write_files(repo, {"calc.py": CALC_BUGGY})
     assert run(["gate", "--repo", str(repo / "tests"), "--json"]) == 2
     assert json.loads(capsys.readouterr().out)["verdict"] == "refuted"
+
+
+# --- claim gate --ledger ---------------------------------------------------------------------
+
+
+def test_gate_appends_its_decision_to_the_ledger_signed_with_the_ledger_key(
+    tmp_path: Path, config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from completion_claim.service.ledger import Ledger
+    from completion_claim.trust.keys import SigningKey, write_private_key
+
+    repo = calc_project(tmp_path / "repo")
+    write_files(repo, {"calc.py": CALC_BUGGY})
+    key = SigningKey.generate()
+    write_private_key(str(tmp_path / "ledger.key"), key)
+    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+
+    code = run(["gate", "--config", str(config), "--repo", str(repo), "--outcome", "Done.",
+                "--ledger", url, "--ledger-key", str(tmp_path / "ledger.key")])  # fmt: skip
+
+    assert code == 2
+    assert capsys.readouterr().out.endswith("ledger index 0\n")
+    ledger = Ledger.open(url)
+    try:
+        entry = ledger.get(0)
+        head = ledger.tree_head()
+    finally:
+        ledger.close()
+    assert entry is not None
+    assert (entry.via, entry.submitted_by) == ("gate", f"gate@{socket.gethostname()}")
+    assert (entry.state, entry.outcome, entry.policy_id) == ("refuted", "Done.", "ops/gate")
+    assert (head.size, head.log_key) == (1, key.public.text)
+
+
+def test_gate_ledger_key_defaults_to_the_gates_sign_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from completion_claim.service.ledger import Ledger
+    from completion_claim.trust.keys import SigningKey, write_private_key
+
+    key = SigningKey.generate()
+    write_private_key(str(tmp_path / "gate.key"), key)
+    signed = tmp_path / "signed.toml"
+    signed.write_text(
+        CONFIG.format(runs=tmp_path / "runs").replace(
+            "[gate]\n", f'[gate]\nsign_key = "{tmp_path / "gate.key"}"\n'
+        )
+    )
+    repo = calc_project(tmp_path / "repo")
+    write_files(repo, {"calc.py": CALC + "\n"})
+    url = str(tmp_path / "ledger.sqlite")  # a plain path is a SQLite file
+
+    code = run(["gate", "--config", str(signed), "--repo", str(repo), "--json",
+                "--outcome", "Tidied.", "--ledger", url])  # fmt: skip
+
+    assert code == 0
+    assert json.loads(capsys.readouterr().out)["ledger_index"] == 0
+    ledger = Ledger.open(url)
+    try:
+        assert ledger.tree_head().log_key == key.public.text
+    finally:
+        ledger.close()
+
+
+def test_gate_ledger_without_a_key_refuses_before_running_anything(
+    tmp_path: Path, config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = calc_project(tmp_path / "repo")
+    code = run(["gate", "--config", str(config), "--repo", str(repo),
+                "--ledger", str(tmp_path / "ledger.sqlite")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 4
+    assert "--ledger: the ledger's tree heads must be signed" in err
+    assert not (tmp_path / "runs").exists()
+    assert not (tmp_path / "ledger.sqlite").exists()
+
+
+# --- claim gate --server (the service's own tests run it against a real service) -----------
+
+
+@pytest.mark.parametrize(
+    "extra", [["--config", "c.toml"], ["--base", "HEAD"], ["--ledger", "x.db"], ["--junit", "j"]]
+)
+def test_gate_server_refuses_what_the_service_decides(
+    tmp_path: Path, extra: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = run(["gate", "--server", f"unix://{tmp_path}/s.sock", "--repo", str(tmp_path), *extra])
+    assert code == 4
+    assert f"claim: {extra[0]} and --server: the service decides" in capsys.readouterr().err
+
+
+def test_gate_server_unreachable_is_one_line_and_exit_4(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = calc_project(tmp_path / "repo")
+    code = run(["gate", "--server", f"unix://{tmp_path}/none.sock", "--repo", str(repo)])
+    err = capsys.readouterr().err
+    assert code == 4
+    assert err.startswith(f"claim: POST unix://{tmp_path}/none.sock/v1/gate: cannot reach")
+    assert err.count("\n") == 1

@@ -233,6 +233,49 @@ def test_unknown_harness_is_a_usage_error(tmp_path: Path) -> None:
     assert done.returncode == 4
 
 
+# ---- the hook as a client of claim serve (the service's own tests run it against one)
+
+
+def test_an_unreachable_service_lets_the_stop_through_and_says_so(tmp_path: Path) -> None:
+    repo = project(tmp_path)
+    write_files(repo, {"calc.py": CALC_BUGGY})
+    server = f"unix://{tmp_path}/nobody-listens.sock"
+    done = claim(
+        "hook", "stop", "--harness", "claude-code", "--server", server, cwd=repo,
+        stdin=stop_payload("claude-code", repo),
+    )  # fmt: skip
+    assert done.returncode == 0
+    body = answer(done)
+    assert "decision" not in body
+    assert "the gate service could not judge" in body["systemMessage"]
+    assert "cannot reach the service" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "runs").exists()  # the local gate did not run instead
+
+
+def test_server_and_config_together_let_the_stop_through_saying_why(tmp_path: Path) -> None:
+    repo = project(tmp_path)
+    done = claim(
+        "hook", "stop", "--harness", "codex", "--server", f"unix://{tmp_path}/s.sock",
+        "--config", str(repo / "claim.toml"), cwd=repo, stdin=stop_payload("codex", repo),
+    )  # fmt: skip
+    assert done.returncode == 0
+    assert "--config and --server" in answer(done)["systemMessage"]
+
+
+def test_start_with_an_unreachable_service_takes_no_baselines_and_exits_0(
+    tmp_path: Path,
+) -> None:
+    repo = project(tmp_path)
+    done = claim(
+        "hook", "start", "--harness", "claude-code", "--server", f"unix://{tmp_path}/s.sock",
+        cwd=repo, stdin=start_payload(repo),
+    )  # fmt: skip
+    assert done.returncode == 0
+    assert "cannot reach the service" in done.stderr
+    assert "no baselines were taken" in done.stderr
+
+
 # ---- hooks install / uninstall
 
 

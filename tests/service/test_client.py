@@ -209,8 +209,15 @@ def test_base_url_with_a_prefix_keeps_it(stub: Stub) -> None:
     assert stub.seen[0].path == "/claims-service/v1/tree-head"
 
 
+@pytest.mark.parametrize("stub", ["unix"], indirect=True)
+def test_the_socket_url_claim_serve_prints_is_accepted(stub: Stub) -> None:
+    """``claim serve --socket PATH`` prints ``unix:PATH``; both spellings reach the socket."""
+    with ServiceClient(stub.url.replace("unix://", "unix:")) as client:
+        assert client.get_json("/v1/tree-head") == {"ok": True}
+
+
 @pytest.mark.parametrize(
-    "url", ["ftp://host/", "unix://relative.sock", "127.0.0.1:8080", "http://", ""]
+    "url", ["ftp://host/", "unix://relative.sock", "unix:rel.sock", "127.0.0.1:8080", "http://", ""]
 )
 def test_bad_url_is_a_usage_error(url: str) -> None:
     with pytest.raises(UsageError):

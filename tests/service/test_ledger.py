@@ -317,6 +317,19 @@ TAMPERINGS = [
         id="a subtree node edited",
     ),
     pytest.param(
+        ["DELETE FROM nodes WHERE level = 1 AND position = 2"],
+        "the stored hash of subtree (level 1, position 2) is missing",
+        id="a subtree node deleted",
+    ),
+    pytest.param(
+        [
+            "INSERT INTO nodes (level, position, hash) SELECT 3, 0, hash FROM nodes"
+            " WHERE level = 0 AND position = 0"
+        ],
+        "a subtree hash (level 3, position 0) is stored beyond the 7 entries",
+        id="a subtree node added",
+    ),
+    pytest.param(
         [
             "UPDATE tree_heads SET envelope = (SELECT envelope FROM tree_heads WHERE size = 3)"
             " WHERE size = 4"
@@ -400,9 +413,8 @@ def append_from_a_process(url: str, writer: int, start: Any) -> None:
         ledger.close()
 
 
-def test_concurrent_appends_from_many_processes_lose_nothing(
-    ledger: Ledger, ledger_db: LedgerDb
-) -> None:
+def test_concurrent_appends_from_many_processes_lose_nothing(ledger_db: LedgerDb) -> None:
+    """The writers also create the ledger together: its tables, migrations and first head."""
     context = multiprocessing.get_context("spawn")
     start = context.Event()
     writers = [
@@ -416,6 +428,14 @@ def test_concurrent_appends_from_many_processes_lose_nothing(
         process.join(timeout=300)
     assert [process.exitcode for process in writers] == [0] * WRITERS
 
+    ledger = Ledger.open(ledger_db.url)
+    try:
+        check_every_append_landed_once(ledger, ledger_db)
+    finally:
+        ledger.close()
+
+
+def check_every_append_landed_once(ledger: Ledger, ledger_db: LedgerDb) -> None:
     total = WRITERS * APPENDS_EACH
     seen: list[tuple[int, str, str]] = []
     before = None

@@ -118,3 +118,35 @@ def test_a_leaf_is_not_taken_for_a_node() -> None:
 def test_a_range_the_recursion_never_reaches_is_refused() -> None:
     with pytest.raises(ValueError, match="not a subtree"):
         merkle.blocks(1, 4)
+
+
+def test_proofs_read_back_from_json() -> None:
+    item = VECTORS["inclusion"][40]
+    proof = InclusionProof(item["index"], item["size"], item["leaf_hash"], tuple(item["path"]))
+    assert merkle.inclusion_proof_from_json(proof.to_json()) == proof
+    consistency = ConsistencyProof(3, 7, tuple(VECTORS["consistency"][31]["path"]))
+    assert merkle.consistency_proof_from_json(consistency.to_json()) == consistency
+
+
+@pytest.mark.parametrize(
+    ("document", "problem"),
+    [
+        ([], "not a JSON object"),
+        ({"index": 0, "tree_size": 1, "leaf_hash": "00", "path": [], "x": 1}, "exactly"),
+        ({"index": -1, "tree_size": 1, "leaf_hash": "00", "path": []}, "index is not"),
+        ({"index": True, "tree_size": 1, "leaf_hash": "00", "path": []}, "index is not"),
+        ({"index": 0, "tree_size": "1", "leaf_hash": "00", "path": []}, "tree_size is not"),
+        ({"index": 0, "tree_size": 1, "leaf_hash": 0, "path": []}, "leaf_hash is not a string"),
+        ({"index": 0, "tree_size": 1, "leaf_hash": "00", "path": "ab"}, "path is not a list"),
+        ({"index": 0, "tree_size": 1, "leaf_hash": "00", "path": [1]}, "path is not a list"),
+        ({"index": 0, "tree_size": 1, "leaf_hash": "", "path": ["00"] * 65}, "more than 64"),
+    ],
+)
+def test_a_malformed_inclusion_proof_is_refused(document: object, problem: str) -> None:
+    with pytest.raises(ProofError, match=problem):
+        merkle.inclusion_proof_from_json(document)
+
+
+def test_a_malformed_consistency_proof_is_refused() -> None:
+    with pytest.raises(ProofError, match="old_size is not a non-negative integer"):
+        merkle.consistency_proof_from_json({"old_size": 1.5, "new_size": 2, "path": []})

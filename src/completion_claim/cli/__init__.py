@@ -10,6 +10,7 @@ import click
 
 from ..errors import ClaimError, InvalidDocument, ObservationFailed, UsageError
 from ..gate.config import ConfigError, InvalidPolicy
+from ..service.ledger_errors import LedgerError, LedgerTampered
 
 EXIT_VERIFIED = 0
 EXIT_UNVERIFIED = 1
@@ -23,6 +24,8 @@ _EXIT_FOR_ERROR: tuple[tuple[type[Exception], int], ...] = (
     (InvalidPolicy, EXIT_INVALID),
     (ConfigError, EXIT_USAGE),
     (ObservationFailed, EXIT_OBSERVATION_FAILED),
+    (LedgerTampered, EXIT_REFUTED),
+    (LedgerError, EXIT_OBSERVATION_FAILED),
     (UsageError, EXIT_USAGE),
     (ClaimError, EXIT_USAGE),
     (click.UsageError, EXIT_USAGE),
@@ -37,8 +40,9 @@ def app() -> None:
     """Decide whether an agent's claim of completion is proven by observations of the world.
 
     \b
-    Exit codes: 0 verified (or the command succeeded), 1 unverified, 2 refuted,
-    3 invalid claim or policy, 4 usage or internal error, 5 observation failed.
+    Exit codes: 0 verified (or the command succeeded), 1 unverified, 2 refuted (or a
+    ledger contradicts its signed tree heads), 3 invalid claim or policy, 4 usage or
+    internal error, 5 observation failed (or a ledger cannot be reached or read).
     """
 
 
@@ -80,12 +84,14 @@ from . import (  # noqa: E402, F401
     claim_cmd,
     gate_cmd,
     hook_cmd,
+    ledger_cmd,
     observe_cmd,
     observe_endpoint_cmd,
     observe_readback_cmd,
     observe_test_run_cmd,
     report_cmd,
     run_cmd,
+    serve_cmd,
     trust_cmd,
     verify_cmd,
 )

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import socket
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,6 +19,10 @@ from ..model import parse_claim
 from ..observe.git_capture import repository_root
 from ..observe.repository import git_process
 from . import EXIT_VERIFIED, app
+from ._server import SERVER_OPTION, TOKEN_FILE_OPTION, ask_gate, ask_start
+
+if TYPE_CHECKING:
+    from ..service.ledger import Ledger
 
 MAX_OUTCOME_BYTES = 64 * 1024
 
@@ -73,6 +80,19 @@ def init_command(repo: str, force: bool) -> int:
 @click.option("--junit", "junit_path", metavar="FILE", help="Write a JUnit XML report.")
 @click.option("--dotenv", "dotenv_path", metavar="FILE", help="Write CLAIM_STATE=... lines.")
 @click.option("--start", is_flag=True, help="Record the base commit and baselines, and stop.")
+@SERVER_OPTION
+@TOKEN_FILE_OPTION
+@click.option(
+    "--ledger",
+    "ledger_url",
+    metavar="URL",
+    help="Also append the decision to this ledger (sqlite:///FILE, FILE or postgresql://...).",
+)
+@click.option(
+    "--ledger-key",
+    metavar="FILE",
+    help="The key that signs the ledger's tree heads (default: [gate].sign_key).",
+)
 def gate_command(
     config_path: str | None,
     repo: str,
@@ -87,24 +107,60 @@ def gate_command(
     junit_path: str | None,
     dotenv_path: str | None,
     start: bool,
+    server: str | None,
+    token_file: Path | None,
+    ledger_url: str | None,
+    ledger_key: str | None,
 ) -> int:
     """Build a fresh claim for the change in the work tree, run every configured check, decide
     under the operator's policy, record it in the runs directory, and exit with the verdict.
+    With --server, a claim serve does all of that under its own config and key, and records
+    the decision in its ledger.
 
     \b
     Exit codes: 0 verified, 1 unverified, 2 refuted, 3 invalid policy, 4 usage or claim.toml
     error (one line naming the file and line). An observer that cannot observe is recorded
     and the change stays unverified (exit 1).
     """
+    if server is not None:
+        given = {"--config": config_path, "--base": base, "--trusted-ref": trusted_ref,
+                 "--summary-md": summary_md, "--junit": junit_path, "--dotenv": dotenv_path,
+                 "--ledger": ledger_url, "--ledger-key": ledger_key}  # fmt: skip
+        refused = [name for name, value in given.items() if value is not None]
+        if refused:
+            raise UsageError(
+                f"{refused[0]} and --server: the service decides under its operator's config "
+                "and records in its own ledger"
+            )
+        return _gate_by_service(server, token_file, Path(repo), outcome, outcome_file, task_id,
+                                session, start, as_json)  # fmt: skip
+    if token_file is not None:
+        raise UsageError("--token-file is for --server")
     config = _config(config_path, Path(repo))
     if start:
+        if ledger_url is not None or ledger_key is not None:
+            raise UsageError("--ledger and --start: a start records no decision")
         path = start_gate(config, Path(repo), session)
         click.echo(f"recorded the start: {path}")
         return EXIT_VERIFIED
-    result = run_gate(
-        config, Path(repo), outcome=_outcome(outcome, outcome_file), session=session, base=base,
-        events=_StderrEvents(), task_id=task_id, trusted_ref=trusted_ref,
-    )  # fmt: skip
+    if ledger_key is not None and ledger_url is None:
+        raise UsageError("--ledger-key is for --ledger")
+    # Opened first: a ledger that cannot be reached fails before the checks run for minutes.
+    ledger = None if ledger_url is None else _open_ledger(ledger_url, ledger_key, config)
+    try:
+        result = run_gate(
+            config, Path(repo), outcome=_outcome(outcome, outcome_file), session=session,
+            base=base, events=_StderrEvents(), task_id=task_id, trusted_ref=trusted_ref,
+        )  # fmt: skip
+        index = None
+        if ledger is not None:
+            from ..service.gate_service import gate_entry  # noqa: PLC0415
+
+            by = f"gate@{socket.gethostname()}"
+            index = ledger.append(gate_entry(result, by, datetime.now(UTC))).index
+    finally:
+        if ledger is not None:
+            ledger.close()
     from ..gate import outputs  # noqa: PLC0415
 
     claim = parse_claim(result.document)
@@ -120,12 +176,68 @@ def gate_command(
             "verdict": result.verdict.state,
             "claim_path": str(result.claim_path),
             "agent_reason": result.agent_reason,
+            **({} if index is None else {"ledger_index": index}),
         }, indent=2))  # fmt: skip
     else:
         click.echo(result.report, nl=False)
         if result.agent_reason:
             click.echo("\nFor the agent:\n" + result.agent_reason)
+        if index is not None:
+            click.echo(f"ledger index {index}")
     return result.exit_code
+
+
+def _open_ledger(url: str, key_path: str | None, config: GateConfig) -> Ledger:
+    """The ledger at ``url``, its tree heads signed with ``--ledger-key``, else the gate's key."""
+    chosen = key_path if key_path is not None else config.sign_key
+    if chosen is None:
+        raise UsageError(
+            "--ledger: the ledger's tree heads must be signed: give --ledger-key FILE or set "
+            f"[gate].sign_key in {config.path.name}"
+        )
+    try:
+        from ..service.ledger import Ledger  # noqa: PLC0415
+    except ImportError as missing:
+        raise UsageError(
+            f"--ledger needs the serve extra ({missing.name} is missing): "
+            "pip install 'completion-claim[serve]'"
+        ) from None
+    from ..trust.keys import load_signing_key  # noqa: PLC0415
+
+    return Ledger.open(url, load_signing_key(str(chosen)))
+
+
+def _gate_by_service(
+    server: str,
+    token_file: Path | None,
+    repo: Path,
+    outcome: str | None,
+    outcome_file: str | None,
+    task_id: str | None,
+    session: str | None,
+    start: bool,
+    as_json: bool,
+) -> int:
+    if start:
+        if outcome is not None or outcome_file is not None or task_id is not None:
+            raise UsageError("--start takes no --outcome, --outcome-file or --task-id")
+        root = ask_start(server, token_file, repo, session)
+        click.echo(f"the service recorded the start for {root}")
+        return EXIT_VERIFIED
+    answer = ask_gate(server, token_file, repo, _outcome(outcome, outcome_file), session, task_id)
+    if as_json:
+        click.echo(dumps({
+            "verdict": answer.verdict.state,
+            "ledger_index": answer.index,
+            "url": answer.claim_path,
+            "agent_reason": answer.agent_reason,
+        }, indent=2))  # fmt: skip
+    else:
+        click.echo(answer.report, nl=False)
+        if answer.agent_reason:
+            click.echo("\nFor the agent:\n" + answer.agent_reason)
+        click.echo(f"ledger index {answer.index}: {answer.claim_path}")
+    return answer.exit_code
 
 
 def _config(config_path: str | None, repo: Path) -> GateConfig:

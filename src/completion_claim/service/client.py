@@ -23,7 +23,7 @@ from ..observe.values import redact_url
 DEFAULT_TIMEOUT_S = 30.0
 # An answer larger than this is not one the service sends (its largest is a page of entries).
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
-UNIX_SCHEME = "unix://"
+UNIX_SCHEME = "unix:"
 # The authority a request over a Unix socket names: the socket, not the host, picks the server.
 _SOCKET_ORIGIN = "http://localhost"
 
@@ -47,7 +47,7 @@ class ServiceRefused(ServiceError):
 
 class ServiceClient:
     """JSON requests to one service base URL: ``http://host:port[/prefix]``, ``https://...``
-    or ``unix:///abs/path.sock``.
+    or ``unix:///abs/path.sock`` (also ``unix:/abs/path.sock``).
 
     ``token`` is sent as ``Authorization: Bearer`` on every request; the caller reads it (from
     ``--token-file`` or ``CLAIM_TOKEN``), never this class.
@@ -121,7 +121,8 @@ class ServiceClient:
 def _origin_and_transport(url: str, shown: str) -> tuple[str, httpx.HTTPTransport | None]:
     """The base URL httpx requests against, and a Unix-socket transport for ``unix://``."""
     if url.startswith(UNIX_SCHEME):
-        socket_path = url[len(UNIX_SCHEME) :]
+        # unix:///abs/path.sock, or unix:/abs/path.sock as ``claim serve --socket`` prints it.
+        socket_path = url[len(UNIX_SCHEME) :].removeprefix("//")
         if not socket_path.startswith("/"):
             raise UsageError(f"{shown}: a Unix socket URL is unix:///absolute/path.sock")
         return f"{_SOCKET_ORIGIN}/", httpx.HTTPTransport(uds=socket_path)

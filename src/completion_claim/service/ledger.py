@@ -40,13 +40,14 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-from ..errors import ClaimError, InvalidDocument
+from ..errors import InvalidDocument
 from ..observe.values import redact_url, scrub, url_secrets
 from ..timefmt import parse_time
 from ..trust.canonical import canonical_bytes
 from ..trust.keys import SigningKey
 from ..trust.pubkey import PublicKey, parse_public_key
 from . import merkle
+from .ledger_errors import LedgerError, LedgerTampered, NotInLedger
 from .records import (
     STATES,
     ConsistencyProof,
@@ -74,17 +75,7 @@ _US = 1_000_000
 
 _EVERYTHING = EntryFilter()
 
-
-class LedgerError(ClaimError):
-    """The ledger's storage cannot be opened, read or written (the URL's secrets hidden)."""
-
-
-class LedgerTampered(ClaimError):
-    """The stored log is not what its signed heads and its own leaves say it is."""
-
-
-class NotInLedger(ClaimError):
-    """An entry index or tree size beyond what the log holds."""
+__all__ = ["AuditReport", "Ledger", "LedgerError", "LedgerTampered", "NotInLedger"]
 
 
 @dataclass(frozen=True)
@@ -383,6 +374,8 @@ def _derived(entry: NewEntry) -> _Derived:
         outcome = probe.outcome
     except (KeyError, TypeError, AttributeError) as error:
         raise InvalidDocument("", f"not a decided claim: {error} is missing") from None
+    if entry.via not in ("api", "gate"):
+        raise InvalidDocument("via", f"not 'api' or 'gate': {str(entry.via)[:40]!r}")
     if state not in STATES:
         raise InvalidDocument("verdict.state", f"not a verdict state: {state[:40]!r}")
     if entry.recorded_at.tzinfo is None:
@@ -476,6 +469,8 @@ def _read_nodes(
 ) -> dict[tuple[int, int], bytes]:
     if not wanted:
         return {}
+    # A list of (level = ? AND position = ?) terms: both databases look each one up in the
+    # primary key (SQLite scans the whole table for the row-value IN spelling).
     rows = conn.execute(
         select(nodes.c.level, nodes.c.position, nodes.c.hash).where(
             or_(*(and_(nodes.c.level == lv, nodes.c.position == pos) for lv, pos in wanted))
@@ -484,9 +479,7 @@ def _read_nodes(
     found = {(row.level, row.position): bytes(row.hash) for row in rows}
     for level, position in wanted:
         if (level, position) not in found:
-            raise LedgerTampered(
-                f"the stored hash of subtree (level {level}, position {position}) is missing"
-            )
+            raise _node_missing(level, position)
     return found
 
 
@@ -686,8 +679,6 @@ class _Audit:
         if merkle.leaf_hash(leaf) != bytes(row.leaf_hash):
             raise LedgerTampered(f"entry {index}: its bytes do not hash to its leaf hash")
         entry = _entry(index, row.leaf_hash, leaf)
-        if canonical_bytes(entry.leaf_document()) != leaf:
-            raise LedgerTampered(f"entry {index}: its bytes are not in canonical form")
         try:
             derived = _derived(entry)
         except InvalidDocument as error:
@@ -736,39 +727,41 @@ class _Audit:
         return head
 
     def _check_nodes(self, size: int) -> None:
-        expected = sum(len(level) for level in self._levels)
-        after = (-1, -1)
-        seen = 0
-        while True:
-            batch = self._conn.execute(
-                select(nodes.c.level, nodes.c.position, nodes.c.hash)
-                .where(
-                    or_(
-                        nodes.c.level > after[0],
-                        and_(nodes.c.level == after[0], nodes.c.position > after[1]),
-                    )
-                )
-                .order_by(nodes.c.level, nodes.c.position)
-                .limit(_AUDIT_BATCH)
-            ).all()
-            if not batch:
-                break
-            for level, position, stored in batch:
-                known = self._levels[level] if level < len(self._levels) else []
-                if position >= len(known):
-                    raise LedgerTampered(
-                        f"a subtree hash (level {level}, position {position}) is stored "
-                        f"beyond the {size} entries"
-                    )
-                if bytes(stored) != known[position]:
-                    raise LedgerTampered(
-                        f"the stored hash of subtree (level {level}, position {position}) "
-                        "differs from the entries (proofs would fail)"
-                    )
-                seen += 1
-            after = (batch[-1].level, batch[-1].position)
-        if seen != expected:
-            raise LedgerTampered(f"{expected - seen} stored subtree hashes are missing")
+        """Every stored subtree hash equals the one recomputed, none is missing, none extra.
+        Read level by level in position order, so each batch is an index range."""
+        for level, known in enumerate(self._levels):
+            position = 0
+            after = -1
+            while True:
+                batch = self._conn.execute(
+                    select(nodes.c.position, nodes.c.hash)
+                    .where(nodes.c.level == level, nodes.c.position > after)
+                    .order_by(nodes.c.position)
+                    .limit(_AUDIT_BATCH)
+                ).all()
+                if not batch:
+                    break
+                for stored_position, stored in batch:
+                    if stored_position >= len(known):
+                        raise _node_beyond(level, stored_position, size)
+                    if stored_position != position:
+                        raise _node_missing(level, position)
+                    if bytes(stored) != known[position]:
+                        raise LedgerTampered(
+                            f"the stored hash of subtree (level {level}, position {position}) "
+                            "differs from the entries (proofs would fail)"
+                        )
+                    position += 1
+                after = batch[-1].position
+            if position != len(known):
+                raise _node_missing(level, position)
+        higher = self._conn.execute(
+            select(nodes.c.level, nodes.c.position)
+            .where(nodes.c.level >= len(self._levels))
+            .limit(1)
+        ).first()
+        if higher is not None:
+            raise _node_beyond(higher.level, higher.position, size)
 
     def _check_since(self, since: TreeHead, size: int) -> None:
         where = f"the kept tree head at size {since.size}"
@@ -781,3 +774,15 @@ class _Audit:
         root = self._root(since.size) if since.size else merkle.EMPTY_ROOT
         if since.root_hash != root.hex():
             raise LedgerTampered(f"{where}: the log's root at that size differs (rewritten)")
+
+
+def _node_missing(level: int, position: int) -> LedgerTampered:
+    return LedgerTampered(
+        f"the stored hash of subtree (level {level}, position {position}) is missing"
+    )
+
+
+def _node_beyond(level: int, position: int, size: int) -> LedgerTampered:
+    return LedgerTampered(
+        f"a subtree hash (level {level}, position {position}) is stored beyond the {size} entries"
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from ..errors import ClaimError
 from .records import ConsistencyProof, InclusionProof
@@ -236,3 +237,37 @@ def _decode_path(path: Sequence[object], where: str) -> list[bytes]:
     if len(path) > MAX_PATH:
         raise ProofError(f"{where}: the path has more than {MAX_PATH} hashes")
     return [decode_hash(node, f"{where}: path[{i}]") for i, node in enumerate(path)]
+
+
+def inclusion_proof_from_json(obj: object) -> InclusionProof:
+    """Read ``InclusionProof.to_json()`` as a service answers it; shape only, not validity."""
+    members = _proof_members(obj, "inclusion proof", ("index", "tree_size", "leaf_hash", "path"))
+    leaf = members["leaf_hash"]
+    if not isinstance(leaf, str):
+        raise ProofError("inclusion proof: leaf_hash is not a string")
+    return InclusionProof(members["index"], members["tree_size"], leaf, members["path"])
+
+
+def consistency_proof_from_json(obj: object) -> ConsistencyProof:
+    """Read ``ConsistencyProof.to_json()``; shape only, not validity."""
+    members = _proof_members(obj, "consistency proof", ("old_size", "new_size", "path"))
+    return ConsistencyProof(members["old_size"], members["new_size"], members["path"])
+
+
+def _proof_members(obj: object, what: str, names: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        raise ProofError(f"{what}: not a JSON object")
+    if set(obj) != set(names):
+        raise ProofError(f"{what}: expected exactly the members {', '.join(names)}")
+    found = dict(obj)
+    for name in names:
+        value = obj[name]
+        if name.endswith(("size", "index")) and (type(value) is not int or value < 0):
+            raise ProofError(f"{what}: {name} is not a non-negative integer")
+    path = obj["path"]
+    if not isinstance(path, list) or not all(isinstance(node, str) for node in path):
+        raise ProofError(f"{what}: path is not a list of strings")
+    if len(path) > MAX_PATH:
+        raise ProofError(f"{what}: the path has more than {MAX_PATH} hashes")
+    found["path"] = tuple(path)
+    return found

@@ -1,0 +1,305 @@
+"""``claim serve`` (the verification service on uvicorn) and ``claim token add``.
+
+The service's libraries (FastAPI, uvicorn, SQLAlchemy) are the optional ``serve`` extra, so they
+are imported inside the commands: every other command works without them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import os
+import signal
+import socket
+import stat
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from .._json import DEFAULT_MAX_BYTES
+from ..errors import UsageError
+from ..model import BUILTIN_POLICY
+from ..observe.values import redact_url
+from . import EXIT_VERIFIED, app
+from .verify_cmd import read_policy
+
+if TYPE_CHECKING:
+    from ..trust.keys import SigningKey
+
+DATA_DIR_NAME = "completion-claim"
+DEFAULT_LEDGER_NAME = "ledger.sqlite"
+DEFAULT_KEY_NAME = "service-key.pem"
+SOCKET_MODE = 0o660  # the service's user and group: put requesters in the group to let them in
+
+
+def needs_serve_extra(error: ImportError) -> UsageError:
+    return UsageError(
+        f"claim serve needs {error.name or 'its libraries'}: pip install 'completion-claim[serve]'"
+    )
+
+
+# --- claim token --------------------------------------------------------------------------------
+
+
+@app.group("token")
+def token_group() -> None:
+    """Bearer tokens for `claim serve --tokens FILE`: one per agent or CI runner."""
+
+
+@token_group.command("add")
+@click.argument("name")
+@click.option(
+    "--tokens",
+    "tokens_path",
+    required=True,
+    metavar="FILE",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The token file (JSON lines of name and SHA-256; created mode 0600 when missing).",
+)
+def token_add_command(name: str, tokens_path: Path) -> int:
+    """Make a token for NAME and print it once; the file keeps only its SHA-256.
+
+    The service records NAME with every claim posted with the token. To revoke it, delete
+    NAME's line from the file: the service rereads the file when it changes.
+    """
+    from ..service.tokens import add_token  # noqa: PLC0415
+
+    token = add_token(tokens_path, name)
+    click.echo(f"added token {name!r} to {tokens_path}; it is shown only this once:", err=True)
+    click.echo(token)
+    return EXIT_VERIFIED
+
+
+# --- claim serve --------------------------------------------------------------------------------
+
+
+@app.command("serve")
+@click.option(
+    "--ledger",
+    "ledger_url",
+    metavar="URL",
+    help="sqlite:///FILE, a file path, or postgresql://... "
+    "Default: $XDG_DATA_HOME/completion-claim/ledger.sqlite, created on first start.",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="0: any free."
+)
+@click.option(
+    "--socket",
+    "socket_path",
+    metavar="PATH",
+    type=click.Path(path_type=Path),
+    help="Listen on this Unix socket (mode 0660) instead of TCP.",
+)
+@click.option(
+    "--tokens",
+    "tokens_path",
+    metavar="FILE",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Require a bearer token from this file (`claim token add`) to post claims.",
+)
+@click.option(
+    "--key",
+    "key_path",
+    metavar="FILE",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The service's Ed25519 key (`claim keygen`); required with --ledger. Default: "
+    "service-key.pem beside the default ledger, generated on first start.",
+)
+@click.option(
+    "--policy",
+    "policy_path",
+    metavar="FILE",
+    help="The operator's policy (JSON). Default: built-in.",
+)
+@click.option(
+    "--observe-root",
+    metavar="DIR",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Enable POST /v1/gate for repositories under DIR.",
+)
+@click.option(
+    "--gate-config",
+    metavar="FILE",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The operator's claim.toml for POST /v1/gate.",
+)
+@click.option(
+    "--max-bytes",
+    type=click.IntRange(min=1),
+    help="Largest request body accepted, in bytes. Default: 1 MiB.",
+)
+def serve_command(
+    ledger_url: str | None,
+    host: str,
+    port: int,
+    socket_path: Path | None,
+    tokens_path: Path | None,
+    key_path: Path | None,
+    policy_path: str | None,
+    observe_root: Path | None,
+    gate_config: Path | None,
+    max_bytes: int | None,
+) -> int:
+    """Run the verification service until SIGINT or SIGTERM.
+
+    Prints one line with the URL it listens on once it is ready. Without --tokens, anyone who
+    can connect may post claims, so it then listens on a loopback address only.
+    """
+    try:  # the serve extra
+        import uvicorn  # noqa: PLC0415
+
+        from ..service.app import create_app  # noqa: PLC0415
+        from ..service.ledger import Ledger  # noqa: PLC0415
+        from ..service.settings import DEFAULT_MAX_BODY_BYTES, ServiceSettings  # noqa: PLC0415
+    except ImportError as error:
+        raise needs_serve_extra(error) from None
+
+    if socket_path is None and tokens_path is None and not is_loopback(host):
+        raise UsageError(
+            f"--host {host}: refusing to accept claims from the network without --tokens FILE"
+        )
+    if ledger_url is None:
+        ledger_url, key_path = default_ledger(os.environ)
+    elif key_path is None:
+        raise UsageError(
+            "--ledger needs --key FILE: every process serving one ledger signs with one key"
+        )
+    key = _load_key(key_path)
+    policy = read_policy(policy_path, DEFAULT_MAX_BYTES)
+    settings = ServiceSettings(
+        ledger_url=ledger_url,
+        key_path=key_path,
+        tokens_path=tokens_path,
+        max_body_bytes=max_bytes or DEFAULT_MAX_BODY_BYTES,
+        observe_root=observe_root,
+        gate_config=gate_config,
+        policy=BUILTIN_POLICY if policy is None else policy,
+    )
+    ledger = Ledger.open(ledger_url, key)
+    try:
+        application = create_app(settings, ledger)
+        with _listening(host, port, socket_path) as (listener, url):
+            ready = f"claim serve: listening on {url} (ledger {redact_url(ledger_url)})"
+            config = uvicorn.Config(application, lifespan="off", log_level="info")
+            _server_class()(config, ready).run(sockets=[listener])
+    finally:
+        ledger.close()
+    return EXIT_VERIFIED
+
+
+def is_loopback(host: str) -> bool:
+    """Whether every address ``host`` names is a loopback one (an unknown name is not)."""
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError:
+        return False
+    return bool(infos) and all(
+        ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_loopback for info in infos
+    )
+
+
+def default_ledger(environ: Mapping[str, str]) -> tuple[str, Path]:
+    """The SQLite ledger under the user's data folder, and its key file (made on first start)."""
+    from ..trust.keys import SigningKey, write_private_key  # noqa: PLC0415
+
+    base = environ.get("XDG_DATA_HOME", "")
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".local" / "share"
+    folder = root / DATA_DIR_NAME
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create {folder}: {exc.strerror or exc}") from None
+    key_path = folder / DEFAULT_KEY_NAME
+    if not key_path.exists():
+        with contextlib.suppress(UsageError):  # another process made it first: use theirs
+            write_private_key(str(key_path), SigningKey.generate())
+    return f"sqlite:///{folder / DEFAULT_LEDGER_NAME}", key_path
+
+
+def _load_key(path: Path) -> SigningKey:
+    from ..trust.keys import load_signing_key  # noqa: PLC0415
+
+    return load_signing_key(str(path))
+
+
+@contextlib.contextmanager
+def _listening(
+    host: str, port: int, socket_path: Path | None
+) -> Iterator[tuple[socket.socket, str]]:
+    """A bound socket handed to uvicorn (so ``--port 0`` prints the port really bound) and the
+    URL it is reached at."""
+    if socket_path is not None:
+        with _unix_socket(socket_path) as listener:
+            yield listener, f"unix:{socket_path}"
+        return
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except OSError as exc:
+        raise UsageError(f"--host {host}: {exc.strerror or exc}") from None
+    listener = socket.socket(family, kind, proto)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(address)
+    except OSError as exc:
+        listener.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    bound_host, bound_port = listener.getsockname()[:2]
+    shown = f"[{bound_host}]" if family == socket.AF_INET6 else bound_host
+    with listener:
+        yield listener, f"http://{shown}:{bound_port}"
+
+
+@contextlib.contextmanager
+def _unix_socket(path: Path) -> Iterator[socket.socket]:
+    with contextlib.suppress(FileNotFoundError):
+        if not stat.S_ISSOCK(path.lstat().st_mode):
+            raise UsageError(f"--socket {path}: exists and is not a socket; refusing to replace it")
+        path.unlink()  # a socket file left by a service that stopped without cleaning up
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(str(path))
+        os.chmod(path, SOCKET_MODE)
+    except OSError as exc:
+        listener.close()
+        raise UsageError(f"cannot listen on {path}: {exc.strerror or exc}") from None
+    try:
+        with listener:
+            yield listener
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def _server_class() -> type[Any]:
+    import uvicorn  # noqa: PLC0415
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, announcing readiness and treating SIGINT/SIGTERM as a clean stop."""
+
+        def __init__(self, config: uvicorn.Config, ready_line: str) -> None:
+            super().__init__(config)
+            self.ready_line = ready_line
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                click.echo(self.ready_line)  # flushed: click.echo flushes stdout
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            # uvicorn re-raises the signal once it has shut down, which would end the process
+            # by that signal; the operator asked for a stop, so it ends as a clean exit 0.
+            originals = {
+                sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)
+            }
+            try:
+                yield
+            finally:
+                for sig, handler in originals.items():
+                    signal.signal(sig, handler)
+
+    return Server

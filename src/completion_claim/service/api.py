@@ -1,0 +1,433 @@
+"""The JSON routes under ``/v1``: thin handlers over plain functions of the ledger and settings.
+
+Writes (``POST /v1/claims``) need a bearer token when the service has a token file; reads are
+open, as a transparency log's are: anyone may audit it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Path, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+
+from .._json import cycle_collection_paused, decode_bytes, loads
+from ..errors import InvalidDocument
+from ..gate.run import policy_json
+from ..model import parse_claim
+from ..timefmt import parse_time
+from ..verify import verify
+from .errors import BadParameter, BodyTooLarge, MalformedBody, NotFound, WrongContentType
+from .ledger import Ledger
+from .records import Entry, EntryFilter, NewEntry, StateCounts, Stats
+from .settings import ServiceSettings
+from .tokens import TokenStore
+
+ANONYMOUS = "anonymous"  # ``submitted_by`` when the service has no token file
+# Indexes and sizes are 64-bit signed integers in both databases; a larger number names no
+# entry, and is refused here rather than overflowing the driver.
+MAX_INDEX = 2**63 - 1
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 200
+# The claim's own proposals: the service decides under the operator's policy alone.
+IGNORED_MEMBERS = ("policy", "verdict")
+
+# --- response models (they are what /openapi.json documents) -----------------------------------
+
+
+class ErrorOut(BaseModel):
+    error: str = Field(description="What was wrong, in one line.")
+
+
+class EntryOut(BaseModel):
+    index: int
+    leaf_hash: str = Field(description="Hex RFC 6962 leaf hash; recompute it, never trust it.")
+    claim: dict[str, Any] = Field(description="The submitted claim without policy and verdict.")
+    policy: dict[str, Any] = Field(description="The operator's policy the verdict applied.")
+    verdict: dict[str, Any]
+    submitted_by: str
+    via: Literal["api", "gate"]
+    recorded_at: str
+
+
+class PostedOut(BaseModel):
+    index: int
+    verdict: dict[str, Any]
+    leaf_hash: str
+    url: str = Field(description="The claim's dashboard page.")
+    entry_url: str
+    proof_url: str
+
+
+class PageOut(BaseModel):
+    items: list[EntryOut] = Field(description="Newest first.")
+    next: str | None = Field(description="The next (older) page, or null on the last.")
+
+
+class CountsOut(BaseModel):
+    verified: int
+    unverified: int
+    refuted: int
+    total: int
+
+
+# Each group's key is a base of its own, listed last, so that it comes first in the answer.
+class _DayKey(BaseModel):
+    day: str = Field(description="A UTC day, YYYY-MM-DD.")
+
+
+class _AgentKey(BaseModel):
+    agent: str = Field(description="The token name that submitted (or 'anonymous').")
+
+
+class _PolicyKey(BaseModel):
+    policy: str = Field(description="The id of the operator's policy that decided.")
+
+
+class DayCountsOut(CountsOut, _DayKey):
+    pass
+
+
+class AgentCountsOut(CountsOut, _AgentKey):
+    pass
+
+
+class PolicyCountsOut(CountsOut, _PolicyKey):
+    pass
+
+
+class UnmetCountOut(BaseModel):
+    code: str
+    count: int
+
+
+class FalseSuccessOut(BaseModel):
+    said_done: int = Field(description="Claims whose outcome said the work was done.")
+    refuted: int = Field(description="Of those, the ones an observation contradicted.")
+    rate: float | None = Field(description="refuted / said_done; null when said_done is 0.")
+
+
+class StatsOut(BaseModel):
+    total: CountsOut
+    by_day: list[DayCountsOut]
+    by_agent: list[AgentCountsOut]
+    by_policy: list[PolicyCountsOut]
+    top_unmet: list[UnmetCountOut]
+    false_success: FalseSuccessOut
+
+
+class TreeHeadOut(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    type_: str = Field(alias="_type")
+    size: int
+    root_hash: str
+    timestamp: str
+    log_key: str
+    envelope: dict[str, Any] = Field(description="DSSE envelope over the canonical payload.")
+
+
+class InclusionProofOut(BaseModel):
+    index: int
+    tree_size: int
+    leaf_hash: str
+    path: list[str]
+
+
+class ProofOut(BaseModel):
+    proof: InclusionProofOut
+    tree_head: TreeHeadOut
+
+
+class ConsistencyOut(BaseModel):
+    old_size: int
+    new_size: int
+    path: list[str]
+
+
+def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    return {status: {"model": ErrorOut} for status in (*statuses, 500, 503)}
+
+
+# The shipped claim JSON Schema, registered as a component by ``app.openapi_document``.
+CLAIM_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Claim"}}},
+    }
+}
+
+router = APIRouter(prefix="/v1")
+
+# --- writing -----------------------------------------------------------------------------------
+
+
+@router.post(
+    "/claims",
+    status_code=201,
+    response_model=PostedOut,
+    responses=_errors(400, 401, 413, 415, 422),
+    openapi_extra=CLAIM_BODY,
+    summary="Verify a claim under the operator's policy and append the verdict to the ledger",
+)
+async def post_claim(request: Request) -> dict[str, Any]:
+    settings: ServiceSettings = request.app.state.settings
+    tokens: TokenStore | None = request.app.state.tokens
+    submitted_by = ANONYMOUS
+    if tokens is not None:
+        submitted_by = await run_in_threadpool(
+            tokens.authenticate, request.headers.get("authorization")
+        )
+    require_json(request.headers.get("content-type"))
+    body = await read_capped(request, settings.max_body_bytes)
+    entry = await run_in_threadpool(
+        decide_and_append,
+        body,
+        settings,
+        request.app.state.ledger,
+        submitted_by,
+        datetime.now(UTC),
+    )
+    base = str(request.base_url).rstrip("/")
+    return {
+        "index": entry.index,
+        "verdict": entry.verdict,
+        "leaf_hash": entry.leaf_hash,
+        "url": f"{base}/claims/{entry.index}",
+        "entry_url": f"{base}/v1/claims/{entry.index}",
+        "proof_url": f"{base}/v1/proof/{entry.index}",
+    }
+
+
+def require_json(content_type: str | None) -> None:
+    """Only ``application/json`` (optionally ``; charset=utf-8``): JSON is UTF-8 (RFC 8259)."""
+    media_type, *parameters = (content_type or "").split(";")
+    if media_type.strip().lower() != "application/json":
+        shown = (content_type or "none")[:60]
+        raise WrongContentType(f"expected Content-Type application/json, got {shown!r}")
+    for parameter in parameters:
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() == "charset" and value.strip().strip('"').lower() != "utf-8":
+            raise WrongContentType(f"expected charset utf-8, got {value.strip()[:30]!r}")
+
+
+async def read_capped(request: Request, max_bytes: int) -> bytes:
+    """The whole body, refused by its announced length before reading and counted while
+    reading, so neither a lying header nor a chunked stream gets past the cap."""
+    announced = request.headers.get("content-length")
+    if announced is not None:
+        if not (announced.strip().isascii() and announced.strip().isdigit()):
+            raise MalformedBody(f"Content-Length {announced[:30]!r} is not a byte count")
+        if int(announced) > max_bytes:
+            raise BodyTooLarge(f"the body is over the service's limit of {max_bytes} bytes")
+    chunks: list[bytes] = []
+    received = 0
+    async for chunk in request.stream():
+        received += len(chunk)
+        if received > max_bytes:
+            raise BodyTooLarge(f"the body is over the service's limit of {max_bytes} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def decide_and_append(
+    body: bytes, settings: ServiceSettings, ledger: Ledger, submitted_by: str, now: datetime
+) -> Entry:
+    """Decode strictly, parse, verify under the operator's policy, append: one entry or none."""
+    try:
+        document = loads(decode_bytes(body, settings.max_body_bytes))
+    except InvalidDocument as error:
+        raise MalformedBody(str(error)) from None
+    with cycle_collection_paused():
+        claim = parse_claim(document)  # the whole document must be valid, policy included
+    # ``verify`` given a policy never reads the claim's own, but the entry must not carry what
+    # the service ignored: the leaf records exactly what was decided.
+    claim = replace(claim, policy=None, verdict=None)
+    verdict = verify(claim, now, settings.policy)
+    return ledger.append(
+        NewEntry(
+            claim={key: value for key, value in document.items() if key not in IGNORED_MEMBERS},
+            policy=policy_json(settings.policy),
+            verdict=verdict.to_json(),
+            submitted_by=submitted_by,
+            via="api",
+            recorded_at=now,
+        )
+    )
+
+
+# --- reading -----------------------------------------------------------------------------------
+
+StateName = Literal["verified", "unverified", "refuted"]  # records.STATES, as a type (tested)
+StateParam = Annotated[StateName | None, Query(description="Verdict state.")]
+TextParam = Annotated[str | None, Query(max_length=200)]
+TimeParam = Annotated[
+    str | None, Query(max_length=64, description="RFC 3339 date-time with a UTC offset.")
+]
+
+
+def entry_filter(
+    state: str | None,
+    policy: str | None,
+    agent: str | None,
+    task: str | None,
+    since: str | None,
+    until: str | None,
+) -> EntryFilter:
+    return EntryFilter(
+        state=state,
+        policy=policy,
+        agent=agent,
+        task=task,
+        since=None if since is None else parse_time(since, "since"),
+        until=None if until is None else parse_time(until, "until"),
+    )
+
+
+@router.get(
+    "/claims/{index}",
+    response_model=EntryOut,
+    responses=_errors(404, 422),
+    summary="One ledger entry: the claim as decided, the operator's policy and the verdict",
+)
+def get_claim(request: Request, index: Annotated[int, Path(ge=0, le=MAX_INDEX)]) -> dict[str, Any]:
+    ledger: Ledger = request.app.state.ledger
+    entry = ledger.get(index)
+    if entry is None:
+        raise NotFound(f"no entry {index} in the ledger")
+    return entry.to_json()
+
+
+@router.get(
+    "/claims",
+    response_model=PageOut,
+    responses=_errors(422),
+    summary="Entries, newest first, filtered and paged",
+)
+def list_claims(
+    request: Request,
+    state: StateParam = None,
+    policy: TextParam = None,
+    agent: TextParam = None,
+    task: TextParam = None,
+    since: TimeParam = None,
+    until: TimeParam = None,
+    before: Annotated[
+        int | None, Query(ge=0, le=MAX_INDEX, description="Only entries below this index.")
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
+) -> dict[str, Any]:
+    ledger: Ledger = request.app.state.ledger
+    flt = entry_filter(state, policy, agent, task, since, until)
+    page = ledger.page(flt, before=before, limit=limit)
+    following = None
+    if page.next_before is not None:
+        following = str(request.url.include_query_params(before=page.next_before))
+    return {"items": [entry.to_json() for entry in page.items], "next": following}
+
+
+@router.get(
+    "/stats",
+    response_model=StatsOut,
+    responses=_errors(422),
+    summary="The verdict mix by day, agent and policy; top unmet codes; false-success rate",
+)
+def get_stats(
+    request: Request,
+    state: StateParam = None,
+    policy: TextParam = None,
+    agent: TextParam = None,
+    task: TextParam = None,
+    since: TimeParam = None,
+    until: TimeParam = None,
+) -> dict[str, Any]:
+    ledger: Ledger = request.app.state.ledger
+    return stats_json(ledger.stats(entry_filter(state, policy, agent, task, since, until)))
+
+
+def stats_json(stats: Stats) -> dict[str, Any]:
+    return {
+        "total": _counts(stats.total),
+        "by_day": [{"day": day.isoformat(), **_counts(c)} for day, c in stats.by_day],
+        "by_agent": [{"agent": agent, **_counts(c)} for agent, c in stats.by_agent],
+        "by_policy": [{"policy": policy, **_counts(c)} for policy, c in stats.by_policy],
+        "top_unmet": [{"code": code, "count": count} for code, count in stats.top_unmet],
+        "false_success": {
+            "said_done": stats.said_done,
+            "refuted": stats.said_done_refuted,
+            "rate": stats.false_success_rate,
+        },
+    }
+
+
+def _counts(counts: StateCounts) -> dict[str, int]:
+    return {
+        "verified": counts.verified,
+        "unverified": counts.unverified,
+        "refuted": counts.refuted,
+        "total": counts.total,
+    }
+
+
+@router.get(
+    "/tree-head",
+    response_model=TreeHeadOut,
+    responses=_errors(),
+    summary="The latest signed tree head",
+)
+def get_tree_head(request: Request) -> dict[str, Any]:
+    ledger: Ledger = request.app.state.ledger
+    return ledger.tree_head().to_json()
+
+
+@router.get(
+    "/proof/{index}",
+    response_model=ProofOut,
+    responses=_errors(404, 422),
+    summary="An inclusion proof for one entry, with the latest signed tree head",
+)
+def get_proof(
+    request: Request,
+    index: Annotated[int, Path(ge=0, le=MAX_INDEX)],
+    tree_size: Annotated[
+        int | None, Query(ge=1, le=MAX_INDEX, description="Default: the latest tree head's size.")
+    ] = None,
+) -> dict[str, Any]:
+    ledger: Ledger = request.app.state.ledger
+    head = ledger.tree_head()
+    if index >= head.size:
+        raise NotFound(f"no entry {index} under the latest tree head (size {head.size})")
+    size = head.size if tree_size is None else tree_size
+    if not index < size <= head.size:
+        raise BadParameter(
+            f"tree_size: expected more than {index} and at most {head.size}, got {size}"
+        )
+    proof = ledger.inclusion_proof(index, size)
+    return {"proof": proof.to_json(), "tree_head": head.to_json()}
+
+
+@router.get(
+    "/consistency",
+    response_model=ConsistencyOut,
+    responses=_errors(422),
+    summary="A consistency proof between two tree sizes",
+)
+def get_consistency(
+    request: Request,
+    old_size: Annotated[int, Query(ge=1, le=MAX_INDEX)],
+    new_size: Annotated[
+        int | None, Query(ge=1, le=MAX_INDEX, description="Default: the latest tree head's size.")
+    ] = None,
+) -> dict[str, Any]:
+    ledger: Ledger = request.app.state.ledger
+    head = ledger.tree_head()
+    size = head.size if new_size is None else new_size
+    if not old_size <= size <= head.size:
+        raise BadParameter(
+            f"old_size and new_size: expected 1 <= old_size <= new_size <= {head.size}, "
+            f"got {old_size} and {size}"
+        )
+    return ledger.consistency_proof(old_size, size).to_json()

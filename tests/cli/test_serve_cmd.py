@@ -1,0 +1,317 @@
+"""``claim serve`` as a real process on a real port or Unix socket, and ``claim token add``."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import selectors
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from completion_claim.cli import EXIT_USAGE, run
+from completion_claim.cli.serve_cmd import is_loopback
+from completion_claim.timefmt import format_time
+from completion_claim.trust.keys import SigningKey, write_private_key
+from tests.builders import claim_doc, evidence, mutation
+
+CLAIM = Path(sys.executable).parent / "claim"
+READY = re.compile(r"claim serve: listening on (\S+) \(ledger (.+)\)\n\Z")
+START_DEADLINE = 30.0
+STOP_DEADLINE = 15.0
+JSON = {"Content-Type": "application/json"}
+
+
+def fresh_claim() -> dict[str, Any]:
+    """A claim whose read-back is half a minute old: verified under the built-in policy."""
+    now = datetime.now(UTC)
+    return claim_doc(
+        [mutation(at=format_time(now - timedelta(seconds=60)))],
+        [evidence(at=format_time(now - timedelta(seconds=30)))],
+    )
+
+
+@pytest.fixture
+def key(tmp_path: Path) -> Path:
+    path = tmp_path / "service-key.pem"
+    write_private_key(str(path), SigningKey.generate())
+    return path
+
+
+def ledger_in(folder: Path) -> str:
+    return f"sqlite:///{folder / 'ledger.sqlite'}"
+
+
+class Served:
+    def __init__(self, process: subprocess.Popen[str], url: str, ledger: str) -> None:
+        self.process = process
+        self.url = url
+        self.ledger = ledger
+
+    def stop(self, sig: signal.Signals = signal.SIGTERM) -> tuple[int, str]:
+        self.process.send_signal(sig)
+        _, err = self.process.communicate(timeout=STOP_DEADLINE)
+        return self.process.returncode, err
+
+
+@contextmanager
+def served(*args: str, env: dict[str, str] | None = None) -> Iterator[Served]:
+    """``claim serve ARGS`` until it prints its ready line (bounded), stopped afterwards."""
+    process = subprocess.Popen(
+        [str(CLAIM), "serve", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+    try:
+        line = _first_line(process)
+        match = READY.match(line)
+        assert match is not None, (line, process.stderr.read() if process.stderr else "")
+        yield Served(process, match.group(1), match.group(2))
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=STOP_DEADLINE)
+
+
+def _first_line(process: subprocess.Popen[str]) -> str:
+    assert process.stdout is not None
+    deadline = time.monotonic() + START_DEADLINE
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        while time.monotonic() < deadline:
+            if selector.select(timeout=deadline - time.monotonic()):
+                return process.stdout.readline()  # printed and flushed whole
+    pytest.fail(f"claim serve printed nothing within {START_DEADLINE} s")
+
+
+def test_serve_on_a_free_port_verifies_and_records(tmp_path: Path, key: Path) -> None:
+    with served("--ledger", ledger_in(tmp_path), "--key", str(key), "--port", "0") as service:
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+", service.url)
+        assert not service.url.endswith(":0")
+        assert service.ledger == ledger_in(tmp_path)
+        with httpx.Client(base_url=service.url, timeout=10) as client:
+            answer = client.post("/v1/claims", content=json.dumps(fresh_claim()), headers=JSON)
+            assert answer.status_code == 201, answer.text
+            assert answer.json()["url"] == f"{service.url}/claims/0"
+            assert client.get("/v1/claims/0").json()["submitted_by"] == "anonymous"
+            assert client.get("/v1/tree-head").json()["size"] == 1
+            assert client.get("/openapi.json").status_code == 200
+        code, err = service.stop()
+    assert code == 0
+    assert "Traceback" not in err
+
+
+def test_concurrent_posts_each_get_one_entry(tmp_path: Path, key: Path) -> None:
+    clients, each = 4, 10
+    with served("--ledger", ledger_in(tmp_path), "--key", str(key), "--port", "0") as service:
+
+        def post_some() -> list[int]:
+            with httpx.Client(base_url=service.url, timeout=30) as client:
+                answers = [
+                    client.post("/v1/claims", content=json.dumps(fresh_claim()), headers=JSON)
+                    for _ in range(each)
+                ]
+            assert all(answer.status_code == 201 for answer in answers)
+            return [answer.json()["index"] for answer in answers]
+
+        with ThreadPoolExecutor(clients) as pool:
+            indexes = [
+                i for batch in pool.map(lambda _: post_some(), range(clients)) for i in batch
+            ]
+        assert sorted(indexes) == list(range(clients * each))
+        with httpx.Client(base_url=service.url, timeout=10) as client:
+            assert client.get("/v1/tree-head").json()["size"] == clients * each
+        assert service.stop()[0] == 0
+
+
+def test_sigint_is_a_clean_stop_too(tmp_path: Path, key: Path) -> None:
+    with served("--ledger", ledger_in(tmp_path), "--key", str(key), "--port", "0") as service:
+        code, err = service.stop(signal.SIGINT)
+    assert code == 0
+    assert "Traceback" not in err
+
+
+def test_serve_on_a_unix_socket(tmp_path: Path, key: Path) -> None:
+    path = tmp_path / "claim.sock"
+    with served(
+        "--ledger", ledger_in(tmp_path), "--key", str(key), "--socket", str(path)
+    ) as service:
+        assert service.url == f"unix:{path}"
+        assert stat.S_ISSOCK(path.stat().st_mode)
+        assert stat.S_IMODE(path.stat().st_mode) == 0o660
+        transport = httpx.HTTPTransport(uds=str(path))
+        with httpx.Client(transport=transport, base_url="http://claim", timeout=10) as client:
+            answer = client.post("/v1/claims", content=json.dumps(fresh_claim()), headers=JSON)
+            assert answer.status_code == 201, answer.text
+            assert client.get("/v1/claims/0").status_code == 200
+        code, _ = service.stop()
+    assert code == 0
+    assert not path.exists()
+
+
+def test_a_leftover_socket_is_replaced_but_a_file_is_not(tmp_path: Path, key: Path) -> None:
+    path = tmp_path / "claim.sock"
+    with socket.socket(socket.AF_UNIX) as stale:
+        stale.bind(str(path))  # as a service killed without cleaning up leaves it
+    with served("--ledger", ledger_in(tmp_path), "--key", str(key), "--socket", str(path)):
+        pass
+    regular = tmp_path / "notes.txt"
+    regular.write_text("keep me")
+    args = ["serve", "--ledger", ledger_in(tmp_path), "--key", str(key), "--socket", str(regular)]
+    assert run(args) == EXIT_USAGE
+    assert regular.read_text() == "keep me"
+
+
+def test_tokens_guard_posting(tmp_path: Path, key: Path) -> None:
+    tokens = tmp_path / "tokens.jsonl"
+    added = subprocess.run(
+        [str(CLAIM), "token", "add", "ci-runner", "--tokens", str(tokens)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    token = added.stdout.strip()
+    assert token
+    assert token not in tokens.read_text()
+    assert "shown only this once" in added.stderr
+    args = ("--ledger", ledger_in(tmp_path), "--key", str(key), "--port", "0")
+    with served(*args, "--tokens", str(tokens)) as service:
+        with httpx.Client(base_url=service.url, timeout=10) as client:
+            body = json.dumps(fresh_claim())
+            refused = client.post("/v1/claims", content=body, headers=JSON)
+            assert refused.status_code == 401
+            assert refused.json() == {
+                "error": "missing bearer token: send 'Authorization: Bearer <token>'"
+            }
+            allowed = client.post(
+                "/v1/claims", content=body, headers={**JSON, "Authorization": f"Bearer {token}"}
+            )
+            assert allowed.status_code == 201
+            assert client.get("/v1/claims/0").json()["submitted_by"] == "ci-runner"
+        assert service.stop()[0] == 0
+
+
+def test_the_operator_policy_decides(tmp_path: Path, key: Path) -> None:
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps({"id": "ops", "requires": ["endpoint_health"], "max_age_s": 300}))
+    args = ("--ledger", ledger_in(tmp_path), "--key", str(key), "--port", "0")
+    with served(*args, "--policy", str(policy)) as service:
+        with httpx.Client(base_url=service.url, timeout=10) as client:
+            answer = client.post("/v1/claims", content=json.dumps(fresh_claim()), headers=JSON)
+            assert answer.json()["verdict"]["state"] == "unverified"
+            assert answer.json()["verdict"]["policy_id"] == "ops"
+        assert service.stop()[0] == 0
+
+
+def test_with_no_ledger_it_makes_its_own_under_xdg_data_home(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    env = {"XDG_DATA_HOME": str(data)}
+    folder = data / "completion-claim"
+    with served("--port", "0", env=env) as service:
+        assert service.ledger == f"sqlite:///{folder / 'ledger.sqlite'}"
+        with httpx.Client(base_url=service.url, timeout=10) as client:
+            assert (
+                client.post(
+                    "/v1/claims", content=json.dumps(fresh_claim()), headers=JSON
+                ).status_code
+                == 201
+            )
+            first_head = client.get("/v1/tree-head").json()
+        assert service.stop()[0] == 0
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    key_file = folder / "service-key.pem"
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    pem = key_file.read_bytes()
+    with served("--port", "0", env=env) as service:  # the second start keeps its key and log
+        with httpx.Client(base_url=service.url, timeout=10) as client:
+            head = client.get("/v1/tree-head").json()
+        assert service.stop()[0] == 0
+    assert key_file.read_bytes() == pem
+    assert head["log_key"] == first_head["log_key"]
+    assert head["size"] == 1
+
+
+# --- refusals: one line, exit 4, nothing served ------------------------------------------------
+
+
+def refused(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    assert run(list(args)) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "Traceback" not in err
+    return err
+
+
+def test_no_network_listening_without_tokens(
+    tmp_path: Path, key: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = refused(
+        capsys, "serve", "--host", "0.0.0.0", "--ledger", ledger_in(tmp_path), "--key", str(key)
+    )
+    assert err == (
+        "claim: --host 0.0.0.0: refusing to accept claims from the network without --tokens FILE\n"
+    )
+
+
+def test_a_ledger_url_needs_its_key(
+    tmp_path: Path, key: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = refused(capsys, "serve", "--ledger", ledger_in(tmp_path))
+    assert "--ledger needs --key FILE" in err
+    err = refused(capsys, "serve", "--ledger", ledger_in(tmp_path), "--key", str(tmp_path / "no"))
+    assert "cannot read key" in err
+
+
+def test_a_port_in_use_is_one_line(
+    tmp_path: Path, key: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        err = refused(
+            capsys, "serve", "--ledger", ledger_in(tmp_path), "--key", str(key), "--port", port
+        )
+    assert f"cannot listen on 127.0.0.1:{port}" in err
+
+
+def test_a_broken_token_file_stops_the_start(
+    tmp_path: Path, key: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tokens = tmp_path / "tokens.jsonl"
+    tokens.write_text("not json\n")
+    err = refused(
+        capsys, "serve", "--ledger", ledger_in(tmp_path), "--key", str(key), "--tokens", str(tokens)
+    )
+    assert f"{tokens}:1: not JSON" in err
+
+
+def test_token_add_refuses_a_taken_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tokens = tmp_path / "tokens.jsonl"
+    assert run(["token", "add", "ci", "--tokens", str(tokens)]) == 0
+    capsys.readouterr()
+    err = refused(capsys, "token", "add", "ci", "--tokens", str(tokens))
+    assert "the name 'ci' already has a token" in err
+
+
+def test_loopback() -> None:
+    assert is_loopback("127.0.0.1")
+    assert is_loopback("localhost")
+    assert is_loopback("::1")
+    assert not is_loopback("0.0.0.0")
+    assert not is_loopback("no-such-host.invalid")

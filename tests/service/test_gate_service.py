@@ -1,0 +1,237 @@
+"""The gate as the service runs it: the repository must be under the observe root, the operator's
+config and the service's key decide (never the work tree's claim.toml), and the decision is
+appended to a real SQLite ledger with its claim, policy and signed evidence."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from completion_claim.gate.run import GATE_VERIFIER_ID
+from completion_claim.service.gate_service import (
+    BadGateRequest,
+    GateNotConfigured,
+    GateRequest,
+    NotARepository,
+    RepoRefused,
+    decide,
+    gate_request,
+    resolve_repo,
+    start,
+)
+from completion_claim.service.ledger import Ledger
+from completion_claim.service.settings import ServiceSettings
+from completion_claim.trust.dsse import Signers, decode_envelope
+from completion_claim.trust.keys import SigningKey, load_signing_key
+from tests.fixtures.gate_service import buggy_project, write_operator
+from tests.fixtures.projects import CALC, make_repo, write_files
+
+NOW = datetime(2026, 11, 30, 18, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def observed(tmp_path: Path) -> Path:
+    root = tmp_path / "observed"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def settings(tmp_path: Path, observed: Path) -> ServiceSettings:
+    ops = tmp_path / "ops"
+    ops.mkdir()
+    config, key = write_operator(ops)
+    return ServiceSettings(
+        ledger_url=f"sqlite:///{ops / 'ledger.sqlite'}",
+        key_path=key,
+        observe_root=observed,
+        gate_config=config,
+    )
+
+
+@pytest.fixture
+def ledger(settings: ServiceSettings) -> Iterator[Ledger]:
+    opened = Ledger.open(settings.ledger_url, load_signing_key(str(settings.key_path)))
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+# --- where the repository is ------------------------------------------------------------------
+
+
+def test_a_repository_under_the_root_resolves_to_its_real_top(observed: Path) -> None:
+    repo = make_repo(observed / "team" / "repo", {"a.txt": "a"})
+    (repo / "sub").mkdir()
+    assert resolve_repo(observed, str(repo / "sub")) == Path(os.path.realpath(repo))
+
+
+def test_a_link_under_the_root_to_a_repository_under_it_is_followed(observed: Path) -> None:
+    repo = make_repo(observed / "repo", {"a.txt": "a"})
+    (observed / "alias").symlink_to(repo)
+    assert resolve_repo(observed, str(observed / "alias")) == Path(os.path.realpath(repo))
+
+
+def test_a_link_out_of_the_root_is_refused(tmp_path: Path, observed: Path) -> None:
+    outside = make_repo(tmp_path / "outside", {"a.txt": "a"})
+    (observed / "escape").symlink_to(outside)
+    with pytest.raises(RepoRefused, match="not under the service's observe root"):
+        resolve_repo(observed, str(observed / "escape"))
+
+
+def test_dot_dot_is_refused_even_when_it_lands_inside(observed: Path) -> None:
+    make_repo(observed / "repo", {"a.txt": "a"})
+    (observed / "other").mkdir()
+    with pytest.raises(RepoRefused, match=r"contains '\.\.'"):
+        resolve_repo(observed, str(observed / "other" / ".." / "repo"))
+
+
+def test_a_path_outside_the_root_is_refused(tmp_path: Path, observed: Path) -> None:
+    outside = make_repo(tmp_path / "outside", {"a.txt": "a"})
+    with pytest.raises(RepoRefused):
+        resolve_repo(observed, str(outside))
+
+
+def test_a_folder_whose_repository_starts_above_the_root_is_refused(tmp_path: Path) -> None:
+    """Judging it would read the whole repository, most of it outside the root."""
+    repo = make_repo(tmp_path / "big", {"a.txt": "a"})
+    root = repo / "observed"
+    (root / "project").mkdir(parents=True)
+    with pytest.raises(RepoRefused, match="repository outside the observe root"):
+        resolve_repo(root, str(root / "project"))
+
+
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [("plain", "not in a git work tree"), ("missing", "not a directory")],
+)
+def test_what_is_not_a_work_tree_is_refused(observed: Path, name: str, problem: str) -> None:
+    (observed / "plain").mkdir()
+    with pytest.raises(NotARepository, match=problem):
+        resolve_repo(observed, str(observed / name))
+
+
+def test_a_relative_path_is_refused(observed: Path) -> None:
+    with pytest.raises(NotARepository, match="not an absolute path"):
+        resolve_repo(observed, "repo")
+
+
+# --- the request ------------------------------------------------------------------------------
+
+
+def test_a_full_request_is_read() -> None:
+    asked = gate_request({"repo": "/r", "outcome": "done", "session": "s", "task_id": "t"})
+    assert asked == GateRequest("/r", "done", "s", "t")
+    assert gate_request({"repo": "/r", "outcome": None}) == GateRequest("/r")
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ([], "must be a JSON object"),
+        ({}, "repo: required"),
+        ({"repo": 1}, "repo: expected a string"),
+        ({"repo": "/r", "policy": {}}, "policy: unknown member"),
+        ({"repo": "/r", "session": "x" * 201}, "session: longer than 200"),
+        ({"repo": "/r\0"}, "repo: contains a NUL"),
+    ],
+)
+def test_a_bad_request_names_the_member(body: Any, problem: str) -> None:
+    with pytest.raises(BadGateRequest, match=problem):
+        gate_request(body)
+
+
+def test_a_start_request_takes_only_repo_and_session() -> None:
+    assert gate_request({"repo": "/r", "session": "s"}, start=True) == GateRequest(
+        "/r", session="s"
+    )
+    with pytest.raises(BadGateRequest, match="outcome: unknown member"):
+        gate_request({"repo": "/r", "outcome": "done"}, start=True)
+
+
+# --- the decision -----------------------------------------------------------------------------
+
+
+def test_a_false_done_is_refuted_under_the_operators_config_and_recorded(
+    settings: ServiceSettings, ledger: Ledger, observed: Path
+) -> None:
+    """The agent's own claim.toml asks for nothing; the operator's runs the tests."""
+    repo = buggy_project(observed / "repo")
+    write_files(repo, {"README.md": "fixed, promise\n"})
+
+    asked = GateRequest(str(repo), "Done. All tests pass.", "s-1", "task-9")
+    decision = decide(settings, ledger, asked, submitted_by="agent-1", now=NOW)
+
+    assert decision.result.verdict.state == "refuted"
+    assert decision.result.exit_code == 2
+    assert decision.max_blocks == 2
+    stored = ledger.get(decision.entry.index)
+    assert stored is not None
+    assert (stored.via, stored.submitted_by, stored.recorded_at) == ("gate", "agent-1", NOW)
+    assert stored.verdict["state"] == "refuted"
+    assert stored.policy["id"] == "ops/service-gate"
+    assert stored.claim["task"]["id"] == "task-9"
+    assert stored.claim["claimed_outcome"] == "Done. All tests pass."
+    assert not {"policy", "verdict", "verdict_attestation"} & set(stored.claim)
+
+
+def test_an_honest_fix_is_verified_with_evidence_signed_by_the_service_key(
+    settings: ServiceSettings, ledger: Ledger, observed: Path
+) -> None:
+    repo = buggy_project(observed / "repo")
+    write_files(repo, {"calc.py": CALC})
+
+    decision = decide(settings, ledger, GateRequest(str(repo), "Fixed add()."),
+                      submitted_by="agent-1", now=NOW)  # fmt: skip
+
+    assert decision.result.verdict.state == "verified"
+    assert decision.result.verdict.independence == "proven"
+    stored = ledger.get(decision.entry.index)
+    assert stored is not None
+    service_key = load_signing_key(str(settings.key_path)).public
+    (observer,) = stored.policy["trust"]["observers"]
+    assert (observer["id"], observer["public_key"]) == (GATE_VERIFIER_ID, service_key.text)
+    (item,) = stored.claim["evidence"]
+    signers = Signers(decode_envelope(item["attestation"]))
+    assert signers.signed(service_key)
+    assert not signers.signed(SigningKey.generate().public)
+
+
+def test_a_repository_outside_the_root_appends_nothing(
+    tmp_path: Path, settings: ServiceSettings, ledger: Ledger
+) -> None:
+    repo = buggy_project(tmp_path / "elsewhere")
+    with pytest.raises(RepoRefused):
+        decide(settings, ledger, GateRequest(str(repo)), submitted_by="a", now=NOW)
+    assert ledger.tree_head().size == 0
+
+
+def test_without_an_operator_config_the_gate_refuses(
+    settings: ServiceSettings, ledger: Ledger, observed: Path
+) -> None:
+    """Falling back to the work tree's claim.toml would let the agent write its own rules."""
+    repo = buggy_project(observed / "repo")
+    bare = ServiceSettings(settings.ledger_url, settings.key_path, observe_root=observed)
+    with pytest.raises(GateNotConfigured):
+        decide(bare, ledger, GateRequest(str(repo)), submitted_by="a", now=NOW)
+    with pytest.raises(GateNotConfigured):
+        start(bare, GateRequest(str(repo)))
+
+
+def test_start_records_the_base_the_next_decision_measures_from(
+    settings: ServiceSettings, ledger: Ledger, observed: Path
+) -> None:
+    repo = buggy_project(observed / "repo")
+    assert start(settings, GateRequest(str(repo), session="s-1")) == Path(os.path.realpath(repo))
+    write_files(repo, {"calc.py": CALC})
+
+    asked = GateRequest(str(repo), "Fixed.", session="s-1")
+    decision = decide(settings, ledger, asked, submitted_by="a", now=NOW)
+
+    assert "the start record" in decision.result.report

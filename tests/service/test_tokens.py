@@ -1,0 +1,135 @@
+"""Bearer tokens: stored hashed, one name each, checked against the file as it is now."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import stat
+from pathlib import Path
+
+import pytest
+
+from completion_claim.service.tokens import (
+    TokenFileError,
+    TokenRejected,
+    TokenStore,
+    add_token,
+    read_tokens,
+)
+
+
+def test_add_stores_only_the_hash_in_a_private_file(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.jsonl"
+    token = add_token(path, "ci-runner-1")
+    assert len(token) >= 43
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    text = path.read_text()
+    assert token not in text
+    assert json.loads(text) == {
+        "name": "ci-runner-1",
+        "sha256": hashlib.sha256(token.encode()).hexdigest(),
+    }
+    second = add_token(path, "agent-7")
+    assert second != token
+    assert [entry.name for entry in read_tokens(path)] == ["ci-runner-1", "agent-7"]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_add_keeps_a_file_made_world_readable_private(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.jsonl"
+    add_token(path, "a")
+    path.chmod(0o644)
+    add_token(path, "b")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_names_are_unique_and_plain(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.jsonl"
+    add_token(path, "ci")
+    with pytest.raises(TokenFileError, match=r"tokens.jsonl: the name 'ci' already has a token"):
+        add_token(path, "ci")
+    for bad in ("", "has space", "-leading", "x" * 65, "new\nline"):
+        with pytest.raises(TokenFileError, match="is not 1 to 64 letters"):
+            add_token(path, bad)
+    assert [entry.name for entry in read_tokens(path)] == ["ci"]
+
+
+def test_add_appends_after_a_last_line_without_newline(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.jsonl"
+    add_token(path, "a")
+    path.write_text(path.read_text().rstrip("\n"))
+    add_token(path, "b")
+    assert [entry.name for entry in read_tokens(path)] == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("lines", "problem"),
+    [
+        (['{"name": "a", "sha256": "' + "0" * 64 + '"}', "{oops"], ":2: not JSON: "),
+        (['{"name": "a"}'], ':1: expected {"name": "...", "sha256": "<64 hex digits>"}'),
+        (['{"name": "a", "sha256": "' + "0" * 64 + '", "token": "x"}'], ":1: expected {"),
+        (['{"name": 7, "sha256": "' + "0" * 64 + '"}'], ":1: name: expected a string"),
+        (['{"name": "a", "sha256": "' + "G" * 64 + '"}'], ":1: sha256: expected 64 lowercase"),
+        (['{"name": "a b", "sha256": "' + "0" * 64 + '"}'], ":1: token name 'a b' is not"),
+        (
+            [
+                '{"name": "a", "sha256": "' + "0" * 64 + '"}',
+                "",
+                '{"name": "a", "sha256": "' + "1" * 64 + '"}',
+            ],
+            ":3: the name 'a' appears twice",
+        ),
+        (['{"name": "a", "name": "b", "sha256": "x"}'], ":1: not JSON: duplicate key 'name'"),
+        (["[1]"], ":1: expected {"),
+    ],
+)
+def test_a_bad_file_names_file_and_line(tmp_path: Path, lines: list[str], problem: str) -> None:
+    path = tmp_path / "tokens.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TokenFileError) as caught:
+        read_tokens(path)
+    assert str(caught.value).startswith(f"{path}{problem}")
+    with pytest.raises(TokenFileError):
+        add_token(path, "new")  # never appends to a broken file
+
+
+def test_an_unreadable_file_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(TokenFileError, match=r"token file .*missing: cannot read"):
+        read_tokens(tmp_path / "missing")
+    binary = tmp_path / "binary"
+    binary.write_bytes(b"\xff\xfe")
+    with pytest.raises(TokenFileError, match="not UTF-8"):
+        read_tokens(binary)
+    with pytest.raises(TokenFileError, match="No such file"):
+        TokenStore(tmp_path / "missing")
+
+
+def test_the_store_names_the_holder(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.jsonl"
+    first = add_token(path, "ci")
+    second = add_token(path, "agent")
+    store = TokenStore(path)
+    assert store.authenticate(f"Bearer {first}") == "ci"
+    assert store.authenticate(f"bearer   {second}  ") == "agent"
+    with pytest.raises(TokenRejected, match="unknown bearer token"):
+        store.authenticate(f"Bearer {first}x")
+    with pytest.raises(TokenRejected, match="missing bearer token"):
+        store.authenticate(None)
+    with pytest.raises(TokenRejected, match="malformed"):
+        store.authenticate(first)
+
+
+def test_the_store_follows_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.jsonl"
+    first = add_token(path, "ci")
+    store = TokenStore(path)
+    later = add_token(path, "late")
+    assert store.authenticate(f"Bearer {later}") == "late"
+    path.write_text(path.read_text().splitlines()[1] + "\n")  # the 'ci' line removed
+    with pytest.raises(TokenRejected):
+        store.authenticate(f"Bearer {first}")
+    assert store.authenticate(f"Bearer {later}") == "late"
+    path.write_text("{broken\n")
+    for _ in range(2):  # a broken file stays an error until fixed, never an empty list
+        with pytest.raises(TokenFileError, match=":1: not JSON"):
+            store.authenticate(f"Bearer {later}")
