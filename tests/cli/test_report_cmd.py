@@ -37,10 +37,11 @@ def test_report_accepts_a_plain_sqlite_path(tmp_path: Path) -> None:
     assert target.stat().st_size > 0
 
 
-def test_report_errors_are_one_line_with_exit_4(tmp_path: Path) -> None:
+def test_report_errors_are_one_line(tmp_path: Path) -> None:
+    # A ledger that cannot be read is exit 5, as for every ledger command; misuse is 4.
     missing = tmp_path / "missing.sqlite"
     done = claim("report", "--ledger", str(missing), "--html", str(tmp_path / "out.html"))
-    assert (done.returncode, done.stdout) == (4, "")
+    assert (done.returncode, done.stdout) == (5, "")
     assert done.stderr == f"claim: no ledger at {missing}\n"
     assert not (tmp_path / "out.html").exists()
 

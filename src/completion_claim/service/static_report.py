@@ -17,9 +17,9 @@ import httpx
 
 from .._files import write_atomic
 from .._json import decode_bytes, loads
-from ..errors import ClaimError, UsageError
+from ..errors import ClaimError
 from . import _pages
-from .ledger import Ledger
+from .ledger import Ledger, LedgerError
 from .records import EntryFilter, StateCounts, Stats
 
 _HTTP_TIMEOUT_S = 30.0
@@ -46,7 +46,9 @@ def ledger_stats(url: str) -> Stats:
 
 
 def service_stats(base_url: str) -> Stats:
-    """``GET /v1/stats`` of the service at ``base_url``, read back into ``Stats``."""
+    """``GET /v1/stats`` of the service at ``base_url``, read back into ``Stats``. A service
+    that cannot be reached, or answers anything but stats, is a ``LedgerError``: the service
+    holding the ledger failed, as a database that cannot be read does."""
     url = base_url.rstrip("/") + "/v1/stats"
     body = bytearray()
     try:
@@ -54,21 +56,22 @@ def service_stats(base_url: str) -> Stats:
             for chunk in answer.iter_bytes():
                 body += chunk
                 if len(body) > _MAX_STATS_BYTES:
-                    raise UsageError(f"{url}: the answer is over {_MAX_STATS_BYTES} bytes")
+                    raise LedgerError(f"{url}: the answer is over {_MAX_STATS_BYTES} bytes")
     except httpx.HTTPError as error:
-        raise UsageError(f"cannot read {url}: {error}") from None
+        raise LedgerError(f"cannot read {url}: {error}") from None
     try:
         document = loads(decode_bytes(bytes(body), _MAX_STATS_BYTES))
     except ClaimError as error:
-        raise UsageError(f"{url} answered {answer.status_code}, not JSON: {error}") from None
+        raise LedgerError(f"{url} answered {answer.status_code}, not JSON: {error}") from None
     if answer.status_code != httpx.codes.OK:
         said = document.get("error") if isinstance(document, dict) else None
-        raise UsageError(f"{url} answered {answer.status_code}: {said or 'no reason given'}")
+        raise LedgerError(f"{url} answered {answer.status_code}: {said or 'no reason given'}")
     return stats_from_json(document, url)
 
 
 def stats_from_json(document: object, source: str) -> Stats:
-    """The service's stats JSON as ``Stats``; anything off is one line naming the place."""
+    """The service's stats JSON as ``Stats``; anything off is one ``LedgerError`` line naming
+    the place."""
     top = _get(document, source, dict)
 
     def field(name: str, kind: type[T]) -> T:
@@ -87,7 +90,7 @@ def stats_from_json(document: object, source: str) -> Stats:
         try:
             when = date.fromisoformat(_get(row.get("day"), f"{place}.day", str))
         except ValueError:
-            raise UsageError(f"{place}.day: not a YYYY-MM-DD date") from None
+            raise LedgerError(f"{place}.day: not a YYYY-MM-DD date") from None
         return when, _counts(row, place)
 
     def unmet(row: dict[str, Any], place: str) -> tuple[str, int]:
@@ -132,12 +135,12 @@ def _counts(row: dict[str, Any], place: str) -> StateCounts:
 
 def _get(value: object, place: str, kind: type[T]) -> T:
     if not isinstance(value, kind):
-        raise UsageError(f"{place}: expected {kind.__name__}, got {type(value).__name__}")
+        raise LedgerError(f"{place}: expected {kind.__name__}, got {type(value).__name__}")
     return value
 
 
 def _count(value: object, place: str) -> int:
     # ``type() is``: true is an int to Python, never a count to JSON.
     if type(value) is not int or value < 0:
-        raise UsageError(f"{place}: expected a count (a whole number of 0 or more)")
+        raise LedgerError(f"{place}: expected a count (a whole number of 0 or more)")
     return value
