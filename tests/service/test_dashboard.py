@@ -366,6 +366,9 @@ def test_every_page_forbids_scripts(served: Served, path: str) -> None:
     assert policy.startswith("default-src 'none'; style-src 'unsafe-inline'; img-src data:")
     assert "script-src" not in policy
     assert "<script" not in answer.text
+    head = httpx.head(served.base + path)
+    assert (head.status_code, head.content) == (answer.status_code, b"")
+    assert head.headers["content-security-policy"] == policy
 
 
 @pytest.mark.parametrize(

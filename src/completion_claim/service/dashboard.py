@@ -33,13 +33,14 @@ CONTENT_SECURITY_POLICY = (
 )
 PAGE_SIZE = 50
 _INDEX_DIGITS = 18
+_READ = ["GET", "HEAD"]  # HEAD too: link checkers and monitors ask for a page's headers only
 
 _log = logging.getLogger("completion_claim.service")
 
 router = APIRouter(include_in_schema=False)  # pages, not API: kept out of /openapi.json
 
 
-@router.get("/", response_class=HTMLResponse)
+@router.api_route("/", methods=_READ, response_class=HTMLResponse)
 def claims_list(request: Request) -> HTMLResponse:
     form = {name: request.query_params.get(name, "").strip() for name in _pages.FILTER_FIELDS}
     try:
@@ -52,7 +53,7 @@ def claims_list(request: Request) -> HTMLResponse:
     return _html(_pages.render_list(page, form, older))
 
 
-@router.get("/claims/{index}", response_class=HTMLResponse)
+@router.api_route("/claims/{index}", methods=_READ, response_class=HTMLResponse)
 def claim_page(request: Request, index: str) -> HTMLResponse:
     try:
         number = _index(index)
@@ -64,7 +65,7 @@ def claim_page(request: Request, index: str) -> HTMLResponse:
     return _html(_pages.render_claim(entry, proof_status(request, entry)))
 
 
-@router.get("/stats", response_class=HTMLResponse)
+@router.api_route("/stats", methods=_READ, response_class=HTMLResponse)
 def stats_page(request: Request) -> HTMLResponse:
     try:
         stats = _ledger(request).stats(EntryFilter())
