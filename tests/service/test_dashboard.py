@@ -31,7 +31,7 @@ from completion_claim.timefmt import format_time
 from completion_claim.trust.canonical import canonical_bytes
 from completion_claim.trust.keys import SigningKey, write_private_key
 from tests.builders import at, claim_doc, evidence, mutation
-from tests.service.conftest import fresh_entry
+from tests.service.conftest import LOG_KEY, fresh_entry
 
 from ._dashboard import HOSTILE, Parsed, assert_inert, decision, failing_test_run, serving
 
@@ -461,3 +461,25 @@ def test_a_tree_head_signed_by_another_key_is_shown_unproven(tmp_path: Path) -> 
     assert status == "proof-failed"
     assert line.startswith("not proven: ")
     assert service_key.public.text in line
+
+
+def test_the_pages_read_either_backend(ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
+    """List, claim page with its proof, and stats on SQLite and on the real PostgreSQL (the
+    ``ledger_url`` fixture runs this on both)."""
+    key_path = tmp_path / "service.key"
+    write_private_key(str(key_path), LOG_KEY)
+    ledger.append(fresh_entry("verified"))
+    ledger.append(fresh_entry("refuted", agent="ci-runner-2"))
+    with serving(
+        create_app(ServiceSettings(ledger_url=ledger_url, key_path=key_path), ledger)
+    ) as base:
+        rows = re.findall(r'<tr class="state-(\w+)" data-index="(\d+)">', httpx.get(base).text)
+        assert rows == [("refuted", "1"), ("verified", "0")]
+        filtered = httpx.get(base + "/?agent=ci-runner-2").text
+        assert re.findall(r'data-index="(\d+)"', filtered) == ["1"]
+        assert proof_line(base, 1) == (
+            "proof-ok",
+            f"included in the signed tree of size 2 (root {ledger.tree_head().root_hash})",
+        )
+        stats = Parsed(httpx.get(base + "/stats").text).text
+        assert "1 of 2 claims that said done were refuted" in stats

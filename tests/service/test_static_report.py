@@ -23,6 +23,7 @@ from completion_claim.service.static_report import (
 )
 from completion_claim.trust.keys import SigningKey, write_private_key
 from tests.builders import at
+from tests.service.conftest import fresh_entry
 
 from ._dashboard import HOSTILE, assert_self_contained, ledger_with_entries, serving
 
@@ -118,3 +119,18 @@ def test_a_malformed_stats_answer_is_one_line_naming_the_place(
 ) -> None:
     with pytest.raises(LedgerError, match="^" + re.escape(problem)):
         stats_from_json(document, "stats")
+
+
+def test_the_report_reads_either_backend(ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
+    """The same figures from SQLite and from the real PostgreSQL (the ``ledger_url`` fixture runs
+    this on both), through a second, read-only connection to the database."""
+    ledger.append(fresh_entry("verified", agent="ci-runner-1", recorded_at=at(100)))
+    ledger.append(fresh_entry("refuted", agent="ci-runner-2", recorded_at=at(101)))
+    ledger.append(fresh_entry("refuted", agent="ci-runner-2", recorded_at=at(90_000)))
+    target = tmp_path / "report.html"
+    write_report(ledger_url, target, WRITTEN_AT)
+    page = target.read_text(encoding="utf-8")
+    assert_self_contained(page)
+    assert "2 of 3 claims that said done were refuted" in page
+    assert "ci-runner-2: 100% (2 of 2)" in page
+    assert ledger_stats(ledger_url) == ledger.stats()
