@@ -89,6 +89,7 @@ from . import (  # noqa: E402, F401
     observe_endpoint_cmd,
     observe_readback_cmd,
     observe_test_run_cmd,
+    report_cmd,
     run_cmd,
     serve_cmd,
     trust_cmd,

@@ -1,0 +1,45 @@
+"""``claim report``: the ledger's stats as one self-contained HTML file."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+
+from ..errors import UsageError
+from . import app
+
+
+@app.command("report")
+@click.option(
+    "--ledger",
+    "ledger_url",
+    required=True,
+    metavar="URL",
+    help="The ledger database (sqlite:///FILE, a SQLite file path, postgresql://...), or a "
+    "running service's http(s) URL.",
+)
+@click.option(
+    "--html",
+    "html_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The HTML file to write (replaced in one step).",
+)
+def report(ledger_url: str, html_path: Path) -> None:
+    """Write the ledger's stats page (verdicts over time, refuted rate by agent, top unmet codes,
+    the false-success rate) as one HTML file with no external reference, and print its path.
+
+    A ledger database is opened read-only; a service's URL is asked for its GET /v1/stats.
+    """
+    try:
+        # Imported here: the ledger and the templates are the optional ``serve`` extra, and every
+        # other command must work (and start fast) without them.
+        from ..service.static_report import write_report  # noqa: PLC0415
+    except ImportError as error:
+        raise UsageError(
+            f"claim report needs {error.name or 'a library'}: pip install 'completion-claim[serve]'"
+        ) from None
+    write_report(ledger_url, html_path, datetime.now(UTC))
+    click.echo(str(html_path))

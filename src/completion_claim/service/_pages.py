@@ -1,0 +1,235 @@
+"""The dashboard's pages as HTML text, rendered from ledger values; no I/O but the templates.
+
+Every string in an entry came from whoever submitted the claim (outcome, task, ids, evidence
+details, even unmet codes echo ids), so it is hostile input: the environment autoescapes every
+template, whatever its file name, and the only markup that enters unescaped is the SVG that
+``charts`` builds (escaping its own text). The router (``dashboard``) and the static report
+(``static_report``) both render through here, so the report is the stats page, not a copy.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlencode
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from ..report import describe_finding, describe_unmet
+from ..timefmt import format_time
+from ..verify import Finding, Unmet
+from . import charts
+from .records import STATES, Entry, Page, Stats
+
+_VALUE_CHARS = 400  # an expected or observed value longer than this is cut on the page
+_OUTCOME_CHARS = 120  # in the list; the claim page shows it whole
+_OBSERVATION = {
+    "matches": "the observation matches the expectation",
+    "differs": "the observation contradicts the expectation",
+    "absent": "no observation",
+}
+FILTER_FIELDS = ("state", "policy", "agent", "task", "since", "until")
+
+_ENV = Environment(
+    loader=PackageLoader("completion_claim.service", "templates"),
+    autoescape=True,  # every template, not only *.html: claim strings are hostile
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+_ENV.globals["STATE_COLOURS"] = charts.STATE_COLOURS
+_ENV.globals["STATES"] = STATES
+
+
+@dataclass(frozen=True)
+class ProofStatus:
+    """Whether an entry's inclusion proof checked against the current signed tree head."""
+
+    ok: bool
+    text: str
+
+
+def render_list(page: Page, form: Mapping[str, str], older_url: str | None) -> str:
+    """The claims list, newest first; ``form`` refills the filter inputs as the reader typed
+    them; ``older_url`` is the next page's link, None on the last page."""
+    rows = [
+        {
+            "index": entry.index,
+            "state": _state(entry),
+            "task": _text(entry.claim.get("task", {}).get("id")),
+            "agent": entry.submitted_by,
+            "policy": _text(entry.verdict.get("policy_id")),
+            "recorded_at": format_time(entry.recorded_at),
+            "outcome": _cut(entry.outcome, _OUTCOME_CHARS),
+        }
+        for entry in page.items
+    ]
+    values = {name: form.get(name, "") for name in FILTER_FIELDS}
+    return _ENV.get_template("list.html").render(
+        rows=rows, form=values, older_url=older_url, filtered=any(values.values())
+    )
+
+
+def render_claim(entry: Entry, proof: ProofStatus) -> str:
+    """One entry: what was claimed, how each mutation is covered, why each evidence item counts
+    or not, what is unmet, who sent it, and whether the log provably holds it."""
+    verdict = entry.verdict
+    task = entry.claim.get("task", {})
+    results = {_text(r.get("evidence")): r for r in verdict.get("evidence", ())}
+    evidence = [
+        _evidence_view(item, position, results)
+        for position, item in enumerate(entry.claim.get("evidence", ()))
+    ]
+    check_types = {view["ref"]: view["check_type"] for view in evidence}
+    coverage = {_text(c.get("mutation")): c for c in verdict.get("coverage", ())}
+    mutations = [
+        _mutation_view(mutation, coverage.get(_text(mutation.get("id")), {}), check_types)
+        for mutation in entry.claim.get("mutations", ())
+    ]
+    unmet = [
+        {
+            "code": _text(item.get("code")),
+            "text": describe_unmet(
+                Unmet(
+                    code=_text(item.get("code")),
+                    mutation=item.get("mutation"),
+                    check_type=item.get("check_type"),
+                    evidence=item.get("evidence"),
+                )
+            ),
+        }
+        for item in verdict.get("unmet", ())
+    ]
+    return _ENV.get_template("claim.html").render(
+        index=entry.index,
+        state=_state(entry),
+        reason=_text(verdict.get("reason")),
+        task_id=_text(task.get("id")),
+        task_description=_text(task.get("description")),
+        outcome=entry.outcome,
+        policy=_text(verdict.get("policy_id")),
+        independence=_text(verdict.get("independence")),
+        decided_at=_text(verdict.get("decided_at")),
+        submitted_by=entry.submitted_by,
+        via=entry.via,
+        recorded_at=format_time(entry.recorded_at),
+        leaf_hash=entry.leaf_hash,
+        mutations=mutations,
+        evidence=evidence,
+        unmet=unmet,
+        proof=proof,
+    )
+
+
+def render_stats(
+    stats: Stats, *, standalone: bool = False, generated_at: datetime | None = None
+) -> str:
+    """The stats page. ``standalone`` is the report file: no links back into a service that
+    may not be there, and the time it was written."""
+    rate = stats.false_success_rate
+    return _ENV.get_template("stats.html").render(
+        stats=stats,
+        total=stats.total,
+        false_success=None if rate is None else f"{rate:.1%}",
+        by_day_chart=charts.verdicts_by_day(stats.by_day),
+        by_agent_chart=charts.refuted_rate_by_agent(stats.by_agent),
+        unmet_chart=charts.top_unmet_codes(stats.top_unmet),
+        by_day=[(day.isoformat(), counts) for day, counts in stats.by_day],
+        by_agent=[
+            (agent, counts, _percent(counts.refuted, counts.total))
+            for agent, counts in stats.by_agent
+        ],
+        standalone=standalone,
+        generated_at=None if generated_at is None else format_time(generated_at),
+    )
+
+
+def render_error(status: int, message: str) -> str:
+    return _ENV.get_template("error.html").render(status=status, message=message)
+
+
+def older_url(form: Mapping[str, str], before: int) -> str:
+    """The list's next page: the same filters, entries below ``before``."""
+    kept = [(name, form[name]) for name in FILTER_FIELDS if form.get(name)]
+    return "/?" + urlencode([*kept, ("before", str(before))])
+
+
+def _evidence_view(
+    item: Mapping[str, Any], position: int, results: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    # The verdict names an item by its id, else by its place (verify.evidence_ref).
+    ref = _text(item["id"]) if "id" in item else f"evidence[{position}]"
+    result = results.get(ref, {})
+    verifier = item.get("verifier", {})
+    return {
+        "ref": ref,
+        "check_type": _text(item.get("check_type")),
+        "target": _text(item.get("target")),
+        "at": _text(item.get("at")),
+        "covers": [_text(m) for m in item.get("covers", ())],
+        "verifier": _text(verifier.get("id")),
+        "verifier_kind": _text(verifier.get("kind")),
+        "counts": bool(result.get("counts")),
+        "observation": _OBSERVATION.get(_text(result.get("observation")), "no observation"),
+        "reasons": [_finding(f) for f in result.get("reasons", ())],
+        "mismatch": result.get("mismatch"),
+        "expected": _json(item.get("expected")) if "expected" in item else None,
+        "observed": _json(item.get("observed_value")) if "observed_value" in item else None,
+        "details": _json(item["details"]) if item.get("details") else None,
+        "signed": "attestation" in item,
+    }
+
+
+def _mutation_view(
+    mutation: Mapping[str, Any], cover: Mapping[str, Any], check_types: Mapping[str, str]
+) -> dict[str, Any]:
+    def named(refs: Sequence[Any]) -> list[tuple[str, str]]:
+        return [(_text(ref), check_types.get(_text(ref), "")) for ref in refs]
+
+    return {
+        "id": _text(mutation.get("id")),
+        "kind": _text(mutation.get("kind")),
+        "target": _text(mutation.get("target")),
+        "at": _text(mutation.get("at")),
+        "digest": mutation.get("digest"),
+        "covered_by": named(cover.get("covered_by", ())),
+        "contradicted_by": named(cover.get("contradicted_by", ())),
+        "not_counted": [
+            (_text(r.get("evidence")), [_finding(f) for f in r.get("reasons", ())])
+            for r in cover.get("not_counted", ())
+        ],
+    }
+
+
+def _finding(finding: Mapping[str, Any]) -> str:
+    return describe_finding(
+        Finding(
+            code=_text(finding.get("code")),
+            mutation=finding.get("mutation"),
+            detail=finding.get("detail"),
+        )
+    )
+
+
+def _state(entry: Entry) -> str:
+    # A class name and a colour come from this: only the three known states pass through.
+    return entry.state if entry.state in STATES else "unverified"
+
+
+def _text(value: object) -> str:
+    return "" if value is None else str(value)
+
+
+def _json(value: object) -> str:
+    return _cut(json.dumps(value, ensure_ascii=False, sort_keys=True), _VALUE_CHARS)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def _percent(part: int, whole: int) -> str:
+    return "" if whole == 0 else f"{part / whole:.0%}"
