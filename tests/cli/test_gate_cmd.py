@@ -338,3 +338,31 @@ def test_gate_server_unreachable_is_one_line_and_exit_4(
     assert code == 4
     assert err.startswith(f"claim: POST unix://{tmp_path}/none.sock/v1/gate: cannot reach")
     assert err.count("\n") == 1
+
+
+def test_gate_server_prints_the_services_report_and_exits_with_its_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.fixtures.gate_service import buggy_project, gate_service
+
+    with gate_service(tmp_path / "svc") as service:
+        monkeypatch.setenv("CLAIM_TOKEN", service.token)
+        repo = buggy_project(service.observed / "repo")
+        write_files(repo, {"README.md": "done\n"})
+        refuted = run(["gate", "--server", service.url, "--repo", str(repo), "--outcome", "Done."])
+        out = capsys.readouterr().out
+        write_files(repo, {"calc.py": CALC})
+        verified = run(["gate", "--server", service.url, "--repo", str(repo), "--json",
+                        "--task-id", "t-7"])  # fmt: skip
+        answer = json.loads(capsys.readouterr().out)
+        entry = service.ledger.get(1)
+
+    assert refuted == 2
+    assert out.startswith("REFUTED")
+    assert "For the agent:\ntests/test_calc.py::test_add failed" in out
+    assert out.rstrip().endswith("/claims/0")
+    assert verified == 0
+    assert answer["verdict"] == "verified"
+    assert answer["ledger_index"] == 1
+    assert entry is not None
+    assert entry.task_id == "t-7"

@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from .. import __version__
-from . import api, errors
+from . import api, errors, gate_api
 from .ledger import Ledger
 from .settings import ServiceSettings
 from .tokens import TokenStore
@@ -39,6 +39,8 @@ def create_app(settings: ServiceSettings, ledger: Ledger) -> FastAPI:
     app.state.tokens = None if settings.tokens_path is None else TokenStore(settings.tokens_path)
     errors.install(app)
     app.include_router(api.router)
+    if settings.observe_root is not None:  # the gate runs only where the operator enabled it
+        app.include_router(gate_api.router)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
