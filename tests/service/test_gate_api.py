@@ -328,3 +328,56 @@ def write_requester_file(requester: User, path: Path, text: str) -> None:
     """The agent's edit, as the agent's user (the file stays the requester's)."""
     write_files(path.parent, {path.name: text})
     os.chown(path, requester.uid, requester.gid)
+
+
+# --- the published contract ------------------------------------------------------------------
+
+FUZZ_EXAMPLES = 40
+
+
+def test_the_gate_routes_keep_their_published_contract(tmp_path: Path) -> None:
+    """Schemathesis fuzzes the two gate operations from /openapi.json: no 5xx, and every answer
+    has a documented status and shape. The observe root holds no repository, so no example
+    runs a gate for minutes; the paths it names are refused before any work."""
+    import schemathesis
+    from fastapi.testclient import TestClient
+    from hypothesis import HealthCheck, given, settings
+    from schemathesis.checks import (
+        content_type_conformance,
+        not_a_server_error,
+        response_schema_conformance,
+        status_code_conformance,
+    )
+
+    from completion_claim.service.app import create_app
+    from completion_claim.service.ledger import Ledger
+    from completion_claim.service.settings import ServiceSettings
+
+    ops = tmp_path / "ops"
+    ops.mkdir()
+    (tmp_path / "observed").mkdir()
+    config, key = write_operator(ops)
+    url = f"sqlite:///{ops / 'ledger.sqlite'}"
+    checks = [not_a_server_error, status_code_conformance, content_type_conformance,
+              response_schema_conformance]  # fmt: skip
+    ledger = Ledger.open(url, load_signing_key(str(key)))
+    try:
+        app = create_app(
+            ServiceSettings(url, key, observe_root=tmp_path / "observed", gate_config=config),
+            ledger,
+        )
+        with TestClient(app) as http:
+            schema = schemathesis.openapi.from_asgi("/openapi.json", http.app)
+            for path in ("/v1/gate", "/v1/gate/start"):
+                operation = schema[path]["POST"]
+
+                @given(case=operation.as_strategy())
+                @settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize=True,
+                          database=None, suppress_health_check=list(HealthCheck))  # fmt: skip
+                def call(case: schemathesis.Case[Any]) -> None:
+                    case.call_and_validate(checks=checks)
+
+                call()
+        assert ledger.tree_head().size == 0
+    finally:
+        ledger.close()

@@ -117,6 +117,11 @@ def test_what_is_not_a_work_tree_is_refused(observed: Path, name: str, problem: 
         resolve_repo(observed, str(observed / name))
 
 
+def test_a_name_too_long_for_the_file_system_is_not_a_repository(observed: Path) -> None:
+    with pytest.raises(NotARepository, match="File name too long"):
+        resolve_repo(observed, str(observed / ("a" * 300)))
+
+
 def test_a_relative_path_is_refused(observed: Path) -> None:
     with pytest.raises(NotARepository, match="not an absolute path"):
         resolve_repo(observed, "repo")

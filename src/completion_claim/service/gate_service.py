@@ -133,7 +133,11 @@ def resolve_repo(observe_root: Path, given: str) -> Path:
     real = Path(os.path.realpath(path))
     if not real.is_relative_to(allowed):
         raise RepoRefused(f"repo: {shown!r} is not under the service's observe root")
-    if not real.is_dir():
+    try:
+        is_dir = real.is_dir()
+    except OSError as error:  # a name too long, a folder the service may not search
+        raise NotARepository(f"repo: {shown!r}: {error.strerror or error}") from None
+    if not is_dir:
         raise NotARepository(f"repo: {shown!r} is not a directory")
     try:
         top = git_toplevel(real)
