@@ -42,12 +42,13 @@ def observed(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def settings(tmp_path: Path, observed: Path) -> ServiceSettings:
+def settings(tmp_path: Path, observed: Path, ledger_url: str) -> ServiceSettings:
+    """The service's settings over a new ledger: SQLite, then PostgreSQL (conftest)."""
     ops = tmp_path / "ops"
     ops.mkdir()
     config, key = write_operator(ops)
     return ServiceSettings(
-        ledger_url=f"sqlite:///{ops / 'ledger.sqlite'}",
+        ledger_url=ledger_url,
         key_path=key,
         observe_root=observed,
         gate_config=config,
@@ -56,6 +57,7 @@ def settings(tmp_path: Path, observed: Path) -> ServiceSettings:
 
 @pytest.fixture
 def ledger(settings: ServiceSettings) -> Iterator[Ledger]:
+    """The ledger opened with the service's key (the key signs its tree heads)."""
     opened = Ledger.open(settings.ledger_url, load_signing_key(str(settings.key_path)))
     try:
         yield opened
