@@ -50,6 +50,7 @@ claude-code: $(BIN)/claim
 bench: $(BIN)/claim sandbox
 	$(BIN)/python benchmarks/bench.py
 	$(BIN)/python benchmarks/sandbox.py
+	$(BIN)/python benchmarks/load.py
 	$(BIN)/python benchmarks/ledger.py
 
 # Regenerate committed artefacts; tests fail when the committed copies drift from these.

@@ -16,6 +16,10 @@ Last, the gate does all of it by itself: `claim run` runs a scripted agent (no m
 network), captures what it changed, runs the tests in the sandbox, and decides under the
 operator's claim.toml. One session is sent back once with the failing test and then verified;
 one false "done" is refused.
+
+At the end a temporary `claim serve` judges every claim again under the operator's own signed
+policy (the claims' own policies and verdicts are ignored), records each verdict in its
+tamper-evident ledger, and shows the dashboard's address and the statistics.
 Nothing outside the temporary folder is touched; everything is removed at the end.
 """
 
@@ -28,10 +32,14 @@ import subprocess
 import sys
 import tempfile
 import threading
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
+
+from completion_claim.gate.run import GATE_VERIFIER_ID
 
 CLAIM = str(Path(sys.executable).with_name("claim"))
 OBSERVER_ID = "demo-observer/1"
@@ -128,6 +136,7 @@ print("Done. All tests pass.")
 
 class Demo:
     def __init__(self, workdir: Path) -> None:
+        self.claim_files: list[tuple[str, Path]] = []
         self.workdir = workdir
         self.project = workdir / "shop"
 
@@ -319,6 +328,60 @@ class Demo:
             verdict = json.loads(claim_path.read_text())["verdict"]
             state = f"{STATE_FOR_EXIT[done.returncode]} ({verdict['independence']})"
             rows.append((title, state, verdict["reason"]))
+            self.claim_files.append((title, claim_path))
+        return rows
+
+    def served(self, claims: list[tuple[str, Path]]) -> list[Row]:
+        """Every claim judged again by a temporary `claim serve`, recorded in its ledger."""
+        self.say("The service: every claim judged again under the operator's policy, and recorded")
+        self.claim("keygen", "--out", "service.key", expect={0})
+        policy = json.loads((self.workdir / "signed-policy.json").read_text())
+        policy["id"] = "service-ops"
+        policy["trust"]["observers"].append(
+            {"id": GATE_VERIFIER_ID, "public_key": self.public_key("gate.key"),
+             "check_types": ["test_run"]}
+        )  # fmt: skip
+        (self.workdir / "service-policy.json").write_text(json.dumps(policy, indent=2))
+        print("  (wrote service-policy.json: the demo observer and the gate's key are trusted)")
+        argv = ["serve", "--ledger", str(self.workdir / "ledger.sqlite"), "--key", "service.key",
+                "--policy", "service-policy.json", "--port", "0"]  # fmt: skip
+        print(f"$ claim {shlex.join(argv)}")
+        server = subprocess.Popen(
+            [CLAIM, *argv], cwd=self.workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        try:
+            assert server.stdout is not None
+            line = server.stdout.readline()
+            print(f"  {line.rstrip()}")
+            if "listening on " not in line:
+                problem = server.stderr.read() if server.stderr else ""
+                raise SystemExit(f"demo: claim serve did not start: {line}{problem}")
+            url = line.split("listening on ", 1)[1].split()[0]
+            rows = []
+            for title, path in claims:
+                shown = path.relative_to(self.workdir)
+                print(f"$ curl -s --data-binary @{shown} -H 'content-type: application/json' "
+                      f"{url}/v1/claims")  # fmt: skip
+                answer = _http_json(url + "/v1/claims", path.read_bytes())
+                verdict = answer["verdict"]
+                state = f"{verdict['state'].upper()} ({verdict['independence']})"
+                print(f"  ledger entry {answer['index']}: {state}; {answer['url']}")
+                rows.append((title, state, verdict["reason"]))
+            print(f"\nDashboard: {url}/  (the claims, a page for each, statistics at {url}/stats)")
+            print(f"$ curl -s {url}/v1/stats")
+            stats = _http_json(url + "/v1/stats")
+            total, false_success = stats["total"], stats["false_success"]
+            print(f"  verified {total['verified']}, unverified {total['unverified']}, refuted "
+                  f"{total['refuted']}; false-success rate {false_success['rate']:.0%} "
+                  f"({false_success['refuted']} of {false_success['said_done']} claims that said "
+                  "done were refuted)")  # fmt: skip
+            head = _http_json(url + "/v1/tree-head")
+            print(f"  signed tree head: size {head['size']}, root {head['root_hash'][:16]}...")
+        finally:
+            server.terminate()
+            server.wait(timeout=20)
+        print("  (the service is stopped; the ledger was in the temporary folder)")
         return rows
 
     def public_key(self, key_file: str) -> str:
@@ -341,6 +404,14 @@ class Demo:
             state = f"{STATE_FOR_EXIT[code]} ({verdict['independence']})"
             rows.append((title, state, verdict["reason"]))
         return rows
+
+
+def _http_json(url: str, body: bytes | None = None) -> Any:
+    # The demo's own service on 127.0.0.1: a URL it printed itself, never a file: or other scheme.
+    headers = {"content-type": "application/json"}
+    request = urllib.request.Request(url, data=body, headers=headers)  # noqa: S310
+    with urllib.request.urlopen(request, timeout=60) as answer:  # noqa: S310
+        return json.loads(answer.read())
 
 
 def print_table(rows: list[Row]) -> None:
@@ -372,7 +443,15 @@ def main() -> int:
                 ]
             )
         rows += demo.gated()
+        files = ["true.json", "false.json", "silent.json", "signed.json", "forged.json"]
+        titles = [title for title, _, _ in rows]
+        served = demo.served(
+            [(title, demo.workdir / name) for title, name in zip(titles, files, strict=False)]
+            + demo.claim_files
+        )
     print_table(rows)
+    print("\nThe same claims, judged again by `claim serve` under its own signed policy:")
+    print_table(served)
     expected = [
         "VERIFIED (declared)",
         "REFUTED (declared)",
@@ -384,6 +463,18 @@ def main() -> int:
     ]
     if [state for _, state, _ in rows] != expected:
         print(f"demo: expected {expected}", file=sys.stderr)
+        return 1
+    # Under the service's signed policy only signed observations count: claims 1-3 and the forged
+    # run prove nothing; the signed fix and the gated sessions keep their verdicts.
+    served_expected = [
+        *["UNVERIFIED (proven)"] * 3,
+        "VERIFIED (proven)",
+        "UNVERIFIED (proven)",
+        "VERIFIED (proven)",
+        "REFUTED (proven)",
+    ]
+    if [state for _, state, _ in served] != served_expected:
+        print(f"demo: expected the service to say {served_expected}", file=sys.stderr)
         return 1
     return 0
 
