@@ -35,11 +35,11 @@ from typing import Any
 
 import httpx
 import psycopg
+
 from completion_claim.service.ledger import Ledger
 from completion_claim.service.merkle import verify_consistency
-from completion_claim.service.tree_head import tree_head_from_json
-
 from completion_claim.service.records import ConsistencyProof
+from completion_claim.service.tree_head import tree_head_from_json
 from completion_claim.timefmt import format_time
 from completion_claim.trust.keys import SigningKey, write_private_key
 

@@ -398,6 +398,29 @@ def test_install_writes_this_claim_by_absolute_path_and_uninstall_removes_it(
     assert json.loads(settings.read_text()) == original
 
 
+def test_install_with_a_server_writes_thin_clients_and_refuses_a_config(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC})
+    done = claim(
+        "hooks", "install", "--harness", "claude-code", "--server", "unix:///run/c/gate.sock",
+        "--token-file", "token", cwd=repo,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    written = json.loads((repo / ".claude" / "settings.json").read_text())
+    (stop,) = [h["command"] for group in written["hooks"]["Stop"] for h in group["hooks"]]
+    assert stop == (
+        f"{CLAIM.resolve()} hook stop --harness claude-code --repo {repo} "
+        f"--server unix:///run/c/gate.sock --token-file {repo / 'token'}"
+    )
+    (repo / "claim.toml").write_text("")
+    both = claim(
+        "hooks", "install", "--harness", "codex", "--server", "unix:///s.sock",
+        "--config", "claim.toml", cwd=repo,
+    )  # fmt: skip
+    assert both.returncode == 4
+    assert "--config and --server" in both.stderr
+    assert not (repo / ".codex").exists()
+
+
 def test_install_at_user_scope_writes_under_home(tmp_path: Path) -> None:
     home = tmp_path / "home"
     config = tmp_path / "claim.toml"
