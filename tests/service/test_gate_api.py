@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -177,13 +177,21 @@ def spare_ids(count: int) -> list[int]:
     return [i for i in range(61000, 65000) if i not in taken][:count]
 
 
-def as_root_in_ci() -> None:
-    if os.geteuid() == 0 and shutil.which("setpriv") and shutil.which("bwrap"):
-        return
-    reason = "running the service as another user needs root, setpriv and bwrap"
+def unavailable(reason: str) -> NoReturn:
+    """Skip on a developer's machine; under CI=true (as root) the test must run."""
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(reason)
     pytest.skip(reason)
+
+
+def as_root_in_ci() -> None:
+    if os.geteuid() != 0 or not shutil.which("setpriv") or not shutil.which("bwrap"):
+        unavailable("running the service as another user needs root, setpriv and bwrap")
+
+
+def everyone_can_reach(path: Path) -> bool:
+    """Whether any user may pass through every folder on the way to ``path``."""
+    return all(folder.stat().st_mode & stat.S_IXOTH for folder in Path(path).parents)
 
 
 def own(path: Path, user: User, mode: int) -> None:
@@ -201,13 +209,17 @@ def read_ready_line(process: subprocess.Popen[str], timeout_s: float) -> str:
 
 
 def shared_python(base: Path) -> Path:
-    """A Python every user can run, with this environment's packages: the system interpreter
-    in a virtual environment holding hard links to the packages (this environment's own
-    interpreter may live where only its owner can reach it). The sandbox mounts its prefix for
-    the test run, so the links must be inside it."""
+    """A Python every user can run, with this environment's packages: this one, when every user
+    can reach it; else the system interpreter of the same version in a virtual environment
+    holding hard links to this one's packages (the sandbox mounts the interpreter's prefix for
+    the test run, so the packages must be inside it)."""
+    needed = [os.path.realpath(sys.executable), sys.prefix, sys.base_prefix]
+    if all(everyone_can_reach(Path(path)) for path in needed):
+        return Path(sys.executable)
     system = Path("/usr/bin/python3")
-    if not system.is_file():
-        pytest.skip("no system Python at /usr/bin/python3")
+    same = f"import sys; sys.exit(sys.version_info[:2] != {tuple(sys.version_info[:2])})"
+    if not system.is_file() or subprocess.run([str(system), "-c", same], check=False).returncode:
+        unavailable(f"no Python {sys.version_info[:2]} every user can run")
     venv = base / "py"
     subprocess.run([str(system), "-m", "venv", "--without-pip", str(venv)], check=True)
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
