@@ -231,6 +231,21 @@ def test_without_an_operator_config_the_gate_refuses(
         start(bare, GateRequest(str(repo)))
 
 
+def test_runs_kept_under_the_observe_root_are_refused(
+    settings: ServiceSettings, observed: Path
+) -> None:
+    """An agent that could edit a start record there would choose the base it is judged from."""
+    assert settings.gate_config is not None
+    text = settings.gate_config.read_text()
+    settings.gate_config.write_text(
+        text.replace(f'runs_dir = "{settings.gate_config.parent / "runs"}"',
+                     f'runs_dir = "{observed / "runs"}"')
+    )  # fmt: skip
+    repo = buggy_project(observed / "repo")
+    with pytest.raises(GateNotConfigured, match="under the observe root"):
+        start(settings, GateRequest(str(repo)))
+
+
 def test_start_records_the_base_the_next_decision_measures_from(
     settings: ServiceSettings, ledger: Ledger, observed: Path
 ) -> None:

@@ -164,6 +164,13 @@ def operator_config(
             f"observe root {settings.observe_root} and gate config {settings.gate_config}"
         )
     config = load_config(settings.gate_config, environ)
+    runs = Path(os.path.realpath(config.runs_dir))
+    if runs.is_relative_to(os.path.realpath(settings.observe_root)):
+        # The start records there fix the base and the baselines a later run measures from.
+        raise GateNotConfigured(
+            f"{config.path.name}: [gate].runs_dir {config.runs_dir} is under the observe root "
+            f"{settings.observe_root}, where the agents work; keep the runs the service's own"
+        )
     return replace(config, sign_key=settings.key_path), settings.observe_root
 
 
