@@ -348,6 +348,8 @@ def test_gate_server_prints_the_services_report_and_exits_with_its_verdict(
     with gate_service(tmp_path / "svc") as service:
         monkeypatch.setenv("CLAIM_TOKEN", service.token)
         repo = buggy_project(service.observed / "repo")
+        started = run(["gate", "--server", service.url, "--repo", str(repo), "--start"])
+        assert capsys.readouterr().out == f"the service recorded the start for {repo}\n"
         write_files(repo, {"README.md": "done\n"})
         refuted = run(["gate", "--server", service.url, "--repo", str(repo), "--outcome", "Done."])
         out = capsys.readouterr().out
@@ -357,8 +359,10 @@ def test_gate_server_prints_the_services_report_and_exits_with_its_verdict(
         answer = json.loads(capsys.readouterr().out)
         entry = service.ledger.get(1)
 
+    assert started == 0
     assert refuted == 2
     assert out.startswith("REFUTED")
+    assert "baselines taken at start" in out
     assert "For the agent:\ntests/test_calc.py::test_add failed" in out
     assert out.rstrip().endswith("/claims/0")
     assert verified == 0
