@@ -151,7 +151,7 @@ def test_serve_on_a_unix_socket(tmp_path: Path, key: Path) -> None:
     with served(
         "--ledger", ledger_in(tmp_path), "--key", str(key), "--socket", str(path)
     ) as service:
-        assert service.url == f"unix:{path}"
+        assert service.url == f"unix://{path}"
         assert stat.S_ISSOCK(path.stat().st_mode)
         assert stat.S_IMODE(path.stat().st_mode) == 0o660
         transport = httpx.HTTPTransport(uds=str(path))
@@ -275,6 +275,17 @@ def test_a_ledger_url_needs_its_key(
     assert "--ledger needs --key FILE" in err
     err = refused(capsys, "serve", "--ledger", ledger_in(tmp_path), "--key", str(tmp_path / "no"))
     assert "cannot read key" in err
+
+
+def test_the_gate_needs_both_its_root_and_its_config(
+    tmp_path: Path, key: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "claim.toml"
+    config.write_text('[policy]\nid = "ops"\n')
+    base = ("serve", "--ledger", ledger_in(tmp_path), "--key", str(key))
+    for args in (("--observe-root", str(tmp_path)), ("--gate-config", str(config))):
+        err = refused(capsys, *base, *args)
+        assert "--observe-root and --gate-config go together" in err
 
 
 def test_a_port_in_use_is_one_line(

@@ -162,6 +162,11 @@ def serve_command(
         raise UsageError(
             f"--host {host}: refusing to accept claims from the network without --tokens FILE"
         )
+    if (observe_root is None) != (gate_config is None):
+        raise UsageError(
+            "--observe-root and --gate-config go together: the gate runs the operator's "
+            "claim.toml on repositories under the observe root"
+        )
     if ledger_url is None:
         ledger_url, key_path = default_ledger(os.environ)
     elif key_path is None:
@@ -234,7 +239,8 @@ def _listening(
     URL it is reached at."""
     if socket_path is not None:
         with _unix_socket(socket_path) as listener:
-            yield listener, f"unix:{socket_path}"
+            # The form ``--server`` takes (service.client): unix:// and the absolute path.
+            yield listener, f"unix://{socket_path.absolute()}"
         return
     try:
         family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
