@@ -60,10 +60,11 @@ class Served:
         self.process = process
         self.url = url
         self.ledger = ledger
+        self.rest_of_stdout = ""
 
     def stop(self, sig: signal.Signals = signal.SIGTERM) -> tuple[int, str]:
         self.process.send_signal(sig)
-        _, err = self.process.communicate(timeout=STOP_DEADLINE)
+        self.rest_of_stdout, err = self.process.communicate(timeout=STOP_DEADLINE)
         return self.process.returncode, err
 
 
@@ -114,6 +115,8 @@ def test_serve_on_a_free_port_verifies_and_records(tmp_path: Path, key: Path) ->
         code, err = service.stop()
     assert code == 0
     assert "Traceback" not in err
+    assert service.rest_of_stdout == ""  # the ready line alone: the access log is on stderr
+    assert '"POST /v1/claims HTTP/1.1" 201' in err
 
 
 def test_concurrent_posts_each_get_one_entry(tmp_path: Path, key: Path) -> None:

@@ -7,6 +7,7 @@ are imported inside the commands: every other command works without them.
 from __future__ import annotations
 
 import contextlib
+import copy
 import ipaddress
 import os
 import signal
@@ -189,7 +190,9 @@ def serve_command(
         application = create_app(settings, ledger)
         with _listening(host, port, socket_path) as (listener, url):
             ready = f"claim serve: listening on {url} (ledger {redact_url(ledger_url)})"
-            config = uvicorn.Config(application, lifespan="off", log_level="info")
+            config = uvicorn.Config(
+                application, lifespan="off", log_level="info", log_config=_log_config()
+            )
             _server_class()(config, ready).run(sockets=[listener])
     finally:
         ledger.close()
@@ -278,6 +281,16 @@ def _unix_socket(path: Path) -> Iterator[socket.socket]:
     finally:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
+
+
+def _log_config() -> dict[str, Any]:
+    """uvicorn's logging with the access log on stderr too: stdout carries the ready line
+    alone, so a script can read the URL from it."""
+    from uvicorn.config import LOGGING_CONFIG  # noqa: PLC0415
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["handlers"]["access"]["stream"] = "ext://sys.stderr"
+    return config
 
 
 def _server_class() -> type[Any]:
