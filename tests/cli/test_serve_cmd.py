@@ -167,15 +167,19 @@ def test_serve_on_a_unix_socket(tmp_path: Path, key: Path) -> None:
     assert not path.exists()
 
 
-def test_a_leftover_socket_is_replaced_but_a_file_is_not(tmp_path: Path, key: Path) -> None:
+def test_a_leftover_socket_is_replaced_but_not_a_live_one_nor_a_file(
+    tmp_path: Path, key: Path
+) -> None:
     path = tmp_path / "claim.sock"
     with socket.socket(socket.AF_UNIX) as stale:
         stale.bind(str(path))  # as a service killed without cleaning up leaves it
-    with served("--ledger", ledger_in(tmp_path), "--key", str(key), "--socket", str(path)):
-        pass
+    args = ["serve", "--ledger", ledger_in(tmp_path), "--key", str(key), "--socket", str(path)]
+    with served(*args[1:]):
+        assert run(args) == EXIT_USAGE  # a live service's socket is never taken over
+        assert stat.S_ISSOCK(path.stat().st_mode)
     regular = tmp_path / "notes.txt"
     regular.write_text("keep me")
-    args = ["serve", "--ledger", ledger_in(tmp_path), "--key", str(key), "--socket", str(regular)]
+    args[-1] = str(regular)
     assert run(args) == EXIT_USAGE
     assert regular.read_text() == "keep me"
 

@@ -267,6 +267,8 @@ def _unix_socket(path: Path) -> Iterator[socket.socket]:
     with contextlib.suppress(FileNotFoundError):
         if not stat.S_ISSOCK(path.lstat().st_mode):
             raise UsageError(f"--socket {path}: exists and is not a socket; refusing to replace it")
+        if _answers(path):
+            raise UsageError(f"--socket {path}: another service is listening on it")
         path.unlink()  # a socket file left by a service that stopped without cleaning up
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -281,6 +283,16 @@ def _unix_socket(path: Path) -> Iterator[socket.socket]:
     finally:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
+
+
+def _answers(path: Path) -> bool:
+    """Whether something accepts connections on the Unix socket at ``path``."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:  # refused: a socket file nobody listens on any more
+            return False
+    return True
 
 
 def _log_config() -> dict[str, Any]:
