@@ -77,14 +77,18 @@ def test_a_posted_claim_is_verified_recorded_and_linked(ledger_url: str) -> None
 
 
 def test_the_claims_own_verdict_and_lax_policy_are_ignored(client: TestClient) -> None:
-    """The claim says it was verified under a policy allowing a day-old observation; under the
-    operator's (built-in, 300 s) the observation is stale, and a contradiction refutes."""
+    """The claim says it was verified under a policy allowing a day-old observation, with a
+    signature over that verdict; under the operator's (built-in, 300 s) the observation is
+    stale, and a contradiction refutes. None of what the claim said of itself is kept."""
     stale = fresh_claim("verified")
     stale["mutations"][0]["at"] = ago(3600)
     stale["evidence"][0]["at"] = ago(1800)
     lax = {"id": "lax", "requires": [], "max_age_s": 86400}
     said = {"state": "verified", "reason": "trust me"}
-    answer = post(client, with_member(stale, policy=lax, verdict=said))
+    signed_by_itself = {"payloadType": "application/json", "payload": "e30=", "signatures": []}
+    answer = post(
+        client, with_member(stale, policy=lax, verdict=said, verdict_attestation=signed_by_itself)
+    )
     assert answer.status_code == 201, answer.text
     assert answer.json()["verdict"]["state"] == "unverified"
     assert answer.json()["verdict"]["policy_id"] == BUILTIN_POLICY.id
@@ -93,8 +97,7 @@ def test_the_claims_own_verdict_and_lax_policy_are_ignored(client: TestClient) -
     for index, state in ((0, "unverified"), (1, "refuted")):
         entry = client.get(f"/v1/claims/{index}").json()
         assert entry["verdict"]["state"] == state
-        assert "policy" not in entry["claim"]
-        assert "verdict" not in entry["claim"]
+        assert not {"policy", "verdict", "verdict_attestation"} & set(entry["claim"])
         assert entry["policy"]["id"] == BUILTIN_POLICY.id
 
 

@@ -22,7 +22,7 @@ from ..timefmt import parse_time
 from ..verify import verify
 from .errors import BadParameter, BodyTooLarge, MalformedBody, NotFound, WrongContentType
 from .ledger import Ledger
-from .records import Entry, EntryFilter, NewEntry, StateCounts, Stats
+from .records import Entry, EntryFilter, NewEntry, StateCounts, Stats, judged_part
 from .settings import ServiceSettings
 from .tokens import TokenStore
 
@@ -33,7 +33,6 @@ MAX_INDEX = 2**63 - 1
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 # The claim's own proposals: the service decides under the operator's policy alone.
-IGNORED_MEMBERS = ("policy", "verdict")
 
 # --- response models (they are what /openapi.json documents) -----------------------------------
 
@@ -249,7 +248,7 @@ def decide_and_append(
     verdict = verify(claim, now, settings.policy)
     return ledger.append(
         NewEntry(
-            claim={key: value for key, value in document.items() if key not in IGNORED_MEMBERS},
+            claim=judged_part(document),
             policy=policy_json(settings.policy),
             verdict=verdict.to_json(),
             submitted_by=submitted_by,
