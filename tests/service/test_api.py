@@ -425,7 +425,9 @@ def test_the_tree_head_grows_and_its_proofs_check(client: TestClient) -> None:
         leaf = {key: value for key, value in entry.items() if key not in ("index", "leaf_hash")}
         assert proof.leaf_hash == merkle.leaf_hash(canonical_bytes(leaf)).hex()
         merkle.verify_inclusion(proof, latest.root_hash)
-    older = proof_from(client.get("/v1/proof/0", params={"tree_size": 2}).json()["proof"])
+    answer = client.get("/v1/proof/0", params={"tree_size": 2}).json()
+    older = proof_from(answer["proof"])
+    assert tree_head_from_json(answer["tree_head"]) == heads[1]  # the head the proof is against
     merkle.verify_inclusion(older, heads[1].root_hash)
     with pytest.raises(merkle.ProofError):
         merkle.verify_inclusion(older, latest.root_hash)

@@ -405,7 +405,9 @@ def get_proof(
             f"tree_size: expected more than {index} and at most {head.size}, got {size}"
         )
     proof = ledger.inclusion_proof(index, size)
-    return {"proof": proof.to_json(), "tree_head": head.to_json()}
+    # The head the proof is against: an earlier size's own signed head, not the latest.
+    signed = head if size == head.size else ledger.tree_head(size)
+    return {"proof": proof.to_json(), "tree_head": signed.to_json()}
 
 
 @router.get(
