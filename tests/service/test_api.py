@@ -76,7 +76,7 @@ def test_a_posted_claim_is_verified_recorded_and_linked(ledger_url: str) -> None
         assert size(client) == 2
 
 
-def test_the_claims_own_verdict_and_lax_policy_are_ignored(client: TestClient) -> None:
+def test_attack_15_the_claims_own_verdict_and_lax_policy_are_ignored(client: TestClient) -> None:
     """The claim says it was verified under a policy allowing a day-old observation, with a
     signature over that verdict; under the operator's (built-in, 300 s) the observation is
     stale, and a contradiction refutes. None of what the claim said of itself is kept."""
