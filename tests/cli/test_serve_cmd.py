@@ -27,6 +27,7 @@ from completion_claim.cli.serve_cmd import is_loopback
 from completion_claim.timefmt import format_time
 from completion_claim.trust.keys import SigningKey, write_private_key
 from tests.builders import claim_doc, evidence, mutation
+from tests.fixtures.gate_service import buggy_project, write_operator
 
 CLAIM = Path(sys.executable).parent / "claim"
 READY = re.compile(r"claim serve: listening on (\S+) \(ledger (.+)\)\n\Z")
@@ -293,6 +294,43 @@ def test_the_gate_needs_both_its_root_and_its_config(
     for args in (("--observe-root", str(tmp_path)), ("--gate-config", str(config))):
         err = refused(capsys, *base, *args)
         assert "--observe-root and --gate-config go together" in err
+
+
+def test_a_gate_config_the_gate_could_not_run_stops_the_start(
+    tmp_path: Path, key: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    observed = tmp_path / "agents"
+    observed.mkdir()
+    config = tmp_path / "claim.toml"
+    base = ("serve", "--ledger", ledger_in(tmp_path), "--key", str(key), "--observe-root")
+    config.write_text('[gate]\nmax_blocks = "three"\n')
+    err = refused(capsys, *base, str(observed), "--gate-config", str(config))
+    assert err.startswith("claim: claim.toml:2: ")
+    config.write_text(f'[gate]\nruns_dir = "{observed / "runs"}"\n')
+    err = refused(capsys, *base, str(observed), "--gate-config", str(config))
+    assert "runs" in err
+    assert "observe root" in err
+
+
+def test_the_gate_steps_are_logged_on_stderr(tmp_path: Path) -> None:
+    ops, observed = tmp_path / "ops", tmp_path / "agents"
+    ops.mkdir()
+    observed.mkdir()
+    config, key = write_operator(ops)
+    repo = buggy_project(observed / "calc")
+    args = ("--ledger", ledger_in(ops), "--key", str(key), "--observe-root", str(observed))
+    with served(*args, "--gate-config", str(config)) as service:
+        answer = httpx.post(
+            f"{service.url}/v1/gate",
+            json={"repo": str(repo), "outcome": "fixed add()"},
+            timeout=120,
+        )
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["verdict"]["state"] == "refuted"
+        code, err = service.stop()
+    assert code == 0
+    assert f"gate {repo}: verdict: refuted" in err
+    assert service.rest_of_stdout == ""
 
 
 def test_a_port_in_use_is_one_line(

@@ -185,6 +185,11 @@ def serve_command(
         gate_config=gate_config,
         policy=BUILTIN_POLICY if policy is None else policy,
     )
+    if observe_root is not None:
+        # A claim.toml the gate could not run would otherwise fail every request, as a 500.
+        from ..service.gate_service import operator_config  # noqa: PLC0415
+
+        operator_config(settings, os.environ)
     ledger = Ledger.open(ledger_url, key)
     try:
         application = create_app(settings, ledger)
@@ -297,11 +302,17 @@ def _answers(path: Path) -> bool:
 
 def _log_config() -> dict[str, Any]:
     """uvicorn's logging with the access log on stderr too: stdout carries the ready line
-    alone, so a script can read the URL from it."""
+    alone, so a script can read the URL from it. The service's own log (each gate step, the
+    details of an unexpected error that the client is not shown) goes to stderr beside it."""
     from uvicorn.config import LOGGING_CONFIG  # noqa: PLC0415
 
     config = copy.deepcopy(LOGGING_CONFIG)
     config["handlers"]["access"]["stream"] = "ext://sys.stderr"
+    config["loggers"]["completion_claim"] = {
+        "handlers": ["default"],
+        "level": "INFO",
+        "propagate": False,
+    }
     return config
 
 
