@@ -380,6 +380,8 @@ def test_every_page_forbids_scripts(served: Served, path: str) -> None:
         ("/?state=maybe", 422, "state: 'maybe' is not one of verified, unverified, refuted"),
         ("/?since=yesterday", 422, "since: "),
         ("/?before=x", 422, "before: 'x' is not an entry index"),
+        ("/claims/%3Cimg%20src=x%20onerror=alert(1)%3E", 404, "claim '<img src=x onerror"),
+        ("/?state=%3Cscript%3Ealert(1)%3C/script%3E", 422, "state: '<script>alert(1)</script>'"),
     ],
 )
 def test_bad_addresses_get_an_html_page_with_one_line(
@@ -387,7 +389,7 @@ def test_bad_addresses_get_an_html_page_with_one_line(
 ) -> None:
     answer = httpx.get(served.base + path)
     assert answer.status_code == status
-    assert line in Parsed(answer.text).text
+    assert line in assert_inert(answer.text).text
 
 
 def listed(served: Served, query: str) -> list[int]:
