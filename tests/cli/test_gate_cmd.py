@@ -338,3 +338,78 @@ def test_gate_server_unreachable_is_one_line_and_exit_4(
     assert code == 4
     assert err.startswith(f"claim: POST unix://{tmp_path}/none.sock/v1/gate: cannot reach")
     assert err.count("\n") == 1
+
+
+def test_gate_server_prints_the_services_report_and_exits_with_its_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.fixtures.gate_service import buggy_project, gate_service
+
+    with gate_service(tmp_path / "svc") as service:
+        monkeypatch.setenv("CLAIM_TOKEN", service.token)
+        repo = buggy_project(service.observed / "repo")
+        started = run(["gate", "--server", service.url, "--repo", str(repo), "--start"])
+        assert capsys.readouterr().out == f"the service recorded the start for {repo}\n"
+        write_files(repo, {"README.md": "done\n"})
+        refuted = run(["gate", "--server", service.url, "--repo", str(repo), "--outcome", "Done."])
+        out = capsys.readouterr().out
+        write_files(repo, {"calc.py": CALC})
+        verified = run(["gate", "--server", service.url, "--repo", str(repo), "--json",
+                        "--task-id", "t-7"])  # fmt: skip
+        answer = json.loads(capsys.readouterr().out)
+        entry = service.ledger.get(1)
+
+    assert started == 0
+    assert refuted == 2
+    assert out.startswith("REFUTED")
+    assert "baselines taken at start" in out
+    assert "For the agent:\ntests/test_calc.py::test_add failed" in out
+    assert out.rstrip().endswith("/claims/0")
+    assert verified == 0
+    assert answer["verdict"] == "verified"
+    assert answer["ledger_index"] == 1
+    assert entry is not None
+    assert entry.task_id == "t-7"
+
+
+def test_gate_appends_to_a_postgresql_ledger(
+    tmp_path: Path, config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same code path as SQLite, on the real PostgreSQL, in a schema of the test's own."""
+    import uuid
+
+    import psycopg
+
+    from completion_claim.service.ledger import Ledger
+    from completion_claim.trust.keys import SigningKey, write_private_key
+
+    server = "postgresql://postgres@127.0.0.1:5432/test"
+    try:
+        admin = psycopg.connect(server, autocommit=True, connect_timeout=3)
+    except psycopg.Error as error:
+        reason = f"PostgreSQL is not reachable on 127.0.0.1: {error}"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    schema = f"ledger_{uuid.uuid4().hex[:12]}"
+    url = f"{server}?options=-csearch_path%3D{schema}"
+    write_private_key(str(tmp_path / "ledger.key"), SigningKey.generate())
+    repo = calc_project(tmp_path / "repo")
+    write_files(repo, {"calc.py": CALC_BUGGY})
+    with admin:
+        admin.execute(f"CREATE SCHEMA {schema}".encode())
+        try:
+            key = str(tmp_path / "ledger.key")
+            code = run(["gate", "--config", str(config), "--repo", str(repo), "--outcome",
+                        "Done.", "--ledger", url, "--ledger-key", key])  # fmt: skip
+            ledger = Ledger.open(url)
+            try:
+                entry, size = ledger.get(0), ledger.tree_head().size
+            finally:
+                ledger.close()
+        finally:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE".encode())
+    assert code == 2
+    assert capsys.readouterr().out.endswith("ledger index 0\n")
+    assert entry is not None
+    assert (entry.via, entry.state, size) == ("gate", "refuted", 1)

@@ -7,11 +7,13 @@ import json
 import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ..fixtures.gate_service import TOKEN_NAME, GateService, buggy_project, gate_service
 from ..fixtures.projects import CALC, CALC_BUGGY, GIT_ENV, TEST_CALC, make_repo, write_files
 from ..gate.payloads import documented_stop
 
@@ -236,6 +238,90 @@ def test_unknown_harness_is_a_usage_error(tmp_path: Path) -> None:
 # ---- the hook as a client of claim serve (the service's own tests run it against one)
 
 
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[GateService]:
+    with gate_service(tmp_path / "svc") as running:
+        yield running
+
+
+def stop_via(
+    service: GateService, repo: Path, harness: str = "claude-code", **env: str
+) -> subprocess.CompletedProcess[str]:
+    return claim(
+        "hook", "stop", "--harness", harness, "--server", service.url, cwd=repo,
+        stdin=stop_payload(harness, repo), env={"CLAIM_TOKEN": service.token, **env},
+    )  # fmt: skip
+
+
+def test_the_service_sends_a_false_done_back_and_lets_the_fix_through(
+    service: GateService,
+) -> None:
+    """The work tree's own claim.toml asks for nothing; the service's config runs the tests."""
+    repo = buggy_project(service.observed / "repo")
+    write_files(repo, {"README.md": "fixed\n"})
+
+    blocked = answer(stop_via(service, repo))
+    assert blocked["decision"] == "block"
+    assert "refuted" in blocked["reason"]
+    assert "1 of 2" in blocked["systemMessage"]
+
+    write_files(repo, {"calc.py": CALC})
+    allowed = answer(stop_via(service, repo))
+    assert "decision" not in allowed
+    assert allowed["systemMessage"].startswith("completion-claim: verified (recorded at ")
+    assert allowed["systemMessage"].endswith("/claims/1)")
+    entries = [service.ledger.get(i) for i in range(2)]
+    assert [(e.state, e.via, e.submitted_by) for e in entries if e] == [
+        ("refuted", "gate", TOKEN_NAME),
+        ("verified", "gate", TOKEN_NAME),
+    ]
+
+
+def test_the_token_can_come_from_a_file(service: GateService, tmp_path: Path) -> None:
+    repo = buggy_project(service.observed / "repo")
+    write_files(repo, {"calc.py": CALC})
+    token_file = tmp_path / "token"
+    token_file.write_text(service.token + "\n")
+    done = claim(
+        "hook", "stop", "--harness", "codex", "--server", service.url,
+        "--token-file", str(token_file), cwd=repo, stdin=stop_payload("codex", repo),
+    )  # fmt: skip
+    assert answer(done)["systemMessage"].startswith("completion-claim: verified")
+
+
+def test_a_refused_token_lets_the_stop_through_and_records_nothing(
+    service: GateService,
+) -> None:
+    repo = buggy_project(service.observed / "repo")
+    done = stop_via(service, repo, CLAIM_TOKEN="wrong")
+    body = answer(done)
+    assert "decision" not in body
+    assert "refused (401)" in body["systemMessage"]
+    assert service.ledger.tree_head().size == 0
+
+
+def test_each_harness_gets_its_own_answer_from_the_service(service: GateService) -> None:
+    repo = buggy_project(service.observed / "repo")
+    write_files(repo, {"README.md": "x\n"})
+    done = stop_via(service, repo, harness="openhands")
+    assert done.returncode == 2
+    assert answer(done)["decision"] == "deny"
+
+
+def test_start_through_the_service_sets_the_base_of_the_next_stop(service: GateService) -> None:
+    repo = buggy_project(service.observed / "repo")
+    started = claim(
+        "hook", "start", "--harness", "claude-code", "--server", service.url, cwd=repo,
+        stdin=start_payload(repo), env={"CLAIM_TOKEN": service.token},
+    )  # fmt: skip
+    assert (started.returncode, started.stderr) == (0, "")
+    write_files(repo, {"calc.py": CALC})
+    assert answer(stop_via(service, repo))["systemMessage"].startswith("completion-claim: verified")
+    entry = service.ledger.get(0)
+    assert entry is not None
+    assert "baselines taken at start" in entry.claim["task"]["description"]
+
+
 def test_an_unreachable_service_lets_the_stop_through_and_says_so(tmp_path: Path) -> None:
     repo = project(tmp_path)
     write_files(repo, {"calc.py": CALC_BUGGY})
@@ -310,6 +396,29 @@ def test_install_writes_this_claim_by_absolute_path_and_uninstall_removes_it(
     removed = claim("hooks", "uninstall", "--harness", "claude-code", cwd=repo)
     assert removed.returncode == 0
     assert json.loads(settings.read_text()) == original
+
+
+def test_install_with_a_server_writes_thin_clients_and_refuses_a_config(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC})
+    done = claim(
+        "hooks", "install", "--harness", "claude-code", "--server", "unix:///run/c/gate.sock",
+        "--token-file", "token", cwd=repo,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    written = json.loads((repo / ".claude" / "settings.json").read_text())
+    (stop,) = [h["command"] for group in written["hooks"]["Stop"] for h in group["hooks"]]
+    assert stop == (
+        f"{CLAIM.resolve()} hook stop --harness claude-code --repo {repo} "
+        f"--server unix:///run/c/gate.sock --token-file {repo / 'token'}"
+    )
+    (repo / "claim.toml").write_text("")
+    both = claim(
+        "hooks", "install", "--harness", "codex", "--server", "unix:///s.sock",
+        "--config", "claim.toml", cwd=repo,
+    )  # fmt: skip
+    assert both.returncode == 4
+    assert "--config and --server" in both.stderr
+    assert not (repo / ".codex").exists()
 
 
 def test_install_at_user_scope_writes_under_home(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from completion_claim.errors import UsageError
-from completion_claim.gate.install import TARGETS, install, target, uninstall
+from completion_claim.gate.install import TARGETS, Server, install, target, uninstall
 
 CLAIM = Path("/opt/venv/bin/claim")
 HARNESSES = sorted(TARGETS)
@@ -90,6 +90,21 @@ def test_claude_code_entries_have_the_documented_shape(tmp_path: Path) -> None:
             ],
         }
     ]
+
+
+def test_a_server_replaces_the_local_gate_in_both_hooks(tmp_path: Path) -> None:
+    path = tmp_path / "hooks.json"
+    install(path, "codex", CLAIM, None)
+    server = Server("unix:///run/claim/gate.sock", tmp_path / "token")
+    assert install(path, "codex", CLAIM, None, None, server)
+    document = read(path)
+    for kind, event in (("stop", "Stop"), ("start", "SessionStart")):
+        assert commands("codex", document, event) == [
+            f"{CLAIM} hook {kind} --harness codex --server unix:///run/claim/gate.sock "
+            f"--token-file {tmp_path / 'token'}"
+        ]
+    assert not install(path, "codex", CLAIM, None, None, server)
+    assert uninstall(path, "codex") == 2
 
 
 def test_a_pinned_repository_is_written_into_the_command(tmp_path: Path) -> None:

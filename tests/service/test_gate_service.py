@@ -42,12 +42,13 @@ def observed(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def settings(tmp_path: Path, observed: Path) -> ServiceSettings:
+def settings(tmp_path: Path, observed: Path, ledger_url: str) -> ServiceSettings:
+    """The service's settings over a new ledger: SQLite, then PostgreSQL (conftest)."""
     ops = tmp_path / "ops"
     ops.mkdir()
     config, key = write_operator(ops)
     return ServiceSettings(
-        ledger_url=f"sqlite:///{ops / 'ledger.sqlite'}",
+        ledger_url=ledger_url,
         key_path=key,
         observe_root=observed,
         gate_config=config,
@@ -56,6 +57,7 @@ def settings(tmp_path: Path, observed: Path) -> ServiceSettings:
 
 @pytest.fixture
 def ledger(settings: ServiceSettings) -> Iterator[Ledger]:
+    """The ledger opened with the service's key (the key signs its tree heads)."""
     opened = Ledger.open(settings.ledger_url, load_signing_key(str(settings.key_path)))
     try:
         yield opened
@@ -115,6 +117,11 @@ def test_what_is_not_a_work_tree_is_refused(observed: Path, name: str, problem: 
     (observed / "plain").mkdir()
     with pytest.raises(NotARepository, match=problem):
         resolve_repo(observed, str(observed / name))
+
+
+def test_a_name_too_long_for_the_file_system_is_not_a_repository(observed: Path) -> None:
+    with pytest.raises(NotARepository, match="File name too long"):
+        resolve_repo(observed, str(observed / ("a" * 300)))
 
 
 def test_a_relative_path_is_refused(observed: Path) -> None:
@@ -222,6 +229,21 @@ def test_without_an_operator_config_the_gate_refuses(
         decide(bare, ledger, GateRequest(str(repo)), submitted_by="a", now=NOW)
     with pytest.raises(GateNotConfigured):
         start(bare, GateRequest(str(repo)))
+
+
+def test_runs_kept_under_the_observe_root_are_refused(
+    settings: ServiceSettings, observed: Path
+) -> None:
+    """An agent that could edit a start record there would choose the base it is judged from."""
+    assert settings.gate_config is not None
+    text = settings.gate_config.read_text()
+    settings.gate_config.write_text(
+        text.replace(f'runs_dir = "{settings.gate_config.parent / "runs"}"',
+                     f'runs_dir = "{observed / "runs"}"')
+    )  # fmt: skip
+    repo = buggy_project(observed / "repo")
+    with pytest.raises(GateNotConfigured, match="under the observe root"):
+        start(settings, GateRequest(str(repo)))
 
 
 def test_start_records_the_base_the_next_decision_measures_from(

@@ -79,6 +79,17 @@ def test_each_append_signs_a_head_over_every_leaf_so_far(ledger: Ledger) -> None
     assert head.root_hash == merkle.root([bytes.fromhex(h) for h in hashes]).hex()
 
 
+def test_the_head_of_every_earlier_size_is_kept(ledger: Ledger) -> None:
+    hashes = [bytes.fromhex(h) for h in fill(ledger, 4)]
+    for size in range(5):
+        head = ledger.tree_head(size)
+        check_tree_head(head, LOG_KEY.public)
+        assert (head.size, head.root_hash) == (size, merkle.root(hashes[:size]).hex())
+    assert ledger.tree_head(4) == ledger.tree_head()
+    with pytest.raises(NotInLedger, match="no signed tree head of size 5"):
+        ledger.tree_head(5)
+
+
 def test_inclusion_proofs_verify_against_the_head_for_every_entry_and_size(
     ledger: Ledger,
 ) -> None:

@@ -18,7 +18,7 @@ import click
 from ..errors import ClaimError, UsageError
 from ..gate import hooks
 from ..gate.config import GateConfig, default_runs_dir, find_config, load_config
-from ..gate.install import SCOPES, TARGETS, install, target, uninstall
+from ..gate.install import SCOPES, TARGETS, Server, install, target, uninstall
 from ..gate.run import run_gate, start_gate
 from . import app
 from ._server import (
@@ -189,13 +189,32 @@ _INSTALL_HARNESS = click.option("--harness", required=True, type=click.Choice(so
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="claim.toml for the hooks to use (best kept outside the work tree); else found from cwd.",
 )
-def hooks_install(harness: str, scope: str, config_path: Path | None) -> int:
+@click.option(
+    "--server",
+    metavar="URL",
+    help="The hooks ask this claim serve (running as its own user) to decide, instead of "
+    "running the gate as the agent's user.",
+)
+@TOKEN_FILE_OPTION
+def hooks_install(
+    harness: str,
+    scope: str,
+    config_path: Path | None,
+    server: str | None,
+    token_file: Path | None,
+) -> int:
     """Add the stop and session-start hooks; other keys and hooks are kept; twice adds nothing.
     At project scope the hooks judge this repository, whatever directory the agent is in."""
     path = _settings(harness, scope)
     config = config_path.resolve() if config_path is not None else None
     repo = _project_root(Path.cwd()) if scope == "project" else None
-    if install(path, harness, _claim_executable(), config, repo):
+    asked = None
+    if server is not None:
+        refuse_config_with_server(config_path)
+        asked = Server(server, None if token_file is None else token_file.resolve())
+    elif token_file is not None:
+        raise UsageError("--token-file is for --server")
+    if install(path, harness, _claim_executable(), config, repo, asked):
         click.echo(f"claim: {harness} hooks installed in {path}")
     else:
         click.echo(f"claim: {harness} hooks already installed in {path}")

@@ -22,7 +22,7 @@ from .._json import dumps, loads
 from ..errors import UsageError
 from ..service import merkle
 from ..service.ledger_errors import LedgerError, LedgerTampered, NotInLedger
-from ..service.records import InclusionProof, TreeHead
+from ..service.records import ConsistencyProof, InclusionProof, TreeHead
 from ..timefmt import format_time
 from ..trust.pubkey import PublicKey, parse_public_key
 from . import EXIT_VERIFIED, app
@@ -311,9 +311,13 @@ def _verify_service(url: str, since: TreeHead | None, key: PublicKey | None) -> 
                 f"the kept tree head covers {since.size} entries but the service's latest "
                 f"covers only {head.size}: entries were removed"
             )
-        params = {"old_size": since.size, "new_size": head.size}
-        served = ask("v1/consistency", params)
-    proof = _served(url, merkle.consistency_proof_from_json, served)
+        if since.size == 0:
+            # Every log extends the empty one: there is nothing to ask (the proof is empty).
+            proof = ConsistencyProof(0, head.size, ())
+        else:
+            params = {"old_size": since.size, "new_size": head.size}
+            served = ask("v1/consistency", params)
+            proof = _served(url, merkle.consistency_proof_from_json, served)
     if (proof.old_size, proof.new_size) != (since.size, head.size):
         raise LedgerTampered(
             f"the service's consistency proof is from size {proof.old_size} to "

@@ -96,8 +96,21 @@ def target(harness: str) -> Target:
         raise UsageError(f"unknown harness {harness!r}; one of: {', '.join(TARGETS)}") from None
 
 
+@dataclass(frozen=True)
+class Server:
+    """A ``claim serve`` that decides instead of the local gate, and the token file to send."""
+
+    url: str
+    token_file: Path | None = None
+
+
 def hook_command(
-    claim: Path, kind: str, harness: str, config: Path | None, repo: Path | None
+    claim: Path,
+    kind: str,
+    harness: str,
+    config: Path | None,
+    repo: Path | None,
+    server: Server | None = None,
 ) -> str:
     """The command a harness runs (through its shell, so quoted). ``repo`` pins the tree the
     gate judges, which the payload's ``cwd`` would otherwise name (and the agent can move)."""
@@ -106,6 +119,10 @@ def hook_command(
         argv += ["--config", str(config)]
     if repo is not None:
         argv += ["--repo", str(repo)]
+    if server is not None:
+        argv += ["--server", server.url]
+        if server.token_file is not None:
+            argv += ["--token-file", str(server.token_file)]
     return shlex.join(argv)
 
 
@@ -124,7 +141,12 @@ def is_ours(command: object, harness: str, kind: str) -> bool:
 
 
 def install(
-    path: Path, harness: str, claim: Path, config: Path | None, repo: Path | None = None
+    path: Path,
+    harness: str,
+    claim: Path,
+    config: Path | None,
+    repo: Path | None = None,
+    server: Server | None = None,
 ) -> bool:
     """Add the stop and start hooks for ``harness`` to ``path``; False when already there."""
     spec = target(harness)
@@ -133,7 +155,7 @@ def install(
     hooks = _hooks_table(document, path, create=True)
     assert hooks is not None
     for kind, event in (("stop", spec.stop_event), ("start", spec.start_event)):
-        command = hook_command(claim, kind, harness, config, repo)
+        command = hook_command(claim, kind, harness, config, repo, server)
         entries = _event_list(hooks, event, path, create=True)
         assert entries is not None
         if any(_command_of(spec, entry) == command for entry in _entries(spec, entries)):

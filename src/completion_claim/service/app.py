@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from .. import __version__
-from . import api, dashboard, errors
+from . import api, dashboard, errors, gate_api
 from .ledger import Ledger
 from .settings import ServiceSettings
 from .tokens import TokenStore
@@ -40,6 +40,8 @@ def create_app(settings: ServiceSettings, ledger: Ledger) -> FastAPI:
     errors.install(app)
     app.include_router(api.router)
     app.include_router(dashboard.router)
+    if settings.observe_root is not None:  # the gate runs only where the operator enabled it
+        app.include_router(gate_api.router)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

@@ -17,7 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import ClaimError, InvalidDocument
 from .gate_service import BadGateRequest, NotARepository, RepoRefused
-from .ledger import LedgerError, LedgerTampered, NotInLedger
+from .ledger_errors import LedgerError, LedgerTampered, NotInLedger
 from .tokens import TokenRejected
 
 _log = logging.getLogger("completion_claim.service")

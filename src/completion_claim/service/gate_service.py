@@ -133,7 +133,11 @@ def resolve_repo(observe_root: Path, given: str) -> Path:
     real = Path(os.path.realpath(path))
     if not real.is_relative_to(allowed):
         raise RepoRefused(f"repo: {shown!r} is not under the service's observe root")
-    if not real.is_dir():
+    try:
+        is_dir = real.is_dir()
+    except OSError as error:  # a name too long, a folder the service may not search
+        raise NotARepository(f"repo: {shown!r}: {error.strerror or error}") from None
+    if not is_dir:
         raise NotARepository(f"repo: {shown!r} is not a directory")
     try:
         top = git_toplevel(real)
@@ -160,6 +164,13 @@ def operator_config(
             f"observe root {settings.observe_root} and gate config {settings.gate_config}"
         )
     config = load_config(settings.gate_config, environ)
+    runs = Path(os.path.realpath(config.runs_dir))
+    if runs.is_relative_to(os.path.realpath(settings.observe_root)):
+        # The start records there fix the base and the baselines a later run measures from.
+        raise GateNotConfigured(
+            f"{config.path.name}: [gate].runs_dir {config.runs_dir} is under the observe root "
+            f"{settings.observe_root}, where the agents work; keep the runs the service's own"
+        )
     return replace(config, sign_key=settings.key_path), settings.observe_root
 
 

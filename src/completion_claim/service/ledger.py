@@ -40,7 +40,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-from ..errors import InvalidDocument
+from ..errors import InvalidDocument, UsageError
 from ..observe.values import redact_url, scrub, url_secrets
 from ..timefmt import parse_time
 from ..trust.canonical import canonical_bytes
@@ -242,9 +242,18 @@ class Ledger:
             said_done_refuted=said.get("refuted", 0),
         )
 
-    def tree_head(self) -> TreeHead:
+    def tree_head(self, size: int | None = None) -> TreeHead:
+        """The latest signed tree head, or the one signed when the log had ``size`` entries."""
         with self._storage("read"), self._reading() as conn:
-            head = _latest_head(conn)
+            if size is None:
+                head = _latest_head(conn)
+            else:
+                stored = conn.execute(
+                    select(tree_heads.c.envelope).where(tree_heads.c.size == size)
+                ).scalar_one_or_none()
+                if stored is None:
+                    raise NotInLedger(f"no signed tree head of size {size}")
+                head = _stored_head(size, stored)
         if head is None:
             raise LedgerError(f"ledger {self._shown} has no signed tree head yet")
         return head
@@ -545,6 +554,10 @@ def _engine(url: str, *, create: bool) -> tuple[Engine, str]:
         except (ArgumentError, ValueError) as error:
             reason = scrub(str(error), url_secrets(url))
             raise LedgerError(f"ledger {shown} is not a usable URL: {reason}") from None
+        except ImportError:
+            raise UsageError(
+                "a PostgreSQL ledger needs psycopg: pip install 'completion-claim[serve]'"
+            ) from None
         return engine, shown
     if url.startswith("sqlite:"):
         try:

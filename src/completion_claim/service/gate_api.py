@@ -1,0 +1,133 @@
+"""``POST /v1/gate`` and ``POST /v1/gate/start``: the gate as a service (mounted by ``create_app``
+when the service has an observe root). Thin handlers over :mod:`.gate_service`; the gate runs in
+a worker thread, since it runs tests for minutes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
+
+from .._json import decode_bytes, loads
+from ..errors import InvalidDocument
+from . import gate_service
+from .api import ANONYMOUS, read_capped, require_json
+from .errors import MalformedBody
+from .settings import ServiceSettings
+
+router = APIRouter(prefix="/v1", tags=["gate"])
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"description": why, "content": {"application/json": {"example": {"error": "..."}}}}
+    for status, why in (
+        (400, "The body is not strict JSON."),
+        (401, "A token is needed and was missing or unknown."),
+        (403, "The repository is not under the service's observe root."),
+        (413, "The body is over the size limit."),
+        (415, "The body is not application/json."),
+        (422, "A member is missing or wrong, or the path is not a git work tree."),
+    )
+}
+
+
+class GateIn(BaseModel):
+    repo: str = Field(description="Absolute path of the work tree, under the observe root.")
+    outcome: str | None = Field(None, description="What the agent says it achieved.")
+    session: str | None = Field(None, description="The agent session (its baselines).")
+    task_id: str | None = Field(None, description="The claim's task id.")
+
+
+class GateStartIn(BaseModel):
+    repo: str
+    session: str | None = None
+
+
+class GateOut(BaseModel):
+    index: int = Field(description="The decision's place in the ledger.")
+    verdict: dict[str, Any]
+    agent_reason: str = Field(description="What to tell the agent when it is sent back.")
+    exit_code: int = Field(description="claim gate's exit code for this verdict.")
+    report: str
+    url: str = Field(description="The decision's dashboard page.")
+    max_blocks: int = Field(description="The operator's bound on stops sent back in a row.")
+
+
+class GateStartOut(BaseModel):
+    repo: str = Field(description="The work tree's root whose baselines were taken.")
+
+
+def _body_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The body is read and checked by hand (strict JSON, capped); this only documents it."""
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": model.model_json_schema()}},
+        }
+    }
+
+
+@router.post(
+    "/gate",
+    response_model=GateOut,
+    responses=_ERRORS,
+    openapi_extra=_body_schema(GateIn),
+    summary="Run the gate on a repository under the observe root and record its decision",
+)
+async def post_gate(request: Request) -> dict[str, Any]:
+    settings: ServiceSettings = request.app.state.settings
+    submitted_by = await _requester(request)
+    asked = gate_service.gate_request(await _read(request, settings))
+    decision = await run_in_threadpool(
+        gate_service.decide,
+        settings,
+        request.app.state.ledger,
+        asked,
+        submitted_by=submitted_by,
+        now=datetime.now(UTC),
+    )
+    result = decision.result
+    return {
+        "index": decision.entry.index,
+        "verdict": decision.entry.verdict,
+        "agent_reason": result.agent_reason,
+        "exit_code": result.exit_code,
+        "report": result.report,
+        "url": f"{str(request.base_url).rstrip('/')}/claims/{decision.entry.index}",
+        "max_blocks": decision.max_blocks,
+    }
+
+
+@router.post(
+    "/gate/start",
+    response_model=GateStartOut,
+    responses=_ERRORS,
+    openapi_extra=_body_schema(GateStartIn),
+    summary="Take a session's baselines (base commit, state snapshots) at its start",
+)
+async def post_gate_start(request: Request) -> dict[str, Any]:
+    settings: ServiceSettings = request.app.state.settings
+    await _requester(request)
+    asked = gate_service.gate_request(await _read(request, settings), start=True)
+    root = await run_in_threadpool(gate_service.start, settings, asked)
+    return {"repo": str(root)}
+
+
+async def _requester(request: Request) -> str:
+    """The token's name (recorded as ``submitted_by``), when the service has tokens."""
+    tokens = request.app.state.tokens
+    if tokens is None:
+        return ANONYMOUS
+    name: str = await run_in_threadpool(tokens.authenticate, request.headers.get("authorization"))
+    return name
+
+
+async def _read(request: Request, settings: ServiceSettings) -> Any:
+    require_json(request.headers.get("content-type"))
+    body = await read_capped(request, settings.max_body_bytes)
+    try:
+        return loads(decode_bytes(body, settings.max_body_bytes))
+    except InvalidDocument as error:
+        raise MalformedBody(str(error)) from None
