@@ -146,22 +146,24 @@ def post_all(urls: Sequence[str], claims: int, clients: int, deadline_s: float) 
 
 
 @contextmanager
-def servers(count: int, ledger_url: str, key: Path) -> Iterator[list[str]]:
+def servers(count: int, ledger_url: str, key: Path, logs: Path) -> Iterator[list[str]]:
+    """The access log goes to a file: a pipe nobody reads would fill and stall the server."""
     processes: list[subprocess.Popen[str]] = []
     urls = []
     try:
-        for _ in range(count):
-            process = subprocess.Popen(
-                [CLAIM, "serve", "--ledger", ledger_url, "--key", str(key), "--port", "0"],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            )  # fmt: skip
+        for number in range(count):
+            log = logs / f"serve-{number}.log"
+            with log.open("w") as stderr:
+                process = subprocess.Popen(
+                    [CLAIM, "serve", "--ledger", ledger_url, "--key", str(key), "--port", "0"],
+                    stdout=subprocess.PIPE, stderr=stderr, text=True,
+                )  # fmt: skip
             processes.append(process)
             assert process.stdout is not None
             line = process.stdout.readline()  # printed once the port is bound
             found = LISTENING.search(line)
             if found is None:
-                problem = process.stderr.read() if process.stderr else ""
-                raise SystemExit(f"load: claim serve did not start: {line}{problem}")
+                raise SystemExit(f"load: claim serve did not start: {line}{log.read_text()}")
             urls.append(found.group(1))
         yield urls
     finally:
@@ -213,7 +215,7 @@ def run(name: str, ledger_url: str, processes: int, args: argparse.Namespace) ->
         key = SigningKey.generate()
         key_path = Path(folder) / "service-key.pem"
         write_private_key(str(key_path), key)
-        with servers(processes, ledger_url, key_path) as urls:
+        with servers(processes, ledger_url, key_path, Path(folder)) as urls:
             started = time.perf_counter()
             outcome = post_all(urls, args.claims, args.clients, args.deadline)
             elapsed = time.perf_counter() - started

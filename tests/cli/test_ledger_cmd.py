@@ -141,7 +141,7 @@ TAMPERINGS = [
 
 
 @pytest.mark.parametrize(("statement", "problem"), TAMPERINGS)
-def test_verify_names_a_row_changed_behind_the_ledgers_back(
+def test_attack_16_verify_names_a_row_changed_behind_the_ledgers_back(
     ledger_db: LedgerDb, statement: str, problem: str
 ) -> None:
     filled(ledger_db.url, 6)
@@ -321,7 +321,9 @@ def test_verify_a_service_since_a_kept_head(service: Service, tmp_path: Path) ->
     assert "size 12" in again.stdout
 
 
-def test_a_service_that_rewrote_its_log_is_caught(service: Service, tmp_path: Path) -> None:
+def test_attack_17_a_service_that_rewrote_its_log_is_caught(
+    service: Service, tmp_path: Path
+) -> None:
     """The kept head is from another history under the same key: the service's consistency
     proof cannot join them."""
     other = Ledger.open(str(tmp_path / "other.sqlite"), LOG_KEY)
@@ -339,7 +341,7 @@ def test_a_service_that_rewrote_its_log_is_caught(service: Service, tmp_path: Pa
     assert "the log was rewritten since the kept tree head" in one_line_error(done)
 
 
-def test_a_service_that_shrank_is_caught(service: Service, tmp_path: Path) -> None:
+def test_attack_17_a_service_that_shrank_is_caught(service: Service, tmp_path: Path) -> None:
     append(service, 2)
     older = service.ledger.tree_head()
     append(service, 2)
@@ -356,7 +358,9 @@ def test_a_service_that_shrank_is_caught(service: Service, tmp_path: Path) -> No
     assert "the kept tree head covers 4 entries but the service's latest covers only 2" in message
 
 
-def test_a_service_showing_another_document_than_it_logged_is_caught(service: Service) -> None:
+def test_attack_17_a_service_showing_another_document_than_it_logged_is_caught(
+    service: Service,
+) -> None:
     append(service, 3)
 
     def edited(path: str, answer: Any) -> Any:
@@ -372,7 +376,7 @@ def test_a_service_showing_another_document_than_it_logged_is_caught(service: Se
     )
 
 
-def test_a_service_head_with_a_forged_root_is_caught(service: Service) -> None:
+def test_attack_17_a_service_head_with_a_forged_root_is_caught(service: Service) -> None:
     append(service, 3)
 
     def forged(path: str, answer: Any) -> Any:

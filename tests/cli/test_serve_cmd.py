@@ -60,10 +60,11 @@ class Served:
         self.process = process
         self.url = url
         self.ledger = ledger
+        self.rest_of_stdout = ""
 
     def stop(self, sig: signal.Signals = signal.SIGTERM) -> tuple[int, str]:
         self.process.send_signal(sig)
-        _, err = self.process.communicate(timeout=STOP_DEADLINE)
+        self.rest_of_stdout, err = self.process.communicate(timeout=STOP_DEADLINE)
         return self.process.returncode, err
 
 
@@ -114,6 +115,8 @@ def test_serve_on_a_free_port_verifies_and_records(tmp_path: Path, key: Path) ->
         code, err = service.stop()
     assert code == 0
     assert "Traceback" not in err
+    assert service.rest_of_stdout == ""  # the ready line alone: the access log is on stderr
+    assert '"POST /v1/claims HTTP/1.1" 201' in err
 
 
 def test_concurrent_posts_each_get_one_entry(tmp_path: Path, key: Path) -> None:
@@ -151,7 +154,7 @@ def test_serve_on_a_unix_socket(tmp_path: Path, key: Path) -> None:
     with served(
         "--ledger", ledger_in(tmp_path), "--key", str(key), "--socket", str(path)
     ) as service:
-        assert service.url == f"unix:{path}"
+        assert service.url == f"unix://{path}"
         assert stat.S_ISSOCK(path.stat().st_mode)
         assert stat.S_IMODE(path.stat().st_mode) == 0o660
         transport = httpx.HTTPTransport(uds=str(path))
@@ -164,15 +167,19 @@ def test_serve_on_a_unix_socket(tmp_path: Path, key: Path) -> None:
     assert not path.exists()
 
 
-def test_a_leftover_socket_is_replaced_but_a_file_is_not(tmp_path: Path, key: Path) -> None:
+def test_a_leftover_socket_is_replaced_but_not_a_live_one_nor_a_file(
+    tmp_path: Path, key: Path
+) -> None:
     path = tmp_path / "claim.sock"
     with socket.socket(socket.AF_UNIX) as stale:
         stale.bind(str(path))  # as a service killed without cleaning up leaves it
-    with served("--ledger", ledger_in(tmp_path), "--key", str(key), "--socket", str(path)):
-        pass
+    args = ["serve", "--ledger", ledger_in(tmp_path), "--key", str(key), "--socket", str(path)]
+    with served(*args[1:]):
+        assert run(args) == EXIT_USAGE  # a live service's socket is never taken over
+        assert stat.S_ISSOCK(path.stat().st_mode)
     regular = tmp_path / "notes.txt"
     regular.write_text("keep me")
-    args = ["serve", "--ledger", ledger_in(tmp_path), "--key", str(key), "--socket", str(regular)]
+    args[-1] = str(regular)
     assert run(args) == EXIT_USAGE
     assert regular.read_text() == "keep me"
 
@@ -275,6 +282,17 @@ def test_a_ledger_url_needs_its_key(
     assert "--ledger needs --key FILE" in err
     err = refused(capsys, "serve", "--ledger", ledger_in(tmp_path), "--key", str(tmp_path / "no"))
     assert "cannot read key" in err
+
+
+def test_the_gate_needs_both_its_root_and_its_config(
+    tmp_path: Path, key: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "claim.toml"
+    config.write_text('[policy]\nid = "ops"\n')
+    base = ("serve", "--ledger", ledger_in(tmp_path), "--key", str(key))
+    for args in (("--observe-root", str(tmp_path)), ("--gate-config", str(config))):
+        err = refused(capsys, *base, *args)
+        assert "--observe-root and --gate-config go together" in err
 
 
 def test_a_port_in_use_is_one_line(

@@ -76,15 +76,19 @@ def test_a_posted_claim_is_verified_recorded_and_linked(ledger_url: str) -> None
         assert size(client) == 2
 
 
-def test_the_claims_own_verdict_and_lax_policy_are_ignored(client: TestClient) -> None:
-    """The claim says it was verified under a policy allowing a day-old observation; under the
-    operator's (built-in, 300 s) the observation is stale, and a contradiction refutes."""
+def test_attack_15_the_claims_own_verdict_and_lax_policy_are_ignored(client: TestClient) -> None:
+    """The claim says it was verified under a policy allowing a day-old observation, with a
+    signature over that verdict; under the operator's (built-in, 300 s) the observation is
+    stale, and a contradiction refutes. None of what the claim said of itself is kept."""
     stale = fresh_claim("verified")
     stale["mutations"][0]["at"] = ago(3600)
     stale["evidence"][0]["at"] = ago(1800)
     lax = {"id": "lax", "requires": [], "max_age_s": 86400}
     said = {"state": "verified", "reason": "trust me"}
-    answer = post(client, with_member(stale, policy=lax, verdict=said))
+    signed_by_itself = {"payloadType": "application/json", "payload": "e30=", "signatures": []}
+    answer = post(
+        client, with_member(stale, policy=lax, verdict=said, verdict_attestation=signed_by_itself)
+    )
     assert answer.status_code == 201, answer.text
     assert answer.json()["verdict"]["state"] == "unverified"
     assert answer.json()["verdict"]["policy_id"] == BUILTIN_POLICY.id
@@ -93,8 +97,7 @@ def test_the_claims_own_verdict_and_lax_policy_are_ignored(client: TestClient) -
     for index, state in ((0, "unverified"), (1, "refuted")):
         entry = client.get(f"/v1/claims/{index}").json()
         assert entry["verdict"]["state"] == state
-        assert "policy" not in entry["claim"]
-        assert "verdict" not in entry["claim"]
+        assert not {"policy", "verdict", "verdict_attestation"} & set(entry["claim"])
         assert entry["policy"]["id"] == BUILTIN_POLICY.id
 
 
@@ -422,7 +425,9 @@ def test_the_tree_head_grows_and_its_proofs_check(client: TestClient) -> None:
         leaf = {key: value for key, value in entry.items() if key not in ("index", "leaf_hash")}
         assert proof.leaf_hash == merkle.leaf_hash(canonical_bytes(leaf)).hex()
         merkle.verify_inclusion(proof, latest.root_hash)
-    older = proof_from(client.get("/v1/proof/0", params={"tree_size": 2}).json()["proof"])
+    answer = client.get("/v1/proof/0", params={"tree_size": 2}).json()
+    older = proof_from(answer["proof"])
+    assert tree_head_from_json(answer["tree_head"]) == heads[1]  # the head the proof is against
     merkle.verify_inclusion(older, heads[1].root_hash)
     with pytest.raises(merkle.ProofError):
         merkle.verify_inclusion(older, latest.root_hash)

@@ -105,6 +105,22 @@ def test_every_operation_documents_its_answers(document: dict[str, Any]) -> None
     assert {"400", "401", "413", "415", "422"} <= post.keys()
 
 
+def test_the_dashboard_is_mounted_and_the_gate_only_where_enabled(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'l.sqlite'}"
+    with serving(url) as (client, _):
+        page = client.get("/")
+        assert page.status_code == 200
+        assert page.headers["content-type"].startswith("text/html")
+        paths = client.get("/openapi.json").json()["paths"]
+        assert not any(path.startswith("/v1/gate") for path in paths)
+        assert client.post("/v1/gate", json={}).status_code == 404
+    config = tmp_path / "claim.toml"
+    config.write_text('[policy]\nid = "ops"\n')
+    with serving(url, observe_root=tmp_path, gate_config=config) as (client, _):
+        paths = client.get("/openapi.json").json()["paths"]
+        assert {"/v1/gate", "/v1/gate/start"} <= paths.keys()
+
+
 def test_no_pages_that_need_a_cdn(client: TestClient) -> None:
     assert client.get("/docs").status_code == 404
     assert client.get("/redoc").status_code == 404

@@ -231,7 +231,9 @@ def shared_python(base: Path) -> Path:
     return venv / "bin" / "python"
 
 
-def test_the_service_as_its_own_user_observes_and_signs_what_the_requester_cannot() -> None:
+def test_attack_19_the_service_as_its_own_user_observes_and_signs_what_the_requester_cannot() -> (
+    None
+):
     as_root_in_ci()
     service_id, requester_id = spare_ids(2)
     base = Path(tempfile.mkdtemp(prefix="cc-own-"))  # short, for the socket's path

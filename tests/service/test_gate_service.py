@@ -80,7 +80,7 @@ def test_a_link_under_the_root_to_a_repository_under_it_is_followed(observed: Pa
     assert resolve_repo(observed, str(observed / "alias")) == Path(os.path.realpath(repo))
 
 
-def test_a_link_out_of_the_root_is_refused(tmp_path: Path, observed: Path) -> None:
+def test_attack_19_a_link_out_of_the_root_is_refused(tmp_path: Path, observed: Path) -> None:
     outside = make_repo(tmp_path / "outside", {"a.txt": "a"})
     (observed / "escape").symlink_to(outside)
     with pytest.raises(RepoRefused, match="not under the service's observe root"):
@@ -231,7 +231,7 @@ def test_without_an_operator_config_the_gate_refuses(
         start(bare, GateRequest(str(repo)))
 
 
-def test_runs_kept_under_the_observe_root_are_refused(
+def test_attack_19_runs_kept_under_the_observe_root_are_refused(
     settings: ServiceSettings, observed: Path
 ) -> None:
     """An agent that could edit a start record there would choose the base it is judged from."""

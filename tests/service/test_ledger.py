@@ -362,7 +362,7 @@ def in_dialect(statement: str, backend: str) -> str:
 
 
 @pytest.mark.parametrize(("statements", "problem"), TAMPERINGS)
-def test_the_audit_names_what_was_tampered_with(
+def test_attack_16_the_audit_names_what_was_tampered_with(
     ledger: Ledger, ledger_db: LedgerDb, statements: list[str], problem: str
 ) -> None:
     fill(ledger, 7)

@@ -2,7 +2,8 @@
 answer matches its documented status, content type and schema.
 
 The app runs in-process over a real SQLite ledger holding a few entries, so the reads have
-something to page, count and prove. Examples are bounded so the whole run stays short.
+something to page, count and prove; a second app has the gate enabled, so its routes are fuzzed
+too. Examples are bounded so the whole run stays short.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from schemathesis.checks import (
 from schemathesis.core.result import Err
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
+from tests.fixtures.gate_service import write_operator
+
 from ._api import fresh_claim, post, serving
 
 MAX_EXAMPLES = 25
@@ -35,24 +38,44 @@ CHECKS = [
 
 
 @pytest.fixture(scope="module")
-def api_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpenApiSchema]:
-    folder: Path = tmp_path_factory.mktemp("fuzz")
-    with serving(f"sqlite:///{folder / 'ledger.sqlite'}") as (client, _):
+def ledger_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("fuzz")
+
+
+@pytest.fixture(scope="module")
+def api_schema(ledger_folder: Path) -> Iterator[OpenApiSchema]:
+    with serving(f"sqlite:///{ledger_folder / 'ledger.sqlite'}") as (client, _):
         for state in ("verified", "refuted", "unverified"):
             assert post(client, fresh_claim(state)).status_code == 201
         yield schemathesis.openapi.from_asgi("/openapi.json", client.app)
 
 
-def test_the_api_keeps_its_published_contract(api_schema: OpenApiSchema) -> None:
-    """Every operation the document lists, each fuzzed with hypothesis; the operations are read
-    from the document itself, so a new route is fuzzed without touching this test."""
+@pytest.fixture(scope="module")
+def gate_schema(ledger_folder: Path) -> Iterator[OpenApiSchema]:
+    """The service with its gate enabled over an observe root holding no repository: every
+    request is refused, and each refusal must be a documented 4xx, never a 500."""
+    ops, observed = ledger_folder / "ops", ledger_folder / "observed"
+    ops.mkdir()
+    observed.mkdir()
+    config, _ = write_operator(ops)
+    url = f"sqlite:///{ops / 'ledger.sqlite'}"
+    with serving(url, observe_root=observed, gate_config=config) as (client, _):
+        yield schemathesis.openapi.from_asgi("/openapi.json", client.app)
+
+
+def fuzz(schema: OpenApiSchema, prefix: str = "/") -> list[str]:
+    """Fuzz every operation the document lists under ``prefix``, each with a bounded hypothesis
+    run; the operations are read from the document itself, so a new route is fuzzed without
+    touching this test. Returns what was fuzzed."""
     fuzzed = []
-    for result in api_schema.get_all_operations():
+    for result in schema.get_all_operations():
         if isinstance(result, Err):
             pytest.fail(
                 f"the published document has an operation schemathesis cannot read: {result.err()}"
             )
         operation = result.ok()
+        if not operation.path.startswith(prefix):
+            continue
         fuzzed.append(f"{operation.method.upper()} {operation.path}")
 
         @given(case=operation.as_strategy())
@@ -67,5 +90,15 @@ def test_the_api_keeps_its_published_contract(api_schema: OpenApiSchema) -> None
             case.call_and_validate(checks=CHECKS)
 
         call()
+    return fuzzed
+
+
+def test_the_api_keeps_its_published_contract(api_schema: OpenApiSchema) -> None:
+    fuzzed = fuzz(api_schema)
     assert "POST /v1/claims" in fuzzed
-    assert len(fuzzed) >= 7
+    assert "POST /v1/gate" not in fuzzed  # only where the operator enables it
+    assert len(fuzzed) == 7
+
+
+def test_the_gate_keeps_its_published_contract(gate_schema: OpenApiSchema) -> None:
+    assert fuzz(gate_schema, "/v1/gate") == ["POST /v1/gate", "POST /v1/gate/start"]

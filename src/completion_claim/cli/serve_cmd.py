@@ -7,6 +7,7 @@ are imported inside the commands: every other command works without them.
 from __future__ import annotations
 
 import contextlib
+import copy
 import ipaddress
 import os
 import signal
@@ -162,6 +163,11 @@ def serve_command(
         raise UsageError(
             f"--host {host}: refusing to accept claims from the network without --tokens FILE"
         )
+    if (observe_root is None) != (gate_config is None):
+        raise UsageError(
+            "--observe-root and --gate-config go together: the gate runs the operator's "
+            "claim.toml on repositories under the observe root"
+        )
     if ledger_url is None:
         ledger_url, key_path = default_ledger(os.environ)
     elif key_path is None:
@@ -184,7 +190,9 @@ def serve_command(
         application = create_app(settings, ledger)
         with _listening(host, port, socket_path) as (listener, url):
             ready = f"claim serve: listening on {url} (ledger {redact_url(ledger_url)})"
-            config = uvicorn.Config(application, lifespan="off", log_level="info")
+            config = uvicorn.Config(
+                application, lifespan="off", log_level="info", log_config=_log_config()
+            )
             _server_class()(config, ready).run(sockets=[listener])
     finally:
         ledger.close()
@@ -234,7 +242,8 @@ def _listening(
     URL it is reached at."""
     if socket_path is not None:
         with _unix_socket(socket_path) as listener:
-            yield listener, f"unix:{socket_path}"
+            # The form ``--server`` takes (service.client): unix:// and the absolute path.
+            yield listener, f"unix://{socket_path.absolute()}"
         return
     try:
         family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
@@ -258,6 +267,8 @@ def _unix_socket(path: Path) -> Iterator[socket.socket]:
     with contextlib.suppress(FileNotFoundError):
         if not stat.S_ISSOCK(path.lstat().st_mode):
             raise UsageError(f"--socket {path}: exists and is not a socket; refusing to replace it")
+        if _answers(path):
+            raise UsageError(f"--socket {path}: another service is listening on it")
         path.unlink()  # a socket file left by a service that stopped without cleaning up
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -272,6 +283,26 @@ def _unix_socket(path: Path) -> Iterator[socket.socket]:
     finally:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
+
+
+def _answers(path: Path) -> bool:
+    """Whether something accepts connections on the Unix socket at ``path``."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:  # refused: a socket file nobody listens on any more
+            return False
+    return True
+
+
+def _log_config() -> dict[str, Any]:
+    """uvicorn's logging with the access log on stderr too: stdout carries the ready line
+    alone, so a script can read the URL from it."""
+    from uvicorn.config import LOGGING_CONFIG  # noqa: PLC0415
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["handlers"]["access"]["stream"] = "ext://sys.stderr"
+    return config
 
 
 def _server_class() -> type[Any]:

@@ -22,7 +22,7 @@ from ..timefmt import parse_time
 from ..verify import verify
 from .errors import BadParameter, BodyTooLarge, MalformedBody, NotFound, WrongContentType
 from .ledger import Ledger
-from .records import Entry, EntryFilter, NewEntry, StateCounts, Stats
+from .records import Entry, EntryFilter, NewEntry, StateCounts, Stats, judged_part
 from .settings import ServiceSettings
 from .tokens import TokenStore
 
@@ -33,7 +33,6 @@ MAX_INDEX = 2**63 - 1
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 # The claim's own proposals: the service decides under the operator's policy alone.
-IGNORED_MEMBERS = ("policy", "verdict")
 
 # --- response models (they are what /openapi.json documents) -----------------------------------
 
@@ -249,7 +248,7 @@ def decide_and_append(
     verdict = verify(claim, now, settings.policy)
     return ledger.append(
         NewEntry(
-            claim={key: value for key, value in document.items() if key not in IGNORED_MEMBERS},
+            claim=judged_part(document),
             policy=policy_json(settings.policy),
             verdict=verdict.to_json(),
             submitted_by=submitted_by,
@@ -406,7 +405,9 @@ def get_proof(
             f"tree_size: expected more than {index} and at most {head.size}, got {size}"
         )
     proof = ledger.inclusion_proof(index, size)
-    return {"proof": proof.to_json(), "tree_head": head.to_json()}
+    # The head the proof is against: an earlier size's own signed head, not the latest.
+    signed = head if size == head.size else ledger.tree_head(size)
+    return {"proof": proof.to_json(), "tree_head": signed.to_json()}
 
 
 @router.get(

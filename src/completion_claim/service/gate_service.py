@@ -21,7 +21,7 @@ from ..errors import ClaimError
 from ..gate.config import GateConfig, load_config
 from ..gate.run import NO_OUTCOME, GateResult, run_gate, start_gate
 from ..observe.repository import git_toplevel
-from .records import Entry, NewEntry
+from .records import Entry, NewEntry, judged_part
 from .settings import ServiceSettings
 
 _log = logging.getLogger("completion_claim.service.gate")
@@ -29,7 +29,6 @@ _log = logging.getLogger("completion_claim.service.gate")
 # What the gate's claim document holds beside the claim itself: the policy and the verdict go to
 # their own members of the entry, and the verdict's attestation signs that same verdict, which
 # the signed tree heads now cover.
-NOT_CLAIM_MEMBERS = ("policy", "verdict", "verdict_attestation")
 
 
 class RepoRefused(ClaimError):
@@ -211,7 +210,7 @@ def gate_entry(result: GateResult, submitted_by: str, recorded_at: datetime) -> 
     """The ledger entry of one gate run: its claim, the policy it was judged under, its verdict."""
     document: dict[str, Any] = result.document
     return NewEntry(
-        claim={key: value for key, value in document.items() if key not in NOT_CLAIM_MEMBERS},
+        claim=judged_part(document),
         policy=document["policy"],
         verdict=result.verdict.to_json(),
         submitted_by=submitted_by,

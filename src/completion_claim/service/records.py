@@ -15,7 +15,15 @@ from typing import Any, Literal
 from ..timefmt import format_time
 
 Via = Literal["api", "gate"]
+IGNORED_MEMBERS = ("policy", "verdict", "verdict_attestation")
+"""What a submitted claim may say about its own judgement; the service decides that itself."""
 STATES = ("verified", "unverified", "refuted")
+
+
+def judged_part(document: dict[str, Any]) -> dict[str, Any]:
+    """The submitted document as an entry keeps it: without its own policy, verdict and the
+    verdict's signature, which the service never reads."""
+    return {key: value for key, value in document.items() if key not in IGNORED_MEMBERS}
 
 
 @dataclass(frozen=True)
