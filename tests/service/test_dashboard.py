@@ -71,7 +71,7 @@ def hostile_doc() -> dict[str, Any]:
 # --- pages rendered from values -----------------------------------------------------------
 
 
-def test_every_claim_string_on_the_claim_page_is_text() -> None:
+def test_attack_18_every_claim_string_on_the_claim_page_is_text() -> None:
     entry = decided(hostile_doc(), agent=HOSTILE)
     assert entry.state == "refuted"
     parsed = assert_inert(_pages.render_claim(entry, _pages.ProofStatus(ok=False, text=HOSTILE)))
@@ -319,7 +319,7 @@ def test_a_claim_page_shows_the_mismatch_and_the_checked_proof(
     screenshot(page, tmp_path, "claim")
 
 
-def test_a_script_outcome_renders_as_text_and_never_runs(
+def test_attack_18_a_script_outcome_renders_as_text_and_never_runs(
     served: Served, browser: Browser, page: BrowserPage, dialogs: list[str], tmp_path: Path
 ) -> None:
     page.goto(served.base + f"/claims/{served.script}")
