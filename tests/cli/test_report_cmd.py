@@ -3,6 +3,7 @@ real SQLite ledger."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +28,7 @@ def test_report_writes_the_stats_page_and_prints_its_path(tmp_path: Path) -> Non
     page = target.read_text(encoding="utf-8")
     assert_self_contained(page)
     assert "1 of 3 claims that said done were refuted" in page
+    assert re.search(r"Written at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(UTC\)\.", page)
 
 
 def test_report_accepts_a_plain_sqlite_path(tmp_path: Path) -> None:

@@ -71,7 +71,7 @@ def hostile_doc() -> dict[str, Any]:
 # --- pages rendered from values -----------------------------------------------------------
 
 
-def test_every_claim_string_on_the_claim_page_is_text() -> None:
+def test_attack_18_every_claim_string_on_the_claim_page_is_text() -> None:
     entry = decided(hostile_doc(), agent=HOSTILE)
     assert entry.state == "refuted"
     parsed = assert_inert(_pages.render_claim(entry, _pages.ProofStatus(ok=False, text=HOSTILE)))
@@ -319,7 +319,7 @@ def test_a_claim_page_shows_the_mismatch_and_the_checked_proof(
     screenshot(page, tmp_path, "claim")
 
 
-def test_a_script_outcome_renders_as_text_and_never_runs(
+def test_attack_18_a_script_outcome_renders_as_text_and_never_runs(
     served: Served, browser: Browser, page: BrowserPage, dialogs: list[str], tmp_path: Path
 ) -> None:
     page.goto(served.base + f"/claims/{served.script}")
@@ -380,6 +380,8 @@ def test_every_page_forbids_scripts(served: Served, path: str) -> None:
         ("/?state=maybe", 422, "state: 'maybe' is not one of verified, unverified, refuted"),
         ("/?since=yesterday", 422, "since: "),
         ("/?before=x", 422, "before: 'x' is not an entry index"),
+        ("/claims/%3Cimg%20src=x%20onerror=alert(1)%3E", 404, "claim '<img src=x onerror"),
+        ("/?state=%3Cscript%3Ealert(1)%3C/script%3E", 422, "state: '<script>alert(1)</script>'"),
     ],
 )
 def test_bad_addresses_get_an_html_page_with_one_line(
@@ -387,7 +389,7 @@ def test_bad_addresses_get_an_html_page_with_one_line(
 ) -> None:
     answer = httpx.get(served.base + path)
     assert answer.status_code == status
-    assert line in Parsed(answer.text).text
+    assert line in assert_inert(answer.text).text
 
 
 def listed(served: Served, query: str) -> list[int]:

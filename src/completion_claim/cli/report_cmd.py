@@ -41,5 +41,5 @@ def report(ledger_url: str, html_path: Path) -> None:
         raise UsageError(
             f"claim report needs {error.name or 'a library'}: pip install 'completion-claim[serve]'"
         ) from None
-    write_report(ledger_url, html_path, datetime.now(UTC))
+    write_report(ledger_url, html_path, datetime.now(UTC).replace(microsecond=0))
     click.echo(str(html_path))

@@ -26,6 +26,7 @@ _BAR_HEIGHT = 18
 _BAR_GAP = 6
 _LABEL_CHARS = 28  # longer names are cut (the table beside the chart has them whole)
 _AXIS_LABELS = 8  # at most this many day labels under the bars, so they never overlap
+_DAY_LABEL_HALF = 32.0  # half the width of "2026-08-27" in the 11px font
 _DAY_BAR_MAX = 40.0  # a few days' bars stay bars, not slabs
 
 
@@ -66,7 +67,9 @@ def verdicts_by_day(by_day: Sequence[tuple[date, StateCounts]]) -> Markup:
                 ).format(state, x, base, bar, size, STATE_COLOURS[state], tip)
             )
         if position % every == 0:
-            parts.append(_text(x + bar / 2, height - bottom + 16, day.isoformat(), anchor="middle"))
+            # Kept whole inside the drawing: a label under an edge bar would be cut off.
+            middle = min(max(x + bar / 2, _DAY_LABEL_HALF), WIDTH - _DAY_LABEL_HALF)
+            parts.append(_text(middle, height - bottom + 16, day.isoformat(), anchor="middle"))
     parts.append(_legend(left, height - 8))
     return _svg(title, height, parts)
 
