@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import socket
 import socketserver
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,6 +24,12 @@ from completion_claim.service.client import (
     ServiceRefused,
     ServiceUnavailable,
 )
+
+from ..fixtures.gate_service import buggy_project, gate_service
+from ..fixtures.projects import GIT_ENV
+from ..gate.payloads import documented_stop
+
+CLAIM = Path(sys.executable).parent / "claim"
 
 
 @dataclass
@@ -228,3 +236,39 @@ def test_bad_url_is_a_usage_error(url: str) -> None:
 def test_bad_token_is_a_usage_error(token: str) -> None:
     with pytest.raises(UsageError, match="token"):
         ServiceClient("http://127.0.0.1:1", token=token)
+
+
+# ---- the gate's client, with the real service and the real hook
+
+
+@pytest.mark.parametrize(
+    "outcome",
+    ["x" * 70_000, "All done.\0", "All done \ud800"],
+    ids=["over-the-services-limit", "nul", "lone-surrogate"],
+)
+def test_attack_20_an_outcome_the_service_refuses_does_not_let_a_false_done_through(
+    outcome: str, tmp_path: Path
+) -> None:
+    """The agent writes its last message (the outcome) so that the service would refuse the
+    request (too long, a NUL) or the client could not send it (a lone surrogate, which JSON
+    allows): the hook then let the stop through unjudged. The outcome is only what the agent
+    says, so the client sends a form the service takes, and the broken work is sent back."""
+    with gate_service(tmp_path / "svc") as service:
+        repo = buggy_project(service.observed / "repo")
+        payload = {**documented_stop("claude-code", repo, "s-1"), "last_assistant_message": outcome}
+        done = subprocess.run(
+            [str(CLAIM), "hook", "stop", "--harness", "claude-code", "--server", service.url],
+            cwd=repo,
+            input=json.dumps(payload),
+            capture_output=True,
+            text=True,
+            env={**GIT_ENV, "CLAIM_TOKEN": service.token},
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["decision"] == "block"
+        entry = service.ledger.get(0)
+        assert entry is not None
+        assert entry.state == "refuted"
+        assert entry.claim["claimed_outcome"].startswith(outcome[:9].rstrip("\0"))

@@ -19,6 +19,7 @@ from .. import __version__
 from .._json import decode_bytes, loads
 from ..errors import ClaimError, InvalidDocument, UsageError
 from ..observe.values import redact_url
+from .gate_service import MAX_OUTCOME_CHARS
 
 DEFAULT_TIMEOUT_S = 30.0
 # An answer larger than this is not one the service sends (its largest is a page of entries).
@@ -148,6 +149,7 @@ def _error_line(response: httpx.Response) -> str:
 
 # A gate run lasts as long as the operator's checks (a test suite may take minutes).
 GATE_TIMEOUT_S = 3600.0
+_CUT = " [cut by claim: over the service's limit]"
 _T = TypeVar("_T")
 
 
@@ -175,7 +177,8 @@ class GateAnswer:
 def gate(client: ServiceClient, repo: str, outcome: str, session: str | None,
          task_id: str | None) -> GateAnswer:  # fmt: skip
     """Ask the service to run the gate on ``repo`` (a path on the service's machine)."""
-    body = {"repo": repo, "outcome": outcome, "session": session, "task_id": task_id}
+    body = {"repo": repo, "outcome": sendable_outcome(outcome), "session": session,
+            "task_id": task_id}  # fmt: skip
     answer = client.post_json("/v1/gate", body)
     try:
         verdict = answer["verdict"]
@@ -198,6 +201,16 @@ def gate(client: ServiceClient, repo: str, outcome: str, session: str | None,
     if parsed.verdict.state not in ("verified", "unverified", "refuted"):
         raise ServiceError(f"{client.shown}: the gate answered an unknown state")
     return parsed
+
+
+def sendable_outcome(outcome: str) -> str:
+    """The outcome in a form the service takes. It is the agent's own text: one the service
+    would refuse (a NUL, over its length) or that cannot be sent (a lone surrogate) would
+    otherwise leave the stop unjudged, and so let a false "done" through."""
+    text = outcome.encode("utf-8", "replace").decode("utf-8").replace("\0", "\ufffd")
+    if len(text) <= MAX_OUTCOME_CHARS:
+        return text
+    return text[: MAX_OUTCOME_CHARS - len(_CUT)] + _CUT
 
 
 def gate_start(client: ServiceClient, repo: str, session: str | None) -> str:
