@@ -252,6 +252,22 @@ def test_times_are_kept_to_the_microsecond(ledger: Ledger) -> None:
     assert ledger.stats().by_day[0][0] == date(2026, 8, 27)
 
 
+def test_attack_21_a_nul_in_the_task_id_does_not_keep_a_refuted_claim_out_of_the_log(
+    ledger: Ledger,
+) -> None:
+    """A claim's strings may hold U+0000 (JSON allows it), but a PostgreSQL text column cannot:
+    the append of a refuted claim whose task id held one failed (503), so the refutation never
+    reached the log, the dashboard or the false-success rate. The derived column holds the id
+    in a form both databases store; the leaf keeps the document as sent."""
+    task = "deploy-4471\0"
+    appended = ledger.append(fresh_entry("refuted", task=task))
+    got = ledger.get(appended.index)
+    assert got is not None
+    assert (got.state, got.task_id) == ("refuted", task)
+    assert ledger.stats().said_done_refuted == 1
+    assert ledger.audit().size == 1
+
+
 # --- the audit ----------------------------------------------------------------------------
 
 

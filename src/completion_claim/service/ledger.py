@@ -396,13 +396,20 @@ def _derived(entry: NewEntry) -> _Derived:
             "recorded_day": moment.date(),
             "state": state,
             "policy_id": policy,
-            "task_id": task,
+            "task_id": storable(task),
             "submitted_by": entry.submitted_by,
             "via": entry.via,
             "said_done": outcome != "",
         },
         unmet,
     )
+
+
+def storable(text: str) -> str:
+    """``text`` as a text column of either database holds it: PostgreSQL refuses U+0000, which
+    a claim's strings may hold (an append failing on one would keep a refuted claim out of the
+    log). The column is only an index: the leaf keeps the string as it was."""
+    return text.replace("\0", "\ufffd")
 
 
 def _microseconds(moment: datetime) -> int:
