@@ -268,6 +268,18 @@ def test_attack_21_a_nul_in_the_task_id_does_not_keep_a_refuted_claim_out_of_the
     assert ledger.audit().size == 1
 
 
+def test_attack_22_a_nul_in_a_filter_is_no_service_error(ledger: Ledger) -> None:
+    """Anyone may read the service: ``GET /v1/claims?agent=%00`` (or the dashboard's filters,
+    or /v1/stats) reached PostgreSQL with a U+0000 it refuses, and the service answered 503
+    "cannot read ledger" with the database's URL, as if the ledger were down."""
+    appended = ledger.append(fresh_entry("refuted", task="deploy-4471\0"))
+    for flt in (EntryFilter(agent="\0"), EntryFilter(policy="a\0"), EntryFilter(state="\0")):
+        assert ledger.page(flt).items == ()
+        assert ledger.stats(flt).total.total == 0
+    found = ledger.page(EntryFilter(task="deploy-4471\0")).items
+    assert [entry.index for entry in found] == [appended.index]
+
+
 # --- the audit ----------------------------------------------------------------------------
 
 

@@ -457,7 +457,8 @@ def _conditions(flt: EntryFilter) -> list[Any]:
         (entries.c.task_id, flt.task),
     ):
         if value is not None:
-            found.append(column == value)
+            # Compared as the columns store it: a U+0000 from a reader is no database error.
+            found.append(column == storable(value))
     if flt.since is not None:
         found.append(entries.c.recorded_us >= _microseconds(_aware(flt.since, "since")))
     if flt.until is not None:
