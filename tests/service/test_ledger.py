@@ -280,6 +280,24 @@ def test_attack_22_a_nul_in_a_filter_is_no_service_error(ledger: Ledger) -> None
     assert [entry.index for entry in found] == [appended.index]
 
 
+def test_attack_23_a_long_task_id_does_not_keep_a_refuted_claim_out_of_the_log(
+    ledger: Ledger,
+) -> None:
+    """A claim's task id has no length limit, but a PostgreSQL B-tree index row holds at most
+    2,704 bytes: the append of a refuted claim whose task id was 3,000 random characters failed
+    (503), so the refutation never reached the log. The task column holds a long id as its
+    start and its digest, and a filter by the whole id still finds it, and only it."""
+    long_id = "".join(f"{i:x}{i * 7919 % 104729:x}" for i in range(1200))[:6000]
+    appended = ledger.append(fresh_entry("refuted", task=long_id))
+    other = ledger.append(fresh_entry("refuted", task=long_id[:-1] + "!"))
+    got = ledger.get(appended.index)
+    assert got is not None
+    assert (got.state, got.task_id) == ("refuted", long_id)
+    assert [e.index for e in ledger.page(EntryFilter(task=long_id)).items] == [appended.index]
+    assert ledger.stats(EntryFilter(task=long_id)).said_done_refuted == 1
+    assert ledger.audit().size == other.index + 1
+
+
 # --- the audit ----------------------------------------------------------------------------
 
 

@@ -12,6 +12,7 @@ other column, node and head must agree with them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -71,6 +72,10 @@ _APPEND_LOCK = 0x6C6F672D636C6D  # an arbitrary constant naming "the ledger's ap
 _WRITE = "completion_claim_write"
 _AUDIT_BATCH = 2000
 _US = 1_000_000
+# A task id longer than this is indexed as its first _TASK_KEPT_CHARS and its SHA-256: at 4 bytes
+# a character, well inside PostgreSQL's 2,704-byte B-tree row.
+_TASK_COLUMN_CHARS = 256
+_TASK_KEPT_CHARS = 128
 
 
 _EVERYTHING = EntryFilter()
@@ -396,7 +401,7 @@ def _derived(entry: NewEntry) -> _Derived:
             "recorded_day": moment.date(),
             "state": state,
             "policy_id": policy,
-            "task_id": storable(task),
+            "task_id": task_column(task),
             "submitted_by": entry.submitted_by,
             "via": entry.via,
             "said_done": outcome != "",
@@ -410,6 +415,16 @@ def storable(text: str) -> str:
     a claim's strings may hold (an append failing on one would keep a refuted claim out of the
     log). The column is only an index: the leaf keeps the string as it was."""
     return text.replace("\0", "\ufffd")
+
+
+def task_column(task: str) -> str:
+    """The task id as its indexed column holds it: a PostgreSQL B-tree index row holds at most
+    2,704 bytes and a claim's task id has no limit (an append failing on a long one would keep
+    a refuted claim out of the log), so a long id is kept as its start and its digest."""
+    if len(task) <= _TASK_COLUMN_CHARS:
+        return storable(task)
+    digest = hashlib.sha256(task.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{storable(task[:_TASK_KEPT_CHARS])}\u2026sha256:{digest}"
 
 
 def _microseconds(moment: datetime) -> int:
@@ -454,11 +469,12 @@ def _conditions(flt: EntryFilter) -> list[Any]:
         (entries.c.state, flt.state),
         (entries.c.policy_id, flt.policy),
         (entries.c.submitted_by, flt.agent),
-        (entries.c.task_id, flt.task),
     ):
         if value is not None:
             # Compared as the columns store it: a U+0000 from a reader is no database error.
             found.append(column == storable(value))
+    if flt.task is not None:
+        found.append(entries.c.task_id == task_column(flt.task))
     if flt.since is not None:
         found.append(entries.c.recorded_us >= _microseconds(_aware(flt.since, "since")))
     if flt.until is not None:
