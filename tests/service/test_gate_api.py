@@ -13,8 +13,10 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -395,3 +397,78 @@ def test_the_gate_routes_keep_their_published_contract(tmp_path: Path) -> None:
         assert ledger.tree_head().size == 0
     finally:
         ledger.close()
+
+
+# ---- many gate runs at once
+
+
+class _StallingEndpoint:
+    """An endpoint the operator's check reads, which answers only once released."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.arrived = threading.Semaphore(0)
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                stub.arrived.release()
+                stub.release.wait(GATE_STALL_S)
+                body = b'{"v": "1"}'
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+GATE_STALL_S = 120.0
+FLOOD = 48  # more than the worker threads the service shares between its routes (40)
+
+
+def test_attack_24_a_flood_of_gate_runs_does_not_stop_the_service_answering(
+    service: GateService,
+) -> None:
+    """Any token holder can ask for gate runs, each as long as the operator's checks let it
+    take: FLOOD at once took every worker thread, and every read, post and dashboard page hung
+    until the runs ended (the hooks of other agents timing out meanwhile). Gate runs now have
+    their own bounded share of the threads."""
+    endpoint = _StallingEndpoint()
+    config = service.settings.gate_config
+    assert config is not None
+    config.write_text(
+        f'[gate]\nruns_dir = "{config.parent / "runs"}"\n\n[[check]]\ntype = "endpoint_health"\n'
+        f'url = "http://127.0.0.1:{endpoint.server.server_port}/"\ntarget = "svc"\n'
+        f'timeout_s = {GATE_STALL_S}\nexpect_json = {{ "/v" = "1" }}\n',
+        encoding="utf-8",
+    )
+    repo = buggy_project(service.observed / "repo")
+
+    def ask() -> None:
+        with ServiceClient(service.url, service.token, GATE_STALL_S * 2) as http:
+            http.post_json("/v1/gate", {"repo": str(repo)})
+
+    flood = [threading.Thread(target=ask, daemon=True) for _ in range(FLOOD)]
+    try:
+        for thread in flood:
+            thread.start()
+        assert endpoint.arrived.acquire(timeout=60), "no gate run reached the endpoint"
+        with ServiceClient(service.url, timeout_s=20) as http:
+            assert http.get_json("/v1/tree-head")["size"] == 0
+    finally:
+        endpoint.close()
+        for thread in flood:
+            thread.join(GATE_STALL_S * 2)
+    assert service.ledger.tree_head().size == FLOOD

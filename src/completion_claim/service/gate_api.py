@@ -5,8 +5,10 @@ a worker thread, since it runs tests for minutes."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
+from anyio import CapacityLimiter, to_thread
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
@@ -19,6 +21,11 @@ from .errors import MalformedBody
 from .settings import ServiceSettings
 
 router = APIRouter(prefix="/v1", tags=["gate"])
+
+# Gate runs at once; more wait their turn. A run holds a worker thread for as long as the
+# operator's checks take, and every other route shares those threads (40): unbounded, one token
+# holder asking for many runs would stop the service answering anything else.
+GATE_RUNS_AT_ONCE = 4
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"description": why, "content": {"application/json": {"example": {"error": "..."}}}}
@@ -80,7 +87,7 @@ async def post_gate(request: Request) -> dict[str, Any]:
     settings: ServiceSettings = request.app.state.settings
     submitted_by = await _requester(request)
     asked = gate_service.gate_request(await _read(request, settings))
-    decision = await run_in_threadpool(
+    decide = partial(
         gate_service.decide,
         settings,
         request.app.state.ledger,
@@ -88,6 +95,7 @@ async def post_gate(request: Request) -> dict[str, Any]:
         submitted_by=submitted_by,
         now=datetime.now(UTC),
     )
+    decision = await to_thread.run_sync(decide, limiter=_gate_runs(request))
     result = decision.result
     return {
         "index": decision.entry.index,
@@ -111,8 +119,17 @@ async def post_gate_start(request: Request) -> dict[str, Any]:
     settings: ServiceSettings = request.app.state.settings
     await _requester(request)
     asked = gate_service.gate_request(await _read(request, settings), start=True)
-    root = await run_in_threadpool(gate_service.start, settings, asked)
+    start = partial(gate_service.start, settings, asked)
+    root = await to_thread.run_sync(start, limiter=_gate_runs(request))
     return {"repo": str(root)}
+
+
+def _gate_runs(request: Request) -> CapacityLimiter:
+    """The app's own limiter for gate runs, made on first use inside its event loop."""
+    limiter: CapacityLimiter | None = getattr(request.app.state, "gate_runs", None)
+    if limiter is None:
+        limiter = request.app.state.gate_runs = CapacityLimiter(GATE_RUNS_AT_ONCE)
+    return limiter
 
 
 async def _requester(request: Request) -> str:
