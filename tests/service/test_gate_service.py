@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from completion_claim.gate.run import GATE_VERIFIER_ID
+from completion_claim.observe.repository import run_git
 from completion_claim.service.gate_service import (
     BadGateRequest,
     GateNotConfigured,
@@ -85,6 +86,62 @@ def test_attack_19_a_link_out_of_the_root_is_refused(tmp_path: Path, observed: P
     (observed / "escape").symlink_to(outside)
     with pytest.raises(RepoRefused, match="not under the service's observe root"):
         resolve_repo(observed, str(observed / "escape"))
+
+
+def _git_file_out(spy: Path, private: Path) -> None:
+    spy.mkdir()
+    (spy / ".git").write_text(f"gitdir: {private / '.git'}\n", encoding="utf-8")
+
+
+def _git_link_out(spy: Path, private: Path) -> None:
+    spy.mkdir()
+    (spy / ".git").symlink_to(private / ".git")
+
+
+def _alternates_out(spy: Path, private: Path) -> None:
+    make_repo(spy, {"a.txt": "a"})
+    alternates = spy / ".git" / "objects" / "info" / "alternates"
+    alternates.write_text(f"{private / '.git' / 'objects'}\n", encoding="utf-8")
+
+
+def _quoted_alternates_out(spy: Path, private: Path) -> None:
+    make_repo(spy, {"a.txt": "a"})
+    alternates = spy / ".git" / "objects" / "info" / "alternates"
+    alternates.write_text(f'"{private / ".git" / "objects"}"\n', encoding="utf-8")
+
+
+def _object_linked_out(spy: Path, private: Path) -> None:
+    make_repo(spy, {"a.txt": "a"})
+    head = run_git(private, "rev-parse", "HEAD").decode().strip()
+    folder = spy / ".git" / "objects" / head[:2]
+    folder.mkdir(exist_ok=True)
+    (folder / head[2:]).symlink_to(private / ".git" / "objects" / head[:2] / head[2:])
+
+
+@pytest.mark.parametrize(
+    "plant",
+    [_git_file_out, _git_link_out, _alternates_out, _quoted_alternates_out, _object_linked_out],
+)
+def test_attack_25_git_data_out_of_the_root_is_refused(
+    tmp_path: Path, observed: Path, plant: Any
+) -> None:
+    """A folder under the root whose ``.git`` (a file naming a git dir, a link) or object
+    alternates lie outside it: the service read another repository with its own rights, and
+    its answer and the public ledger listed that repository's files (and confirmed guesses
+    at their contents)."""
+    private = make_repo(tmp_path / "private", {"SECRET-plan.txt": "the plan\n"})
+    spy = observed / "spy"
+    plant(spy, private)
+    with pytest.raises(RepoRefused, match="outside the observe root"):
+        resolve_repo(observed, str(spy))
+
+
+def test_a_linked_work_tree_of_a_repository_under_the_root_resolves(observed: Path) -> None:
+    repo = make_repo(observed / "repo", {"a.txt": "a"})
+    (repo / ".git" / "objects" / "info").mkdir(exist_ok=True)
+    linked = observed / "linked"
+    run_git(repo, "worktree", "add", "--quiet", "--detach", str(linked))
+    assert resolve_repo(observed, str(linked)) == Path(os.path.realpath(linked))
 
 
 def test_dot_dot_is_refused_even_when_it_lands_inside(observed: Path) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from ..errors import ClaimError
 from ..gate.config import GateConfig, load_config
 from ..gate.run import NO_OUTCOME, GateResult, run_gate, start_gate
-from ..observe.repository import git_toplevel
+from ..observe.repository import git_toplevel, run_git
 from .records import Entry, NewEntry, judged_part
 from .settings import ServiceSettings
 
@@ -67,6 +67,7 @@ class GateRequest:
 MAX_OUTCOME_CHARS = 64 * 1024
 MAX_ID_CHARS = 200
 MAX_PATH_CHARS = 4096
+MAX_ALTERNATES_BYTES = 64 * 1024
 
 
 def gate_request(document: Any, *, start: bool = False) -> GateRequest:
@@ -148,7 +149,74 @@ def resolve_repo(observe_root: Path, given: str) -> Path:
     # A folder under the root whose repository starts above it would judge files outside.
     if not root.is_relative_to(allowed):
         raise RepoRefused(f"repo: {shown!r} belongs to a repository outside the observe root")
+    for place in git_data(root, shown):
+        if any(not Path(os.path.realpath(p)).is_relative_to(allowed) for p in _links(place)):
+            raise RepoRefused(f"repo: {shown!r} keeps git data outside the observe root")
     return root
+
+
+def _links(place: str) -> Iterator[str]:
+    """``place`` and every link under it: a link inside the git dir (a pack, a loose object, a
+    refs folder) reads as far as one naming the git dir itself."""
+    yield place
+    for folder, subfolders, files in os.walk(place):
+        for name in (*subfolders, *files):
+            path = os.path.join(folder, name)
+            if os.path.islink(path):
+                yield path
+
+
+def git_data(root: Path, shown: str) -> list[str]:
+    """Where git reads the repository's history from: its git dir, the common dir a linked work
+    tree shares, and every object store their alternates name (followed, as git does). A
+    ``.git`` file or link, or an alternate, out of the observe root would have the service read
+    another repository with its own rights, and tell the requester its files."""
+    try:
+        lines = run_git(
+            root,
+            "rev-parse",
+            "--path-format=absolute",
+            "--absolute-git-dir",
+            "--git-common-dir",
+            failure=NotARepository,
+        )
+    except NotARepository as error:
+        raise NotARepository(f"repo: {shown!r}: {error}") from None
+    places = [os.fsdecode(line) for line in lines.splitlines() if line]
+    stores = [os.path.join(places[-1], "objects")] if places else []
+    seen: set[str] = set()
+    while stores:
+        store = stores.pop()
+        real = os.path.realpath(store)
+        if real in seen:
+            continue
+        seen.add(real)
+        places.append(store)
+        try:
+            stores += _alternates(real)
+        except RepoRefused as error:
+            raise RepoRefused(f"repo: {shown!r}: {error}") from None
+    return places
+
+
+def _alternates(store: str) -> list[str]:
+    """The object stores ``store/info/alternates`` names (relative ones from ``store``)."""
+    try:
+        with open(os.path.join(store, "info", "alternates"), "rb") as file:
+            text = file.read(MAX_ALTERNATES_BYTES)
+    except OSError:
+        return []  # none (or unreadable, and then git cannot use it either)
+    found = []
+    for line in text.splitlines():
+        name = os.fsdecode(line.strip())
+        if name.startswith('"'):
+            # Git reads a quoted line with C escapes; no honest clone writes one.
+            raise RepoRefused(
+                f"{store}: a quoted alternate (which could keep git data outside the observe root)"
+            )
+        if name and not name.startswith("#"):
+            found.append(os.path.join(store, name))
+    return found
 
 
 def operator_config(
