@@ -144,6 +144,20 @@ def test_a_linked_work_tree_of_a_repository_under_the_root_resolves(observed: Pa
     assert resolve_repo(observed, str(linked)) == Path(os.path.realpath(linked))
 
 
+def test_attack_26_a_work_tree_whose_real_path_is_not_utf8_is_one_line_not_a_500(
+    observed: Path,
+) -> None:
+    """The agent renames its work tree to a name that is not UTF-8 and leaves a link at the
+    path its hook names: the gate failed on the name with an exception the service answered
+    500. It is now a 422 naming the problem (and the requester's own path only)."""
+    repo = make_repo(observed / "repo", {"a.txt": "a"})
+    renamed = os.path.join(os.fsencode(observed), b"repo\xff")
+    os.rename(os.fsencode(repo), renamed)
+    os.symlink(renamed, os.fsencode(repo))
+    with pytest.raises(NotARepository, match="not UTF-8"):
+        resolve_repo(observed, str(repo))
+
+
 def test_dot_dot_is_refused_even_when_it_lands_inside(observed: Path) -> None:
     make_repo(observed / "repo", {"a.txt": "a"})
     (observed / "other").mkdir()

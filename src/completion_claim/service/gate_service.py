@@ -146,6 +146,10 @@ def resolve_repo(observe_root: Path, given: str) -> Path:
     if top is None:
         raise NotARepository(f"repo: {shown!r} is not in a git work tree")
     root = Path(os.path.realpath(top))
+    if not _utf8(str(root)):
+        # The gate names its runs and its claim after the work tree: a name it cannot write
+        # would fail the run half-way, as a 500.
+        raise NotARepository(f"repo: {shown!r}: the work tree's real path is not UTF-8 text")
     # A folder under the root whose repository starts above it would judge files outside.
     if not root.is_relative_to(allowed):
         raise RepoRefused(f"repo: {shown!r} belongs to a repository outside the observe root")
@@ -153,6 +157,14 @@ def resolve_repo(observe_root: Path, given: str) -> Path:
         if any(not Path(os.path.realpath(p)).is_relative_to(allowed) for p in _links(place)):
             raise RepoRefused(f"repo: {shown!r} keeps git data outside the observe root")
     return root
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _links(place: str) -> Iterator[str]:
