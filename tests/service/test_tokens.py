@@ -133,3 +133,20 @@ def test_the_store_follows_the_file(tmp_path: Path) -> None:
     for _ in range(2):  # a broken file stays an error until fixed, never an empty list
         with pytest.raises(TokenFileError, match=":1: not JSON"):
             store.authenticate(f"Bearer {later}")
+
+
+@pytest.mark.parametrize("mode", [0o620, 0o602, 0o666])
+def test_a_token_file_others_can_write_is_refused(tmp_path: Path, mode: int) -> None:
+    """Whoever can write the file can give themselves a token under any name."""
+    path = tmp_path / "tokens.jsonl"
+    token = add_token(path, "ci")
+    store = TokenStore(path)
+    path.chmod(mode)
+    with pytest.raises(
+        TokenFileError, match=f"writable by others than its owner \\(mode {mode:o}\\)"
+    ):
+        store.authenticate(f"Bearer {token}")
+    with pytest.raises(TokenFileError, match="writable by others"):
+        TokenStore(path)
+    path.chmod(0o600)
+    assert store.authenticate(f"Bearer {token}") == "ci"

@@ -17,6 +17,7 @@ import hmac
 import os
 import re
 import secrets
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,6 +131,12 @@ class TokenStore:
             info = os.stat(self.path)
         except OSError as exc:
             raise TokenFileError(f"token file {self.path}: {exc.strerror or exc}") from None
+        if info.st_mode & 0o022:
+            # Whoever can write the file can give themselves a token under any name.
+            raise TokenFileError(
+                f"token file {self.path}: writable by others than its owner "
+                f"(mode {stat.S_IMODE(info.st_mode):o}); chmod go-w it"
+            )
         stamp = (info.st_ino, info.st_size, info.st_mtime_ns)
         if stamp != self._seen:
             # Read before recording the stamp: a broken file is reported on every request
