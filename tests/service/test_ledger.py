@@ -298,6 +298,28 @@ def test_attack_23_a_long_task_id_does_not_keep_a_refuted_claim_out_of_the_log(
     assert ledger.audit().size == other.index + 1
 
 
+def test_a_page_is_cut_by_the_bytes_of_its_entries(ledger: Ledger) -> None:
+    """A page of 200 entries of 1 MiB each was 200 MiB, built in memory for any reader who
+    asked; a page now stops at a byte budget (at least one entry), and ``next`` goes on."""
+    appended = [ledger.append(fresh_entry(outcome="x" * 20_000)).index for _ in range(5)]
+    one = len(canonical_bytes(ledger.get(appended[0]).leaf_document()))  # type: ignore[union-attr]
+    seen: list[int] = []
+    sizes: list[int] = []
+    before = None
+    while True:
+        page = ledger.page(EntryFilter(), before=before, limit=50, max_bytes=2 * one + 1)
+        seen += [entry.index for entry in page.items]
+        sizes.append(len(page.items))
+        if page.next_before is None:
+            break
+        before = page.next_before
+    assert seen == appended[::-1]
+    assert sizes == [2, 2, 1]
+    alone = ledger.page(EntryFilter(), limit=50, max_bytes=1)
+    assert [entry.index for entry in alone.items] == [appended[-1]]
+    assert alone.next_before == appended[-1]
+
+
 # --- the audit ----------------------------------------------------------------------------
 
 

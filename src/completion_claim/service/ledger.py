@@ -75,6 +75,9 @@ _US = 1_000_000
 # A task id longer than this is indexed as its first _TASK_KEPT_CHARS and its SHA-256: at 4 bytes
 # a character, well inside PostgreSQL's 2,704-byte B-tree row.
 _TASK_COLUMN_CHARS = 256
+# The leaf bytes one page of entries holds at most: a page of 200 entries of 1 MiB each was
+# 200 MiB built in memory for any reader who asked.
+PAGE_BYTES = 8 * 1024 * 1024
 _TASK_KEPT_CHARS = 128
 
 
@@ -184,21 +187,40 @@ class Ledger:
             ).one_or_none()
         return None if row is None else _entry(row.entry_index, row.leaf_hash, row.leaf)
 
-    def page(self, flt: EntryFilter, *, before: int | None = None, limit: int = 50) -> Page:
-        """Newest first, at most ``limit`` entries below index ``before``."""
+    def page(
+        self,
+        flt: EntryFilter,
+        *,
+        before: int | None = None,
+        limit: int = 50,
+        max_bytes: int = PAGE_BYTES,
+    ) -> Page:
+        """Newest first, at most ``limit`` entries below index ``before``, and no more than
+        ``max_bytes`` of them (at least one entry, however large)."""
         if limit < 1:
             raise InvalidDocument("limit", "must be at least 1")
-        query = select(entries.c.entry_index, entries.c.leaf_hash, entries.c.leaf).where(
-            *_conditions(flt)
-        )
+        sized = select(entries.c.entry_index, func.length(entries.c.leaf)).where(*_conditions(flt))
         if before is not None:
-            query = query.where(entries.c.entry_index < before)
-        query = query.order_by(entries.c.entry_index.desc()).limit(limit + 1)
+            sized = sized.where(entries.c.entry_index < before)
+        sized = sized.order_by(entries.c.entry_index.desc()).limit(limit + 1)
         with self._storage("read"), self._reading() as conn:
-            rows = conn.execute(query).all()
-        items = tuple(_entry(r.entry_index, r.leaf_hash, r.leaf) for r in rows[:limit])
-        more = len(rows) > limit
-        return Page(items, items[-1].index if more else None)
+            # Sizes first, so the leaves read are only those the page holds.
+            found = conn.execute(sized).all()
+            chosen: list[int] = []
+            total = 0
+            for index, size in found[:limit]:
+                if chosen and total + size > max_bytes:
+                    break
+                chosen.append(index)
+                total += size
+            rows = conn.execute(
+                select(entries.c.entry_index, entries.c.leaf_hash, entries.c.leaf)
+                .where(entries.c.entry_index.in_(chosen))
+                .order_by(entries.c.entry_index.desc())
+            ).all()
+        items = tuple(_entry(r.entry_index, r.leaf_hash, r.leaf) for r in rows)
+        more = len(found) > len(chosen)
+        return Page(items, items[-1].index if more and items else None)
 
     def stats(self, flt: EntryFilter = _EVERYTHING) -> Stats:
         where = _conditions(flt)
