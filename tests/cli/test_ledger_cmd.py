@@ -123,17 +123,18 @@ def test_verify_audits_the_log_and_keeps_its_head_for_next_time(
 
 TAMPERINGS = [
     pytest.param(
-        "UPDATE entries SET submitted_by = 'agent-9', state = 'verified' WHERE entry_index = 1",
+        "UPDATE ledger_entries SET submitted_by = 'agent-9', state = 'verified'"
+        " WHERE entry_index = 1",
         "entry 1: its state column differs from its leaf document",
         id="a row edited",
     ),
     pytest.param(
-        "DELETE FROM entries WHERE entry_index = 3",
+        "DELETE FROM ledger_entries WHERE entry_index = 3",
         "entry 3 is missing: the entries jump from 2 to 4",
         id="a row deleted",
     ),
     pytest.param(
-        "DELETE FROM tree_heads WHERE size = 4",
+        "DELETE FROM ledger_heads WHERE size = 4",
         "the signed tree head at size 4 is missing",
         id="a head deleted",
     ),
@@ -154,7 +155,7 @@ def test_attack_16_verify_names_a_row_changed_behind_the_ledgers_back(
 def test_prove_refuses_an_entry_whose_bytes_were_edited(ledger_db: LedgerDb) -> None:
     filled(ledger_db.url, 4)
     ledger_db.execute(
-        "UPDATE entries SET leaf = ? WHERE entry_index = 2",
+        "UPDATE ledger_entries SET leaf = ? WHERE entry_index = 2",
         (
             json.dumps(
                 {

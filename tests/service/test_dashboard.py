@@ -426,10 +426,10 @@ def test_a_row_edited_in_the_database_is_shown_unproven(tmp_path: Path) -> None:
         ledger.append(decision(failing_test_run(), "agent-b", at(100 + n)))
     # Someone with the database file makes entry 1 read as a success, past the service.
     with sqlite3.connect(database) as conn:
-        (leaf,) = conn.execute("SELECT leaf FROM entries WHERE entry_index = 1").fetchone()
+        (leaf,) = conn.execute("SELECT leaf FROM ledger_entries WHERE entry_index = 1").fetchone()
         edited = bytes(leaf).replace(b'"refuted"', b'"verified"')
         assert edited != leaf
-        conn.execute("UPDATE entries SET leaf = ? WHERE entry_index = 1", (edited,))
+        conn.execute("UPDATE ledger_entries SET leaf = ? WHERE entry_index = 1", (edited,))
     try:
         with serving(
             create_app(ServiceSettings(ledger_url=url, key_path=key_path), ledger)
