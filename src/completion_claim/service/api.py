@@ -32,7 +32,6 @@ ANONYMOUS = "anonymous"  # ``submitted_by`` when the service has no token file
 MAX_INDEX = 2**63 - 1
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
-# The claim's own proposals: the service decides under the operator's policy alone.
 
 # --- response models (they are what /openapi.json documents) -----------------------------------
 
@@ -44,7 +43,9 @@ class ErrorOut(BaseModel):
 class EntryOut(BaseModel):
     index: int
     leaf_hash: str = Field(description="Hex RFC 6962 leaf hash; recompute it, never trust it.")
-    claim: dict[str, Any] = Field(description="The submitted claim without policy and verdict.")
+    claim: dict[str, Any] = Field(
+        description="The submitted claim without its own policy, verdict and verdict_attestation."
+    )
     policy: dict[str, Any] = Field(description="The operator's policy the verdict applied.")
     verdict: dict[str, Any]
     submitted_by: str

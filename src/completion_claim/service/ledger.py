@@ -130,6 +130,12 @@ class Ledger:
     def close(self) -> None:
         self._engine.dispose()
 
+    @property
+    def log_key(self) -> PublicKey | None:
+        """The key this process signs heads with, which every head must carry; None when the
+        ledger was opened read-only."""
+        return None if self._key is None else self._key.public
+
     # --- writing --------------------------------------------------------------------------
 
     def append(self, entry: NewEntry) -> Entry:
