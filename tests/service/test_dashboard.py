@@ -6,14 +6,13 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-import os
 import re
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -33,6 +32,7 @@ from completion_claim.timefmt import format_time
 from completion_claim.trust.canonical import canonical_bytes
 from completion_claim.trust.keys import SigningKey, write_private_key
 from tests.builders import at, claim_doc, evidence, mutation
+from tests.needs import unavailable
 from tests.service.conftest import LOG_KEY, fresh_entry
 
 from ._dashboard import HOSTILE, Parsed, assert_inert, decision, failing_test_run, serving
@@ -150,14 +150,6 @@ class Served:
     refuted: int
     script: int
     size: int
-
-
-def unavailable(what: str) -> NoReturn:
-    """Skip on a developer's machine, fail under CI=true where the browser is part of the
-    contract (as tests/observe does for its services)."""
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(what)
-    pytest.skip(what)
 
 
 @pytest.fixture(scope="module")
