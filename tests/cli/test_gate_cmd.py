@@ -22,6 +22,7 @@ from tests.fixtures.projects import (
     make_repo,
     write_files,
 )
+from tests.needs import service_unavailable
 
 CONFIG = """\
 [policy]
@@ -387,10 +388,7 @@ def test_gate_appends_to_a_postgresql_ledger(
     try:
         admin = psycopg.connect(server, autocommit=True, connect_timeout=3)
     except psycopg.Error as error:
-        reason = f"PostgreSQL is not reachable on 127.0.0.1: {error}"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
+        service_unavailable("PostgreSQL", error)
     schema = f"ledger_{uuid.uuid4().hex[:12]}"
     url = f"{server}?options=-csearch_path%3D{schema}"
     write_private_key(str(tmp_path / "ledger.key"), SigningKey.generate())

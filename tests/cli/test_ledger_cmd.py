@@ -5,14 +5,10 @@ HTTP service answering from a real ledger, honest or lying."""
 from __future__ import annotations
 
 import json
-import re
-import selectors
-import signal
 import socketserver
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -30,6 +26,7 @@ from completion_claim.service.tree_head import tree_head_from_json
 from completion_claim.timefmt import format_time
 from completion_claim.trust.keys import write_private_key
 from tests.builders import claim_doc, evidence, mutation
+from tests.fixtures.serve import served
 from tests.service.conftest import LOG_KEY, OTHER_KEY, T0, LedgerDb, fresh_entry
 
 CLAIM = Path(sys.executable).parent / "claim"
@@ -123,17 +120,18 @@ def test_verify_audits_the_log_and_keeps_its_head_for_next_time(
 
 TAMPERINGS = [
     pytest.param(
-        "UPDATE entries SET submitted_by = 'agent-9', state = 'verified' WHERE entry_index = 1",
+        "UPDATE ledger_entries SET submitted_by = 'agent-9', state = 'verified'"
+        " WHERE entry_index = 1",
         "entry 1: its state column differs from its leaf document",
         id="a row edited",
     ),
     pytest.param(
-        "DELETE FROM entries WHERE entry_index = 3",
+        "DELETE FROM ledger_entries WHERE entry_index = 3",
         "entry 3 is missing: the entries jump from 2 to 4",
         id="a row deleted",
     ),
     pytest.param(
-        "DELETE FROM tree_heads WHERE size = 4",
+        "DELETE FROM ledger_heads WHERE size = 4",
         "the signed tree head at size 4 is missing",
         id="a head deleted",
     ),
@@ -154,7 +152,7 @@ def test_attack_16_verify_names_a_row_changed_behind_the_ledgers_back(
 def test_prove_refuses_an_entry_whose_bytes_were_edited(ledger_db: LedgerDb) -> None:
     filled(ledger_db.url, 4)
     ledger_db.execute(
-        "UPDATE entries SET leaf = ? WHERE entry_index = 2",
+        "UPDATE ledger_entries SET leaf = ? WHERE entry_index = 2",
         (
             json.dumps(
                 {
@@ -425,9 +423,6 @@ def test_a_kept_head_pins_the_log_key_when_none_is_given(tmp_path: Path) -> None
 
 # --- the real service ---------------------------------------------------------------------
 
-READY = re.compile(r"claim serve: listening on (\S+) \(ledger (.+)\)\n\Z")
-START_DEADLINE_S = 30.0
-
 
 def recent_claim(task: str) -> dict[str, Any]:
     """A claim read back half a minute ago: verified under the service's built-in policy."""
@@ -439,33 +434,14 @@ def recent_claim(task: str) -> dict[str, Any]:
     )
 
 
-def ready_line(process: subprocess.Popen[str]) -> str:
-    assert process.stdout is not None
-    deadline = time.monotonic() + START_DEADLINE_S
-    with selectors.DefaultSelector() as selector:
-        selector.register(process.stdout, selectors.EVENT_READ)
-        while time.monotonic() < deadline:
-            if selector.select(timeout=deadline - time.monotonic()):
-                return process.stdout.readline()
-    pytest.fail(f"claim serve printed nothing within {START_DEADLINE_S} s")
-
-
 def test_claim_ledger_checks_a_running_claim_serve(tmp_path: Path) -> None:
     """Claims posted to a real ``claim serve``; its log proven and verified over HTTP, and its
     database audited directly while it runs."""
     key_file = tmp_path / "service.pem"
     write_private_key(str(key_file), LOG_KEY)
     database = f"sqlite:///{tmp_path / 'served.sqlite'}"
-    process = subprocess.Popen(
-        [str(CLAIM), "serve", "--ledger", database, "--key", str(key_file), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        match = READY.match(ready_line(process))
-        assert match is not None
-        url = match.group(1)
+    with served("--ledger", database, "--key", str(key_file), "--port", "0") as service:
+        url = service.url
         kept = tmp_path / "head.json"
         empty = claim("ledger", "verify", url, "--save-head", str(kept))
         assert empty.returncode == 0, empty.stderr
@@ -488,6 +464,3 @@ def test_claim_ledger_checks_a_running_claim_serve(tmp_path: Path) -> None:
         audited = claim("ledger", "verify", database, "--since", str(kept))
         assert audited.returncode == 0, audited.stderr
         assert "9 entries and 10 signed tree heads checked" in audited.stdout
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.communicate(timeout=15)

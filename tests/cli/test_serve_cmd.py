@@ -3,18 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import selectors
 import signal
 import socket
 import stat
 import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,11 +22,8 @@ from completion_claim.timefmt import format_time
 from completion_claim.trust.keys import SigningKey, write_private_key
 from tests.builders import claim_doc, evidence, mutation
 from tests.fixtures.gate_service import buggy_project, write_operator
+from tests.fixtures.serve import CLAIM, served
 
-CLAIM = Path(sys.executable).parent / "claim"
-READY = re.compile(r"claim serve: listening on (\S+) \(ledger (.+)\)\n\Z")
-START_DEADLINE = 30.0
-STOP_DEADLINE = 15.0
 JSON = {"Content-Type": "application/json"}
 
 
@@ -54,51 +45,6 @@ def key(tmp_path: Path) -> Path:
 
 def ledger_in(folder: Path) -> str:
     return f"sqlite:///{folder / 'ledger.sqlite'}"
-
-
-class Served:
-    def __init__(self, process: subprocess.Popen[str], url: str, ledger: str) -> None:
-        self.process = process
-        self.url = url
-        self.ledger = ledger
-        self.rest_of_stdout = ""
-
-    def stop(self, sig: signal.Signals = signal.SIGTERM) -> tuple[int, str]:
-        self.process.send_signal(sig)
-        self.rest_of_stdout, err = self.process.communicate(timeout=STOP_DEADLINE)
-        return self.process.returncode, err
-
-
-@contextmanager
-def served(*args: str, env: dict[str, str] | None = None) -> Iterator[Served]:
-    """``claim serve ARGS`` until it prints its ready line (bounded), stopped afterwards."""
-    process = subprocess.Popen(
-        [str(CLAIM), "serve", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **(env or {})},
-    )
-    try:
-        line = _first_line(process)
-        match = READY.match(line)
-        assert match is not None, (line, process.stderr.read() if process.stderr else "")
-        yield Served(process, match.group(1), match.group(2))
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate(timeout=STOP_DEADLINE)
-
-
-def _first_line(process: subprocess.Popen[str]) -> str:
-    assert process.stdout is not None
-    deadline = time.monotonic() + START_DEADLINE
-    with selectors.DefaultSelector() as selector:
-        selector.register(process.stdout, selectors.EVENT_READ)
-        while time.monotonic() < deadline:
-            if selector.select(timeout=deadline - time.monotonic()):
-                return process.stdout.readline()  # printed and flushed whole
-    pytest.fail(f"claim serve printed nothing within {START_DEADLINE} s")
 
 
 def test_serve_on_a_free_port_verifies_and_records(tmp_path: Path, key: Path) -> None:

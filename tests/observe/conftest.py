@@ -10,42 +10,29 @@ A service that cannot be reached skips its tests on a developer's machine and fa
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import sqlite3
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import pytest
 
 from completion_claim import load_claim, verify
 from completion_claim.cli import run
+from tests.needs import service_unavailable, unique
 
 POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"  # a superuser
 MARIADB_URL = "mysql://root@127.0.0.1:3306/test"  # ALL PRIVILEGES
 REDIS_URL = "redis://127.0.0.1:6379/0"
 CONNECT_TIMEOUT = 3
-
-
-def service_unavailable(service: str, error: BaseException) -> NoReturn:
-    """Skip when a service is down, except in CI, where a skipped service would hide a failure."""
-    reason = f"{service} is not reachable on 127.0.0.1: {type(error).__name__}: {error}"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:12]}"
 
 
 def closed_port() -> int:

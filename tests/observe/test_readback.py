@@ -28,6 +28,7 @@ from completion_claim.observe.values import (
     sha256_digest,
     to_json,
 )
+from tests.needs import service_unavailable, unique
 
 from .conftest import (
     MARIADB_URL,
@@ -40,8 +41,6 @@ from .conftest import (
     SqlTable,
     closed_port,
     last_evidence,
-    service_unavailable,
-    unique,
     verdict_of,
 )
 

@@ -10,14 +10,12 @@ the verdicts the service would reach.
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal
 
 import pytest
 
@@ -28,6 +26,7 @@ from completion_claim.service.ledger import Ledger
 from completion_claim.service.records import NewEntry, Via
 from completion_claim.trust.keys import SigningKey
 from tests.builders import claim_doc, evidence
+from tests.needs import service_unavailable, unique
 
 POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"  # a superuser, trust auth
 CONNECT_TIMEOUT = 3
@@ -36,18 +35,6 @@ OTHER_KEY = SigningKey.from_seed("ledger tests: someone else")
 T0 = datetime(2026, 8, 27, 18, 0, 0, tzinfo=UTC)
 
 Backend = Literal["sqlite", "postgresql"]
-
-
-def service_unavailable(service: str, error: BaseException) -> NoReturn:
-    """Skip when a service is down, except in CI, where a skipped service would hide a failure."""
-    reason = f"{service} is not reachable on 127.0.0.1: {type(error).__name__}: {error}"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:12]}"
 
 
 # --- ledger databases -----------------------------------------------------------------------

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import html
-import os
+import json
 import re
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -27,10 +27,12 @@ from completion_claim.service.charts import STATE_COLOURS
 from completion_claim.service.ledger import Ledger
 from completion_claim.service.records import Entry, Page, StateCounts, Stats
 from completion_claim.service.settings import ServiceSettings
+from completion_claim.service.tree_head import sign_tree_head
 from completion_claim.timefmt import format_time
 from completion_claim.trust.canonical import canonical_bytes
 from completion_claim.trust.keys import SigningKey, write_private_key
 from tests.builders import at, claim_doc, evidence, mutation
+from tests.needs import unavailable
 from tests.service.conftest import LOG_KEY, fresh_entry
 
 from ._dashboard import HOSTILE, Parsed, assert_inert, decision, failing_test_run, serving
@@ -148,14 +150,6 @@ class Served:
     refuted: int
     script: int
     size: int
-
-
-def unavailable(what: str) -> NoReturn:
-    """Skip on a developer's machine, fail under CI=true where the browser is part of the
-    contract (as tests/observe does for its services)."""
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(what)
-    pytest.skip(what)
 
 
 @pytest.fixture(scope="module")
@@ -426,10 +420,10 @@ def test_a_row_edited_in_the_database_is_shown_unproven(tmp_path: Path) -> None:
         ledger.append(decision(failing_test_run(), "agent-b", at(100 + n)))
     # Someone with the database file makes entry 1 read as a success, past the service.
     with sqlite3.connect(database) as conn:
-        (leaf,) = conn.execute("SELECT leaf FROM entries WHERE entry_index = 1").fetchone()
+        (leaf,) = conn.execute("SELECT leaf FROM ledger_entries WHERE entry_index = 1").fetchone()
         edited = bytes(leaf).replace(b'"refuted"', b'"verified"')
         assert edited != leaf
-        conn.execute("UPDATE entries SET leaf = ? WHERE entry_index = 1", (edited,))
+        conn.execute("UPDATE ledger_entries SET leaf = ? WHERE entry_index = 1", (edited,))
     try:
         with serving(
             create_app(ServiceSettings(ledger_url=url, key_path=key_path), ledger)
@@ -447,12 +441,21 @@ def test_a_row_edited_in_the_database_is_shown_unproven(tmp_path: Path) -> None:
 
 
 def test_a_tree_head_signed_by_another_key_is_shown_unproven(tmp_path: Path) -> None:
+    """Someone with the database but not the service's key re-signs the latest head."""
     url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
-    ledger = Ledger.open(url, SigningKey.generate())
-    ledger.append(fresh_entry())
-    service_key = SigningKey.generate()  # what the service's settings name: not the log's key
     key_path = tmp_path / "service.key"
-    write_private_key(str(key_path), service_key)
+    write_private_key(str(key_path), LOG_KEY)
+    ledger = Ledger.open(url, LOG_KEY)
+    ledger.append(fresh_entry())
+    genuine = ledger.tree_head()
+    intruder = SigningKey.generate()
+    forged = sign_tree_head(intruder, genuine.size, genuine.root_hash, genuine.timestamp)
+    with sqlite3.connect(tmp_path / "ledger.sqlite") as conn:
+        conn.execute(
+            "UPDATE ledger_heads SET envelope = ? WHERE size = ?",
+            (json.dumps(forged.to_json()), genuine.size),
+        )
+    conn.close()
     try:
         with serving(
             create_app(ServiceSettings(ledger_url=url, key_path=key_path), ledger)
@@ -462,7 +465,7 @@ def test_a_tree_head_signed_by_another_key_is_shown_unproven(tmp_path: Path) -> 
         ledger.close()
     assert status == "proof-failed"
     assert line.startswith("not proven: ")
-    assert service_key.public.text in line
+    assert intruder.public.text in line
 
 
 def test_the_pages_read_either_backend(ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import pytest
 
@@ -35,6 +35,7 @@ from tests.fixtures.gate_service import (
 )
 from tests.fixtures.projects import CALC, GIT_ENV, write_files
 from tests.gate.payloads import documented_stop
+from tests.needs import unavailable
 
 
 @pytest.fixture
@@ -177,13 +178,6 @@ def spare_ids(count: int) -> list[int]:
     """Ids no user or group on this machine has."""
     taken = {u.pw_uid for u in pwd.getpwall()} | {g.gr_gid for g in grp.getgrall()}
     return [i for i in range(61000, 65000) if i not in taken][:count]
-
-
-def unavailable(reason: str) -> NoReturn:
-    """Skip on a developer's machine; under CI=true (as root) the test must run."""
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(reason)
-    pytest.skip(reason)
 
 
 def as_root_in_ci() -> None:

@@ -58,6 +58,23 @@ def test_opening_again_changes_nothing(ledger_url: str) -> None:
         reader.close()
 
 
+def test_a_database_shared_with_an_application_keeps_both_apart(ledger_db: LedgerDb) -> None:
+    """An application with its own ``entries`` table and its own Alembic history at a revision
+    the ledger does not know: the ledger migrates beside them and touches neither."""
+    ledger_db.execute("CREATE TABLE entries (id INTEGER PRIMARY KEY, body TEXT)")
+    ledger_db.execute("INSERT INTO entries (id, body) VALUES (1, 'the application''s')")
+    ledger_db.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) PRIMARY KEY)")
+    ledger_db.execute("INSERT INTO alembic_version (version_num) VALUES ('app_0042')")
+    ledger = Ledger.open(ledger_db.url, LOG_KEY)
+    try:
+        ledger.append(fresh_entry())
+        assert ledger.audit(log_key=LOG_KEY.public).size == 1
+    finally:
+        ledger.close()
+    assert ledger_db.execute("SELECT id, body FROM entries") == [(1, "the application's")]
+    assert ledger_db.execute("SELECT version_num FROM alembic_version") == [("app_0042",)]
+
+
 def test_an_appended_entry_reads_back_with_the_hash_of_its_leaf(ledger: Ledger) -> None:
     new = fresh_entry("refuted", agent="ci-runner-7")
     entry = ledger.append(new)
@@ -341,46 +358,48 @@ def test_the_audit_passes_an_empty_log(ledger: Ledger) -> None:
 TAMPERINGS = [
     pytest.param(
         [
-            "UPDATE entries SET leaf = CAST(REPLACE(CAST(leaf AS TEXT), '4471', '4472') AS BLOB)"
+            "UPDATE ledger_entries"
+            " SET leaf = CAST(REPLACE(CAST(leaf AS TEXT), '4471', '4472') AS BLOB)"
             " WHERE entry_index = 2"
         ],
         "entry 2: its bytes do not hash to its leaf hash",
         id="leaf bytes edited",
     ),
     pytest.param(
-        ["UPDATE entries SET state = 'verified' WHERE entry_index = 4"],
+        ["UPDATE ledger_entries SET state = 'verified' WHERE entry_index = 4"],
         "entry 4: its state column differs from its leaf document",
         id="a derived column edited",
     ),
     pytest.param(
-        ["DELETE FROM entry_unmet WHERE entry_index = 5 AND code = 'no_evidence'"],
+        ["DELETE FROM ledger_unmet WHERE entry_index = 5 AND code = 'no_evidence'"],
         "entry 5: its unmet codes differ from its leaf document",
         id="an unmet code removed",
     ),
     pytest.param(
-        ["DELETE FROM entries WHERE entry_index = 3"],
+        ["DELETE FROM ledger_entries WHERE entry_index = 3"],
         "entry 3 is missing: the entries jump from 2 to 4",
         id="an entry deleted",
     ),
     pytest.param(
-        ["DELETE FROM entries WHERE entry_index = 6"],
+        ["DELETE FROM ledger_entries WHERE entry_index = 6"],
         "entries end at 6 but a signed head covers 7",
         id="the last entry deleted",
     ),
     pytest.param(
-        ["DELETE FROM tree_heads WHERE size = 5"],
+        ["DELETE FROM ledger_heads WHERE size = 5"],
         "the signed tree head at size 5 is missing",
         id="a head deleted",
     ),
     pytest.param(
-        ["DELETE FROM tree_heads WHERE size = 7"],
+        ["DELETE FROM ledger_heads WHERE size = 7"],
         "the signed tree head at size 7 is missing",
         id="the latest head deleted",
     ),
     pytest.param(
         [
             # Entries 0 and 6 are both verified and by agent-0: every column can follow.
-            f"UPDATE entries SET {column} = (SELECT {column} FROM entries WHERE entry_index = 6)"
+            f"UPDATE ledger_entries SET {column} ="
+            f" (SELECT {column} FROM ledger_entries WHERE entry_index = 6)"
             " WHERE entry_index = 0"
             for column in ("leaf", "leaf_hash", "recorded_us", "recorded_day")
         ],
@@ -389,20 +408,21 @@ TAMPERINGS = [
     ),
     pytest.param(
         [
-            "UPDATE nodes SET hash = (SELECT hash FROM nodes WHERE level = 0 AND position = 0)"
+            "UPDATE ledger_nodes"
+            " SET hash = (SELECT hash FROM ledger_nodes WHERE level = 0 AND position = 0)"
             " WHERE level = 1 AND position = 1"
         ],
         "the stored hash of subtree (level 1, position 1) differs from the entries",
         id="a subtree node edited",
     ),
     pytest.param(
-        ["DELETE FROM nodes WHERE level = 1 AND position = 2"],
+        ["DELETE FROM ledger_nodes WHERE level = 1 AND position = 2"],
         "the stored hash of subtree (level 1, position 2) is missing",
         id="a subtree node deleted",
     ),
     pytest.param(
         [
-            "INSERT INTO nodes (level, position, hash) SELECT 3, 0, hash FROM nodes"
+            "INSERT INTO ledger_nodes (level, position, hash) SELECT 3, 0, hash FROM ledger_nodes"
             " WHERE level = 0 AND position = 0"
         ],
         "a subtree hash (level 3, position 0) is stored beyond the 7 entries",
@@ -410,7 +430,7 @@ TAMPERINGS = [
     ),
     pytest.param(
         [
-            "UPDATE tree_heads SET envelope = (SELECT envelope FROM tree_heads WHERE size = 3)"
+            "UPDATE ledger_heads SET envelope = (SELECT envelope FROM ledger_heads WHERE size = 3)"
             " WHERE size = 4"
         ],
         "tree head at size 4: it is filed under the wrong size",
@@ -535,7 +555,7 @@ def check_every_append_landed_once(ledger: Ledger, ledger_db: LedgerDb) -> None:
     latest = ledger.tree_head()
     heads = [
         tree_head_from_json(json.loads(envelope))
-        for (envelope,) in ledger_db.execute("SELECT envelope FROM tree_heads ORDER BY size")
+        for (envelope,) in ledger_db.execute("SELECT envelope FROM ledger_heads ORDER BY size")
     ]
     assert [head.size for head in heads] == list(range(total + 1))
     for head in heads:

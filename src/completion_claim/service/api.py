@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
@@ -32,7 +32,6 @@ ANONYMOUS = "anonymous"  # ``submitted_by`` when the service has no token file
 MAX_INDEX = 2**63 - 1
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
-# The claim's own proposals: the service decides under the operator's policy alone.
 
 # --- response models (they are what /openapi.json documents) -----------------------------------
 
@@ -44,7 +43,9 @@ class ErrorOut(BaseModel):
 class EntryOut(BaseModel):
     index: int
     leaf_hash: str = Field(description="Hex RFC 6962 leaf hash; recompute it, never trust it.")
-    claim: dict[str, Any] = Field(description="The submitted claim without policy and verdict.")
+    claim: dict[str, Any] = Field(
+        description="The submitted claim without its own policy, verdict and verdict_attestation."
+    )
     policy: dict[str, Any] = Field(description="The operator's policy the verdict applied.")
     verdict: dict[str, Any]
     submitted_by: str
@@ -269,13 +270,14 @@ TimeParam = Annotated[
 
 
 def entry_filter(
-    state: str | None,
-    policy: str | None,
-    agent: str | None,
-    task: str | None,
-    since: str | None,
-    until: str | None,
+    state: StateParam = None,
+    policy: TextParam = None,
+    agent: TextParam = None,
+    task: TextParam = None,
+    since: TimeParam = None,
+    until: TimeParam = None,
 ) -> EntryFilter:
+    """The filters ``/v1/claims`` and ``/v1/stats`` share, as query parameters."""
     return EntryFilter(
         state=state,
         policy=policy,
@@ -284,6 +286,9 @@ def entry_filter(
         since=None if since is None else parse_time(since, "since"),
         until=None if until is None else parse_time(until, "until"),
     )
+
+
+Filters = Annotated[EntryFilter, Depends(entry_filter)]
 
 
 @router.get(
@@ -308,19 +313,13 @@ def get_claim(request: Request, index: Annotated[int, Path(ge=0, le=MAX_INDEX)])
 )
 def list_claims(
     request: Request,
-    state: StateParam = None,
-    policy: TextParam = None,
-    agent: TextParam = None,
-    task: TextParam = None,
-    since: TimeParam = None,
-    until: TimeParam = None,
+    flt: Filters,
     before: Annotated[
         int | None, Query(ge=0, le=MAX_INDEX, description="Only entries below this index.")
     ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
 ) -> dict[str, Any]:
     ledger: Ledger = request.app.state.ledger
-    flt = entry_filter(state, policy, agent, task, since, until)
     page = ledger.page(flt, before=before, limit=limit)
     following = None
     if page.next_before is not None:
@@ -334,17 +333,9 @@ def list_claims(
     responses=_errors(422),
     summary="The verdict mix by day, agent and policy; top unmet codes; false-success rate",
 )
-def get_stats(
-    request: Request,
-    state: StateParam = None,
-    policy: TextParam = None,
-    agent: TextParam = None,
-    task: TextParam = None,
-    since: TimeParam = None,
-    until: TimeParam = None,
-) -> dict[str, Any]:
+def get_stats(request: Request, flt: Filters) -> dict[str, Any]:
     ledger: Ledger = request.app.state.ledger
-    return stats_json(ledger.stats(entry_filter(state, policy, agent, task, since, until)))
+    return stats_json(ledger.stats(flt))
 
 
 def stats_json(stats: Stats) -> dict[str, Any]:

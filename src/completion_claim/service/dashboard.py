@@ -18,13 +18,11 @@ from fastapi.responses import HTMLResponse
 from ..errors import ClaimError, InvalidDocument
 from ..timefmt import parse_time
 from ..trust.canonical import canonical_bytes
-from ..trust.keys import load_signing_key
 from . import _pages
 from .errors import UNEXPECTED, BadParameter, NotFound, one_line, status_for
 from .ledger import Ledger
 from .merkle import leaf_hash, verify_inclusion
 from .records import STATES, Entry, EntryFilter
-from .settings import ServiceSettings
 from .tree_head import check_tree_head
 
 CONTENT_SECURITY_POLICY = (
@@ -96,7 +94,7 @@ def proof_status(request: Request, entry: Entry) -> _pages.ProofStatus:
     the audit path leads from it to the signed root."""
     try:
         head = _ledger(request).tree_head()
-        check_tree_head(head, load_signing_key(str(_settings(request).key_path)).public)
+        check_tree_head(head, _ledger(request).log_key)
         proof = _ledger(request).inclusion_proof(entry.index, head.size)
         verify_inclusion(proof, head.root_hash)
     except ClaimError as error:
@@ -146,11 +144,6 @@ def _index(text: str) -> int | None:
 def _ledger(request: Request) -> Ledger:
     ledger: Ledger = request.app.state.ledger
     return ledger
-
-
-def _settings(request: Request) -> ServiceSettings:
-    settings: ServiceSettings = request.app.state.settings
-    return settings
 
 
 def _html(page: str, status: int = 200) -> HTMLResponse:

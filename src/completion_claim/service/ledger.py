@@ -61,7 +61,7 @@ from .records import (
     Stats,
     TreeHead,
 )
-from .tables import entries, entry_unmet, nodes, tree_heads
+from .tables import VERSION_TABLE, entries, entry_unmet, nodes, tree_heads
 from .tree_head import TreeHeadError, check_tree_head, sign_tree_head, tree_head_from_json
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
@@ -137,6 +137,12 @@ class Ledger:
 
     def close(self) -> None:
         self._engine.dispose()
+
+    @property
+    def log_key(self) -> PublicKey | None:
+        """The key this process signs heads with, which every head must carry; None when the
+        ledger was opened read-only."""
+        return None if self._key is None else self._key.public
 
     # --- writing --------------------------------------------------------------------------
 
@@ -363,7 +369,8 @@ class Ledger:
         config.set_main_option("script_location", str(MIGRATIONS))
         newest = ScriptDirectory.from_config(config).get_current_head()
         with self._writing() as conn:
-            if MigrationContext.configure(conn).get_current_revision() == newest:
+            migrations = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
+            if migrations.get_current_revision() == newest:
                 return
             config.attributes["connection"] = conn
             command.upgrade(config, "head")

@@ -27,9 +27,12 @@ from sqlalchemy import (
 )
 
 metadata = MetaData()
+# Every name starts with ``ledger_``, Alembic's own table included, so the ledger can share a
+# database (or schema) with an application that has tables, and Alembic migrations, of its own.
+VERSION_TABLE = "ledger_alembic_version"
 
 entries = Table(
-    "entries",
+    "ledger_entries",
     metadata,
     Column("entry_index", BigInteger, primary_key=True, autoincrement=False),
     Column("leaf_hash", LargeBinary(32), nullable=False),
@@ -42,29 +45,29 @@ entries = Table(
     Column("submitted_by", Text, nullable=False),
     Column("via", String(8), nullable=False),
     Column("said_done", Boolean, nullable=False),
-    Index("entries_state", "state", "entry_index"),
-    Index("entries_policy", "policy_id", "entry_index"),
-    Index("entries_agent", "submitted_by", "entry_index"),
-    Index("entries_task", "task_id", "entry_index"),
-    Index("entries_recorded", "recorded_us"),
+    Index("ledger_entries_state", "state", "entry_index"),
+    Index("ledger_entries_policy", "policy_id", "entry_index"),
+    Index("ledger_entries_agent", "submitted_by", "entry_index"),
+    Index("ledger_entries_task", "task_id", "entry_index"),
+    Index("ledger_entries_recorded", "recorded_us"),
 )
 
 entry_unmet = Table(
-    "entry_unmet",
+    "ledger_unmet",
     metadata,
     Column(
         "entry_index",
         BigInteger,
-        ForeignKey("entries.entry_index"),
+        ForeignKey("ledger_entries.entry_index"),
         primary_key=True,
         autoincrement=False,
     ),
     Column("code", Text, primary_key=True),
-    Index("entry_unmet_code", "code"),
+    Index("ledger_unmet_code", "code"),
 )
 
 nodes = Table(
-    "nodes",
+    "ledger_nodes",
     metadata,
     Column("level", Integer, primary_key=True, autoincrement=False),
     Column("position", BigInteger, primary_key=True, autoincrement=False),
@@ -72,7 +75,7 @@ nodes = Table(
 )
 
 tree_heads = Table(
-    "tree_heads",
+    "ledger_heads",
     metadata,
     Column("size", BigInteger, primary_key=True, autoincrement=False),
     Column("root_hash", LargeBinary(32), nullable=False),

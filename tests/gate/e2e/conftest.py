@@ -7,11 +7,11 @@ it cannot be installed, the tests say why: they skip on a developer's machine an
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
+from tests.needs import unavailable
 from tests.observe.conftest import postgres, postgres_reader  # noqa: F401 (fixtures)
 
 from .claude_code import InstallFailed, ensure_installed
@@ -22,7 +22,4 @@ def claude() -> Path:
     try:
         return ensure_installed()
     except InstallFailed as failure:
-        reason = f"Claude Code is not available: {failure}"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
+        unavailable(f"Claude Code is not available: {failure}")

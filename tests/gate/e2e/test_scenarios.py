@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.observe.conftest import Reader, service_unavailable, unique
+from tests.needs import service_unavailable, unique
+from tests.observe.conftest import Reader
 
 from .claude_code import Session, run_session
 from .model_server import STOP_HOOK_FEEDBACK, Request, Script, ToolUse, Turn, serve

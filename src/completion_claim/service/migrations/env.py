@@ -7,9 +7,9 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from completion_claim.service.tables import metadata
+from completion_claim.service.tables import VERSION_TABLE, metadata
 
 connection: Connection = context.config.attributes["connection"]
-context.configure(connection=connection, target_metadata=metadata)
+context.configure(connection=connection, target_metadata=metadata, version_table=VERSION_TABLE)
 with context.begin_transaction():
     context.run_migrations()

@@ -19,7 +19,7 @@ def upgrade() -> None:
     # Written out rather than taken from tables.py: a migration is a fixed step, and tables.py
     # describes only the newest schema.
     op.create_table(
-        "entries",
+        "ledger_entries",
         sa.Column("entry_index", sa.BigInteger, primary_key=True, autoincrement=False),
         sa.Column("leaf_hash", sa.LargeBinary(32), nullable=False),
         sa.Column("leaf", sa.LargeBinary, nullable=False),
@@ -33,33 +33,33 @@ def upgrade() -> None:
         sa.Column("said_done", sa.Boolean, nullable=False),
     )
     for name, column in (
-        ("entries_state", "state"),
-        ("entries_policy", "policy_id"),
-        ("entries_agent", "submitted_by"),
-        ("entries_task", "task_id"),
+        ("ledger_entries_state", "state"),
+        ("ledger_entries_policy", "policy_id"),
+        ("ledger_entries_agent", "submitted_by"),
+        ("ledger_entries_task", "task_id"),
     ):
-        op.create_index(name, "entries", [column, "entry_index"])
-    op.create_index("entries_recorded", "entries", ["recorded_us"])
+        op.create_index(name, "ledger_entries", [column, "entry_index"])
+    op.create_index("ledger_entries_recorded", "ledger_entries", ["recorded_us"])
     op.create_table(
-        "entry_unmet",
+        "ledger_unmet",
         sa.Column(
             "entry_index",
             sa.BigInteger,
-            sa.ForeignKey("entries.entry_index"),
+            sa.ForeignKey("ledger_entries.entry_index"),
             primary_key=True,
             autoincrement=False,
         ),
         sa.Column("code", sa.Text, primary_key=True),
     )
-    op.create_index("entry_unmet_code", "entry_unmet", ["code"])
+    op.create_index("ledger_unmet_code", "ledger_unmet", ["code"])
     op.create_table(
-        "nodes",
+        "ledger_nodes",
         sa.Column("level", sa.Integer, primary_key=True, autoincrement=False),
         sa.Column("position", sa.BigInteger, primary_key=True, autoincrement=False),
         sa.Column("hash", sa.LargeBinary(32), nullable=False),
     )
     op.create_table(
-        "tree_heads",
+        "ledger_heads",
         sa.Column("size", sa.BigInteger, primary_key=True, autoincrement=False),
         sa.Column("root_hash", sa.LargeBinary(32), nullable=False),
         sa.Column("envelope", sa.Text, nullable=False),
@@ -67,5 +67,5 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    for table in ("tree_heads", "nodes", "entry_unmet", "entries"):
+    for table in ("ledger_heads", "ledger_nodes", "ledger_unmet", "ledger_entries"):
         op.drop_table(table)
