@@ -246,6 +246,25 @@ def test_reading_a_ledger_that_does_not_exist_creates_nothing(tmp_path: Path) ->
     assert not path.exists()
 
 
+def test_a_reader_changes_nothing_in_a_database_without_a_ledger(ledger_db: LedgerDb) -> None:
+    """An existing database (or schema) with no ledger: reading refuses, and creates no table."""
+    ledger_db.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY)")
+    with pytest.raises(LedgerError, match=r"holds no ledger, not \w+; a reader changes nothing"):
+        Ledger.open(ledger_db.url)
+    assert tables(ledger_db) == ["notes"]
+    Ledger.open(ledger_db.url, LOG_KEY).close()  # the key holder creates it
+    Ledger.open(ledger_db.url).close()
+    assert "ledger_entries" in tables(ledger_db)
+
+
+def tables(ledger_db: LedgerDb) -> list[str]:
+    if ledger_db.backend == "sqlite":
+        query = "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+    else:
+        query = "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1"
+    return [name for (name,) in ledger_db.execute(query)]
+
+
 def test_an_unreachable_postgresql_is_one_line_without_its_password() -> None:
     url = "postgresql://claim:hunter2@127.0.0.1:1/nothing"
     with pytest.raises(LedgerError) as raised:

@@ -99,6 +99,23 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _migrations() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    return config
+
+
+def _newest(config: Config) -> str | None:
+    return ScriptDirectory.from_config(config).get_current_head()
+
+
+def _revision(conn: Connection) -> str | None:
+    """The schema revision the database's ledger tables are at; None when it has none."""
+    return MigrationContext.configure(
+        conn, opts={"version_table": VERSION_TABLE}
+    ).get_current_revision()
+
+
 class Ledger:
     """One open ledger database; safe to share between threads (each call takes a connection)."""
 
@@ -121,14 +138,17 @@ class Ledger:
     def open(
         cls, url: str, key: SigningKey | None = None, *, clock: Callable[[], datetime] = _now
     ) -> Ledger:
-        """Open (creating when a key is given) the ledger at ``url`` and migrate it to the newest
-        schema. Without a key it is read-only: ``append`` refuses."""
+        """Open the ledger at ``url``. With a key: create it, or migrate it to the newest schema.
+        Without one it is read-only and writes nothing, not even a migration: a database that
+        holds no ledger, or one of another schema, is refused; ``append`` refuses."""
         engine, shown = _engine(url, create=key is not None)
         ledger = cls(engine, key, clock, shown, url_secrets(url))
         try:
             with ledger._storage("open"):
-                ledger._migrate()
-                if key is not None:
+                if key is None:
+                    ledger._require_newest_schema()
+                else:
+                    ledger._migrate()
                     ledger._start(key)
         except BaseException:
             engine.dispose()
@@ -365,15 +385,23 @@ class Ledger:
                 yield conn
 
     def _migrate(self) -> None:
-        config = Config()
-        config.set_main_option("script_location", str(MIGRATIONS))
-        newest = ScriptDirectory.from_config(config).get_current_head()
+        config = _migrations()
         with self._writing() as conn:
-            migrations = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
-            if migrations.get_current_revision() == newest:
+            if _revision(conn) == _newest(config):
                 return
             config.attributes["connection"] = conn
             command.upgrade(config, "head")
+
+    def _require_newest_schema(self) -> None:
+        newest = _newest(_migrations())
+        with self._reading() as conn:
+            current = _revision(conn)
+        if current != newest:
+            found = "holds no ledger" if current is None else f"has ledger schema {current}"
+            raise LedgerError(
+                f"ledger {self._shown} {found}, not {newest}; a reader changes nothing: "
+                "open it once with its key (claim serve) to create or upgrade it"
+            )
 
     def _start(self, key: SigningKey) -> None:
         """Sign the empty log's head, or check that the log's heads are this key's."""
