@@ -7,7 +7,7 @@ import json
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -297,6 +297,28 @@ def test_a_refused_token_lets_the_stop_through_and_records_nothing(
     body = answer(done)
     assert "decision" not in body
     assert "refused (401)" in body["systemMessage"]
+    assert service.ledger.tree_head().size == 0
+
+
+@pytest.mark.parametrize(
+    "sabotage",
+    [
+        pytest.param(lambda repo: (repo / ".git" / "HEAD").write_text("garbage\n"), id="bad-HEAD"),
+        pytest.param(lambda repo: (repo / ".git").rename(repo / "git-moved"), id="git-moved"),
+    ],
+)
+def test_attack_27_a_work_tree_the_service_cannot_judge_is_sent_back_not_let_through(
+    service: GateService, sabotage: Callable[[Path], object]
+) -> None:
+    """Broken work under a .git the service refuses to read: the stop is not let through
+    unjudged; it goes back to the agent like a local gate's capture_failed, within max_blocks."""
+    repo = buggy_project(service.observed / "repo")
+    write_files(repo, {"README.md": "done\n"})
+    sabotage(repo)
+    body = answer(stop_via(service, repo))
+    assert body["decision"] == "block"
+    assert "the gate service could not judge your work tree" in body["reason"]
+    assert "unverified; sent back (1 of 3)" in body["systemMessage"]
     assert service.ledger.tree_head().size == 0
 
 

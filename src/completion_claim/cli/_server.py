@@ -22,6 +22,18 @@ if TYPE_CHECKING:
 
 TOKEN_ENV = "CLAIM_TOKEN"  # noqa: S105 - the variable's name, not a token
 MAX_TOKEN_FILE_BYTES = 4096
+# The service's answers about the work tree itself (outside the observe root, not a repository,
+# git data that leads out of the root): the agent controls the work tree, so these are its to fix.
+WORK_TREE_STATUSES = (403, 422)
+
+
+class WorkTreeRefused(UsageError):
+    """The service would not run the gate on this work tree; ``reason`` is its one line."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"the gate service refused to judge this work tree: {reason}")
+
 
 SERVER_OPTION = click.option(
     "--server",
@@ -74,10 +86,15 @@ def ask_gate(
     task_id: str | None,
 ) -> GateAnswer:
     """The service's decision on the work tree at ``repo``."""
-    from ..service.client import gate  # noqa: PLC0415
+    from ..service.client import ServiceRefused, gate  # noqa: PLC0415
 
     with gate_client(server, token_file) as client:
-        return gate(client, str(repo.absolute()), outcome, session, task_id)
+        try:
+            return gate(client, str(repo.absolute()), outcome, session, task_id)
+        except ServiceRefused as refused:
+            if refused.status in WORK_TREE_STATUSES:
+                raise WorkTreeRefused(refused.error) from None
+            raise
 
 
 def ask_start(server: str, token_file: Path | None, repo: Path, session: str | None) -> str:

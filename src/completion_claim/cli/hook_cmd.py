@@ -11,19 +11,27 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
 from ..errors import ClaimError, UsageError
 from ..gate import hooks
-from ..gate.config import GateConfig, default_runs_dir, find_config, load_config
+from ..gate.config import (
+    DEFAULT_MAX_BLOCKS,
+    GateConfig,
+    default_runs_dir,
+    find_config,
+    load_config,
+)
 from ..gate.install import SCOPES, TARGETS, Server, install, target, uninstall
 from ..gate.run import run_gate, start_gate
 from . import app
 from ._server import (
     SERVER_OPTION,
     TOKEN_FILE_OPTION,
+    WorkTreeRefused,
     ask_gate,
     ask_start,
     refuse_config_with_server,
@@ -130,10 +138,16 @@ def _stop_by_service(
 ) -> hooks.HookAnswer:
     """The service decides; this hook only counts its blocks in a row for the session (in the
     user's state folder: the operator's config, and so its runs folder, are the service's)."""
+    decided: hooks.GateOutcome
     try:
         refuse_config_with_server(config_path)
-        decided = ask_gate(server, token_file, request.repo, request.outcome, request.session,
-                           None)  # fmt: skip
+        answer = ask_gate(server, token_file, request.repo, request.outcome, request.session,
+                          None)  # fmt: skip
+        decided, max_blocks = answer, answer.max_blocks
+    except WorkTreeRefused as refused:
+        # The work tree is the agent's: one the service cannot judge is unverified, as a local
+        # gate's capture_failed is, and goes back to the agent (within the usual bound).
+        decided, max_blocks = _Unjudged(refused.reason, server), DEFAULT_MAX_BLOCKS
     except ClaimError as problem:
         # As when the gate cannot run here: an unreachable judge must not trap the agent.
         return hooks.input_problem(adapter, f"the gate service could not judge: {problem}")
@@ -142,8 +156,31 @@ def _stop_by_service(
         request,
         lambda _: decided,
         sessions_dir=default_runs_dir(os.environ) / "sessions",
-        max_blocks=decided.max_blocks,
+        max_blocks=max_blocks,
     )
+
+
+@dataclass(frozen=True)
+class _Unjudged:
+    """A stop the service refused to judge, in the shape ``hooks.judge_stop`` reads."""
+
+    reason: str
+    claim_path: str  # nothing was recorded: where the agent's stop was sent
+
+    @property
+    def state(self) -> str:
+        return "unverified"
+
+    @property
+    def verdict(self) -> _Unjudged:
+        return self
+
+    @property
+    def agent_reason(self) -> str:
+        return (
+            f"the gate service could not judge your work tree ({self.reason}); "
+            "leave it a git repository under the observed folder, with its .git in place"
+        )
 
 
 def _absolute(path: Path | None) -> Path | None:
