@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -133,6 +134,7 @@ class Ledger:
         self._shown = shown
         self._secrets = secrets
         self._postgres = engine.dialect.name == "postgresql"
+        self._write_lock = threading.Lock()
 
     @classmethod
     def open(
@@ -366,7 +368,10 @@ class Ledger:
 
     @contextmanager
     def _writing(self) -> Iterator[Connection]:
-        with self._engine.connect() as conn:
+        # Writers of this process queue here first: the database's lock then only arbitrates
+        # between processes, and SQLite's busy handler (which sleeps in growing steps) is not
+        # what orders the threads of one service.
+        with self._write_lock, self._engine.connect() as conn:
             conn.execution_options(**{_WRITE: True})
             with conn.begin():
                 if self._postgres:
