@@ -12,7 +12,6 @@ other column, node and head must agree with them.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import threading
@@ -43,7 +42,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from ..errors import InvalidDocument, UsageError
-from ..observe.values import redact_url, scrub, url_secrets
+from ..observe.values import redact_url, scrub, sha256_digest, url_secrets
 from ..timefmt import parse_time
 from ..trust.canonical import canonical_bytes
 from ..trust.keys import SigningKey
@@ -485,8 +484,8 @@ def task_column(task: str) -> str:
     a refuted claim out of the log), so a long id is kept as its start and its digest."""
     if len(task) <= _TASK_COLUMN_CHARS:
         return storable(task)
-    digest = hashlib.sha256(task.encode("utf-8", "surrogatepass")).hexdigest()
-    return f"{storable(task[:_TASK_KEPT_CHARS])}\u2026sha256:{digest}"
+    digest = sha256_digest(task.encode("utf-8", "surrogatepass"))
+    return f"{storable(task[:_TASK_KEPT_CHARS])}\u2026{digest}"
 
 
 def _microseconds(moment: datetime) -> int:
