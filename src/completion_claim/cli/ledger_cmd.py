@@ -22,7 +22,7 @@ from .._json import dumps, loads
 from ..errors import UsageError
 from ..service import merkle
 from ..service.ledger_errors import LedgerError, LedgerTampered, NotInLedger
-from ..service.records import ConsistencyProof, InclusionProof, TreeHead
+from ..service.records import LEAF_MEMBERS, ConsistencyProof, InclusionProof, TreeHead
 from ..timefmt import format_time
 from ..trust.pubkey import PublicKey, parse_public_key
 from . import EXIT_VERIFIED, app
@@ -265,8 +265,6 @@ def _verify_db(url: str, since: TreeHead | None, key: PublicKey | None) -> _Chec
 
 # --- a service ----------------------------------------------------------------------------
 
-_LEAF_MEMBERS = ("claim", "policy", "verdict", "submitted_by", "via", "recorded_at")
-
 
 def _prove_in_service(url: str, index: int, key: PublicKey | None) -> _Proven:
     from ..trust.canonical import canonical_bytes  # noqa: PLC0415
@@ -274,7 +272,7 @@ def _prove_in_service(url: str, index: int, key: PublicKey | None) -> _Proven:
     with _service(url) as ask:
         entry = ask(f"v1/claims/{index}", None)
         answer = ask(f"v1/proof/{index}", None)
-    if not isinstance(entry, dict) or not all(name in entry for name in _LEAF_MEMBERS):
+    if not isinstance(entry, dict) or not all(name in entry for name in LEAF_MEMBERS):
         raise _unreadable(url, f"GET /v1/claims/{index} did not answer an entry")
     if not isinstance(answer, dict) or set(answer) != {"proof", "tree_head"}:
         raise _unreadable(url, f"GET /v1/proof/{index} did not answer a proof and a tree head")
@@ -287,7 +285,7 @@ def _prove_in_service(url: str, index: int, key: PublicKey | None) -> _Proven:
             f"for entry {index} under its tree head of size {head.size}"
         )
     # The leaf hash is recomputed from the document the service shows, never taken from it.
-    document = {name: entry[name] for name in _LEAF_MEMBERS}
+    document = {name: entry[name] for name in LEAF_MEMBERS}
     _check_inclusion(proof, head, canonical_bytes(document))
     return _Proven(proof, head)
 

@@ -50,6 +50,7 @@ from ..trust.pubkey import PublicKey, parse_public_key
 from . import merkle
 from .ledger_errors import LedgerError, LedgerTampered, NotInLedger
 from .records import (
+    LEAF_MEMBERS,
     STATES,
     ConsistencyProof,
     Entry,
@@ -511,15 +512,12 @@ def _entry(index: int, leaf_hash: bytes, leaf: bytes) -> Entry:
     )
 
 
-_LEAF_MEMBERS = frozenset(("claim", "policy", "verdict", "submitted_by", "via", "recorded_at"))
-
-
 def _leaf_document(index: int, leaf: bytes) -> dict[str, Any]:
     try:
         document = json.loads(bytes(leaf))
     except ValueError:
         raise LedgerTampered(f"entry {index}: its bytes are not JSON") from None
-    if not isinstance(document, dict) or set(document) != _LEAF_MEMBERS:
+    if not isinstance(document, dict) or set(document) != LEAF_MEMBERS:
         raise LedgerTampered(f"entry {index}: its bytes are not a leaf document")
     return document
 

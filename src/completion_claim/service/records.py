@@ -18,6 +18,8 @@ Via = Literal["api", "gate"]
 IGNORED_MEMBERS = ("policy", "verdict", "verdict_attestation")
 """What a submitted claim may say about its own judgement; the service decides that itself."""
 STATES = ("verified", "unverified", "refuted")
+LEAF_MEMBERS = frozenset(("claim", "policy", "verdict", "submitted_by", "via", "recorded_at"))
+"""The members of every leaf document (``Entry.leaf_document``), and no others."""
 
 
 def judged_part(document: dict[str, Any]) -> dict[str, Any]:
