@@ -175,12 +175,7 @@ router = APIRouter(prefix="/v1")
 )
 async def post_claim(request: Request) -> dict[str, Any]:
     settings: ServiceSettings = request.app.state.settings
-    tokens: TokenStore | None = request.app.state.tokens
-    submitted_by = ANONYMOUS
-    if tokens is not None:
-        submitted_by = await run_in_threadpool(
-            tokens.authenticate, request.headers.get("authorization")
-        )
+    submitted_by = await requester(request)
     require_json(request.headers.get("content-type"))
     body = await read_capped(request, settings.max_body_bytes)
     entry = await run_in_threadpool(
@@ -200,6 +195,15 @@ async def post_claim(request: Request) -> dict[str, Any]:
         "entry_url": f"{base}/v1/claims/{entry.index}",
         "proof_url": f"{base}/v1/proof/{entry.index}",
     }
+
+
+async def requester(request: Request) -> str:
+    """The token's name (recorded as ``submitted_by``), when the service has tokens."""
+    tokens: TokenStore | None = request.app.state.tokens
+    if tokens is None:
+        return ANONYMOUS
+    name: str = await run_in_threadpool(tokens.authenticate, request.headers.get("authorization"))
+    return name
 
 
 def require_json(content_type: str | None) -> None:
@@ -233,14 +237,19 @@ async def read_capped(request: Request, max_bytes: int) -> bytes:
     return b"".join(chunks)
 
 
+def strict_json(body: bytes, max_bytes: int) -> Any:
+    """The body decoded as a claim file is (one JSON text, no duplicate member, no NaN)."""
+    try:
+        return loads(decode_bytes(body, max_bytes))
+    except InvalidDocument as error:
+        raise MalformedBody(str(error)) from None
+
+
 def decide_and_append(
     body: bytes, settings: ServiceSettings, ledger: Ledger, submitted_by: str, now: datetime
 ) -> Entry:
     """Decode strictly, parse, verify under the operator's policy, append: one entry or none."""
-    try:
-        document = loads(decode_bytes(body, settings.max_body_bytes))
-    except InvalidDocument as error:
-        raise MalformedBody(str(error)) from None
+    document = strict_json(body, settings.max_body_bytes)
     with cycle_collection_paused():
         claim = parse_claim(document)  # the whole document must be valid, policy included
     # ``verify`` given a policy never reads the claim's own, but the entry must not carry what

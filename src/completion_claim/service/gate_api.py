@@ -11,13 +11,9 @@ from typing import Any
 from anyio import CapacityLimiter, to_thread
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
-from starlette.concurrency import run_in_threadpool
 
-from .._json import decode_bytes, loads
-from ..errors import InvalidDocument
 from . import gate_service
-from .api import ANONYMOUS, read_capped, require_json
-from .errors import MalformedBody
+from .api import read_capped, requester, require_json, strict_json
 from .settings import ServiceSettings
 
 router = APIRouter(prefix="/v1", tags=["gate"])
@@ -85,7 +81,7 @@ def _body_schema(model: type[BaseModel]) -> dict[str, Any]:
 )
 async def post_gate(request: Request) -> dict[str, Any]:
     settings: ServiceSettings = request.app.state.settings
-    submitted_by = await _requester(request)
+    submitted_by = await requester(request)
     asked = gate_service.gate_request(await _read(request, settings))
     decide = partial(
         gate_service.decide,
@@ -117,7 +113,7 @@ async def post_gate(request: Request) -> dict[str, Any]:
 )
 async def post_gate_start(request: Request) -> dict[str, Any]:
     settings: ServiceSettings = request.app.state.settings
-    await _requester(request)
+    await requester(request)
     asked = gate_service.gate_request(await _read(request, settings), start=True)
     start = partial(gate_service.start, settings, asked)
     root = await to_thread.run_sync(start, limiter=_gate_runs(request))
@@ -132,19 +128,7 @@ def _gate_runs(request: Request) -> CapacityLimiter:
     return limiter
 
 
-async def _requester(request: Request) -> str:
-    """The token's name (recorded as ``submitted_by``), when the service has tokens."""
-    tokens = request.app.state.tokens
-    if tokens is None:
-        return ANONYMOUS
-    name: str = await run_in_threadpool(tokens.authenticate, request.headers.get("authorization"))
-    return name
-
-
 async def _read(request: Request, settings: ServiceSettings) -> Any:
     require_json(request.headers.get("content-type"))
     body = await read_capped(request, settings.max_body_bytes)
-    try:
-        return loads(decode_bytes(body, settings.max_body_bytes))
-    except InvalidDocument as error:
-        raise MalformedBody(str(error)) from None
+    return strict_json(body, settings.max_body_bytes)
