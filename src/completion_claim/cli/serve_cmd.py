@@ -15,7 +15,7 @@ import socket
 import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
@@ -25,9 +25,6 @@ from ..model import BUILTIN_POLICY
 from ..observe.values import redact_url
 from . import EXIT_VERIFIED, app
 from .verify_cmd import read_policy
-
-if TYPE_CHECKING:
-    from ..trust.keys import SigningKey
 
 DATA_DIR_NAME = "completion-claim"
 DEFAULT_LEDGER_NAME = "ledger.sqlite"
@@ -174,7 +171,9 @@ def serve_command(
         raise UsageError(
             "--ledger needs --key FILE: every process serving one ledger signs with one key"
         )
-    key = _load_key(key_path)
+    from ..trust.keys import load_signing_key  # noqa: PLC0415
+
+    key = load_signing_key(str(key_path))
     policy = read_policy(policy_path, DEFAULT_MAX_BYTES)
     settings = ServiceSettings(
         ledger_url=ledger_url,
@@ -231,12 +230,6 @@ def default_ledger(environ: Mapping[str, str]) -> tuple[str, Path]:
         with contextlib.suppress(UsageError):  # another process made it first: use theirs
             write_private_key(str(key_path), SigningKey.generate())
     return f"sqlite:///{folder / DEFAULT_LEDGER_NAME}", key_path
-
-
-def _load_key(path: Path) -> SigningKey:
-    from ..trust.keys import load_signing_key  # noqa: PLC0415
-
-    return load_signing_key(str(path))
 
 
 @contextlib.contextmanager
