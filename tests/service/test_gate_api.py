@@ -7,7 +7,6 @@ import grp
 import json
 import os
 import pwd
-import select
 import shutil
 import stat
 import subprocess
@@ -34,6 +33,7 @@ from tests.fixtures.gate_service import (
     write_operator,
 )
 from tests.fixtures.projects import CALC, GIT_ENV, write_files
+from tests.fixtures.serve import ready_line
 from tests.gate.payloads import documented_stop
 from tests.needs import unavailable
 
@@ -195,15 +195,6 @@ def own(path: Path, user: User, mode: int) -> None:
     path.chmod(mode)
 
 
-def read_ready_line(process: subprocess.Popen[str], timeout_s: float) -> str:
-    """The service's "listening on" line, within a bounded time."""
-    assert process.stdout is not None
-    ready, _, _ = select.select([process.stdout], [], [], timeout_s)
-    if not ready:
-        raise AssertionError("claim serve printed nothing in time")
-    return process.stdout.readline()
-
-
 def shared_python(base: Path) -> Path:
     """A Python every user can run, with this environment's packages: this one, when every user
     can reach it; else the system interpreter of the same version in a virtual environment
@@ -276,7 +267,7 @@ def _run_own_user_case(base: Path, python: Path, service_user: User, requester: 
     with log.open("w") as log_file:
         process = subprocess.Popen(serve, stdout=subprocess.PIPE, stderr=log_file, text=True)
     try:
-        line = read_ready_line(process, SERVE_START_S)
+        line = ready_line(process, SERVE_START_S)
         assert "listening on" in line, line + log.read_text()
         assert stat.S_IMODE(key.stat().st_mode) == 0o600
         assert key.stat().st_uid == service_user.uid
