@@ -4,8 +4,6 @@ entries, and a real uvicorn serving an app on a loopback port."""
 from __future__ import annotations
 
 import socket
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -23,8 +21,7 @@ from completion_claim.service.ledger import Ledger
 from completion_claim.service.records import NewEntry
 from completion_claim.trust.keys import SigningKey
 from tests.builders import at, claim_doc, evidence
-
-START_DEADLINE_S = 20
+from tests.fixtures.serve import running
 
 HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>\"'&"
 # Every element the templates and charts write; anything else came from a claim string.
@@ -101,18 +98,8 @@ def serving(app: FastAPI) -> Iterator[str]:
         listener.bind(("127.0.0.1", 0))
         port = listener.getsockname()[1]
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + START_DEADLINE_S
-        while not server.started:
-            assert thread.is_alive(), "uvicorn stopped before it started"
-            assert time.monotonic() < deadline, "uvicorn did not start in time"
-            time.sleep(0.02)
-        try:
+        with running(server, [listener]):
             yield f"http://127.0.0.1:{port}"
-        finally:
-            server.should_exit = True
-            thread.join(START_DEADLINE_S)
 
 
 def assert_self_contained(page: str) -> None:
