@@ -20,6 +20,7 @@ from .._json import decode_bytes, loads
 from ..errors import ClaimError, InvalidDocument, UsageError
 from ..observe.values import redact_url
 from .gate_service import MAX_OUTCOME_CHARS
+from .records import STATES
 
 DEFAULT_TIMEOUT_S = 30.0
 # An answer larger than this is not one the service sends (its largest is a page of entries).
@@ -198,7 +199,7 @@ def gate(client: ServiceClient, repo: str, outcome: str, session: str | None,
         raise ServiceError(
             f"{client.shown}: the gate's answer is not what POST /v1/gate answers ({error})"
         ) from None
-    if parsed.verdict.state not in ("verified", "unverified", "refuted"):
+    if parsed.verdict.state not in STATES:
         raise ServiceError(f"{client.shown}: the gate answered an unknown state")
     return parsed
 

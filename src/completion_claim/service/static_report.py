@@ -20,7 +20,7 @@ from .._json import decode_bytes, loads
 from ..errors import ClaimError
 from . import _pages
 from .ledger import Ledger, LedgerError
-from .records import EntryFilter, StateCounts, Stats
+from .records import STATES, EntryFilter, StateCounts, Stats
 
 _HTTP_TIMEOUT_S = 30.0
 _MAX_STATS_BYTES = 4 * 1024 * 1024  # a day per row for years, and ten codes: far below this
@@ -125,12 +125,7 @@ def write_report(url: str, path: Path, written_at: datetime) -> None:
 
 
 def _counts(row: dict[str, Any], place: str) -> StateCounts:
-    return StateCounts(
-        **{
-            state: _count(row.get(state), f"{place}.{state}")
-            for state in ("verified", "unverified", "refuted")
-        }
-    )
+    return StateCounts(**{state: _count(row.get(state), f"{place}.{state}") for state in STATES})
 
 
 def _get(value: object, place: str, kind: type[T]) -> T:
