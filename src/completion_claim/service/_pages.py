@@ -63,7 +63,7 @@ def render_list(page: Page, form: Mapping[str, str], older_url: str | None) -> s
             "agent": entry.submitted_by,
             "policy": _text(entry.verdict.get("policy_id")),
             "recorded_at": format_time(entry.recorded_at),
-            "outcome": _cut(entry.outcome, _OUTCOME_CHARS),
+            "outcome": charts.cut(entry.outcome, _OUTCOME_CHARS),
         }
         for entry in page.items
     ]
@@ -224,11 +224,7 @@ def _text(value: object) -> str:
 
 
 def _json(value: object) -> str:
-    return _cut(json.dumps(value, ensure_ascii=False, sort_keys=True), _VALUE_CHARS)
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+    return charts.cut(json.dumps(value, ensure_ascii=False, sort_keys=True), _VALUE_CHARS)
 
 
 def _percent(part: int, whole: int) -> str:

@@ -116,7 +116,7 @@ def _horizontal_bars(title: str, rows: Sequence[tuple[str, float, str]], colour:
         length = max(share * span, 0.0)
         middle = y + _BAR_HEIGHT / 2 + 4
         parts += [
-            _text(_LABEL_WIDTH - 6, middle, _cut(label), anchor="end"),
+            _text(_LABEL_WIDTH - 6, middle, cut(label, _LABEL_CHARS), anchor="end"),
             Markup(
                 '<rect x="{}" y="{}" width="{:.1f}" height="{}" fill="{}">'
                 "<title>{}: {}</title></rect>"
@@ -156,5 +156,6 @@ def _legend(x: float, y: float) -> Markup:
     return Markup("").join(parts)
 
 
-def _cut(label: str) -> str:
-    return label if len(label) <= _LABEL_CHARS else label[: _LABEL_CHARS - 1] + "\u2026"
+def cut(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters, an ellipsis showing where it was cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
