@@ -21,6 +21,7 @@ from completion_claim.service.ledger import Ledger
 from completion_claim.service.settings import ServiceSettings
 from completion_claim.timefmt import format_time
 from completion_claim.trust.keys import SigningKey
+from tests.builders import claim_doc, evidence, mutation
 
 KEY = SigningKey.from_seed("tests/service/api")
 JSON = {"Content-Type": "application/json"}
@@ -60,27 +61,20 @@ def fresh_claim(
     """A claim whose observations are a minute old, so the built-in policy (300 s) decides it
     ``state``: verified (read back as expected), refuted (read back otherwise) or unverified
     (only the agent's own word)."""
-    evidence: Json = {
-        "check_type": "state_readback",
-        "target": "accounts/4471",
-        "expected": {"billing_zip": "94107"},
-        "observed_value": {"billing_zip": "94107" if state != "refuted" else "10001"},
-        "at": ago(30),
-        "covers": ["m1"],
-        "verifier": {
+    observed = evidence(
+        at=ago(30),
+        observed_value={"billing_zip": "94107" if state != "refuted" else "10001"},
+        verifier={
             "id": "ci/1",
             "kind": "independent" if state != "unverified" else "self_attested",
         },
-    }
-    return {
-        "spec_version": "0.1",
-        "task": {"id": task, "description": "Update the billing address"},
-        "claimed_outcome": outcome,
-        "mutations": [
-            {"id": "m1", "kind": "state_write", "target": "accounts/4471", "at": ago(60)}
-        ],
-        "evidence": [evidence],
-    }
+    )
+    return claim_doc(
+        [mutation(at=ago(60))],
+        [observed],
+        task={"id": task, "description": "Update the billing address"},
+        claimed_outcome=outcome,
+    )
 
 
 def with_member(doc: Json, **members: Json) -> Json:
