@@ -1,8 +1,8 @@
 """Write the conformance vectors to ``conformance/vectors/`` (``make vectors``).
 
 Every vector is a claim (or raw claim bytes), an optional operator policy, a decision time and the
-outcome DESIGN.md section 4 demands. The claims are built from small helpers; the expected
-outcomes are written here by hand from the design, never computed by running the verifier
+outcome docs/spec.md (sections 2 to 5) demands. The claims are built from small helpers; the
+expected outcomes are written here by hand from it, never computed by running the verifier
 (that would only prove the verifier agrees with itself).
 
 Numbering is the order of ``_vectors()``: append new vectors at the end so numbers stay stable.

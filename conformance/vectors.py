@@ -79,7 +79,7 @@ _EXPECT_MEMBERS = frozenset({"state", "unmet", "error_path", "findings", "policy
 
 @dataclass(frozen=True, slots=True)
 class Vector:
-    """One conformance vector: inputs and the outcome DESIGN.md section 4 demands."""
+    """One conformance vector: inputs and the outcome docs/spec.md (sections 2 to 5) demands."""
 
     name: str
     """The file name, e.g. ``001-format-note-example.json``."""

@@ -33,3 +33,13 @@ def test_cycle_collection_stays_paused_when_the_caller_paused_it() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_syntax_error_names_its_place_once() -> None:
+    """The decoder's own message may end in "at"; the place follows in parentheses, so the
+    line never reads "starting at at line"."""
+    with pytest.raises(InvalidDocument) as raised:
+        loads('{\n  "task": "unterminated')
+    problem = raised.value.problem
+    assert problem == "not JSON: Unterminated string starting at (line 2, column 11)"
+    assert " at at " not in problem

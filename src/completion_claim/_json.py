@@ -62,8 +62,10 @@ def loads(text: str) -> JsonValue:
     try:
         value = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
+        # The decoder's messages may end in "at" ("Unterminated string starting at"): the place
+        # goes in parentheses, never after a second "at".
         raise InvalidDocument(
-            "", f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            "", f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
         ) from None
     except RecursionError:
         raise InvalidDocument("", "not JSON: nesting is too deep") from None

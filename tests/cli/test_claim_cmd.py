@@ -86,6 +86,21 @@ def test_mutate_rejects_a_duplicate_id_and_keeps_the_file(
     assert path.read_bytes() == before
 
 
+@pytest.mark.parametrize("option", ["--kind", "--target"])
+def test_mutate_with_an_empty_option_is_a_usage_error_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str
+) -> None:
+    """The option's value is wrong, not the claim file: exit 4, and the file is as it was."""
+    path = tmp_path / "c.json"
+    run(["new", str(path), "--task-id", "t", "--outcome", "o"])
+    capsys.readouterr()
+    before = path.read_bytes()
+    given = {"--kind": "file_write", "--target": "calc.py", option: ""}
+    assert run(["mutate", str(path), *(x for pair in given.items() for x in pair)]) == 4
+    assert capsys.readouterr().err == f"claim: {option}: must not be empty\n"
+    assert path.read_bytes() == before
+
+
 def test_mutate_on_an_invalid_claim_exits_3_and_changes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "c.json"
     path.write_text('{"spec_version": "0.1"}')

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ..claimfile import RawClaim, create_claim, edit_claim, next_id
-from ..errors import UsageError
+from ..errors import InvalidDocument, UsageError
 from ..model import BUILTIN_POLICY, Claim
 from ..timefmt import format_time
 from . import EXIT_VERIFIED, app
@@ -45,6 +45,15 @@ def new_command(path: str, task_id: str, outcome: str, description: str | None) 
     return EXIT_VERIFIED
 
 
+_MUTATION_OPTIONS = {
+    "id": "--id",
+    "kind": "--kind",
+    "target": "--target",
+    "at": "--at",
+    "digest": "--digest",
+}
+
+
 @app.command("mutate")
 @click.argument("path")
 @click.option("--kind", required=True, help="file_write, state_write, deploy, ...")
@@ -72,8 +81,19 @@ def mutate_command(
         recorded.update(id=new_id, kind=kind, target=target, at=format_time(at))
         if digest is not None:
             recorded["digest"] = digest
+        new_at.append(len(raw["mutations"]))
         raw["mutations"].append(dict(recorded))
 
-    edit_claim(path, append)
+    new_at: list[int] = []
+    try:
+        edit_claim(path, append)
+    except InvalidDocument as error:
+        # What the options put in is the caller's mistake, not the claim file's: a usage error
+        # naming the option (nothing was written either way).
+        member = error.path.removeprefix(f"mutations[{new_at[0]}].") if new_at else ""
+        option = _MUTATION_OPTIONS.get(member)
+        if option is None:
+            raise
+        raise UsageError(f"{option}: {error.problem}") from None
     click.echo(f"recorded {recorded['id']}: {kind} {target}")
     return EXIT_VERIFIED

@@ -105,7 +105,7 @@ def parse_payload(data: bytes) -> dict[str, Any]:
     try:
         payload = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise HookInputError(f"input is not JSON: {exc.msg} at line {exc.lineno}") from None
+        raise HookInputError(f"input is not JSON: {exc.msg} (line {exc.lineno})") from None
     if not isinstance(payload, dict):
         raise HookInputError("input is not a JSON object")
     return payload
