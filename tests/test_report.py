@@ -27,3 +27,14 @@ def test_report_describes_new_codes_in_words() -> None:
     report = render_report(claim, verify(claim, at(20)))
     assert "the observer saw the protected test files or test settings changed" in report
     assert "mutation m1 is of a kind no check type may cover" in report
+
+
+def test_report_says_why_a_recorded_attempt_observed_nothing() -> None:
+    """An observer run with --record-failure keeps its error in details.error; the report shows
+    it beside the item, so "no observation" is never left unexplained."""
+    failed = evidence(id="e1", details={"error": "connect to 127.0.0.1:5432:\n Connection refused"})
+    del failed["observed_value"]
+    claim = build([mutation()], [failed])
+    report = render_report(claim, verify(claim, at(20)))
+    assert "e1  state_readback by ci/1 (independent), no observation" in report
+    assert "      could not observe: connect to 127.0.0.1:5432: Connection refused\n" in report

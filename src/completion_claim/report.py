@@ -105,6 +105,10 @@ def render_report(claim: Claim, verdict: Verdict, source: str = "") -> str:
                 f"({_kind(item.verifier.kind, verdict)}), {_observation(result)}"
             )
             lines += [f"      - {describe_finding(f)}" for f in result.reasons]
+            error = (item.details or {}).get("error")
+            if not item.observed and isinstance(error, str):
+                # A recorded failed attempt (``--record-failure``): why nothing was observed.
+                lines.append(f"      could not observe: {' '.join(error.split())[:300]}")
             if result.mismatch:
                 lines.append(f"      differs at {result.mismatch}")
     if verdict.unmet:
