@@ -250,6 +250,71 @@ def typical_claim(rng: random.Random, index: int) -> Json:
     return claim
 
 
+def small_claim(rng: random.Random, index: int) -> Json:
+    """0-4 mutations of random kinds and 0-5 evidence items at random times, each carrying a
+    small observation: the JSON Lines corpus of ``claim verify --batch`` against the floor."""
+    start = DECIDED_AT - timedelta(seconds=rng.uniform(20, 900))
+    mutations: list[tuple[Json, datetime]] = []
+    moment = start
+    for i in range(rng.randint(0, 4)):
+        moment += timedelta(seconds=rng.uniform(0.2, 30))
+        kind = rng.choice(("file_write", "state_write", "deploy"))
+        mutation = _mutation(rng, f"m{i + 1}", kind, _target_for(rng, kind, i), moment)
+        mutation.pop("digest", None)
+        mutations.append((mutation, moment))
+    evidence = []
+    for j in range(rng.randint(0, 5)):
+        covered = rng.sample(range(len(mutations)), 1) if mutations and rng.random() < 0.8 else []
+        kind = mutations[covered[0]][0]["kind"] if covered else rng.choice(list(_CHECK_FOR_KIND))
+        check_type = _CHECK_FOR_KIND[kind]
+        expected, observed = _small_observation(rng, check_type)
+        item: Json = {
+            "check_type": check_type,
+            "target": mutations[covered[0]][0]["target"] if covered else "svc/api",
+            "at": stamp(rng, start + timedelta(seconds=rng.uniform(0, 1_000))),
+            "covers": [mutations[i][0]["id"] for i in covered],
+            "verifier": {
+                "id": rng.choice(("ci/0.3", "gate/1", "agent/claude")),
+                "kind": "self_attested" if rng.random() < 0.12 else "independent",
+            },
+            "expected": expected,
+        }
+        if rng.random() < 0.95:
+            item["observed_value"] = observed
+        if rng.random() < 0.7:
+            item["id"] = f"e{j + 1}"
+        evidence.append(item)
+    return {
+        "spec_version": "0.1",
+        "task": {"id": f"task-{index}", "description": " ".join(rng.sample(_WORDS, 4))},
+        "claimed_outcome": f"Done: {' '.join(rng.sample(_WORDS, 3))}.",
+        "mutations": [m for m, _ in mutations],
+        "evidence": evidence,
+    }
+
+
+def _small_observation(rng: random.Random, check_type: str) -> tuple[Json, Json]:
+    """(expected, observed_value) of a few members; one in twelve does not match."""
+    differs = rng.random() < 0.08
+    if check_type == "test_run":
+        passed = rng.randrange(1, 400)
+        failed = rng.randrange(1, 4) if differs else 0
+        return {"exit_code": 0, "failed": 0}, {
+            "exit_code": int(differs),
+            "passed": passed,
+            "failed": failed,
+        }
+    if check_type == "endpoint_health":
+        version = f"1.{rng.randrange(40)}.{rng.randrange(9)}"
+        shown = "1.0.0" if differs else version
+        return {"status": 200, "body": {"/version": version}}, {
+            "status": 200,
+            "body": {"/version": shown},
+        }
+    zip_code = f"{rng.randrange(10_000, 99_999)}"
+    return {"billing_zip": zip_code}, {"billing_zip": int(zip_code) if differs else zip_code}
+
+
 def large_claim(rng: random.Random, n: int) -> tuple[Json, datetime]:
     """n mutations then n evidence items (one per mutation, a few covering two).
 

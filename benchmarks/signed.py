@@ -26,9 +26,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from completion_claim import load_claim, parse_claim, parse_policy, verify
+from completion_claim.signature_bounds import MAX_SIGNATURES_PER_CLAIM, MAX_SIGNATURES_PER_ENVELOPE
 from completion_claim.timefmt import format_time
-from completion_claim.trust import dsse
-from completion_claim.trust.bounds import MAX_SIGNATURES_PER_CLAIM, MAX_SIGNATURES_PER_ENVELOPE
+from completion_claim.trust import check_signatures, dsse
 from completion_claim.trust.evidence import EVIDENCE_PAYLOAD_TYPE, sign_evidence
 from completion_claim.trust.keys import SigningKey
 
@@ -184,15 +184,26 @@ def claim_ratio(items: int, rounds: int) -> tuple[float, float, float, float]:
     signed_doc = signed_claim(items)
     unsigned_doc = unsigned(signed_doc)
     signed_claim_obj, unsigned_claim_obj = parse_claim(signed_doc), parse_claim(unsigned_doc)
-    assert verify(signed_claim_obj, DECIDED_AT, SIGNED_POLICY).state == "verified"
+    assert (
+        verify(signed_claim_obj, DECIDED_AT, SIGNED_POLICY, signatures=check_signatures).state
+        == "verified"
+    )
     assert verify(unsigned_claim_obj, DECIDED_AT, DECLARED_POLICY).state == "verified"
-    signed_s = best(lambda: verify(signed_claim_obj, DECIDED_AT, SIGNED_POLICY), rounds)
+    signed_s = best(
+        lambda: verify(signed_claim_obj, DECIDED_AT, SIGNED_POLICY, signatures=check_signatures),
+        rounds,
+    )
     unsigned_s = best(lambda: verify(unsigned_claim_obj, DECIDED_AT, DECLARED_POLICY), rounds)
     signed_bytes, unsigned_bytes = (
         json.dumps(signed_doc).encode(),
         json.dumps(unsigned_doc).encode(),
     )
-    signed_full = best(lambda: verify(load_claim(signed_bytes), DECIDED_AT, SIGNED_POLICY), rounds)
+    signed_full = best(
+        lambda: verify(
+            load_claim(signed_bytes), DECIDED_AT, SIGNED_POLICY, signatures=check_signatures
+        ),
+        rounds,
+    )
     unsigned_full = best(
         lambda: verify(load_claim(unsigned_bytes), DECIDED_AT, DECLARED_POLICY), rounds
     )
@@ -203,8 +214,13 @@ def worst_bounded_claim() -> float:
     """Seconds to load and verify the worst claim the bounds admit."""
     items = MAX_SIGNATURES_PER_CLAIM // MAX_SIGNATURES_PER_ENVELOPE
     data = json.dumps(forged_claim(items, MAX_SIGNATURES_PER_ENVELOPE)).encode()
-    assert verify(load_claim(data), DECIDED_AT, SIGNED_POLICY).state == "unverified"
-    return best(lambda: verify(load_claim(data), DECIDED_AT, SIGNED_POLICY), 1)
+    assert (
+        verify(load_claim(data), DECIDED_AT, SIGNED_POLICY, signatures=check_signatures).state
+        == "unverified"
+    )
+    return best(
+        lambda: verify(load_claim(data), DECIDED_AT, SIGNED_POLICY, signatures=check_signatures), 1
+    )
 
 
 def write_forged(folder: str, items: int, signatures: int) -> None:

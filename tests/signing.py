@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 from completion_claim import Claim, Policy, Verdict, parse_claim, parse_policy, verify
+from completion_claim.trust import check_signatures
 from completion_claim.trust.evidence import sign_evidence
 from completion_claim.trust.keys import SigningKey
 from completion_claim.verify import Finding
@@ -58,7 +59,7 @@ def genuine_doc(**item_over: Json) -> Json:
 
 def judge(doc: Json, policy: Policy | None = SIGNED_POLICY) -> Verdict:
     claim: Claim = parse_claim(doc)
-    return verify(claim, DECIDE, policy)
+    return verify(claim, DECIDE, policy, signatures=check_signatures)
 
 
 def findings(verdict: Verdict, ref: str = "e1") -> tuple[Finding, ...]:

@@ -8,13 +8,13 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from completion_claim.batch import verify_stream
+from completion_claim.batch import CHUNK_LINES, verify_stream
 
 from .builders import claim_doc, evidence, mutation
 from .test_files import CLAIM_SCRIPT, HANG_TIMEOUT_S, claim_script
@@ -62,15 +62,34 @@ def test_attack_10_batch_bad_line_does_not_stop_the_rest(tmp_path: Path, jobs: s
 
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_a_line_that_fails_is_an_error_object_with_the_cause(jobs: int) -> None:
-    """Through the library, in both of the stream's paths: a decision time without an offset
-    is refused by verify() itself, for every line, and no line is lost."""
+    """Through the library, in both of the stream's paths (two chunks and more go to worker
+    processes): a decision time without an offset is refused by verify() itself, for every
+    line, and no line is lost."""
     naive = datetime(2026, 8, 27, 18, 0, 20)  # no offset: verify() raises
-    out = [
-        json.loads(line) for line in verify_stream([GOOD, b"{}", GOOD], None, naive, 10_000, jobs)
-    ]
+    lines = [GOOD, b"{}", GOOD] * CHUNK_LINES
+    results = list(verify_stream(lines, None, naive, 10_000, jobs))
+    assert len(results) == len(lines)
+    out = [json.loads(line) for _, line in results]
     cause = "internal error: ValueError: the decision time must carry a UTC offset"
-    assert out[0] == out[2] == {"state": "error", "error": cause}
+    assert out[0] == {"line": 1, "state": "error", "error": cause}
+    assert out[-1] == {"line": len(lines), "state": "error", "error": cause}
     assert out[1]["state"] == "invalid"
+    assert [state for state, _ in results[:3]] == ["error", "invalid", "error"]
+
+
+def test_each_line_says_which_input_it_answers() -> None:
+    """``line`` (from 1) and the claim's ``task_id`` open each verdict; an invalid line has its
+    number, and a JSON error's place is a column of that line."""
+    at = datetime(2026, 8, 27, 18, 0, 20, tzinfo=UTC)
+    good = json.dumps(claim_doc(task={"id": "task-7"})).encode()
+    out = [json.loads(line) for _, line in verify_stream([good, b'{"a": x}'], None, at, 10_000)]
+    assert list(out[0])[:3] == ["line", "task_id", "state"]
+    assert (out[0]["line"], out[0]["task_id"], out[0]["state"]) == (1, "task-7", "verified")
+    assert out[1] == {
+        "line": 2,
+        "state": "invalid",
+        "error": "not JSON: Expecting value (column 7)",
+    }
 
 
 def _workers(parent: int) -> list[int]:

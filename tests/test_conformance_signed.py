@@ -13,6 +13,7 @@ from conformance.generate_signed import HERE, SIGNED_DIR, build
 from completion_claim import InvalidDocument, parse_claim, parse_policy, verify
 from completion_claim.cli import run
 from completion_claim.timefmt import parse_time
+from completion_claim.trust import check_signatures
 from completion_claim.trust.evidence import FINDING_CODES
 from completion_claim.verify import Verdict
 
@@ -113,7 +114,10 @@ def test_invalid_vectors_are_rejected(
 def test_library_obeys_the_vector(path: Path) -> None:
     vector = load(path)
     verdict = verify(
-        parse_claim(vector["claim"]), parse_time(vector["at"], "at"), parse_policy(vector["policy"])
+        parse_claim(vector["claim"]),
+        parse_time(vector["at"], "at"),
+        parse_policy(vector["policy"]),
+        signatures=check_signatures,
     )
     assert outcome(verdict) == vector["expect"]
 

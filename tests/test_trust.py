@@ -23,8 +23,9 @@ from securesystemslib.signer import CryptoSigner, SSlibKey  # type: ignore[attr-
 
 from completion_claim import InvalidDocument, load_claim, parse_claim, parse_policy, verify
 from completion_claim._schemagen import build_schema
+from completion_claim.public_key import parse_public_key
 from completion_claim.report import _FINDING_TEXT
-from completion_claim.trust import dsse
+from completion_claim.trust import check_signatures, dsse
 from completion_claim.trust.canonical import canonical_bytes, sha256_hex
 from completion_claim.trust.evidence import (
     EVIDENCE_PAYLOAD_TYPE,
@@ -33,7 +34,6 @@ from completion_claim.trust.evidence import (
     evidence_payload,
 )
 from completion_claim.trust.keys import SigningKey
-from completion_claim.trust.pubkey import parse_public_key
 from completion_claim.trust.verdicts import (
     CLAIM_PREDICATE_TYPE,
     INTOTO_PAYLOAD_TYPE,
@@ -347,8 +347,10 @@ def test_schema_agrees_with_the_parser_on_trust() -> None:
 
 def test_signed_mode_is_applied_by_verify_itself() -> None:
     claim = load_claim(json.dumps(genuine_doc()))
-    assert verify(claim, DECIDE, SIGNED_POLICY).independence == "proven"
-    assert verify(claim, DECIDE).independence == "declared"
+    assert (
+        verify(claim, DECIDE, SIGNED_POLICY, signatures=check_signatures).independence == "proven"
+    )
+    assert verify(claim, DECIDE, signatures=check_signatures).independence == "declared"
 
 
 def test_declared_mode_ignores_attestations() -> None:
@@ -363,13 +365,16 @@ def test_a_claims_own_signed_policy_is_applied_but_proves_nothing() -> None:
     # The agent could list its own key as an observer: signatures are still checked (an
     # unsigned item does not count), but the verdict does not call the result proof.
     own = {**genuine_doc(), "policy": policy_doc()}
-    verdict = verify(parse_claim(own), DECIDE)
+    verdict = verify(parse_claim(own), DECIDE, signatures=check_signatures)
     assert verdict.state == "verified"
     assert verdict.independence == "declared"
     unsigned = {**claim_doc([mutation(digest=DIGEST)], [evidence(id="e1")]), "policy": policy_doc()}
-    verdict = verify(parse_claim(unsigned), DECIDE)
+    verdict = verify(parse_claim(unsigned), DECIDE, signatures=check_signatures)
     assert [f.code for f in findings(verdict)] == ["no_attestation"]
-    assert verify(parse_claim(own), DECIDE, SIGNED_POLICY).independence == "proven"
+    assert (
+        verify(parse_claim(own), DECIDE, SIGNED_POLICY, signatures=check_signatures).independence
+        == "proven"
+    )
 
 
 def test_unsigned_verification_never_loads_cryptography() -> None:

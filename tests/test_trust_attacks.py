@@ -17,12 +17,12 @@ import pytest
 
 from completion_claim import InvalidDocument, parse_claim, parse_policy
 from completion_claim.cli import run
+from completion_claim.public_key import PublicKey
 from completion_claim.report import describe_finding, render_report
+from completion_claim.signature_bounds import MAX_SIGNATURES_PER_CLAIM, MAX_SIGNATURES_PER_ENVELOPE
 from completion_claim.trust import dsse
-from completion_claim.trust.bounds import MAX_SIGNATURES_PER_CLAIM, MAX_SIGNATURES_PER_ENVELOPE
 from completion_claim.trust.dsse import pae
 from completion_claim.trust.evidence import EVIDENCE_PAYLOAD_TYPE, FINDING_CODES
-from completion_claim.trust.pubkey import PublicKey
 from completion_claim.verify import Verdict
 
 from .builders import claim_doc, evidence, mutation, ts

@@ -18,7 +18,8 @@ from .model import (
     parse_claim,
     parse_policy,
 )
-from .verify import Coverage, EvidenceResult, Finding, Unmet, Verdict, verify
+from .trust import check_signatures
+from .verify import Coverage, EvidenceResult, Finding, NotCounted, Unmet, Verdict, verify
 
 __version__ = "0.1.0"
 
@@ -33,6 +34,7 @@ __all__ = [
     "Finding",
     "InvalidDocument",
     "Mutation",
+    "NotCounted",
     "ObservationFailed",
     "Policy",
     "Task",
@@ -41,6 +43,7 @@ __all__ = [
     "Verdict",
     "VerifierRef",
     "__version__",
+    "check_signatures",
     "load_claim",
     "load_policy",
     "parse_claim",

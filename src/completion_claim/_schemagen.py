@@ -1,7 +1,9 @@
-"""Generates the shipped JSON Schema from the model's field tables (``make schema``).
+"""Generates the shipped JSON Schema from the model's declarations (``make schema``).
 
-The verdict is output only, so it is described here rather than parsed; tests validate real
-verdicts against it.
+msgspec writes the schema of each Struct; this module adds what the declarations mean beyond
+msgspec's reading: value types described by pattern or range (times, keys, counts), and the
+project's convention that an optional member (default None) may be left out but not be null.
+The verdict is output only; its types are declared in ``verify`` and described here too.
 """
 
 from __future__ import annotations
@@ -9,122 +11,54 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from . import model
-from ._fields import REGISTRY
+import msgspec
+
 from ._json import dumps
+from .model import DOCUMENT_TYPES, Claim, PublicKey, Timestamp, WholeNumber
+from .public_key import SCHEMA_PATTERN
+from .verify import Coverage, EvidenceResult, Finding, NotCounted, Unmet, Verdict
 
 SCHEMA_ID = "https://completion-claim.dev/schema/0.1/claim.schema.json"
+VERDICT_TYPES = (Verdict, Unmet, Coverage, NotCounted, EvidenceResult, Finding)
+_BY_PATTERN: dict[type, dict[str, Any]] = {
+    Timestamp: Timestamp.SCHEMA,
+    WholeNumber: WholeNumber.SCHEMA,
+    PublicKey: {"type": "string", "pattern": SCHEMA_PATTERN},
+}
 
-_REFS = {"type": "array", "items": {"type": "string"}}
-_FINDING = {
-    "type": "object",
-    "properties": {
-        "code": {"type": "string"},
-        "mutation": {"type": "string"},
-        "detail": {"type": "string"},
-    },
-    "required": ["code"],
-    "additionalProperties": False,
-}
-_VERDICT: dict[str, Any] = {
-    "type": "object",
-    "description": "The verifier's decision, as `claim verify --json` prints it.",
-    "properties": {
-        "state": {"enum": ["verified", "unverified", "refuted"]},
-        "unmet": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "code": {
-                        "enum": [
-                            "contradicted",
-                            "no_evidence",
-                            "no_supporting_evidence",
-                            "mutation_uncovered",
-                            "mutation_kind_unmapped",
-                            "requirement_unmet",
-                        ]
-                    },
-                    "mutation": {"type": "string"},
-                    "check_type": {"type": "string"},
-                    "evidence": {"type": "string"},
-                },
-                "required": ["code"],
-                "additionalProperties": False,
-            },
-        },
-        "reason": {"type": "string"},
-        "decided_at": {"type": "string", "format": "date-time"},
-        "policy_id": {"type": "string"},
-        "independence": {"enum": ["declared", "proven"]},
-        "coverage": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "mutation": {"type": "string"},
-                    "covered_by": _REFS,
-                    "contradicted_by": _REFS,
-                    "not_counted": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "evidence": {"type": "string"},
-                                "reasons": {"type": "array", "items": _FINDING},
-                            },
-                            "required": ["evidence", "reasons"],
-                            "additionalProperties": False,
-                        },
-                    },
-                },
-                "required": ["mutation", "covered_by", "contradicted_by", "not_counted"],
-                "additionalProperties": False,
-            },
-        },
-        "evidence": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "evidence": {"type": "string"},
-                    "check_type": {"type": "string"},
-                    "counts": {"type": "boolean"},
-                    "observation": {"enum": ["matches", "differs", "absent"]},
-                    "reasons": {"type": "array", "items": _FINDING},
-                    "mismatch": {"type": "string"},
-                },
-                "required": ["evidence", "check_type", "counts", "observation", "reasons"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    "required": [
-        "state",
-        "unmet",
-        "reason",
-        "decided_at",
-        "policy_id",
-        "independence",
-        "coverage",
-        "evidence",
-    ],
-    "additionalProperties": False,
-}
+
+def _described(kind: type) -> dict[str, Any]:
+    return dict(_BY_PATTERN[kind])
 
 
 def build_schema() -> dict[str, Any]:
-    root = model.CLAIM.schema()
-    defs = {name: table.schema() for name, table in sorted(REGISTRY.items()) if name != "Claim"}
-    defs["Verdict"] = _VERDICT
+    types: tuple[type[msgspec.Struct], ...] = (*DOCUMENT_TYPES, *VERDICT_TYPES)
+    _, components = msgspec.json.schema_components(
+        types, schema_hook=_described, ref_template="#/$defs/{name}"
+    )
+    for kind in types:
+        _absent_not_null(components[kind.__name__], kind)
+    root = components.pop(Claim.__name__)
+    root.pop("title")
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SCHEMA_ID,
         "title": "Completion Claim",
         **root,
-        "$defs": defs,
+        "$defs": dict(sorted(components.items())),
     }
+
+
+def _absent_not_null(schema: dict[str, Any], kind: type[msgspec.Struct]) -> None:
+    """An optional member's schema is its value's: the member may be absent, never null."""
+    for field in msgspec.structs.fields(kind):
+        if field.default is not None:
+            continue
+        member = schema["properties"][field.encode_name]
+        branches = [b for b in member.pop("anyOf") if b != {"type": "null"}]
+        member.pop("default", None)
+        (value,) = branches
+        schema["properties"][field.encode_name] = {**value, **member}
 
 
 def render() -> str:

@@ -22,8 +22,13 @@ def satisfies(expected: Any, observed: Any) -> bool:
     return json_equal(expected, observed)
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def json_equal(left: Any, right: Any) -> bool:
     """Deep equality that respects JSON types (bool is not a number; int and float are)."""
+    if type(left) is type(right) and type(left) in _SCALARS:  # the common case, decided at once
+        return bool(left == right)
     left_type, right_type = _json_type(left), _json_type(right)
     if left_type != right_type:
         return False

@@ -7,10 +7,12 @@ Each rule is a small named function that returns why an evidence item does not c
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
-from typing import Any, Literal
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta, Struct
 
 from ._json import cycle_collection_paused
 from .checks import CHECK_TYPES, why_not_discriminating
@@ -27,56 +29,55 @@ from .model import (
     Evidence,
     Mutation,
     Policy,
+    Trust,
 )
-from .timefmt import format_time
 
 State = Literal["verified", "unverified", "refuted"]
 Observation = Literal["matches", "differs", "absent"]
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+_ENCODE = msgspec.json.Encoder().encode
+
+
+class _Result(Struct, frozen=True, gc=False, omit_defaults=True, forbid_unknown_fields=True):
+    """A part of the verdict: immutable, a tree, written as JSON without its unset members."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON value, as Python objects: exactly what ``encode`` writes, decoded."""
+        out: dict[str, Any] = msgspec.json.decode(_ENCODE(self))
+        return out
+
+
+class Finding(_Result, frozen=True):
     """One reason an evidence item does not count."""
 
     code: str
     mutation: str | None = None
     detail: str | None = None
 
-    def to_json(self) -> dict[str, str]:
-        return _without_none(code=self.code, mutation=self.mutation, detail=self.detail)
 
+class Unmet(_Result, frozen=True):
+    """One thing the claim still lacks; ``code`` is stable, the ids say where.
 
-@dataclass(frozen=True, slots=True)
-class Unmet:
-    """One thing the claim still lacks; ``code`` is stable, the ids say where."""
+    The verifier's codes: contradicted, no_evidence, no_supporting_evidence,
+    mutation_uncovered, mutation_kind_unmapped, requirement_unmet.
+    """
 
     code: str
     mutation: str | None = None
     check_type: str | None = None
     evidence: str | None = None
 
-    def to_json(self) -> dict[str, str]:
-        return _without_none(
-            code=self.code,
-            mutation=self.mutation,
-            check_type=self.check_type,
-            evidence=self.evidence,
-        )
 
-
-@dataclass(frozen=True, slots=True)
-class EvidenceResult:
-    """How one evidence item was judged."""
+class EvidenceResult(_Result, frozen=True):
+    """How one evidence item was judged: it ``counts`` when no rule found a reason against it."""
 
     evidence: str
     check_type: str
+    counts: bool
     observation: Observation
     reasons: tuple[Finding, ...]
     mismatch: str | None = None  # where the observation differs, when it does
-
-    @property
-    def counts(self) -> bool:
-        return not self.reasons
 
     @property
     def supports(self) -> bool:
@@ -86,19 +87,15 @@ class EvidenceResult:
     def contradicts(self) -> bool:
         return self.counts and self.observation == "differs"
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "evidence": self.evidence,
-            "check_type": self.check_type,
-            "counts": self.counts,
-            "observation": self.observation,
-            "reasons": [reason.to_json() for reason in self.reasons],
-            **({"mismatch": self.mismatch} if self.mismatch is not None else {}),
-        }
+
+class NotCounted(_Result, frozen=True):
+    """An evidence item naming a mutation that does not count for it, and why."""
+
+    evidence: str
+    reasons: tuple[Finding, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Coverage:
+class Coverage(_Result, frozen=True):
     """Which evidence covers one mutation, and why each other item naming it does not count for
     it: its own findings, and ``kind_not_covered`` when its check type may not cover the
     mutation's kind (such an item may still count, and cover other mutations)."""
@@ -106,46 +103,32 @@ class Coverage:
     mutation: str
     covered_by: tuple[str, ...]
     contradicted_by: tuple[str, ...]
-    not_counted: tuple[EvidenceResult, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "mutation": self.mutation,
-            "covered_by": list(self.covered_by),
-            "contradicted_by": list(self.contradicted_by),
-            "not_counted": [
-                {"evidence": r.evidence, "reasons": [f.to_json() for f in r.reasons]}
-                for r in self.not_counted
-            ],
-        }
+    not_counted: tuple[NotCounted, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
+class Verdict(_Result, frozen=True):
+    """The verifier's decision, as ``claim verify --json`` prints it."""
+
     state: State
     unmet: tuple[Unmet, ...]
     reason: str
-    decided_at: datetime
+    decided_at: Annotated[datetime, Meta(tz=True)]  # in UTC
     policy_id: str
     independence: Literal["declared", "proven"]
     coverage: tuple[Coverage, ...]
     evidence: tuple[EvidenceResult, ...]
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "state": self.state,
-            "unmet": [item.to_json() for item in self.unmet],
-            "reason": self.reason,
-            "decided_at": format_time(self.decided_at),
-            "policy_id": self.policy_id,
-            "independence": self.independence,
-            "coverage": [item.to_json() for item in self.coverage],
-            "evidence": [item.to_json() for item in self.evidence],
-        }
-
+    def encode(self) -> bytes:
+        """The verdict as compact UTF-8 JSON, straight from the objects (``to_json`` builds
+        the same value as Python objects)."""
+        return _ENCODE(self)
 
 Independence = Callable[[Evidence], Finding | None]
 """Decides rule 1 for one item: None when it is independent, else why not."""
+SignatureCheck = Callable[[Claim, Trust], Independence]
+"""Builds rule 1's judge in signed mode for one claim: checks each item's signature against the
+policy's trusted observers (``completion_claim.trust.check_signatures``). The verifier receives
+it, as it receives the clock, so that the core holds no cryptography."""
 
 
 def declared_independence(item: Evidence) -> Finding | None:
@@ -155,36 +138,45 @@ def declared_independence(item: Evidence) -> Finding | None:
     return None
 
 
+def signatures_not_checked(_item: Evidence) -> Finding | None:
+    """Rule 1 in signed mode when the caller gave no way to check signatures: nothing counts."""
+    return Finding("signatures_not_checked")
+
+
 class _Timeline:
-    """Mutation times indexed for the ordering rules, so large claims stay near-linear."""
+    """Mutation times indexed for the ordering rules, so large claims stay near-linear: each
+    series holds the times and the mutations of one target (or of every file write), in
+    chronological order, ties broken by id."""
 
     def __init__(self, mutations: Iterable[Mutation]) -> None:
-        self.by_id: dict[str, Mutation] = {}
-        by_target: dict[str, list[Mutation]] = {}
-        file_writes: list[Mutation] = []
-        for mutation in mutations:
-            self.by_id[mutation.id] = mutation
-            by_target.setdefault(mutation.target, []).append(mutation)
+        ordered = sorted(mutations, key=_chronological)
+        self.by_id = {mutation.id: mutation for mutation in ordered}
+        self.by_target: dict[str, tuple[list[datetime], list[Mutation]]] = {}
+        self.file_writes: tuple[list[datetime], list[Mutation]] = ([], [])
+        for mutation in ordered:
+            series = self.by_target.get(mutation.target)
+            if series is None:
+                series = self.by_target[mutation.target] = ([], [])
+            series[0].append(mutation.at)
+            series[1].append(mutation)
             if mutation.kind == FILE_WRITE:
-                file_writes.append(mutation)
-        self.by_target = {target: _chronological(ms) for target, ms in by_target.items()}
-        self.file_writes = _chronological(file_writes)
-        everything = _chronological(self.by_id.values())
-        self.last = everything[1][-1] if everything[1] else None
+                self.file_writes[0].append(mutation.at)
+                self.file_writes[1].append(mutation)
+        self.last = ordered[-1] if ordered else None
 
 
-def _chronological(mutations: Iterable[Mutation]) -> tuple[list[datetime], list[Mutation]]:
-    ordered = sorted(mutations, key=lambda m: (m.at, m.id))
-    return [m.at for m in ordered], ordered
+def _chronological(mutation: Mutation) -> tuple[datetime, str]:
+    return mutation.at, mutation.id
 
 
 def _first_not_covered(
-    series: tuple[list[datetime], list[Mutation]], since: datetime, covers: frozenset[str]
+    series: tuple[list[datetime], list[Mutation]], since: datetime, covers: Collection[str]
 ) -> Mutation | None:
     times, ordered = series
-    for mutation in ordered[bisect_left(times, since) :]:
-        if mutation.id not in covers:
-            return mutation
+    start = bisect_left(times, since)
+    for i in range(start, len(ordered)):
+        if ordered[i].id not in covers:
+            return ordered[i]
     return None
 
 
@@ -207,8 +199,10 @@ def rule_known_check_type(item: Evidence) -> Finding | None:
 
 def rule_after_mutations(item: Evidence, timeline: _Timeline) -> Finding | None:
     """Rule 2: strictly after the latest mutation it covers; task-level: after every mutation."""
-    if item.covers:
-        latest = max((timeline.by_id[m] for m in item.covers), key=lambda m: (m.at, m.id))
+    if len(item.covers) == 1:
+        latest = timeline.by_id[item.covers[0]]
+    elif item.covers:
+        latest = max((timeline.by_id[m] for m in item.covers), key=_chronological)
     elif timeline.last is not None:
         latest = timeline.last
     else:
@@ -221,8 +215,9 @@ def rule_after_mutations(item: Evidence, timeline: _Timeline) -> Finding | None:
 def rule_not_superseded(item: Evidence, timeline: _Timeline) -> Finding | None:
     """A later change to what it observed makes it stale in content; a test run counts only
     after the claim's final file modification."""
-    covers = frozenset(item.covers)
-    for target in sorted({timeline.by_id[m].target for m in covers}):
+    # A handful of ids is searched fastest as it is; many are worth a set.
+    covers: Collection[str] = item.covers if len(item.covers) < 8 else frozenset(item.covers)
+    for target in sorted({timeline.by_id[m].target for m in item.covers}):
         later = _first_not_covered(timeline.by_target[target], item.at, covers)
         if later is not None:
             return Finding("superseded", mutation=later.id, detail="a later change to the target")
@@ -277,18 +272,19 @@ def judge_evidence(
         rule_fresh(item, oldest_allowed),
         rule_test_config_unchanged(item, policy),
     ]
-    if item.observed and item.check_type in CHECK_TYPES:
+    observed = item.observed
+    if observed and item.check_type in CHECK_TYPES:
         reasons.append(rule_discriminating(item, policy))
     mismatch = None
-    if not item.observed:
+    if not observed:
         observation: Observation = "absent"
     elif item.expected is ABSENT or satisfies(item.expected, item.observed_value):
         observation = "matches"  # nothing expected is trivially met (and not discriminating)
     else:
         observation = "differs"
         mismatch = first_mismatch(item.expected, item.observed_value)
-    found = tuple(reason for reason in reasons if reason is not None)
-    return EvidenceResult(ref, item.check_type, observation, found, mismatch)
+    found = tuple([reason for reason in reasons if reason is not None])
+    return EvidenceResult(ref, item.check_type, not found, observation, found, mismatch)
 
 
 def _oldest_allowed(decided_at: datetime, policy: Policy) -> datetime | None:
@@ -301,21 +297,32 @@ def _oldest_allowed(decided_at: datetime, policy: Policy) -> datetime | None:
 # --- the verdict -------------------------------------------------------------------------------
 
 
-def verify(claim: Claim, at: datetime, policy: Policy | None = None) -> Verdict:
+def verify(
+    claim: Claim,
+    at: datetime,
+    policy: Policy | None = None,
+    *,
+    signatures: SignatureCheck | None = None,
+) -> Verdict:
     """Decide the claim at instant ``at`` under ``policy`` (else the claim's, else the built-in).
 
-    Rule 3 (coverage), rule 4 (absence is unverified) and rule 6 (only a qualifying
-    contradiction refutes) are applied here, over the per-item judgements.
+    In signed mode, ``signatures`` checks each item's signature (pass
+    ``completion_claim.trust.check_signatures``); without it no item is independent, so nothing
+    signed mode would demand proof for can be verified. Rule 3 (coverage), rule 4 (absence is
+    unverified) and rule 6 (only a qualifying contradiction refutes) are applied here, over the
+    per-item judgements.
     """
     if at.tzinfo is None:
         raise ValueError("the decision time must carry a UTC offset")
     with cycle_collection_paused():  # the judgements form an acyclic tree, like the document
-        return _decide(claim, at, policy)
+        return _decide(claim, at, policy, signatures)
 
 
-def _decide(claim: Claim, at: datetime, policy: Policy | None) -> Verdict:
+def _decide(
+    claim: Claim, at: datetime, policy: Policy | None, signatures: SignatureCheck | None
+) -> Verdict:
     chosen = policy or claim.policy or BUILTIN_POLICY
-    independence, independence_mode = _independence(claim, chosen, policy is not None)
+    independence, independence_mode = _independence(claim, chosen, policy is not None, signatures)
     timeline = _Timeline(claim.mutations)
     oldest_allowed = _oldest_allowed(at, chosen)
     results = [
@@ -326,7 +333,7 @@ def _decide(claim: Claim, at: datetime, policy: Policy | None) -> Verdict:
     ]
     by_ref = sorted(zip(results, claim.evidence, strict=True), key=lambda p: _ref_key(p[0]))
     naming = _naming(by_ref)
-    may_cover = chosen.coverage_map()
+    may_cover = chosen.coverage
     coverage = tuple(
         _coverage(timeline.by_id[mutation_id], naming.get(mutation_id, ()), may_cover)
         for mutation_id in sorted(timeline.by_id)
@@ -344,7 +351,7 @@ def _decide(claim: Claim, at: datetime, policy: Policy | None) -> Verdict:
         state=state,
         unmet=unmet,
         reason=_reason(state, unmet, [r for r, _ in by_ref], coverage, timeline),
-        decided_at=at,
+        decided_at=at.astimezone(UTC),
         policy_id=chosen.id,
         independence=independence_mode,
         coverage=coverage,
@@ -353,7 +360,7 @@ def _decide(claim: Claim, at: datetime, policy: Policy | None) -> Verdict:
 
 
 def _independence(
-    claim: Claim, chosen: Policy, from_operator: bool
+    claim: Claim, chosen: Policy, from_operator: bool, signatures: SignatureCheck | None
 ) -> tuple[Independence, Literal["declared", "proven"]]:
     """Rule 1's judge: kinds as written, or signatures checked against the policy's observers.
 
@@ -363,10 +370,9 @@ def _independence(
     """
     if chosen.trust is None or chosen.trust.mode != SIGNED:
         return declared_independence, "declared"
-    # Imported here so that unsigned verification never loads the crypto library.
-    from .trust.evidence import signed_independence  # noqa: PLC0415
-
-    return signed_independence(claim, chosen.trust), "proven" if from_operator else "declared"
+    if signatures is None:
+        return signatures_not_checked, "declared"
+    return signatures(claim, chosen.trust), "proven" if from_operator else "declared"
 
 
 def evidence_ref(item: Evidence, index: int) -> str:
@@ -399,7 +405,7 @@ def _naming(judged: list[tuple[EvidenceResult, Evidence]]) -> dict[str, list[Evi
 
 
 def _coverage(
-    mutation: Mutation, naming: Sequence[EvidenceResult], may_cover: dict[str, frozenset[str]]
+    mutation: Mutation, naming: Sequence[EvidenceResult], may_cover: Mapping[str, frozenset[str]]
 ) -> Coverage:
     """Kind decides coverage only: a contradiction refutes whatever it names, of any kind."""
     allowed = may_cover.get(mutation.kind, frozenset())
@@ -408,7 +414,7 @@ def _coverage(
         if result.check_type not in allowed and not result.contradicts:
             not_counted.append(_kind_not_covered(result, mutation, allowed))
         elif not result.counts:
-            not_counted.append(result)
+            not_counted.append(NotCounted(result.evidence, result.reasons))
     return Coverage(
         mutation=mutation.id,
         covered_by=tuple(r.evidence for r in naming if r.supports and r.check_type in allowed),
@@ -419,12 +425,12 @@ def _coverage(
 
 def _kind_not_covered(
     result: EvidenceResult, mutation: Mutation, allowed: frozenset[str]
-) -> EvidenceResult:
+) -> NotCounted:
     """The item as judged for this one mutation: its findings plus why its kind does not fit."""
     may = " or ".join(sorted(allowed)) if allowed else "no check type (the policy maps none)"
     detail = f"{result.check_type} may not cover a {mutation.kind[:40]!r} mutation, only {may}"
     finding = Finding("kind_not_covered", mutation=mutation.id, detail=detail)
-    return replace(result, reasons=(*result.reasons, finding))
+    return NotCounted(result.evidence, (*result.reasons, finding))
 
 
 def _unmet(
@@ -487,7 +493,15 @@ def _reason(
     uncovered = [u.mutation for u in unmet if u.code == "mutation_uncovered"]
     if uncovered and first.code != "no_supporting_evidence":
         text = f"{_list(uncovered, 'mutation')} not covered by qualifying evidence"
-        parts.append(text + _kind_mismatches(coverage, frozenset(uncovered), timeline))
+        parts.append(
+            text
+            + _kind_mismatches(
+                coverage,
+                frozenset(uncovered),
+                timeline,
+                {r.evidence: r.check_type for r in results},
+            )
+        )
     unmapped = [u.mutation for u in unmet if u.code == "mutation_kind_unmapped"]
     if unmapped:
         kinds = sorted({timeline.by_id[str(m)].kind for m in unmapped})
@@ -503,12 +517,15 @@ def _reason(
 
 
 def _kind_mismatches(
-    coverage: tuple[Coverage, ...], uncovered: frozenset[str | None], timeline: _Timeline
+    coverage: tuple[Coverage, ...],
+    uncovered: frozenset[str | None],
+    timeline: _Timeline,
+    check_types: dict[str, str],
 ) -> str:
     """Says which check types named an uncovered mutation but may not cover its kind."""
     pairs = sorted(
         {
-            (result.check_type, timeline.by_id[c.mutation].kind)
+            (check_types[result.evidence], timeline.by_id[c.mutation].kind)
             for c in coverage
             if c.mutation in uncovered
             for result in c.not_counted
@@ -530,10 +547,6 @@ def _list(ids: list[str | None], noun: str) -> str:
     if len(ids) > 5:
         shown += f" and {len(ids) - 5} more"
     return f"{noun}{'' if len(ids) == 1 else 's'} {shown} {'is' if len(ids) == 1 else 'are'}"
-
-
-def _without_none(**members: str | None) -> dict[str, str]:
-    return {key: value for key, value in members.items() if value is not None}
 
 
 def _verb(n: int) -> str:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,7 @@ from completion_claim.cli import run
 
 from ..builders import claim_doc, evidence, mutation
 from ..fixtures.projects import CALC, CALC_BUGGY, TEST_CALC, make_repo, write_files
-from ..test_files import claim_script
+from ..test_files import CLAIM_SCRIPT, HANG_TIMEOUT_S, claim_script
 
 DECIDE = "2026-08-27T18:00:20Z"
 
@@ -205,9 +207,97 @@ def test_batch_invalid_line_says_why(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert run(["verify", "--batch", str(path)]) == 0
     line = json.loads(capsys.readouterr().out)
     assert line == {
+        "line": 1,
         "state": "invalid",
         "error": "spec_version: unsupported spec_version '9' (this reads 0.x)",
     }
+
+
+@pytest.mark.parametrize(
+    ("fail_on", "code"),
+    [
+        ([], 0),  # every line was processed
+        (["--fail-on", "unverified"], 2),  # not all verified; the worst is a refuted line
+        (["--fail-on", "refuted"], 2),
+        (["--fail-on", "invalid"], 3),
+        (["--fail-on", "refuted", "--fail-on", "invalid"], 3),  # the worst named applies
+    ],
+)
+def test_batch_fail_on_sets_the_exit_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fail_on: list[str], code: int
+) -> None:
+    path = tmp_path / "claims.jsonl"
+    path.write_bytes(b"\n".join(batch_lines()) + b"\n")
+    assert run(["verify", "--batch", str(path), "--at", DECIDE, *fail_on]) == code
+    assert len(capsys.readouterr().out.splitlines()) == 5
+
+
+@pytest.mark.parametrize(
+    ("lines", "code"),
+    [
+        ([json.dumps(claim_doc(evidence_items=[])).encode()], 1),
+        ([json.dumps(claim_doc()).encode()], 0),
+    ],
+)
+def test_batch_fail_on_unverified_is_zero_only_when_all_verified(
+    tmp_path: Path, lines: list[bytes], code: int
+) -> None:
+    path = tmp_path / "claims.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    assert run(["verify", "--batch", str(path), "--at", DECIDE, "--fail-on", "unverified"]) == code
+
+
+def test_fail_on_goes_with_batch() -> None:
+    assert run(["verify", "x.json", "--fail-on", "refuted"]) == 4
+
+
+def test_batch_into_a_closed_pipe_stops_quietly(tmp_path: Path) -> None:
+    """``claim verify --batch big.jsonl | head -1``: the reader leaves; no traceback, no
+    "Broken pipe", and the exit code is the batch's, not the one for "unverified"."""
+    (tmp_path / "claims.jsonl").write_bytes((json.dumps(claim_doc()).encode() + b"\n") * 3000)
+    shell = f"{CLAIM_SCRIPT} verify --batch claims.jsonl --at {DECIDE} | head -1"
+    done = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", shell], cwd=tmp_path, capture_output=True, check=False
+    )
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert json.loads(done.stdout)["state"] == "verified"
+
+
+def test_batch_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
+    """A large file with stderr on a terminal draws a bar there; stdout stays the verdicts."""
+    line = json.dumps(claim_doc()).encode() + b"\n"
+    (tmp_path / "claims.jsonl").write_bytes(line * (5 * 1024 * 1024 // len(line)))
+    argv = [str(CLAIM_SCRIPT), "verify", "--batch", "claims.jsonl", "--at", DECIDE]
+    leader, follower = pty.openpty()
+    drawn: list[bytes] = []
+    # The terminal is drained while the batch runs: a full one would stop the bar, and the batch.
+    reader = threading.Thread(target=lambda: drawn.append(_read_all(leader)))
+    try:
+        with subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=follower) as batch:
+            os.close(follower)
+            reader.start()
+            out, _ = batch.communicate(timeout=HANG_TIMEOUT_S * 6)
+        reader.join(timeout=HANG_TIMEOUT_S)
+    finally:
+        os.close(leader)
+    assert batch.returncode == 0
+    assert b"verifying" in b"".join(drawn)
+    assert out.count(b"\n") == 5 * 1024 * 1024 // len(line)
+    plain = subprocess.run(argv, cwd=tmp_path, capture_output=True, check=False)
+    assert (plain.returncode, plain.stderr) == (0, b"")
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # the terminal's other side is closed: all was read
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def test_batch_line_over_the_limit_is_invalid_and_the_batch_goes_on(

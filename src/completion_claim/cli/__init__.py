@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from collections.abc import Sequence
@@ -9,8 +10,6 @@ from collections.abc import Sequence
 import click
 
 from ..errors import ClaimError, InvalidDocument, ObservationFailed, UsageError
-from ..gate.config import ConfigError, InvalidPolicy
-from ..service.ledger_errors import LedgerError, LedgerTampered
 
 EXIT_VERIFIED = 0
 EXIT_UNVERIFIED = 1
@@ -19,22 +18,68 @@ EXIT_INVALID = 3
 EXIT_USAGE = 4
 EXIT_OBSERVATION_FAILED = 5
 
-_EXIT_FOR_ERROR: tuple[tuple[type[Exception], int], ...] = (
-    (InvalidDocument, EXIT_INVALID),
-    (InvalidPolicy, EXIT_INVALID),
-    (ConfigError, EXIT_USAGE),
-    (ObservationFailed, EXIT_OBSERVATION_FAILED),
-    (LedgerTampered, EXIT_REFUTED),
-    (LedgerError, EXIT_OBSERVATION_FAILED),
-    (UsageError, EXIT_USAGE),
-    (ClaimError, EXIT_USAGE),
-    (click.UsageError, EXIT_USAGE),
-    (click.ClickException, EXIT_USAGE),
-    (click.Abort, EXIT_USAGE),
-)
+_COMMAND_MODULES: dict[str, tuple[str, ...]] = {
+    "capture-git": ("capture_cmd",),
+    "check-verdict": ("trust_cmd",),
+    "export": ("trust_cmd",),
+    "gate": ("gate_cmd",),
+    "hook": ("hook_cmd",),
+    "hooks": ("hook_cmd",),
+    "init": ("gate_cmd",),
+    "keygen": ("trust_cmd",),
+    "ledger": ("ledger_cmd",),
+    "mutate": ("claim_cmd",),
+    "new": ("claim_cmd",),
+    "observe": (
+        "observe_cmd",
+        "observe_endpoint_cmd",
+        "observe_readback_cmd",
+        "observe_test_run_cmd",
+    ),
+    "pubkey": ("trust_cmd",),
+    "report": ("report_cmd",),
+    "run": ("run_cmd",),
+    "schema": ("verify_cmd",),
+    "serve": ("serve_cmd",),
+    "token": ("serve_cmd",),
+    "verify": ("verify_cmd",),
+}
+"""Which modules define each command: a command's module is imported when the command runs, so
+that ``claim verify --batch`` does not load the service, the gate and every observer first."""
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _CommandsOnDemand(click.Group):
+    def list_commands(self, _ctx: click.Context) -> list[str]:
+        return sorted(_COMMAND_MODULES)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        for module in _COMMAND_MODULES.get(cmd_name, ()):
+            importlib.import_module(f"{__name__}.{module}")
+        return super().get_command(ctx, cmd_name)
+
+
+def _exit_for_error() -> tuple[tuple[type[Exception], int], ...]:
+    """Most specific first. Imported when an error occurs: the gate's and the ledger's error
+    types are not worth loading for a run that has none."""
+    from ..gate.config import ConfigError, InvalidPolicy  # noqa: PLC0415
+    from ..service.ledger_errors import LedgerError, LedgerTampered  # noqa: PLC0415
+
+    return (
+        (InvalidDocument, EXIT_INVALID),
+        (InvalidPolicy, EXIT_INVALID),
+        (ConfigError, EXIT_USAGE),
+        (ObservationFailed, EXIT_OBSERVATION_FAILED),
+        (LedgerTampered, EXIT_REFUTED),
+        (LedgerError, EXIT_OBSERVATION_FAILED),
+        (UsageError, EXIT_USAGE),
+        (ClaimError, EXIT_USAGE),
+        (click.UsageError, EXIT_USAGE),
+        (click.ClickException, EXIT_USAGE),
+        (click.Abort, EXIT_USAGE),
+    )
+
+
+@click.group(cls=_CommandsOnDemand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="completion-claim", prog_name="claim")
 def app() -> None:
     """Decide whether an agent's claim of completion is proven by observations of the world.
@@ -55,7 +100,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     except click.exceptions.Exit as done:  # --help, --version
         return done.exit_code
     except Exception as error:  # the one place errors become exit codes
-        code = next((c for kind, c in _EXIT_FOR_ERROR if isinstance(error, kind)), None)
+        code = next((c for kind, c in _exit_for_error() if isinstance(error, kind)), None)
         if code is None:
             if os.environ.get("CLAIM_DEBUG"):
                 raise
@@ -76,22 +121,3 @@ def main() -> None:
 
 def _one_line(message: str) -> str:
     return " ".join(message.split())
-
-
-# Commands register themselves on ``app`` when imported.
-from . import (  # noqa: E402, F401
-    capture_cmd,
-    claim_cmd,
-    gate_cmd,
-    hook_cmd,
-    ledger_cmd,
-    observe_cmd,
-    observe_endpoint_cmd,
-    observe_readback_cmd,
-    observe_test_run_cmd,
-    report_cmd,
-    run_cmd,
-    serve_cmd,
-    trust_cmd,
-    verify_cmd,
-)

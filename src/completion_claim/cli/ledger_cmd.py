@@ -20,11 +20,11 @@ import click
 from .._files import read_limited, write_atomic
 from .._json import dumps, loads
 from ..errors import UsageError
+from ..public_key import PublicKey, parse_public_key
 from ..service import merkle
 from ..service.ledger_errors import LedgerError, LedgerTampered, NotInLedger
 from ..service.records import LEAF_MEMBERS, ConsistencyProof, InclusionProof, TreeHead
 from ..timefmt import format_time
-from ..trust.pubkey import PublicKey, parse_public_key
 from . import EXIT_VERIFIED, app
 
 MAX_HEAD_BYTES = 1024 * 1024

@@ -12,6 +12,7 @@ from .._files import read_limited, source_name, write_atomic
 from .._json import DEFAULT_MAX_BYTES, decode_bytes, dumps, loads
 from ..errors import InvalidDocument, UsageError
 from ..model import Claim, parse_claim
+from ..trust import check_signatures
 from ..verify import verify
 from . import EXIT_UNVERIFIED, EXIT_VERIFIED, app
 from .verify_cmd import EXIT_FOR_STATE, decision_time, read_policy
@@ -126,7 +127,7 @@ def export_command(
     at = decision_time(at_text)
     policy = read_policy(policy_path, DEFAULT_MAX_BYTES)
     document, claim = _read_claim(path)
-    verdict = verify(claim, at, policy).to_json()
+    verdict = verify(claim, at, policy, signatures=check_signatures).to_json()
     envelope = sign_statement(intoto_statement(document, verdict, claim.task.id), key)
     text = dumps(envelope, indent=2) + "\n"
     if out_path is None:

@@ -2,26 +2,30 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from dataclasses import replace
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 import click
+from msgspec.structs import replace
 
 from .._files import STDIN, open_regular, read_limited, source_name, write_atomic
 from .._json import DEFAULT_MAX_BYTES, decode_bytes, dumps, loads
-from ..batch import verify_stream
+from ..batch import usable_cpus, verify_stream
 from ..claimfile import render
 from ..errors import InvalidDocument, UsageError
 from ..model import Mutation, Policy, load_claim, load_policy
 from ..observe.git_capture import mutation_record, workspace_mutations
 from ..report import render_report
 from ..timefmt import parse_time
+from ..trust import check_signatures
 from ..verify import Verdict, verify
-from . import EXIT_INVALID, EXIT_REFUTED, EXIT_UNVERIFIED, EXIT_VERIFIED, app
+from . import EXIT_INVALID, EXIT_REFUTED, EXIT_UNVERIFIED, EXIT_USAGE, EXIT_VERIFIED, app
 
 if TYPE_CHECKING:
     from ..trust.keys import SigningKey
@@ -74,9 +78,17 @@ def read_policy(path: str | None, max_bytes: int) -> Policy | None:
 @click.option(
     "--jobs",
     type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Processes to use with --batch.",
+    default=None,
+    help="Processes to use with --batch (default: the CPUs this process may use; one for an "
+    "input of a few hundred lines).",
+)
+@click.option(
+    "--fail-on",
+    "fail_on",
+    type=click.Choice(["invalid", "refuted", "unverified"]),
+    multiple=True,
+    help="With --batch: exit non-zero when a line is invalid (3; 4 for an internal error), "
+    "refuted (2) or not verified (1, or 2 if refuted); repeatable, the worst applies.",
 )
 @click.option(
     "--max-bytes",
@@ -115,7 +127,8 @@ def verify_command(
     at_text: str | None,
     as_json: bool,
     batch: bool,
-    jobs: int,
+    jobs: int | None,
+    fail_on: tuple[str, ...],
     max_bytes: int,
     workspace: str | None,
     base: str | None,
@@ -127,7 +140,7 @@ def verify_command(
     \b
     Exit codes: 0 verified, 1 unverified, 2 refuted, 3 invalid claim or policy,
     4 usage or internal error (a work tree --workspace cannot record included).
-    With --batch: 0 when every line was processed.
+    With --batch: 0 when every line was processed, unless --fail-on says otherwise.
     """
     at = decision_time(at_text)
     policy = read_policy(policy_path, max_bytes)
@@ -139,9 +152,11 @@ def verify_command(
     if batch:
         if workspace is not None:
             raise UsageError("--workspace does not go with --batch")
-        return _verify_batch(path, policy, at, max_bytes, jobs)
-    if jobs != 1:
+        return _verify_batch(path, policy, at, max_bytes, jobs or usable_cpus(), set(fail_on))
+    if jobs is not None:
         raise UsageError("--jobs goes with --batch")
+    if fail_on:
+        raise UsageError("--fail-on goes with --batch")
     data = read_limited(path, max_bytes)
     try:
         claim = load_claim(data, max_bytes)
@@ -153,7 +168,7 @@ def verify_command(
         found = workspace_mutations(Path(workspace), base or "HEAD", claim.mutations, at, claimed)
         claim = replace(claim, mutations=(*claim.mutations, *found))
         click.echo(_workspace_summary(workspace, found), err=True)
-    verdict = verify(claim, at, policy)
+    verdict = verify(claim, at, policy, signatures=check_signatures)
     if key is not None and out_path is not None:
         document = loads(decode_bytes(data))
         # The signed claim is the one judged: the work-tree changes are part of it.
@@ -202,17 +217,64 @@ def exit_code(verdict: Verdict) -> int:
     return EXIT_FOR_STATE[verdict.state]
 
 
-def _verify_batch(path: str, policy: Policy | None, at: datetime, max_bytes: int, jobs: int) -> int:
+_FAIL_ON: dict[str, tuple[frozenset[str], int]] = {
+    # state of a line -> (the --fail-on values that name it, the exit code it then gives);
+    # the codes grow with severity, so the worst line's is the largest
+    "unverified": (frozenset({"unverified"}), EXIT_UNVERIFIED),
+    "refuted": (frozenset({"refuted", "unverified"}), EXIT_REFUTED),
+    "invalid": (frozenset({"invalid"}), EXIT_INVALID),
+    "error": (frozenset({"invalid"}), EXIT_USAGE),
+}
+_PROGRESS_FROM_BYTES = 4 << 20
+"""Inputs smaller than this finish before a progress bar would help."""
+
+
+def _verify_batch(
+    path: str,
+    policy: Policy | None,
+    at: datetime,
+    max_bytes: int,
+    jobs: int,
+    fail_on: set[str],
+) -> int:
     # A named file must be a regular file, as everywhere; a stream comes through stdin.
     handle = sys.stdin.buffer if path == STDIN else open_regular(path)
-    out = sys.stdout
-    with handle:
+    out = sys.stdout.buffer
+    code = EXIT_VERIFIED
+    with handle, _progress(handle) as advance:
         # readline with a bound keeps one absurd line from being held whole.
-        lines = iter(lambda: _bounded_line(handle, max_bytes), b"")
-        for line in verify_stream(lines, policy, at, max_bytes, jobs):
-            out.write(line + "\n")
-    out.flush()
-    return EXIT_VERIFIED
+        lines = iter(lambda: advance(_bounded_line(handle, max_bytes)), b"")
+        try:
+            for state, line in verify_stream(lines, policy, at, max_bytes, jobs):
+                out.write(line + b"\n")
+                if state in _FAIL_ON and not fail_on.isdisjoint(_FAIL_ON[state][0]):
+                    code = max(code, _FAIL_ON[state][1])
+            out.flush()
+        except BrokenPipeError:
+            # The reader has all it wanted (`| head -1`): stop quietly, and keep the
+            # interpreter's own flush at exit from failing on the closed pipe again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return code
+
+
+@contextmanager
+def _progress(handle: BinaryIO) -> Iterator[Callable[[bytes], bytes]]:
+    """A progress bar on stderr, by bytes read, for a large file when stderr is a terminal;
+    otherwise nothing is drawn."""
+    try:
+        size = os.fstat(handle.fileno()).st_size
+    except (OSError, ValueError):
+        size = 0
+    if size < _PROGRESS_FROM_BYTES or not sys.stderr.isatty():
+        yield lambda line: line
+        return
+    with click.progressbar(length=size, label="verifying", file=sys.stderr) as bar:
+
+        def advance(line: bytes) -> bytes:
+            bar.update(len(line))
+            return line
+
+        yield advance
 
 
 def _bounded_line(handle: object, max_bytes: int) -> bytes:

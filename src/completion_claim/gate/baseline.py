@@ -18,10 +18,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .._fields import ABSENT
 from .._files import write_atomic
 from .._json import dumps, loads
 from ..errors import InvalidDocument, ObservationFailed, UsageError
+from ..model import ABSENT
 from ..observe._common import Observation
 from ..timefmt import format_time
 from .config import (

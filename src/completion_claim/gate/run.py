@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from msgspec import structs
+
 from .. import __version__
 from .._files import write_atomic
 from ..claimfile import create_claim, next_id, read_claim, render
@@ -30,6 +32,7 @@ from ..model import (
     Claim,
     Mutation,
     Policy,
+    Timestamp,
     Trust,
     TrustedObserver,
 )
@@ -38,6 +41,7 @@ from ..observe.git_capture import capture, mutation_record, repository_root
 from ..observe.repository import git_process
 from ..report import render_report
 from ..timefmt import format_time
+from ..trust import check_signatures
 from ..verify import Unmet, Verdict, verify
 from .baseline import (
     baseline_details,
@@ -158,7 +162,11 @@ def run_gate(
     raw, claim = read_claim(claim_path)
     policy = gate_policy(config)
     verdict = _gate_rules(
-        verify(claim, datetime.now(UTC), policy), claim, config, root, capture_error
+        verify(claim, datetime.now(UTC), policy, signatures=check_signatures),
+        claim,
+        config,
+        root,
+        capture_error,
     )
     raw["policy"] = policy_json(policy)
     raw = _with_verdict(raw, verdict, config)
@@ -186,7 +194,7 @@ def gate_policy(config: GateConfig) -> Policy:
 
     public = load_signing_key(str(config.sign_key)).public
     observer = TrustedObserver(GATE_VERIFIER_ID, public, KNOWN_CHECK_TYPES)
-    return replace(config.policy, trust=Trust("signed", (observer,), ()))
+    return structs.replace(config.policy, trust=Trust("signed", (observer,), ()))
 
 
 def policy_json(policy: Policy) -> dict[str, Any]:
@@ -224,7 +232,9 @@ def _capture(root: Path, base: str, checks: Sequence[CheckConfig], at: datetime)
     for revision in dict.fromkeys((base, "HEAD")):
         for change in capture(root, revision, found, at, excluded=()):
             found.append(
-                Mutation(next_id("m", taken), FILE_WRITE, change.target, at, change.digest)
+                Mutation(
+                    next_id("m", taken), FILE_WRITE, change.target, Timestamp.of(at), change.digest
+                )
             )
             taken.add(found[-1].id)
     configured = {
@@ -233,7 +243,7 @@ def _capture(root: Path, base: str, checks: Sequence[CheckConfig], at: datetime)
         if not isinstance(check, TestRunCheck)
     }
     for kind, target in configured:
-        found.append(Mutation(next_id("m", taken), kind, target, at, None))
+        found.append(Mutation(next_id("m", taken), kind, target, Timestamp.of(at), None))
         taken.add(found[-1].id)
     return found
 
@@ -416,7 +426,7 @@ def _gate_rules(
         if verdict.state == "verified"
         else f"{verdict.reason} Gate: {gate_says}."
     )
-    return replace(
+    return structs.replace(
         verdict,
         state="refuted" if verdict.state == "refuted" else "unverified",
         unmet=(*verdict.unmet, *unmet),

@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 
 from .. import __version__
-from .._fields import ABSENT
 from .._json import DEFAULT_MAX_BYTES, decode_bytes, loads
 from ..errors import InvalidDocument, ObservationFailed, UsageError
+from ..model import ABSENT
 from ._common import Observation
 from .values import (
     expected_value,

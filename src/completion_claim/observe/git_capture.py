@@ -19,7 +19,7 @@ from pathlib import Path, PurePosixPath
 from .._files import is_temporary_of
 from ..claimfile import next_id
 from ..errors import ObservationFailed, UsageError
-from ..model import FILE_WRITE, Mutation
+from ..model import FILE_WRITE, Mutation, Timestamp
 from ..timefmt import format_time
 from .repository import (
     SYMLINK_PREFIX,
@@ -92,12 +92,14 @@ def workspace_mutations(
         if mutation_id in taken:
             mutation_id = next_id(mutation_id + "#", taken)
         taken.add(mutation_id)
-        found.append(Mutation(mutation_id, FILE_WRITE, change.target, at, change.digest))
+        found.append(
+            Mutation(mutation_id, FILE_WRITE, change.target, Timestamp.of(at), change.digest)
+        )
     return found
 
 
 def as_mutation(mutation_id: str, change: FileChange) -> Mutation:
-    return Mutation(mutation_id, FILE_WRITE, change.target, change.at, change.digest)
+    return Mutation(mutation_id, FILE_WRITE, change.target, Timestamp.of(change.at), change.digest)
 
 
 def mutation_record(mutation: Mutation) -> dict[str, str | None]:

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .._fields import ABSENT
 from ..errors import ObservationFailed, UsageError
+from ..model import ABSENT
 from . import readback_http, readback_redis, readback_sql
 from ._common import Observation
 from .endpoint import check_url

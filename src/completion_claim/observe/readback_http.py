@@ -7,8 +7,8 @@ is not a JSON object means the record could not be read: an ObservationFailed.
 
 from __future__ import annotations
 
-from .._fields import ABSENT
 from ..errors import ObservationFailed
+from ..model import ABSENT
 from .endpoint import fetch, parse_json
 from .readback_sql import Record
 from .values import redact_url

@@ -21,9 +21,9 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
-from .._fields import ABSENT
 from .._json import loads
 from ..errors import InvalidDocument, UsageError
+from ..model import ABSENT
 from ..timefmt import format_time
 
 REDACTED = "***"

@@ -6,11 +6,11 @@ open, as a transparency log's are: anyone may audit it.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Request
+from msgspec.structs import replace
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
@@ -19,6 +19,7 @@ from ..errors import InvalidDocument
 from ..gate.run import policy_json
 from ..model import parse_claim
 from ..timefmt import parse_time
+from ..trust import check_signatures
 from ..verify import verify
 from .errors import BadParameter, BodyTooLarge, MalformedBody, NotFound, WrongContentType
 from .ledger import Ledger
@@ -255,7 +256,7 @@ def decide_and_append(
     # ``verify`` given a policy never reads the claim's own, but the entry must not carry what
     # the service ignored: the leaf records exactly what was decided.
     claim = replace(claim, policy=None, verdict=None)
-    verdict = verify(claim, now, settings.policy)
+    verdict = verify(claim, now, settings.policy, signatures=check_signatures)
     return ledger.append(
         NewEntry(
             claim=judged_part(document),

@@ -43,10 +43,10 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from ..errors import InvalidDocument, UsageError
 from ..observe.values import redact_url, scrub, sha256_digest, url_secrets
+from ..public_key import PublicKey, parse_public_key
 from ..timefmt import parse_time
 from ..trust.canonical import canonical_bytes
 from ..trust.keys import SigningKey
-from ..trust.pubkey import PublicKey, parse_public_key
 from . import merkle
 from .ledger_errors import LedgerError, LedgerTampered, NotInLedger
 from .records import (

@@ -12,11 +12,11 @@ from datetime import datetime
 from functools import lru_cache
 
 from ..errors import ClaimError, InvalidDocument
+from ..public_key import PublicKey, parse_public_key
 from ..timefmt import parse_time
 from ..trust import dsse
 from ..trust.canonical import canonical_bytes
 from ..trust.keys import SigningKey
-from ..trust.pubkey import PublicKey, parse_public_key
 from .merkle import ProofError, decode_hash
 from .records import TREE_HEAD_PAYLOAD_TYPE, TREE_HEAD_TYPE, TreeHead
 

@@ -18,8 +18,8 @@ from functools import lru_cache
 from typing import Any
 
 from ..errors import ClaimError, UsageError
-from .bounds import MAX_SIGNATURES_PER_ENVELOPE
-from .pubkey import PublicKey
+from ..public_key import PublicKey
+from ..signature_bounds import MAX_SIGNATURES_PER_ENVELOPE
 
 try:
     from cryptography.exceptions import InvalidSignature

@@ -23,12 +23,12 @@ from typing import Any
 from .._json import decode_bytes, loads
 from ..errors import InvalidDocument
 from ..match import json_equal
-from ..model import ABSENT, EVIDENCE, INDEPENDENT, MUTATION, Claim, Evidence, Mutation, Trust
+from ..model import ABSENT, INDEPENDENT, Claim, Evidence, Mutation, Trust, parse_as
+from ..public_key import PublicKey
 from ..verify import Finding
 from .canonical import canonical_bytes
 from .dsse import EnvelopeError, Signers, decode_envelope
 from .keys import SigningKey
-from .pubkey import PublicKey
 
 EVIDENCE_PAYLOAD_TYPE = "application/vnd.completion-claim.evidence+json"
 EVIDENCE_PAYLOAD_V = "https://completion-claim.dev/evidence/v0.2"
@@ -251,13 +251,11 @@ def _read_payload(payload: bytes) -> tuple[str, Evidence, list[Mutation]]:
     if type(signed) is not dict or not set(SIGNED_MEMBERS).issuperset(signed):
         raise InvalidDocument("evidence", f"expected an object of {', '.join(SIGNED_MEMBERS)}")
     # The evidence table checks types, times and that verifier is exactly {"id", "kind"}.
-    evidence: Evidence = EVIDENCE.parse(signed, "evidence")
+    evidence = parse_as(Evidence, signed, "evidence")
     entries = document["mutations"]
     if type(entries) is not list:
         raise InvalidDocument("mutations", "expected an array")
-    bound: list[Mutation] = [
-        MUTATION.parse(entry, f"mutations[{i}]") for i, entry in enumerate(entries)
-    ]
+    bound = [parse_as(Mutation, entry, f"mutations[{i}]") for i, entry in enumerate(entries)]
     if [m.id for m in bound] != list(dict.fromkeys(evidence.covers)):
         raise InvalidDocument("mutations", "must list each covered mutation once, in covers order")
     return task_id, evidence, bound

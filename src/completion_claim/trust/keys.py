@@ -20,8 +20,8 @@ from cryptography.hazmat.primitives.serialization import (
 
 from .._files import write_atomic
 from ..errors import InvalidDocument, UsageError
+from ..public_key import PREFIX, PublicKey, parse_public_key
 from . import dsse
-from .pubkey import PREFIX, PublicKey, parse_public_key
 
 MAX_KEY_FILE_BYTES = 64 * 1024
 

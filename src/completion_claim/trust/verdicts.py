@@ -19,10 +19,10 @@ from typing import Any
 
 from .._json import decode_bytes, loads
 from ..errors import ClaimError, InvalidDocument
+from ..public_key import PublicKey
 from .canonical import canonical_bytes, sha256_hex
 from .dsse import EnvelopeError, decode_envelope, first_verifying_key
 from .keys import SigningKey
-from .pubkey import PublicKey
 
 VERDICT_PAYLOAD_TYPE = "application/vnd.completion-claim.verdict+json"
 VERDICT_PAYLOAD_V = "https://completion-claim.dev/verdict/v0.1"

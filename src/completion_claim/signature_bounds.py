@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..errors import InvalidDocument
+from .errors import InvalidDocument
 
 MAX_SIGNATURES_PER_ENVELOPE = 8
 """An observer signs once; a few more allow key rotation and co-signing."""

@@ -9,9 +9,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from dataclasses import dataclass
 
-from ..errors import InvalidDocument
+from .errors import InvalidDocument
 
 PREFIX = "ed25519:"
 _BODY = PREFIX + r"[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]="
@@ -22,12 +21,30 @@ _TEXT = re.compile(_BODY)
 RAW_BYTES = 32
 
 
-@dataclass(frozen=True, slots=True)
 class PublicKey:
-    """An Ed25519 public key: its 32 raw bytes and its key id."""
+    """An Ed25519 public key: its 32 raw bytes and its key id. Immutable; equal when the raw
+    bytes are. A plain class, not a record type, so that the model reads it from its one-line
+    text form rather than as a JSON object."""
 
+    __slots__ = ("keyid", "raw")
     raw: bytes
     keyid: str
+
+    def __init__(self, raw: bytes, keyid: str) -> None:
+        object.__setattr__(self, "raw", raw)
+        object.__setattr__(self, "keyid", keyid)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"PublicKey is immutable: cannot set {name}")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PublicKey) and other.raw == self.raw
+
+    def __hash__(self) -> int:
+        return hash(self.raw)
+
+    def __repr__(self) -> str:
+        return f"PublicKey({self.text!r})"
 
     @classmethod
     def from_raw(cls, raw: bytes) -> PublicKey:
