@@ -162,7 +162,7 @@ def verify_command(
     if as_json:
         click.echo(dumps(verdict.to_json(), indent=2))
     else:
-        click.echo(render_report(claim, verdict, source_name(path)), nl=False)
+        click.echo(render_report(claim, verdict, source_name(path), policy), nl=False)
     return exit_code(verdict)
 
 
