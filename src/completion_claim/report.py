@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterator
+from typing import Any
 
 from .model import (
     BUILTIN_POLICY,
@@ -12,6 +13,7 @@ from .model import (
     STATE_READBACK,
     TEST_RUN,
     Claim,
+    Evidence,
     Policy,
 )
 from .timefmt import format_time
@@ -348,3 +350,76 @@ def _observation(result: EvidenceResult) -> str:
         "differs": "observation CONTRADICTS the expectation",
         "absent": "no observation",
     }[result.observation]
+
+
+# --- every rule per evidence item (``claim explain``, ``claim -v verify``) ----------------------
+
+RULES: tuple[tuple[str, frozenset[str]], ...] = (
+    ("independent", INDEPENDENCE_CODES),
+    ("observed", frozenset({"no_observation"})),
+    ("known check type", frozenset({"unknown_check_type"})),
+    ("after its mutations", frozenset({"premature"})),
+    ("not superseded", frozenset({"superseded"})),
+    ("not dated in the future", frozenset({"from_future"})),
+    ("fresh", frozenset({"stale"})),
+    ("test setup unchanged", frozenset({"test_config_changed"})),
+    ("could have failed", frozenset({"not_discriminating"})),
+    ("kind may be covered", frozenset({"kind_not_covered"})),
+)
+"""The rules an evidence item is judged by, in the order the verifier applies them, with the
+finding codes each gives."""
+
+
+def rule_results(claim: Claim, verdict: Verdict) -> list[dict[str, Any]]:
+    """For each evidence item, every rule's outcome: ``pass``, ``fail`` with its findings, or
+    ``n/a`` when the rule does not apply to the item (a test-setup check on a readback, whether
+    an item that observed nothing could have failed)."""
+    items = {evidence_ref(item, i): item for i, item in enumerate(claim.evidence)}
+    by_kind: dict[str, list[Finding]] = {}
+    for cover in verdict.coverage:
+        for result in cover.not_counted:
+            by_kind.setdefault(result.evidence, []).extend(
+                f for f in result.reasons if f.code == "kind_not_covered"
+            )
+    out = []
+    for result in verdict.evidence:
+        item = items[result.evidence]
+        findings = [*result.reasons, *by_kind.get(result.evidence, [])]
+        rules = []
+        for name, codes in RULES:
+            failed = [f for f in findings if f.code in codes]
+            if failed:
+                outcome = "fail"
+            elif not _applies(name, item, findings):
+                outcome = "n/a"
+            else:
+                outcome = "pass"
+            rules.append(
+                {
+                    "rule": name,
+                    "result": outcome,
+                    "findings": [{**f.to_json(), "text": describe_finding(f)} for f in failed],
+                }
+            )
+        out.append(
+            {
+                "evidence": result.evidence,
+                "check_type": result.check_type,
+                "observation": result.observation,
+                "counts": result.counts,
+                "rules": rules,
+                **({"mismatch": result.mismatch} if result.mismatch is not None else {}),
+            }
+        )
+    return out
+
+
+def _applies(rule: str, item: Evidence, findings: list[Finding]) -> bool:
+    if rule == "test setup unchanged":
+        return item.check_type == TEST_RUN
+    if rule == "could have failed":
+        # The verifier asks this only of an observation of a check type it knows.
+        return item.observed and not any(f.code == "unknown_check_type" for f in findings)
+    if rule == "kind may be covered":
+        return bool(item.covers)
+    return True
