@@ -64,6 +64,8 @@ def app(context: click.Context, color: str, quiet: bool, verbose: bool) -> None:
     context.obj = Output(
         color=use_color(color, sys.stdout.isatty(), os.environ), quiet=quiet, verbose=verbose
     )
+    # click.echo strips colour codes unless told otherwise; now told, for every command.
+    context.color = context.obj.color
 
 
 def run(argv: Sequence[str] | None = None) -> int:
