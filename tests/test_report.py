@@ -267,3 +267,10 @@ def test_signed_mode_commands_carry_a_sign_key() -> None:
     assert steps_for(doc, policy=SIGNED_POLICY)[-1] == (
         "observe: claim observe test-run c.json --covers m1 --sign-key OBSERVER-KEY -- pytest -q"
     )
+
+
+def test_a_caller_that_guides_in_its_own_terms_can_leave_the_steps_out() -> None:
+    claim = build([mutation()], [])
+    verdict = verify(claim, at(20))
+    assert "Next steps" in render_report(claim, verdict)
+    assert "Next steps" not in render_report(claim, verdict, steps=False)

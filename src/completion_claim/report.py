@@ -72,10 +72,16 @@ def describe_unmet(unmet: Unmet) -> str:
 
 
 def render_report(
-    claim: Claim, verdict: Verdict, source: str = "", policy: Policy | None = None
+    claim: Claim,
+    verdict: Verdict,
+    source: str = "",
+    policy: Policy | None = None,
+    *,
+    steps: bool = True,
 ) -> str:
     """The verdict in words; ``policy`` is the operator's, as given to ``verify`` (the next steps
-    read its covered_by)."""
+    read its covered_by). ``steps=False`` leaves the next steps out, for a caller that says what
+    to do in its own terms (the gate observes by itself)."""
     items = {evidence_ref(item, i): item for i, item in enumerate(claim.evidence)}
     results = {result.evidence: result for result in verdict.evidence}
     lines = [
@@ -131,10 +137,10 @@ def render_report(
     if verdict.unmet:
         lines += ["", "Unmet"]
         lines += [f"  - {describe_unmet(u)}" for u in verdict.unmet]
-    steps = next_steps(claim, verdict, source, policy)
-    if steps:
+    wanted = next_steps(claim, verdict, source, policy) if steps else []
+    if wanted:
         lines += ["", "Next steps"]
-        lines += [f"  - {step}" for step in steps]
+        lines += [f"  - {step}" for step in wanted]
     return "\n".join(lines) + "\n"
 
 
