@@ -462,11 +462,15 @@ def test_attack_10_lone_surrogate_is_invalid_input(tmp_path: Path) -> None:
     """``"id": "\\ud800"`` used to verify, then crash printing the report or the JSON."""
     bad = claim_doc(evidence_items=[evidence(id="\ud800")])
     (tmp_path / "claim.json").write_text(json.dumps(bad))  # ensure_ascii: the escape \ud800
-    expected = (
-        "claim: claim.json: evidence[0].id: lone surrogate U+D800, which is not a character\n"
+    problem = "claim.json: evidence[0].id: lone surrogate U+D800, which is not a character"
+    assert script(tmp_path, "verify", "claim.json", "--at", DECIDE) == (
+        3,
+        "",
+        f"claim: {problem}\n",
     )
-    for extra in ([], ["--json"]):
-        assert script(tmp_path, "verify", "claim.json", "--at", DECIDE, *extra) == (3, "", expected)
+    # With --json the same error is one JSON object.
+    code, out, err = script(tmp_path, "verify", "claim.json", "--at", DECIDE, "--json")
+    assert (code, out, json.loads(err)) == (3, "", {"error": problem, "exit_code": 3})
     good = json.dumps(claim_doc())
     (tmp_path / "claims.jsonl").write_text(f"{good}\n{json.dumps(bad)}\n{good}\n")
     code, out, err = script(tmp_path, "verify", "--batch", "claims.jsonl", "--at", DECIDE)
@@ -503,12 +507,17 @@ def test_attack_10_extreme_offset_times(
     doc = claim_doc(mutations=[mutation(at=mutation_at)], evidence_items=[evidence(at=evidence_at)])
     (tmp_path / "claim.json").write_text(json.dumps(doc))
     problem = "is outside the representable range (years 1 to 9999) in UTC"
-    for extra in ([], ["--json"]):
-        code, out, err = script(tmp_path, "verify", "claim.json", "--at", DECIDE, *extra)
-        assert (code, out) == (3, "")
-        assert err.startswith(f"claim: claim.json: {path}: ")
-        assert err.endswith(f"{problem}\n")
-        assert err.count("\n") == 1
+    code, out, err = script(tmp_path, "verify", "claim.json", "--at", DECIDE)
+    assert (code, out) == (3, "")
+    assert err.startswith(f"claim: claim.json: {path}: ")
+    assert err.endswith(f"{problem}\n")
+    assert err.count("\n") == 1
+    code, out, err = script(tmp_path, "verify", "claim.json", "--at", DECIDE, "--json")
+    assert (code, out, err.count("\n")) == (3, "", 1)
+    error = json.loads(err)
+    assert error["exit_code"] == 3
+    assert error["error"].startswith(f"claim.json: {path}: ")
+    assert error["error"].endswith(problem)
     (tmp_path / "claims.jsonl").write_text(json.dumps(doc) + "\n")
     code, out, _ = script(tmp_path, "verify", "--batch", "claims.jsonl", "--at", DECIDE)
     assert code == 0

@@ -9,7 +9,9 @@ from collections.abc import Sequence
 
 import click
 
+from .._json import dumps
 from ..errors import ClaimError, InvalidDocument, ObservationFailed, UsageError
+from ._output import COLOR_CHOICES, Output, use_color
 
 EXIT_VERIFIED = 0
 EXIT_UNVERIFIED = 1
@@ -41,6 +43,8 @@ _COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "run": ("run_cmd",),
     "schema": ("verify_cmd",),
     "serve": ("serve_cmd",),
+    "show": ("show_cmd",),
+    "explain": ("show_cmd",),
     "token": ("serve_cmd",),
     "verify": ("verify_cmd",),
 }
@@ -81,22 +85,41 @@ def _exit_for_error() -> tuple[tuple[type[Exception], int], ...]:
 
 @click.group(cls=_CommandsOnDemand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="completion-claim", prog_name="claim")
-def app() -> None:
+@click.option(
+    "--color",
+    type=click.Choice(COLOR_CHOICES),
+    default="auto",
+    show_default=True,
+    help="Colour the verdict (green, yellow, red) and tables; auto: on a terminal, unless "
+    "NO_COLOR is set.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Only the verdict line; nothing on success.")
+@click.option("-v", "--verbose", is_flag=True, help="More detail (verify: every rule per item).")
+@click.pass_context
+def app(context: click.Context, color: str, quiet: bool, verbose: bool) -> None:
     """Decide whether an agent's claim of completion is proven by observations of the world.
 
     \b
     Exit codes: 0 verified (or the command succeeded), 1 unverified, 2 refuted (or a
     ledger contradicts its signed tree heads), 3 invalid claim or policy, 4 usage or
     internal error, 5 observation failed (or a ledger cannot be reached or read).
+    With --json, a command prints one JSON object, and an error is one JSON object on
+    stderr: {"error": "...", "exit_code": N}.
     """
+    if quiet and verbose:
+        raise UsageError("-q and -v: choose one")
+    context.obj = Output(
+        color=use_color(color, sys.stdout.isatty(), os.environ), quiet=quiet, verbose=verbose
+    )
+    # click.echo strips colour codes unless told otherwise; now told, for every command.
+    context.color = context.obj.color
 
 
 def run(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit code; never raises, never prints a traceback."""
+    args = list(argv) if argv is not None else sys.argv[1:]
     try:
-        result = app.main(
-            args=list(argv) if argv is not None else None, prog_name="claim", standalone_mode=False
-        )
+        result = app.main(args=args, prog_name="claim", standalone_mode=False)
     except click.exceptions.Exit as done:  # --help, --version
         return done.exit_code
     except Exception as error:  # the one place errors become exit codes
@@ -110,13 +133,24 @@ def run(argv: Sequence[str] | None = None) -> int:
             message = error.format_message()
         else:
             message = str(error) or type(error).__name__
-        click.echo(f"claim: {_one_line(message)}", err=True)
+        if _wants_json(args):
+            click.echo(dumps({"error": _one_line(message), "exit_code": code}), err=True)
+        else:
+            click.echo(f"claim: {_one_line(message)}", err=True)
         return code
     return result if isinstance(result, int) else 0
 
 
 def main() -> None:
     sys.exit(run())
+
+
+def _wants_json(args: list[str]) -> bool:
+    """Whether ``--json`` is among the options: read from the arguments themselves, so that an
+    error found before the command reads its options (an unknown option) is JSON too. What
+    follows ``--`` is a command to run (``observe test-run``), not an option of ours."""
+    own = args[: args.index("--")] if "--" in args else args
+    return "--json" in own
 
 
 def _one_line(message: str) -> str:

@@ -11,6 +11,7 @@ from ..claimfile import RawClaim, edit_claim, next_id
 from ..model import Claim, Mutation
 from ..observe.git_capture import as_mutation, capture, mutation_record, repository_root
 from . import EXIT_VERIFIED, app
+from ._output import emit_json, json_option, say
 
 
 @app.command("capture-git")
@@ -29,7 +30,8 @@ from . import EXIT_VERIFIED, app
     metavar="REV",
     help="The revision changes are measured against.",
 )
-def capture_git_command(path: str, repo: str, base: str) -> int:
+@json_option("Print {path, mutations} as JSON (the mutations recorded).")
+def capture_git_command(path: str, repo: str, base: str, as_json: bool) -> int:
     """Append one file_write mutation to the claim in PATH per file changed against REV.
 
     Modified, added, untracked (not ignored) and deleted files count; targets are paths relative
@@ -57,8 +59,11 @@ def capture_git_command(path: str, repo: str, base: str) -> int:
             recorded.append(mutation)
 
     edit_claim(path, append)
+    if as_json:
+        emit_json({"path": path, "mutations": [mutation_record(m) for m in recorded]})
+        return EXIT_VERIFIED
     for m in recorded:
-        click.echo(f"recorded {m.id}: {m.kind} {m.target} {m.digest}")
+        say(f"recorded {m.id}: {m.kind} {m.target} {m.digest}")
     if not recorded:
-        click.echo(f"nothing to record: no file differs from what {path} already holds")
+        say(f"nothing to record: no file differs from what {path} already holds")
     return EXIT_VERIFIED

@@ -12,6 +12,7 @@ from ..errors import InvalidDocument, UsageError
 from ..model import BUILTIN_POLICY, Claim
 from ..timefmt import format_time
 from . import EXIT_VERIFIED, app
+from ._output import emit_json, json_option, say
 from .verify_cmd import decision_time
 
 
@@ -20,7 +21,10 @@ from .verify_cmd import decision_time
 @click.option("--task-id", required=True, help="Stable identifier of the task.")
 @click.option("--outcome", required=True, help="What the agent claims it achieved.")
 @click.option("--description", help="What was asked.")
-def new_command(path: str, task_id: str, outcome: str, description: str | None) -> int:
+@json_option("Print {path, task_id} as JSON.")
+def new_command(
+    path: str, task_id: str, outcome: str, description: str | None, as_json: bool
+) -> int:
     """Write a new claim to PATH (refuses to overwrite): no mutations, no evidence, and the
     built-in policy."""
     task: dict[str, Any] = {"id": task_id}
@@ -41,7 +45,10 @@ def new_command(path: str, task_id: str, outcome: str, description: str | None) 
             },
         },
     )
-    click.echo(f"created {path} for task {task_id}")
+    if as_json:
+        emit_json({"path": path, "task_id": task_id})
+    else:
+        say(f"created {path} for task {task_id}")
     return EXIT_VERIFIED
 
 
@@ -61,6 +68,7 @@ _MUTATION_OPTIONS = {
 @click.option("--id", "mutation_id", help="Mutation id (default m1, m2, ...).")
 @click.option("--at", "at_text", metavar="TIME", help="When it happened (RFC 3339); default now.")
 @click.option("--digest", help="Content digest of the target after the change.")
+@json_option("Print {path, mutation} as JSON.")
 def mutate_command(
     path: str,
     kind: str,
@@ -68,6 +76,7 @@ def mutate_command(
     mutation_id: str | None,
     at_text: str | None,
     digest: str | None,
+    as_json: bool,
 ) -> int:
     """Append one mutation to the claim in PATH."""
     at = decision_time(at_text) if at_text is not None else datetime.now(UTC)
@@ -95,5 +104,8 @@ def mutate_command(
         if option is None:
             raise
         raise UsageError(f"{option}: {error.problem}") from None
-    click.echo(f"recorded {recorded['id']}: {kind} {target}")
+    if as_json:
+        emit_json({"path": path, "mutation": recorded})
+    else:
+        say(f"recorded {recorded['id']}: {kind} {target}")
     return EXIT_VERIFIED

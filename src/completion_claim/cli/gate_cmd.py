@@ -19,6 +19,7 @@ from ..model import parse_claim
 from ..observe.git_capture import repository_root
 from ..observe.repository import git_process
 from . import EXIT_VERIFIED, app
+from ._output import emit_json, json_option, say
 from ._server import SERVER_OPTION, TOKEN_FILE_OPTION, ask_gate, ask_start
 
 if TYPE_CHECKING:
@@ -35,7 +36,8 @@ class _StderrEvents:
 @app.command("init")
 @click.option("--repo", default=".", show_default=True, metavar="DIR", help="The repository.")
 @click.option("--force", is_flag=True, help="Replace an existing claim.toml.")
-def init_command(repo: str, force: bool) -> int:
+@json_option("Print {path, found} as JSON.")
+def init_command(repo: str, force: bool, as_json: bool) -> int:
     """Write a commented starter claim.toml at the repository's root, from what is there:
     pytest (a test_run check, its tests taken from the default branch), a Dockerfile (an
     endpoint_health example), a database URL in the environment (a state_readback example).
@@ -46,11 +48,14 @@ def init_command(repo: str, force: bool) -> int:
     write_atomic(path, starter_config(facts).encode(), exclusive=not force)
     found = [name for name, on in (("pytest", facts.pytest), ("Dockerfile", facts.dockerfile),
                                    ("a database URL", facts.database)) if on]  # fmt: skip
-    click.echo(f"wrote {path} ({'found ' + ', '.join(found) if found else 'nothing detected'})")
+    if as_json:
+        emit_json({"path": str(path), "found": found})
+        return EXIT_VERIFIED
+    say(f"wrote {path} ({'found ' + ', '.join(found) if found else 'nothing detected'})")
     # Until it is committed, the gate sees claim.toml as a change to its own configuration and
     # refuses every verdict: the operator's file must be part of the base the agent starts from.
-    click.echo(f"next: review it, commit it (git add {path.name} && git commit), then:")
-    click.echo("      claim hooks install --harness claude-code")
+    say(f"next: review it, commit it (git add {path.name} && git commit), then:")
+    say("      claim hooks install --harness claude-code")
     return EXIT_VERIFIED
 
 

@@ -28,6 +28,7 @@ from ..gate.config import (
 from ..gate.install import SCOPES, TARGETS, Server, install, target, uninstall
 from ..gate.run import run_gate, start_gate
 from . import app
+from ._output import emit_json, json_option, say
 from ._server import (
     SERVER_OPTION,
     TOKEN_FILE_OPTION,
@@ -233,12 +234,14 @@ _INSTALL_HARNESS = click.option("--harness", required=True, type=click.Choice(so
     "running the gate as the agent's user.",
 )
 @TOKEN_FILE_OPTION
+@json_option("Print {path, harness, installed} as JSON (installed: false when already there).")
 def hooks_install(
     harness: str,
     scope: str,
     config_path: Path | None,
     server: str | None,
     token_file: Path | None,
+    as_json: bool,
 ) -> int:
     """Add the stop and session-start hooks; other keys and hooks are kept; twice adds nothing.
     At project scope the hooks judge this repository, whatever directory the agent is in."""
@@ -251,21 +254,28 @@ def hooks_install(
         asked = Server(server, None if token_file is None else token_file.resolve())
     elif token_file is not None:
         raise UsageError("--token-file is for --server")
-    if install(path, harness, _claim_executable(), config, repo, asked):
-        click.echo(f"claim: {harness} hooks installed in {path}")
+    installed = install(path, harness, _claim_executable(), config, repo, asked)
+    if as_json:
+        emit_json({"path": str(path), "harness": harness, "installed": installed})
+    elif installed:
+        say(f"claim: {harness} hooks installed in {path}")
     else:
-        click.echo(f"claim: {harness} hooks already installed in {path}")
+        say(f"claim: {harness} hooks already installed in {path}")
     return 0
 
 
 @hooks_group.command("uninstall")
 @_INSTALL_HARNESS
 @_SCOPE
-def hooks_uninstall(harness: str, scope: str) -> int:
+@json_option("Print {path, harness, removed} as JSON.")
+def hooks_uninstall(harness: str, scope: str, as_json: bool) -> int:
     """Remove the hooks ``claim hooks install`` added, and nothing else."""
     path = _settings(harness, scope)
     removed = uninstall(path, harness)
-    click.echo(f"claim: removed {removed} {harness} hook(s) from {path}")
+    if as_json:
+        emit_json({"path": str(path), "harness": harness, "removed": removed})
+    else:
+        say(f"claim: removed {removed} {harness} hook(s) from {path}")
     return 0
 
 

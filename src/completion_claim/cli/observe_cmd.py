@@ -11,6 +11,7 @@ from ..errors import UsageError
 from ..match import satisfies
 from ..observe._common import Observation, ObserverSettings, run_observer
 from . import EXIT_VERIFIED, app
+from ._output import emit_json, say
 
 TIMEOUT = click.FloatRange(min=0, min_open=True)
 
@@ -51,6 +52,15 @@ def record_and_report(
 ) -> int:
     """Observe once, record the item, and say in one line what was recorded."""
     item = run_observer(settings, check_type, observe, failed_target, failed_expected)
-    if not settings.print_only:
-        click.echo(f"recorded {item['id']}: {describe(item)}")
+    if settings.as_json:
+        emit_json(
+            {
+                "path": settings.claim_path,
+                "recorded": not settings.print_only,
+                "evidence": item,
+                "as_expected": satisfies(item["expected"], item["observed_value"]),
+            }
+        )
+    elif not settings.print_only:
+        say(f"recorded {item['id']}: {describe(item)}")
     return EXIT_VERIFIED

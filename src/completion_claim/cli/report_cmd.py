@@ -9,6 +9,7 @@ import click
 
 from ..errors import UsageError
 from . import app
+from ._output import emit_json, json_option
 
 
 @app.command("report")
@@ -27,7 +28,8 @@ from . import app
     type=click.Path(dir_okay=False, path_type=Path),
     help="The HTML file to write (replaced in one step).",
 )
-def report(ledger_url: str, html_path: Path) -> None:
+@json_option("Print {path} as JSON.")
+def report(ledger_url: str, html_path: Path, as_json: bool) -> None:
     """Write the ledger's stats page (verdicts over time, refuted rate by agent, top unmet codes,
     the false-success rate) as one HTML file with no external reference, and print its path.
 
@@ -42,4 +44,7 @@ def report(ledger_url: str, html_path: Path) -> None:
             f"claim report needs {error.name or 'a library'}: pip install 'completion-claim[serve]'"
         ) from None
     write_report(ledger_url, html_path, datetime.now(UTC).replace(microsecond=0))
-    click.echo(str(html_path))
+    if as_json:
+        emit_json({"path": str(html_path)})
+    else:
+        click.echo(str(html_path))

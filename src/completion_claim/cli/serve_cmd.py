@@ -24,6 +24,7 @@ from ..errors import UsageError
 from ..model import BUILTIN_POLICY
 from ..observe.values import redact_url
 from . import EXIT_VERIFIED, app
+from ._output import emit_json, json_option
 from .verify_cmd import read_policy
 
 DATA_DIR_NAME = "completion-claim"
@@ -56,7 +57,8 @@ def token_group() -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="The token file (JSON lines of name and SHA-256; created mode 0600 when missing).",
 )
-def token_add_command(name: str, tokens_path: Path) -> int:
+@json_option("Print {name, path, token} as JSON.")
+def token_add_command(name: str, tokens_path: Path, as_json: bool) -> int:
     """Make a token for NAME and print it once; the file keeps only its SHA-256.
 
     The service records NAME with every claim posted with the token. To revoke it, delete
@@ -65,6 +67,9 @@ def token_add_command(name: str, tokens_path: Path) -> int:
     from ..service.tokens import add_token  # noqa: PLC0415
 
     token = add_token(tokens_path, name)
+    if as_json:
+        emit_json({"name": name, "path": str(tokens_path), "token": token})
+        return EXIT_VERIFIED
     click.echo(f"added token {name!r} to {tokens_path}; it is shown only this once:", err=True)
     click.echo(token)
     return EXIT_VERIFIED

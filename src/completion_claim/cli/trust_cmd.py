@@ -15,6 +15,7 @@ from ..model import Claim, parse_claim
 from ..trust import check_signatures
 from ..verify import verify
 from . import EXIT_UNVERIFIED, EXIT_VERIFIED, app
+from ._output import emit_json, json_option, say
 from .verify_cmd import EXIT_FOR_STATE, decision_time, read_policy
 
 
@@ -26,7 +27,8 @@ from .verify_cmd import EXIT_FOR_STATE, decision_time, read_policy
     metavar="FILE",
     help="Where to write the private key (mode 0600; an existing file is never replaced).",
 )
-def keygen_command(out_path: str) -> int:
+@json_option("Print {path, public_key, keyid} as JSON.")
+def keygen_command(out_path: str, as_json: bool) -> int:
     """Make an Ed25519 signing key; print its public key and key id.
 
     Put the public key in a policy's trust.observers (for an observer's key) or
@@ -36,19 +38,27 @@ def keygen_command(out_path: str) -> int:
 
     key = SigningKey.generate()
     write_private_key(out_path, key)
-    click.echo(f"wrote private key {out_path} (mode 0600)")
-    click.echo(f"public key: {key.public.text}")
-    click.echo(f"key id: {key.public.keyid}")
+    if as_json:
+        emit_json({"path": out_path, "public_key": key.public.text, "keyid": key.public.keyid})
+        return EXIT_VERIFIED
+    say(f"wrote private key {out_path} (mode 0600)")
+    say(f"public key: {key.public.text}")
+    say(f"key id: {key.public.keyid}")
     return EXIT_VERIFIED
 
 
 @app.command("pubkey")
 @click.argument("key_path", metavar="FILE")
-def pubkey_command(key_path: str) -> int:
+@json_option("Print {public_key, keyid} as JSON.")
+def pubkey_command(key_path: str, as_json: bool) -> int:
     """Print the public key of the private key in FILE, as a policy's public_key takes it."""
     from ..trust.keys import load_signing_key  # noqa: PLC0415
 
-    click.echo(load_signing_key(key_path).public.text)
+    public = load_signing_key(key_path).public
+    if as_json:
+        emit_json({"public_key": public.text, "keyid": public.keyid})
+    else:
+        click.echo(public.text)
     return EXIT_VERIFIED
 
 
@@ -61,7 +71,8 @@ def pubkey_command(key_path: str) -> int:
     metavar="KEY",
     help="The gate's public key: 'ed25519:...' or a file holding it.",
 )
-def check_verdict_command(path: str, public_key: str) -> int:
+@json_option("Print {valid, accepted, reason, verdict, keyid} as JSON.")
+def check_verdict_command(path: str, public_key: str, as_json: bool) -> int:
     """Check a signed verdict written by `claim verify --sign-key --out`; exit with its state.
 
     \b
@@ -78,21 +89,39 @@ def check_verdict_command(path: str, public_key: str) -> int:
     try:
         verdict = check_verdict(document, key)
     except VerdictRejected as rejected:
-        click.echo(f"INVALID: {rejected}")
+        if as_json:
+            emit_json({"valid": False, "accepted": False, "reason": str(rejected)})
+        else:
+            click.echo(f"INVALID: {rejected}")
         return EXIT_UNVERIFIED
     state, independence = verdict.get("state"), verdict.get("independence")
+    unproven = state == "verified" and independence != "proven"
+    code = EXIT_UNVERIFIED if unproven else EXIT_FOR_STATE.get(str(state), EXIT_UNVERIFIED)
+    if as_json:
+        emit_json(
+            {
+                "valid": True,
+                "accepted": code == EXIT_VERIFIED,
+                "reason": "independence was not proven" if unproven else None,
+                "verdict": {
+                    name: verdict.get(name)
+                    for name in ("state", "independence", "decided_at", "policy_id")
+                },
+                "keyid": key.keyid,
+            }
+        )
+        return code
     click.echo(
         f"valid: verdict {state!s}, independence {independence!s}, decided at "
         f"{verdict.get('decided_at')!s} under policy {verdict.get('policy_id')!s}, "
         f"signed by key {key.keyid[:16]}"
     )
-    if state == "verified" and independence != "proven":
+    if unproven:
         click.echo(
             "not accepted: independence was not proven (the policy that decided it was not "
             "the operator's, e.g. the claim's own)"
         )
-        return EXIT_UNVERIFIED
-    return EXIT_FOR_STATE.get(str(state), EXIT_UNVERIFIED)
+    return code
 
 
 @app.command("export")

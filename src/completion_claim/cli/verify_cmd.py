@@ -26,6 +26,7 @@ from ..timefmt import parse_time
 from ..trust import check_signatures
 from ..verify import Verdict, verify
 from . import EXIT_INVALID, EXIT_REFUTED, EXIT_UNVERIFIED, EXIT_USAGE, EXIT_VERIFIED, app
+from ._output import output, paint_state
 
 if TYPE_CHECKING:
     from ..trust.keys import SigningKey
@@ -176,8 +177,17 @@ def verify_command(
         _write_signed_verdict(out_path, document, verdict, key)
     if as_json:
         click.echo(dumps(verdict.to_json(), indent=2))
-    else:
-        click.echo(render_report(claim, verdict, source_name(path)), nl=False)
+        return exit_code(verdict)
+    report = render_report(claim, verdict, source_name(path), policy)
+    shown = output()
+    if shown.quiet:
+        report = report[: report.index("\n") + 1]  # the verdict line alone
+    click.echo(paint_state(report, verdict.state), nl=False)
+    if shown.verbose:
+        from .show_cmd import print_rules  # noqa: PLC0415 - show_cmd imports this module
+
+        click.echo()
+        print_rules(claim, verdict)
     return exit_code(verdict)
 
 

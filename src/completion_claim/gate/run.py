@@ -173,7 +173,9 @@ def run_gate(
     write_atomic(claim_path, render(raw))
     events.step("verdict", f"{verdict.state}: {verdict.reason}")
     notes = [f"  base {chosen.revision} ({chosen.source}); baselines {baselines}"]
-    report = render_report(claim, verdict, str(claim_path)) + "\n".join(notes) + "\n"
+    # The gate observes by itself: its next step for the agent is its agent_reason, not a
+    # `claim observe` command.
+    report = render_report(claim, verdict, str(claim_path), steps=False) + "\n".join(notes) + "\n"
     return GateResult(
         verdict=verdict,
         claim_path=claim_path,

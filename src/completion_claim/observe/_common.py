@@ -37,6 +37,7 @@ class ObserverSettings:
     record_failure: bool
     evidence_id: str | None
     sign_key_path: str | None = None  # signs each item's attestation (DSSE); read after observing
+    as_json: bool = False  # the command prints one JSON object; --print then prints nothing more
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,12 @@ def observer_options(command: F) -> F:
             help="Sign the evidence with this observer's private key, so a policy in signed "
             "mode can prove it independent.",
         ),
+        click.option(
+            "--json",
+            "as_json",
+            is_flag=True,
+            help="Print {path, recorded, evidence, as_expected} as JSON.",
+        ),
     ]
     for option in reversed(options):
         command = option(command)
@@ -113,6 +120,7 @@ def settings_from(claim_path: str, options: dict[str, Any]) -> ObserverSettings:
         record_failure=options.pop("record_failure"),
         evidence_id=options.pop("evidence_id"),
         sign_key_path=sign_key_path,
+        as_json=options.pop("as_json", False),
     )
 
 
@@ -223,7 +231,8 @@ def _record(
             "e", {e.id for e in claim.evidence if e.id is not None}
         )
         _attest(item, claim, key)
-        click.echo(dumps(item, indent=2))
+        if not settings.as_json:
+            click.echo(dumps(item, indent=2))
     else:
         edit_claim(settings.claim_path, append)
     return item
