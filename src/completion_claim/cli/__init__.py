@@ -83,6 +83,7 @@ from . import (  # noqa: E402, F401
     capture_cmd,
     claim_cmd,
     gate_cmd,
+    help_cmd,
     hook_cmd,
     ledger_cmd,
     observe_cmd,
