@@ -43,6 +43,8 @@ def app() -> None:
     Exit codes: 0 verified (or the command succeeded), 1 unverified, 2 refuted (or a
     ledger contradicts its signed tree heads), 3 invalid claim or policy, 4 usage or
     internal error, 5 observation failed (or a ledger cannot be reached or read).
+
+    `claim help` lists the topics that explain the concepts; `claim help TOPIC` prints one.
     """
 
 
