@@ -58,7 +58,7 @@ def test_terminal_rendering_keeps_code_drops_link_targets_and_aligns_tables() ->
     markdown = (
         "# Title\n"
         "\n"
-        "See [the spec](spec.md#5-the-verdict) and [a site](https://example.org/x).\n"
+        "See [the spec](spec.md#5-the-verdict) and [a site](https://example.org/x), *twice*.\n"
         "\n"
         "```sh\n"
         "claim verify `x` claim.json\n"
@@ -66,18 +66,18 @@ def test_terminal_rendering_keeps_code_drops_link_targets_and_aligns_tables() ->
         "\n"
         "| exit | meaning |\n"
         "| ---- | ------- |\n"
-        "| 0 | `verified` |\n"
+        "| 0 | `verified` `*.pyc` |\n"
         "| 10 | other |\n"
     )
     assert render_for_terminal(markdown) == (
         "Title\n"
         "=====\n"
         "\n"
-        "See the spec and a site <https://example.org/x>.\n"
+        "See the spec and a site <https://example.org/x>, twice.\n"
         "\n"
         "    claim verify `x` claim.json\n"
         "\n"
         "  exit  meaning\n"
-        "  0     verified\n"
+        "  0     verified *.pyc\n"
         "  10    other\n"
     )

@@ -27,6 +27,7 @@ TOPICS = (
 )
 
 _LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
+_EMPHASIS = re.compile(r"\*{1,2}([^*\s][^*]*?)\*{1,2}")
 _FENCE = "```"
 
 
@@ -74,7 +75,9 @@ def _plain(text: str) -> str:
         target = link[2]
         return f"{link[1]} <{target}>" if target.startswith(("http://", "https://")) else link[1]
 
-    return _LINK.sub(words, text).replace("**", "").replace("`", "")
+    pieces = _LINK.sub(words, text).split("`")
+    # Odd pieces are code spans, where a star is a star.
+    return "".join(p if i % 2 else _EMPHASIS.sub(r"\1", p) for i, p in enumerate(pieces))
 
 
 def _aligned(rows: list[list[str]]) -> list[str]:
