@@ -3,12 +3,12 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench schema vectors clean sandbox browser claude-code
+.PHONY: demo test lint bench schema vectors reference docs clean sandbox browser claude-code
 
 $(BIN)/claim: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[observe,sign,serve,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[observe,sign,serve,dev,docs]'
 	touch $(BIN)/claim
 
 # `claim observe test-run` runs tests in a bubblewrap sandbox and refuses to run without one.
@@ -60,5 +60,13 @@ schema: $(BIN)/claim
 vectors: $(BIN)/claim
 	$(BIN)/python conformance/generate.py
 
+# docs/cli.md from the click commands, docs/concepts.md from the `claim help` topics.
+reference: $(BIN)/claim
+	$(BIN)/python -m completion_claim.cli._reference docs
+
+# The site, into site/; --strict fails on a broken link or anchor.
+docs: reference
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build dist
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build dist site

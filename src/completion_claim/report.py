@@ -198,7 +198,7 @@ class _Steps:
         self.verdict = verdict
         self.path = shlex.quote(source) if source and source != "stdin" else "CLAIM"
         self.items = {evidence_ref(item, i): item for i, item in enumerate(claim.evidence)}
-        self.may_cover = policy.coverage_map()
+        self.may_cover = policy.coverage
         self.signed = policy.trust is not None and policy.trust.mode == SIGNED
         self.kinds = {m.id: m.kind for m in claim.mutations}
         # check type -> the mutations a new observation of that type should cover
@@ -213,13 +213,13 @@ class _Steps:
                 yield self.contradicted(unmet.evidence)
         for result in self.verdict.evidence:
             for finding in result.reasons:
-                yield self.finding(result, finding)
+                yield self.finding(result.evidence, finding)
         for cover in self.verdict.coverage:
             if not cover.covered_by and not cover.contradicted_by:
-                for result in cover.not_counted:
-                    for finding in result.reasons:
+                for named in cover.not_counted:
+                    for finding in named.reasons:
                         if finding.code == "kind_not_covered":
-                            yield self.finding(result, finding)
+                            yield self.finding(named.evidence, finding)
         for unmet in self.verdict.unmet:
             yield from self.unmet(unmet)
 
@@ -232,8 +232,8 @@ class _Steps:
             f"{result.mismatch}; fix that, then observe again"
         )
 
-    def finding(self, result: EvidenceResult, finding: Finding) -> str:
-        ref, code = result.evidence, finding.code
+    def finding(self, ref: str, finding: Finding) -> str:
+        code = finding.code
         item = self.items[ref]
         if code != "kind_not_covered":
             self.want(item.check_type, item.covers)
@@ -383,9 +383,9 @@ def rule_results(claim: Claim, verdict: Verdict) -> list[dict[str, Any]]:
     items = {evidence_ref(item, i): item for i, item in enumerate(claim.evidence)}
     by_kind: dict[str, list[Finding]] = {}
     for cover in verdict.coverage:
-        for result in cover.not_counted:
-            by_kind.setdefault(result.evidence, []).extend(
-                f for f in result.reasons if f.code == "kind_not_covered"
+        for named in cover.not_counted:
+            by_kind.setdefault(named.evidence, []).extend(
+                f for f in named.reasons if f.code == "kind_not_covered"
             )
     out = []
     for result in verdict.evidence:

@@ -123,6 +123,7 @@ class Verdict(_Result, frozen=True):
         the same value as Python objects)."""
         return _ENCODE(self)
 
+
 Independence = Callable[[Evidence], Finding | None]
 """Decides rule 1 for one item: None when it is independent, else why not."""
 SignatureCheck = Callable[[Claim, Trust], Independence]

@@ -25,6 +25,7 @@ _COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "check-verdict": ("trust_cmd",),
     "export": ("trust_cmd",),
     "gate": ("gate_cmd",),
+    "help": ("help_cmd",),
     "hook": ("hook_cmd",),
     "hooks": ("hook_cmd",),
     "init": ("gate_cmd",),
@@ -105,6 +106,8 @@ def app(context: click.Context, color: str, quiet: bool, verbose: bool) -> None:
     internal error, 5 observation failed (or a ledger cannot be reached or read).
     With --json, a command prints one JSON object, and an error is one JSON object on
     stderr: {"error": "...", "exit_code": N}.
+
+    `claim help` lists the topics that explain the concepts; `claim help TOPIC` prints one.
     """
     if quiet and verbose:
         raise UsageError("-q and -v: choose one")
