@@ -266,7 +266,7 @@ class _Steps:
                 "observe again, or ask the operator for a policy with allow_test_changes"
             )
         if code == "unknown_check_type":
-            return f"{ref}: no rule knows check type {result.check_type[:40]!r}"
+            return f"{ref}: no rule knows check type {item.check_type[:40]!r}"
         if code in INDEPENDENCE_CODES:
             return (
                 f"{ref}: {describe_finding(finding)}: an observer the policy trusts must observe "
