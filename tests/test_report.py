@@ -83,7 +83,8 @@ def test_a_verified_signed_header_still_says_independence_proven() -> None:
 def test_independence_codes_are_rule_ones_findings() -> None:
     from completion_claim.trust.evidence import FINDING_CODES
 
-    assert frozenset({*FINDING_CODES, "self_attested"}) == INDEPENDENCE_CODES
+    rule_one = {*FINDING_CODES, "self_attested", "signatures_not_checked"}
+    assert frozenset(rule_one) == INDEPENDENCE_CODES
 
 
 # --- next steps ---------------------------------------------------------------------------------

@@ -31,7 +31,10 @@ from completion_claim.trust.evidence import (
     EVIDENCE_PAYLOAD_TYPE,
     EVIDENCE_PAYLOAD_V,
     FINDING_CODES,
+    PARALLEL_FROM_ITEMS,
     evidence_payload,
+    sign_evidence,
+    signed_independence,
 )
 from completion_claim.trust.keys import SigningKey
 from completion_claim.trust.verdicts import (
@@ -656,3 +659,38 @@ def test_we_verify_envelopes_securesystemslib_signs() -> None:
     assert verdict.independence == "proven"
     decoded = dsse.decode_envelope(theirs.to_dict())
     assert dsse.first_verifying_key(decoded, [CI.public]) == CI.public
+
+
+def _many_signed(count: int, forged: int) -> Json:
+    """``count`` state writes each read back and signed by CI, item ``forged`` by a stranger."""
+    doc = claim_doc(
+        [mutation(f"m{i}", 0, target=f"accounts/{i}", digest=DIGEST) for i in range(count)],
+        [evidence(10, [f"m{i}"], id=f"e{i}", target=f"accounts/{i}") for i in range(count)],
+    )
+    claim = parse_claim(doc)
+    for i, item in enumerate(doc["evidence"]):
+        item["attestation"] = sign_evidence(item, claim, STRANGER if i == forged else CI)
+    return doc
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_a_large_claim_is_judged_alike_on_any_number_of_threads(threads: int) -> None:
+    """Signatures checked ahead on threads give each item its own finding, as one thread does:
+    the forged item alone fails, and only it."""
+    claim = parse_claim(_many_signed(PARALLEL_FROM_ITEMS * 2, forged=21))
+    trust = SIGNED_POLICY.trust
+    assert trust is not None
+    judge_items = signed_independence(claim, trust, threads=threads)
+    found = {item.id: judge_items(item) for item in claim.evidence}
+    assert {ident for ident, finding in found.items() if finding is not None} == {"e21"}
+    assert found["e21"] is not None
+    assert found["e21"].code == "signature_invalid"
+
+
+def test_signed_mode_without_a_signature_check_verifies_nothing() -> None:
+    """A library caller who forgets ``signatures=check_signatures`` gets unverified, never a
+    verdict that read the claim's own word for independence."""
+    verdict = verify(parse_claim(genuine_doc()), DECIDE, SIGNED_POLICY)
+    assert verdict.state == "unverified"
+    assert [f.code for f in findings(verdict)] == ["signatures_not_checked"]
+    assert verdict.independence == "declared"

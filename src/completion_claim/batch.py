@@ -9,7 +9,6 @@ input however fast it can be read.
 
 from __future__ import annotations
 
-import os
 import re
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -36,14 +35,6 @@ Result = tuple[LineState, bytes]
 _ENCODE = msgspec.json.Encoder().encode
 # A batch line is one document: "(line 1, column 12)" of the decoder means column 12 of it.
 _PLACE_IN_LINE = re.compile(r"\(line 1, column (\d+)\)")
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask), not all the machine has."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except AttributeError:  # no affinity masks on this platform
-        return os.cpu_count() or 1
 
 
 def verify_line(

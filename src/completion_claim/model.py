@@ -157,7 +157,7 @@ class WholeNumber(int):
 def _whole_number(value: object) -> WholeNumber:
     if type(value) is float and value.is_integer():
         value = int(value)
-    if type(value) is not int:
+    if not isinstance(value, int) or isinstance(value, bool):
         shown = f"a fraction ({_short(value)})" if type(value) is float else type_name(value)
         raise TypeError(f"expected an integer, got {shown}")
     if not WholeNumber.MINIMUM <= value <= WholeNumber.MAXIMUM:

@@ -32,6 +32,8 @@ _FINDING_TEXT = {
     "so the agent's own code may have decided the run (the policy's allow_test_changes is off)",
     "kind_not_covered": "its check type may not cover mutation {mutation}'s kind",
     # Signed mode: why no trusted observer's signature proves the item independent.
+    "signatures_not_checked": "signed mode, but the verifier was given no way to check "
+    "signatures (a library caller passes signatures=check_signatures)",
     "no_attestation": "not signed: signed mode counts only evidence a trusted observer signed",
     "attestation_malformed": "attestation is not a readable DSSE envelope",
     "payload_type_wrong": "attestation has the wrong payload type",
@@ -148,6 +150,7 @@ def render_report(
 INDEPENDENCE_CODES = frozenset(
     {
         "self_attested",
+        "signatures_not_checked",
         "no_attestation",
         "attestation_malformed",
         "payload_type_wrong",

@@ -16,7 +16,8 @@ from msgspec.structs import replace
 
 from .._files import STDIN, open_regular, read_limited, source_name, write_atomic
 from .._json import DEFAULT_MAX_BYTES, decode_bytes, dumps, loads
-from ..batch import usable_cpus, verify_stream
+from .._system import usable_cpus
+from ..batch import verify_stream
 from ..claimfile import render
 from ..errors import InvalidDocument, UsageError
 from ..model import Mutation, Policy, load_claim, load_policy

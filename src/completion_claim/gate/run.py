@@ -205,7 +205,7 @@ def policy_json(policy: Policy) -> dict[str, Any]:
         "id": policy.id,
         "requires": list(policy.requires),
         "max_age_s": policy.max_age_s,
-        "min_tests": policy.min_tests,
+        "min_tests": int(policy.min_tests),
         "allow_test_changes": policy.allow_test_changes,
     }
     if policy.covered_by:
