@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 
 Record = dict[str, Any]
 Table = tuple[str, ...]  # [[catalog.]schema.]name as the server names it
-# Each store's driver is imported by its reader alone: a SQLite readback needs none.
+# Each reader imports its own driver (SQLite's is the standard library); these name the reader
+# in the line a missing driver prints.
 POSTGRESQL = "a PostgreSQL readback"
 MARIADB = "a MariaDB/MySQL readback"
 ROWS_COUNTED = 100  # rows fetched to tell the user how many a too-broad lookup matched
