@@ -4,12 +4,17 @@ one-line MissingExtra; anything else stays the defect it is."""
 from __future__ import annotations
 
 import importlib
+import re
 import sys
+import tomllib
+from pathlib import Path
 
 import pytest
 
 from completion_claim._optional import MissingExtra, needs_extra, require
 from completion_claim.errors import UsageError
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_a_missing_optional_package_names_its_extra(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -36,6 +41,14 @@ def test_an_import_error_of_anything_else_is_not_disguised() -> None:
         importlib.import_module("completion_claim.no_such_module")
 
 
-def test_only_real_extras_are_named() -> None:
-    with pytest.raises(ValueError, match="no extra named 'signing'"):
-        require("cryptography", extra="signing", for_what="signing")
+def test_every_extra_named_in_the_code_is_declared() -> None:
+    """A misspelt extra would send the user to install something that does not exist."""
+    with (ROOT / "pyproject.toml").open("rb") as handle:
+        declared = set(tomllib.load(handle)["project"]["optional-dependencies"]) - {"dev"}
+    named = set()
+    for path in (ROOT / "src").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        named |= set(re.findall(r"needs_extra\(\s*\"(\w+)\"", text))
+        named |= set(re.findall(r"\bextra=\"(\w+)\"", text))
+    assert named
+    assert named <= declared
