@@ -2,11 +2,15 @@
 
 The core (``claim verify``, ``new``, ``mutate``, ``capture-git``, ``observe test-run``, a SQLite
 readback by table and key) needs only click and the standard library. Everything else comes with
-an extra, and every import of it is written inside :func:`needs_extra`, so that a user without
-the extra reads one line saying what to install, never ``No module named ...``::
+an extra, and every import of it is written inside :func:`needs_extra` (or in a module only
+imported inside it, as the service's are), so that a user without the extra reads one line
+saying what to install, never ``No module named ...``::
 
     with needs_extra("sign", "signing"):
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+The one import allowed to fail quietly is ``observe.values.libpq_params``'s: without psycopg a
+postgresql:// URL is shown by its scheme alone, and a readback needing psycopg has asked first.
 
 Only an ImportError about a package listed in :data:`DISTRIBUTIONS` is translated: one about
 this package's own modules is a defect and stays an internal error.
