@@ -15,17 +15,29 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from google.protobuf import json_format
+from in_toto.exceptions import SignatureVerificationError
+from in_toto.models.metadata import Envelope as InTotoEnvelope
+from in_toto.models.metadata import Metadata as InTotoMetadata
+from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
+from in_toto_attestation.v1.statement import Statement
+from in_toto_attestation.v1.statement_pb2 import Statement as StatementProto
 from securesystemslib.dsse import Envelope as SslibEnvelope
 
-# securesystemslib re-exports this without marking it for mypy.
-from securesystemslib.signer import SSlibKey  # type: ignore[attr-defined]
+# securesystemslib re-exports these without marking them for mypy.
+from securesystemslib.signer import CryptoSigner, SSlibKey  # type: ignore[attr-defined]
 
 from completion_claim.cli import run
 from completion_claim.errors import ObservationFailed
 from completion_claim.observe._common import Observation, ObserverSettings, run_observer
 from completion_claim.timefmt import parse_time
 from completion_claim.trust.keys import load_signing_key
-from completion_claim.trust.verdicts import CLAIM_PREDICATE_TYPE
+from completion_claim.trust.verdicts import (
+    CLAIM_PREDICATE_TYPE,
+    claim_digest,
+    intoto_statement,
+    sign_statement,
+)
 
 from ..builders import claim_doc, evidence, mutation
 from ..signing import AGENT, CI, CI_ID, DIGEST, STRANGER, genuine_doc, policy_doc, sign
@@ -536,16 +548,25 @@ def test_export_in_toto(
 
     out = tmp_path / "claim.intoto.json"
     assert run([*args, "--out", str(out)]) == 0
-    assert capsys.readouterr().out == ""
+    digest = claim_digest(read(claim_path))
+    assert capsys.readouterr().out == (
+        f"wrote {out}: in-toto statement for task deploy-4471, claim sha256:{digest}, "
+        f"verdict verified, signed by key {CI.public.keyid[:16]}\n"
+    )
     assert read(out)["payloadType"] == "application/vnd.in-toto+json"
 
 
-def test_export_needs_a_format(
+def test_in_toto_is_the_default_format(
     tmp_path: Path, ci_key: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """--in-toto stays accepted, and changes nothing (Ed25519 signatures are deterministic)."""
     claim_path = write(tmp_path / "claim.json", genuine_doc())
-    assert run(["export", claim_path, "--sign-key", ci_key]) == 4
-    assert "choose the export format: --in-toto" in capsys.readouterr().err
+    args = ["export", claim_path, "--sign-key", ci_key, "--at", DECIDE]
+    assert run(args) == 0
+    default = capsys.readouterr().out
+    assert run([*args, "--in-toto"]) == 0
+    assert capsys.readouterr().out == default
+    assert json.loads(default)["payloadType"] == "application/vnd.in-toto+json"
 
 
 def test_export_of_an_invalid_claim_exits_3(
@@ -555,3 +576,189 @@ def test_export_of_an_invalid_claim_exits_3(
     claim_path = write(tmp_path / "claim.json", doc)
     assert run(["export", claim_path, "--in-toto", "--sign-key", ci_key]) == 3
     assert "evidence[0].at: no UTC offset" in capsys.readouterr().err
+
+
+# --- checking an in-toto export -----------------------------------------------------------------
+
+
+@pytest.fixture
+def exported(tmp_path: Path, ci_key: str, signed_policy: str) -> tuple[str, str]:
+    """A claim verified with independence proven, and its export."""
+    claim_path = write(tmp_path / "claim.json", genuine_doc())
+    out = str(tmp_path / "claim.intoto.json")
+    args = ["export", claim_path, "--sign-key", ci_key, "--policy", signed_policy, "--at", DECIDE]
+    assert run([*args, "--out", out]) == 0
+    return claim_path, out
+
+
+def check_export(path: str, *more: str) -> list[str]:
+    return ["check-verdict", path, "--public-key", CI.public.text, *more]
+
+
+def test_check_verdict_accepts_an_export(
+    exported: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    claim_path, out = exported
+    capsys.readouterr()
+    assert run(check_export(out)) == 0
+    digest = claim_digest(read(claim_path))
+    assert capsys.readouterr().out == (
+        f"valid: in-toto statement for task deploy-4471 (claim sha256:{digest}), verdict "
+        f"verified, independence proven, decided at {DECIDE} under policy signed-ops, signed by "
+        f"key {CI.public.keyid[:16]}\n"
+    )
+    assert run(check_export(out, "--claim", claim_path)) == 0
+
+
+def test_check_verdict_rejects_an_export_about_another_claim(
+    tmp_path: Path, exported: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, out = exported
+    other = write(tmp_path / "other.json", genuine_doc(target="accounts/9"))
+    capsys.readouterr()
+    assert run(check_export(out, "--claim", other)) == 1
+    assert capsys.readouterr().out.startswith("INVALID: the claim is not the one attested (sha256 ")
+
+
+def test_check_verdict_rejects_an_export_under_another_key(
+    exported: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, out = exported
+    capsys.readouterr()
+    assert run(["check-verdict", out, "--public-key", STRANGER.public.text]) == 1
+    assert capsys.readouterr().out == (
+        f"INVALID: no signature verifies with key {STRANGER.public.keyid[:16]}\n"
+    )
+
+
+def test_check_verdict_rejects_an_edited_export(
+    exported: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, out = exported
+    envelope = read(out)
+    statement = json.loads(base64.b64decode(envelope["payload"]))
+    statement["predicate"]["verdict"]["state"] = "verified"
+    statement["predicate"]["claimed_outcome"] = "something else"
+    envelope["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
+    write(Path(out), envelope)
+    capsys.readouterr()
+    assert run(check_export(out)) == 1
+    assert capsys.readouterr().out.startswith("INVALID: no signature verifies")
+
+
+def signed_statement(tmp_path: Path, statement: Json, payload_type: str | None = None) -> str:
+    envelope = sign_statement(statement, CI)
+    if payload_type is not None:
+        envelope = CI.sign_envelope(payload_type, base64.b64decode(envelope["payload"]))
+    return write(tmp_path / "crafted.intoto.json", envelope)
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (
+            {"_type": "https://in-toto.io/Statement/v0.1"},
+            "signed payload: not an in-toto Statement",
+        ),
+        ({"predicateType": "https://slsa.dev/provenance/v1"}, "predicate type 'https://slsa.dev"),
+        ({"subject": []}, "the statement must have exactly one subject, the claim"),
+        ({"subject": [{"name": "t", "digest": {"sha512": "00"}}]}, "the subject has no name or"),
+        ({"subject": [{"name": "t", "digest": {"sha256": "00" * 32}}]}, "the subject is not the"),
+        ({"predicate": {"task": {}}}, "the predicate is not a claim with its verdict"),
+    ],
+)
+def test_check_verdict_checks_the_statement_a_key_signed(
+    tmp_path: Path, change: Json, reason: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A valid signature is not enough: the statement must be the kind `claim export` writes,
+    about the claim it carries."""
+    doc = genuine_doc()
+    statement = {**intoto_statement(doc, {"state": "verified"}, "deploy-4471"), **change}
+    path = signed_statement(tmp_path, statement)
+    assert run(check_export(path)) == 1
+    assert capsys.readouterr().out.startswith(f"INVALID: {reason}")
+
+
+def test_check_verdict_checks_the_payload_type(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = genuine_doc()
+    statement = intoto_statement(doc, {"state": "verified"}, "deploy-4471")
+    path = signed_statement(tmp_path, statement, "application/vnd.completion-claim.verdict+json")
+    assert run(check_export(path)) == 1
+    assert capsys.readouterr().out == (
+        "INVALID: payload type 'application/vnd.completion-claim.verdict+json', expected "
+        "'application/vnd.in-toto+json'\n"
+    )
+
+
+def test_an_export_of_an_unverified_claim_exits_1(
+    tmp_path: Path, ci_key: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    claim_path = write(tmp_path / "claim.json", genuine_doc())
+    out = str(tmp_path / "claim.intoto.json")
+    # the claim's own (declared) policy: verified, but independence is not proven
+    assert run(["export", claim_path, "--sign-key", ci_key, "--at", DECIDE, "--out", out]) == 0
+    capsys.readouterr()
+    assert run(check_export(out)) == 1
+    assert "not accepted: independence was not proven" in capsys.readouterr().out
+
+
+def test_claim_option_goes_with_an_export_only(
+    tmp_path: Path, ci_key: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    claim_path = write(tmp_path / "claim.json", genuine_doc())
+    assert run(check_export(claim_path, "--claim", claim_path)) == 4
+    assert "--claim goes with an in-toto export" in capsys.readouterr().err
+
+
+# --- round trip with the in-toto project's own implementation ----------------------------------
+
+
+def their_key() -> SSlibKey:
+    # securesystemslib matches signatures to keys by keyid, so give it ours.
+    return SSlibKey.from_crypto(CI.private.public_key(), keyid=CI.public.keyid)
+
+
+def test_in_toto_verifies_what_export_writes(exported: tuple[str, str]) -> None:
+    """in-toto's DSSE envelope checks the signature; in-toto-attestation's Statement v1 checks
+    the statement; the subject is the claim's digest."""
+    claim_path, out = exported
+    envelope = InTotoMetadata.from_dict(read(out))
+    assert isinstance(envelope, InTotoEnvelope)
+    envelope.verify_signature({**their_key().to_dict(), "keyid": CI.public.keyid})
+    statement = Statement.copy_from_pb(json_format.Parse(envelope.payload, StatementProto()))
+    statement.validate()
+    assert statement.pb.predicate_type == CLAIM_PREDICATE_TYPE
+    (subject,) = statement.pb.subject
+    assert dict(subject.digest) == {"sha256": claim_digest(read(claim_path))}
+    assert subject.name == "deploy-4471"
+
+
+def test_in_toto_rejects_an_export_under_another_key(exported: tuple[str, str]) -> None:
+    envelope = InTotoMetadata.from_dict(read(exported[1]))
+    wrong = SSlibKey.from_crypto(STRANGER.private.public_key(), keyid=CI.public.keyid)
+    with pytest.raises(SignatureVerificationError):
+        envelope.verify_signature({**wrong.to_dict(), "keyid": CI.public.keyid})
+
+
+def test_check_verdict_accepts_a_statement_in_toto_signed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The other way round: a statement built and signed by the in-toto libraries, about a claim
+    and its verdict, passes `claim check-verdict --claim`."""
+    doc = genuine_doc()
+    claim_path = write(tmp_path / "claim.json", doc)
+    verdict = {"state": "verified", "independence": "proven", "decided_at": DECIDE}
+    subject = ResourceDescriptor(name="deploy-4471", digest={"sha256": claim_digest(doc)})
+    statement = Statement([subject.pb], CLAIM_PREDICATE_TYPE, {**doc, "verdict": verdict})
+    statement.validate()
+    payload = json.dumps(json_format.MessageToDict(statement.pb)).encode()
+    theirs = InTotoEnvelope(payload, "application/vnd.in-toto+json", {})
+    theirs.create_signature(CryptoSigner(CI.private, their_key()))
+    path = write(tmp_path / "theirs.intoto.json", theirs.to_dict())
+    assert run(check_export(path, "--claim", claim_path)) == 0
+    assert capsys.readouterr().out.startswith(
+        f"valid: in-toto statement for task deploy-4471 (claim sha256:{claim_digest(doc)}), "
+        f"verdict verified, independence proven, decided at {DECIDE}"
+    )

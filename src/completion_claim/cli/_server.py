@@ -67,13 +67,8 @@ def refuse_config_with_server(config_path: Path | None) -> None:
 
 
 def gate_client(server: str, token_file: Path | None) -> ServiceClient:
-    try:
-        from ..service.client import GATE_TIMEOUT_S, ServiceClient  # noqa: PLC0415
-    except ImportError as missing:
-        raise UsageError(
-            f"--server needs the HTTP client ({missing.name}): "
-            "pip install 'completion-claim[observe]'"
-        ) from None
+    from ..service.client import GATE_TIMEOUT_S, ServiceClient  # noqa: PLC0415
+
     return ServiceClient(server, read_token(token_file, os.environ), GATE_TIMEOUT_S)
 
 

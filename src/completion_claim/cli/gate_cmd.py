@@ -12,6 +12,7 @@ import click
 
 from .._files import read_limited, write_atomic
 from .._json import dumps
+from .._optional import needs_extra
 from ..errors import UsageError
 from ..gate.config import CONFIG_NAME, GateConfig, find_config, load_config, look_at, starter_config
 from ..gate.run import NO_OUTCOME, run_gate, start_gate
@@ -200,13 +201,8 @@ def _open_ledger(url: str, key_path: str | None, config: GateConfig) -> Ledger:
             "--ledger: the ledger's tree heads must be signed: give --ledger-key FILE or set "
             f"[gate].sign_key in {config.path.name}"
         )
-    try:
+    with needs_extra("serve", "--ledger"):
         from ..service.ledger import Ledger  # noqa: PLC0415
-    except ImportError as missing:
-        raise UsageError(
-            f"--ledger needs the serve extra ({missing.name} is missing): "
-            "pip install 'completion-claim[serve]'"
-        ) from None
     from ..trust.keys import load_signing_key  # noqa: PLC0415
 
     return Ledger.open(url, load_signing_key(str(chosen)))

@@ -19,6 +19,7 @@ import click
 
 from .._files import read_limited, write_atomic
 from .._json import dumps, loads
+from .._optional import require
 from ..errors import UsageError
 from ..public_key import PublicKey, parse_public_key
 from ..service import merkle
@@ -203,13 +204,8 @@ def _checked_head(head: TreeHead, key: PublicKey | None, where: str) -> None:
 
 
 def _service_modules() -> None:
-    """Fail with a line naming the extra when the service's libraries are missing."""
-    try:
-        import sqlalchemy  # noqa: F401, PLC0415
-    except ImportError:
-        raise UsageError(
-            "claim ledger needs the 'serve' extra: pip install 'completion-claim[serve]'"
-        ) from None
+    """Fail with a line naming the extra when the ledger's database library is missing."""
+    require("sqlalchemy", extra="serve", for_what="claim ledger on a database")
 
 
 # --- a ledger database --------------------------------------------------------------------
@@ -336,13 +332,7 @@ def _verify_service(url: str, since: TreeHead | None, key: PublicKey | None) -> 
 def _service(url: str) -> Iterator[Callable[[str, dict[str, int] | None], Any]]:
     """``ask(path, params)`` against the service: unreachable or refusing becomes a
     :class:`LedgerError` (exit 5), an entry it does not hold :class:`NotInLedger`."""
-    try:
-        from ..service.client import ServiceClient, ServiceError, ServiceRefused  # noqa: PLC0415
-    except ImportError:
-        raise UsageError(
-            "claim ledger needs the 'serve' extra for a service URL: "
-            "pip install 'completion-claim[serve]'"
-        ) from None
+    from ..service.client import ServiceClient, ServiceError, ServiceRefused  # noqa: PLC0415
 
     def ask(path: str, params: dict[str, int] | None) -> Any:
         try:

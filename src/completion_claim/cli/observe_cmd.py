@@ -7,7 +7,6 @@ from typing import Any
 
 import click
 
-from ..errors import UsageError
 from ..match import satisfies
 from ..observe._common import Observation, ObserverSettings, run_observer
 from . import EXIT_VERIFIED, app
@@ -26,12 +25,6 @@ def observe_group() -> None:
     Exit 0 when an observation was recorded, whatever it shows (failing tests are an
     observation too); 5 when no observation could be made.
     """
-
-
-def needs_observe_extra(error: ImportError) -> UsageError:
-    return UsageError(
-        f"this observer needs {error.name or 'a driver'}: pip install 'completion-claim[observe]'"
-    )
 
 
 def recorded_line(item: dict[str, Any]) -> str:

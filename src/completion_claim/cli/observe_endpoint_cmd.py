@@ -9,7 +9,7 @@ import click
 
 from ..observe._common import observer_options, settings_from
 from ..observe.values import assignments
-from .observe_cmd import TIMEOUT, needs_observe_extra, observe_group, record_and_report
+from .observe_cmd import TIMEOUT, observe_group, record_and_report
 
 
 @observe_group.command("endpoint")
@@ -58,12 +58,10 @@ def endpoint_command(
     Assert something the deploy changes (a build id, a commit): a check that asserts only the
     status is refused, since it would pass before the deploy too.
     """
-    try:
-        # Imported here: httpx and the database drivers are the optional ``observe`` extra, and
-        # every other command must work (and start fast) without them.
-        from ..observe.endpoint import CHECK_TYPE, endpoint_check, observe_endpoint  # noqa: PLC0415
-    except ImportError as error:
-        raise needs_observe_extra(error) from None
+    # Imported here: httpx is the optional ``observe`` extra, and every other command must work
+    # (and start fast) without it.
+    from ..observe.endpoint import CHECK_TYPE, endpoint_check, observe_endpoint  # noqa: PLC0415
+
     settings = settings_from(path, shared)
     check = endpoint_check(
         url,

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ..observe._common import observer_options, settings_from
-from .observe_cmd import TIMEOUT, needs_observe_extra, observe_group, record_and_report
+from .observe_cmd import TIMEOUT, observe_group, record_and_report
 
 
 @observe_group.command("readback")
@@ -77,11 +77,9 @@ def readback_command(
     is not a plain SELECT, or a SQL role that can do more than read, is refused (exit 4).
     Passwords and secret options in URL are never recorded or printed.
     """
-    try:
-        # Imported here, as in ``observe endpoint``: the drivers are an optional extra.
-        from ..observe.readback import CHECK_TYPE, build_readback, observe_readback  # noqa: PLC0415
-    except ImportError as error:
-        raise needs_observe_extra(error) from None
+    # Imported here: only the store's own driver is needed, and build_readback names it.
+    from ..observe.readback import CHECK_TYPE, build_readback, observe_readback  # noqa: PLC0415
+
     settings = settings_from(path, shared)
     readback = build_readback(
         url, table, keys, query, params, expect, timeout, expect_absent, allow_privileged_role

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import UsageError
+from .._optional import needs_extra
 from . import app
 from ._output import emit_json, json_option
 
@@ -35,14 +35,10 @@ def report(ledger_url: str, html_path: Path, as_json: bool) -> None:
 
     A ledger database is opened read-only; a service's URL is asked for its GET /v1/stats.
     """
-    try:
-        # Imported here: the ledger and the templates are the optional ``serve`` extra, and every
-        # other command must work (and start fast) without them.
+    # Imported here: the ledger and the templates are the optional ``serve`` extra, and every
+    # other command must work (and start fast) without them.
+    with needs_extra("serve", "claim report"):
         from ..service.static_report import write_report  # noqa: PLC0415
-    except ImportError as error:
-        raise UsageError(
-            f"claim report needs {error.name or 'a library'}: pip install 'completion-claim[serve]'"
-        ) from None
     write_report(ledger_url, html_path, datetime.now(UTC).replace(microsecond=0))
     if as_json:
         emit_json({"path": str(html_path)})

@@ -20,6 +20,7 @@ from typing import Any
 import click
 
 from .._json import DEFAULT_MAX_BYTES
+from .._optional import needs_extra
 from ..errors import UsageError
 from ..model import BUILTIN_POLICY
 from ..observe.values import redact_url
@@ -31,12 +32,6 @@ DATA_DIR_NAME = "completion-claim"
 DEFAULT_LEDGER_NAME = "ledger.sqlite"
 DEFAULT_KEY_NAME = "service-key.pem"
 SOCKET_MODE = 0o660  # the service's user and group: put requesters in the group to let them in
-
-
-def needs_serve_extra(error: ImportError) -> UsageError:
-    return UsageError(
-        f"claim serve needs {error.name or 'its libraries'}: pip install 'completion-claim[serve]'"
-    )
 
 
 # --- claim token --------------------------------------------------------------------------------
@@ -152,14 +147,12 @@ def serve_command(
     Prints one line with the URL it listens on once it is ready. Without --tokens, anyone who
     can connect may post claims, so it then listens on a loopback address only.
     """
-    try:  # the serve extra
+    with needs_extra("serve", "claim serve"):
         import uvicorn  # noqa: PLC0415
 
         from ..service.app import create_app  # noqa: PLC0415
         from ..service.ledger import Ledger  # noqa: PLC0415
         from ..service.settings import DEFAULT_MAX_BODY_BYTES, ServiceSettings  # noqa: PLC0415
-    except ImportError as error:
-        raise needs_serve_extra(error) from None
 
     if socket_path is None and tokens_path is None and not is_loopback(host):
         raise UsageError(

@@ -6,6 +6,8 @@ the crypto library.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import click
 
 from .._files import read_limited, source_name, write_atomic
@@ -17,6 +19,9 @@ from ..verify import verify
 from . import EXIT_UNVERIFIED, EXIT_VERIFIED, app
 from ._output import emit_json, json_option, say
 from .verify_cmd import EXIT_FOR_STATE, decision_time, read_policy
+
+if TYPE_CHECKING:
+    from ..public_key import PublicKey
 
 
 @app.command("keygen")
@@ -71,23 +76,38 @@ def pubkey_command(key_path: str, as_json: bool) -> int:
     metavar="KEY",
     help="The gate's public key: 'ed25519:...' or a file holding it.",
 )
+@click.option(
+    "--claim",
+    "claim_path",
+    metavar="FILE",
+    help="With an in-toto export: also check that its subject is this claim.",
+)
 @json_option("Print {valid, accepted, reason, verdict, keyid} as JSON.")
-def check_verdict_command(path: str, public_key: str, as_json: bool) -> int:
-    """Check a signed verdict written by `claim verify --sign-key --out`; exit with its state.
+def check_verdict_command(path: str, public_key: str, claim_path: str | None, as_json: bool) -> int:
+    """Check a signed verdict (`claim verify --sign-key --out`) or an in-toto export (`claim
+    export`) in PATH; exit with the verdict's state.
 
     \b
-    Exit codes: 0 the signature is valid, the file's claim and verdict are exactly what was
-    signed, and the verdict is verified with independence proven; 1 the signature or the file
+    Exit codes: 0 the signature is valid, what the file says is exactly what was signed,
+    and the verdict is verified with independence proven; 1 the signature or the file
     does not hold (INVALID: reason), or the verdict is unverified, or verified with
-    independence only declared; 2 the verdict is refuted; 3 not a claim; 4 usage.
+    independence only declared; 2 the verdict is refuted; 3 not a claim (nor an export);
+    4 usage.
     """
     from ..trust.keys import read_public_key  # noqa: PLC0415
-    from ..trust.verdicts import VerdictRejected, check_verdict  # noqa: PLC0415
+    from ..trust.verdicts import VerdictRejected, check_verdict, is_envelope  # noqa: PLC0415
 
     key = read_public_key(public_key)
-    document, _ = _read_claim(path)
+    document = _read_json(path)
     try:
-        verdict = check_verdict(document, key)
+        if is_envelope(document):
+            verdict, about = _check_export(document, key, claim_path)
+        else:
+            if claim_path is not None:
+                raise UsageError("--claim goes with an in-toto export (`claim export`)")
+            _parse(document, path)
+            assert isinstance(document, dict)
+            verdict, about = check_verdict(document, key), "verdict"
     except VerdictRejected as rejected:
         if as_json:
             emit_json({"valid": False, "accepted": False, "reason": str(rejected)})
@@ -112,7 +132,7 @@ def check_verdict_command(path: str, public_key: str, as_json: bool) -> int:
         )
         return code
     click.echo(
-        f"valid: verdict {state!s}, independence {independence!s}, decided at "
+        f"valid: {about} {state!s}, independence {independence!s}, decided at "
         f"{verdict.get('decided_at')!s} under policy {verdict.get('policy_id')!s}, "
         f"signed by key {key.keyid[:16]}"
     )
@@ -124,9 +144,30 @@ def check_verdict_command(path: str, public_key: str, as_json: bool) -> int:
     return code
 
 
+def _check_export(
+    document: object, key: PublicKey, claim_path: str | None
+) -> tuple[dict[str, Any], str]:
+    """The verdict an in-toto export attests, and the words that introduce it."""
+    from ..trust.verdicts import check_statement  # noqa: PLC0415
+
+    claim = None
+    if claim_path is not None:
+        claim, _ = _read_claim(claim_path)
+    attested = check_statement(document, key, claim)
+    return attested.verdict, (
+        f"in-toto statement for task {attested.task} (claim sha256:{attested.claim_digest}), "
+        "verdict"
+    )
+
+
 @app.command("export")
 @click.argument("path")
-@click.option("--in-toto", "in_toto", is_flag=True, help="Write an in-toto Statement v1 (DSSE).")
+@click.option(
+    "--in-toto",
+    "in_toto",
+    is_flag=True,
+    help="The format, and the default: an in-toto Statement v1 in a DSSE envelope.",
+)
 @click.option("--sign-key", "sign_key_path", required=True, metavar="FILE", help="The signing key.")
 @click.option("--out", "out_path", metavar="FILE", help="Write here instead of stdout.")
 @click.option("--policy", "policy_path", metavar="FILE", help="Operator policy for the verdict.")
@@ -141,16 +182,16 @@ def export_command(
     policy_path: str | None,
     at_text: str | None,
 ) -> int:
-    """Export the claim in PATH, with a freshly computed verdict, as a signed attestation.
+    """Export the claim in PATH, with a freshly computed verdict, as a signed attestation: a
+    DSSE envelope (payload type application/vnd.in-toto+json) holding an in-toto Statement v1
+    whose subject is the claim's digest and whose predicate is the claim with its verdict.
 
-    With --in-toto: a DSSE envelope (payload type application/vnd.in-toto+json) holding an
-    in-toto Statement v1 whose subject is the claim's digest and whose predicate is the claim
-    with its verdict.
+    With --out, prints one line naming the file and the claim's digest. `claim check-verdict`
+    checks what it writes.
     """
-    if not in_toto:
-        raise UsageError("choose the export format: --in-toto")
+    del in_toto  # the only format: the flag is kept for the scripts that give it
     from ..trust.keys import load_signing_key  # noqa: PLC0415
-    from ..trust.verdicts import intoto_statement, sign_statement  # noqa: PLC0415
+    from ..trust.verdicts import claim_digest, intoto_statement, sign_statement  # noqa: PLC0415
 
     key = load_signing_key(sign_key_path)
     at = decision_time(at_text)
@@ -161,17 +202,33 @@ def export_command(
     text = dumps(envelope, indent=2) + "\n"
     if out_path is None:
         click.echo(text, nl=False)
-    else:
-        write_atomic(out_path, text.encode())
+        return EXIT_VERIFIED
+    write_atomic(out_path, text.encode())
+    click.echo(
+        f"wrote {out_path}: in-toto statement for task {claim.task.id}, claim "
+        f"sha256:{claim_digest(document)}, verdict {verdict['state']}, signed by key "
+        f"{key.public.keyid[:16]}"
+    )
     return EXIT_VERIFIED
 
 
 def _read_claim(path: str) -> tuple[dict[str, object], Claim]:
     """A claim file's JSON object and its parsed form; invalid input names the file."""
-    try:
-        document = loads(decode_bytes(read_limited(path, DEFAULT_MAX_BYTES)))
-        claim = parse_claim(document)
-    except InvalidDocument as error:
-        raise error.in_source(source_name(path)) from None
+    document = _read_json(path)
+    claim = _parse(document, path)
     assert isinstance(document, dict)
     return document, claim
+
+
+def _read_json(path: str) -> object:
+    try:
+        return loads(decode_bytes(read_limited(path, DEFAULT_MAX_BYTES)))
+    except InvalidDocument as error:
+        raise error.in_source(source_name(path)) from None
+
+
+def _parse(document: object, path: str) -> Claim:
+    try:
+        return parse_claim(document)
+    except InvalidDocument as error:
+        raise error.in_source(source_name(path)) from None

@@ -11,10 +11,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from .. import __version__
 from .._json import DEFAULT_MAX_BYTES, decode_bytes, loads
+from .._optional import needs_extra
 from ..errors import InvalidDocument, ObservationFailed, UsageError
 from ..model import ABSENT
 from ._common import Observation
@@ -26,6 +25,9 @@ from .values import (
     sha256_digest,
     url_secrets,
 )
+
+with needs_extra("observe", "an HTTP observation"):
+    import httpx
 
 CHECK_TYPE = "endpoint_health"
 _METHOD = re.compile(r"[A-Z]+")

@@ -14,12 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .._optional import require
 from ..errors import ObservationFailed, UsageError
 from ..model import ABSENT
-from . import readback_http, readback_redis, readback_sql
+from . import readback_sql
 from ._common import Observation
-from .endpoint import check_url
-from .readback_query import plain_select_tables
 from .readback_sql import QueryLookup, Reading, Record, TableLookup
 from .values import (
     assignments,
@@ -44,6 +43,14 @@ STORE_FOR_SCHEME = {
     "rediss": "redis",
     "http": "http",
     "https": "http",
+}
+# The one driver each store needs (SQLite's is the standard library), checked before anything
+# else so that a missing one is named before the URL is judged by a parser that is not there.
+DRIVERS = {
+    "postgresql": ("psycopg", readback_sql.POSTGRESQL),
+    "mariadb": ("pymysql", readback_sql.MARIADB),
+    "redis": ("redis", "a Redis readback"),
+    "http": ("httpx", "an HTTP readback"),
 }
 
 
@@ -123,6 +130,9 @@ def build_readback(
             f"URL {redact_url(url)!r}: expected postgresql://, mysql://, sqlite:///, redis:// "
             "or http(s)://"
         )
+    if store in DRIVERS:
+        module, for_what = DRIVERS[store]
+        require(module, extra="observe", for_what=for_what)
     _check_url(url, store)
     if expect_absent and expect:
         raise UsageError("--expect-absent asserts that there is no record: drop --expect")
@@ -147,6 +157,8 @@ def build_readback(
             raise UsageError(
                 "an http(s) readback reads the URL itself: drop --table, --key, --query and --param"
             )
+        from .endpoint import check_url  # noqa: PLC0415 - httpx, required above
+
         check_url(url)
         lookup = ResourceLookup()
     return Readback(
@@ -177,6 +189,8 @@ def _sql_lookup(
     if query is not None:
         if table is not None or keys:
             raise UsageError("--query replaces --table and --key; give one or the other")
+        from .readback_query import plain_select_tables  # noqa: PLC0415 - sqlglot
+
         tables = plain_select_tables(query, store)
         return QueryLookup(query, tuple(assignments(params, "--param").items()), tables)
     if params:
@@ -239,5 +253,9 @@ def _read(readback: Readback) -> Reading:
         }[readback.store]
         return read_sql(readback.url, lookup, readback.timeout, readback.allow_privileged_role)
     if isinstance(lookup, KeyLookup):
-        return Reading(readback_redis.read_redis(readback.url, lookup.key, readback.timeout))
-    return Reading(readback_http.read_http(readback.url, readback.timeout))
+        from .readback_redis import read_redis  # noqa: PLC0415 - redis
+
+        return Reading(read_redis(readback.url, lookup.key, readback.timeout))
+    from .readback_http import read_http  # noqa: PLC0415 - httpx
+
+    return Reading(read_http(readback.url, readback.timeout))

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import logging
 
-import sqlglot
-from sqlglot import exp
-from sqlglot.errors import ParseError, TokenError
-
+from .._optional import needs_extra
 from ..errors import UsageError
+from .readback_sql import Table
+
+with needs_extra("observe", "readback --query"):
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import ParseError, TokenError
 
 DIALECTS = {"postgresql": "postgres", "mariadb": "mysql", "sqlite": "sqlite"}
 DIALECT_NAMES = {"postgresql": "PostgreSQL", "mariadb": "MariaDB", "sqlite": "SQLite"}
@@ -108,8 +111,6 @@ _NOT_READS: tuple[tuple[type[object], str], ...] = (
 # sqlglot logs a warning when it falls back to an opaque command (EXPLAIN ...); the refusal
 # below says what matters in one line.
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
-
-Table = tuple[str, ...]  # [[catalog.]schema.]name as the server names it
 
 
 def plain_select_tables(query: str, store: str) -> tuple[Table, ...]:

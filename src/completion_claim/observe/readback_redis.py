@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import redis
-
 from .._json import decode_bytes, loads
+from .._optional import needs_extra
 from ..errors import InvalidDocument, ObservationFailed
 from .readback_sql import Record
 from .values import redact_url, scrub, to_json, url_secrets
+
+with needs_extra("observe", "a Redis readback"):
+    import redis
 
 
 def read_redis(url: str, key: str, timeout: float) -> Record | None:

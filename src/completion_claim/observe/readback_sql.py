@@ -25,18 +25,22 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-import psycopg
-import pymysql
-from psycopg import sql
-
+from .._optional import needs_extra
 from ..errors import ObservationFailed, UsageError
-from .readback_query import Table
 from .values import redact_url, scrub, to_json, url_secrets
 
+if TYPE_CHECKING:
+    import psycopg
+
 Record = dict[str, Any]
+Table = tuple[str, ...]  # [[catalog.]schema.]name as the server names it
+# Each reader imports its own driver (SQLite's is the standard library); these name the reader
+# in the line a missing driver prints.
+POSTGRESQL = "a PostgreSQL readback"
+MARIADB = "a MariaDB/MySQL readback"
 ROWS_COUNTED = 100  # rows fetched to tell the user how many a too-broad lookup matched
 # Roles whose members read and write the server's files or run programs on it (PostgreSQL).
 SERVER_FILE_ROLES = ("pg_execute_server_program", "pg_read_server_files", "pg_write_server_files")
@@ -186,6 +190,9 @@ def postgresql_privileges(cursor: psycopg.Cursor[Any], tables: tuple[Table, ...]
     """What the current role can do beyond reading: be (or become) a superuser, use the server's
     files or programs, or write to a table the readback reads (owning it, or holding INSERT,
     UPDATE, DELETE or TRUNCATE on it or on any of its columns)."""
+    with needs_extra("observe", POSTGRESQL):
+        from psycopg import sql  # noqa: PLC0415
+
     cursor.execute(
         "SELECT EXISTS (SELECT FROM pg_roles WHERE rolsuper"
         " AND pg_has_role(current_user, oid, 'MEMBER')),"
@@ -215,6 +222,10 @@ def postgresql_privileges(cursor: psycopg.Cursor[Any], tables: tuple[Table, ...]
 def read_postgresql(
     url: str, lookup: TableLookup | QueryLookup, timeout: float, allow_privileged_role: bool
 ) -> Reading:
+    with needs_extra("observe", POSTGRESQL):
+        import psycopg  # noqa: PLC0415
+        from psycopg import sql  # noqa: PLC0415
+
     query: sql.Composable
     if isinstance(lookup, TableLookup):
         query = sql.SQL("SELECT * FROM {} WHERE {} LIMIT {}").format(
@@ -335,6 +346,9 @@ def _grant_applies(target: str, tables: list[tuple[str, str]]) -> bool:
 def read_mariadb(
     url: str, lookup: TableLookup | QueryLookup, timeout: float, allow_privileged_role: bool
 ) -> Reading:
+    with needs_extra("observe", MARIADB):
+        import pymysql  # noqa: PLC0415
+
     parts = urlsplit(url)
     try:
         port = parts.port or 3306

@@ -13,14 +13,17 @@ from types import TracebackType
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-import httpx
-
 from .. import __version__
 from .._json import decode_bytes, loads
+from .._optional import needs_extra
 from ..errors import ClaimError, InvalidDocument, UsageError
 from ..observe.values import redact_url
 from .gate_service import MAX_OUTCOME_CHARS
 from .records import STATES
+
+# The gate's hooks (--server) use this client in minimal sandboxes: the observe extra suffices.
+with needs_extra("observe", "talking to a claim serve"):
+    import httpx
 
 DEFAULT_TIMEOUT_S = 30.0
 # An answer larger than this is not one the service sends (its largest is a page of entries).

@@ -41,7 +41,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-from ..errors import InvalidDocument, UsageError
+from .._optional import needs_extra
+from ..errors import InvalidDocument
 from ..observe.values import redact_url, scrub, sha256_digest, url_secrets
 from ..public_key import PublicKey, parse_public_key
 from ..timefmt import parse_time
@@ -629,18 +630,15 @@ def _engine(url: str, *, create: bool) -> tuple[Engine, str]:
     if url.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
         target = "postgresql+psycopg://" + url.split("://", 1)[1]
         try:
-            engine = create_engine(
-                target,
-                connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S},
-                pool_pre_ping=True,
-            )
+            with needs_extra("serve", "a PostgreSQL ledger"):  # SQLAlchemy imports psycopg here
+                engine = create_engine(
+                    target,
+                    connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S},
+                    pool_pre_ping=True,
+                )
         except (ArgumentError, ValueError) as error:
             reason = scrub(str(error), url_secrets(url))
             raise LedgerError(f"ledger {shown} is not a usable URL: {reason}") from None
-        except ImportError:
-            raise UsageError(
-                "a PostgreSQL ledger needs psycopg: pip install 'completion-claim[serve]'"
-            ) from None
         return engine, shown
     if url.startswith("sqlite:"):
         try:

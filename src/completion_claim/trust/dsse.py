@@ -17,21 +17,18 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ..errors import ClaimError, UsageError
+from .._optional import needs_extra
+from ..errors import ClaimError
 from ..public_key import PublicKey
 from ..signature_bounds import MAX_SIGNATURES_PER_ENVELOPE
 
-try:
+SIGNING = "signing or checking signatures"
+with needs_extra("sign", SIGNING):
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives.asymmetric.ed25519 import (
         Ed25519PrivateKey,
         Ed25519PublicKey,
     )
-except ImportError:  # pragma: no cover - the [sign] extra is missing
-    raise UsageError(
-        "signing and signed mode need the 'cryptography' package: "
-        "pip install 'completion-claim[sign]'"
-    ) from None
 
 SIGNATURE_BYTES = 64
 MAX_PAYLOAD_BYTES = 16 * 1024 * 1024

@@ -10,18 +10,20 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.serialization import (
-    Encoding,
-    NoEncryption,
-    PrivateFormat,
-    load_pem_private_key,
-)
-
 from .._files import write_atomic
+from .._optional import needs_extra
 from ..errors import InvalidDocument, UsageError
 from ..public_key import PREFIX, PublicKey, parse_public_key
 from . import dsse
+
+with needs_extra("sign", dsse.SIGNING):
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import (
+        Encoding,
+        NoEncryption,
+        PrivateFormat,
+        load_pem_private_key,
+    )
 
 MAX_KEY_FILE_BYTES = 64 * 1024
 

@@ -4,6 +4,10 @@ The claim digest is the SHA-256 (hex) of the canonical JSON (``canonical.py``) o
 document without its ``verdict`` and ``verdict_attestation`` members: the claim as the gate
 judged it, independent of whitespace and member order.
 
+An in-toto export is a DSSE envelope of payload type ``application/vnd.in-toto+json`` over an
+in-toto Statement v1 whose one subject is the claim digest, and whose predicate is the claim with
+its verdict; :func:`check_statement` checks one.
+
 A signed verdict is the claim with ``verdict`` (the verdict JSON) and ``verdict_attestation``, a
 DSSE envelope of payload type ``application/vnd.completion-claim.verdict+json`` over::
 
@@ -15,6 +19,7 @@ DSSE envelope of payload type ``application/vnd.completion-claim.verdict+json`` 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from .._json import decode_bytes, loads
@@ -129,3 +134,76 @@ def intoto_statement(
 
 def sign_statement(statement: Mapping[str, Any], key: SigningKey) -> dict[str, Any]:
     return key.sign_envelope(INTOTO_PAYLOAD_TYPE, canonical_bytes(statement))
+
+
+def is_envelope(document: object) -> bool:
+    """Whether a file holds a DSSE envelope (an export) rather than a claim."""
+    return isinstance(document, dict) and "payloadType" in document
+
+
+@dataclass(frozen=True, slots=True)
+class Attested:
+    """What a valid in-toto export says: about which task and claim, and its verdict."""
+
+    task: str
+    claim_digest: str
+    verdict: dict[str, Any]
+
+
+def check_statement(
+    envelope_document: object, key: PublicKey, claim: Mapping[str, Any] | None = None
+) -> Attested:
+    """The export's statement, when ``key`` signed it, it is an in-toto Statement v1 with this
+    project's predicate, and its subject's digest is the digest of the claim in the predicate
+    (and of ``claim``, when given); else :class:`VerdictRejected` with the reason."""
+    try:
+        envelope = decode_envelope(envelope_document)
+    except EnvelopeError as error:
+        raise VerdictRejected(f"envelope: {error}") from None
+    if envelope.payload_type != INTOTO_PAYLOAD_TYPE:
+        raise VerdictRejected(
+            f"payload type {envelope.payload_type[:80]!r}, expected {INTOTO_PAYLOAD_TYPE!r}"
+        )
+    if first_verifying_key(envelope, [key]) is None:
+        problems = [s.problem for s in envelope.signatures if s.problem is not None]
+        raise VerdictRejected(
+            problems[0]
+            if len(problems) == len(envelope.signatures)
+            else f"no signature verifies with key {key.keyid[:16]}"
+        )
+    task, digest, predicate = _read_statement(envelope.payload)
+    actual = claim_digest(predicate)
+    if actual != digest:
+        raise VerdictRejected(
+            f"the subject is not the attested claim (sha256 {actual[:16]}, subject {digest[:16]})"
+        )
+    if claim is not None and claim_digest(claim) != digest:
+        raise VerdictRejected(
+            f"the claim is not the one attested (sha256 {claim_digest(claim)[:16]}, "
+            f"attested {digest[:16]})"
+        )
+    return Attested(task, digest, predicate["verdict"])
+
+
+def _read_statement(payload: bytes) -> tuple[str, str, dict[str, Any]]:
+    """The subject's name and SHA-256, and the predicate, of a statement this project writes."""
+    try:
+        statement = loads(decode_bytes(payload))
+    except InvalidDocument as error:
+        raise VerdictRejected(f"signed payload: {error.problem}") from None
+    if type(statement) is not dict or statement.get("_type") != STATEMENT_V1:
+        raise VerdictRejected(f"signed payload: not an in-toto Statement ({STATEMENT_V1})")
+    if statement.get("predicateType") != CLAIM_PREDICATE_TYPE:
+        raise VerdictRejected(
+            f"predicate type {str(statement.get('predicateType'))[:80]!r}, "
+            f"expected {CLAIM_PREDICATE_TYPE!r}"
+        )
+    subjects, predicate = statement.get("subject"), statement.get("predicate")
+    if type(subjects) is not list or len(subjects) != 1 or type(subjects[0]) is not dict:
+        raise VerdictRejected("the statement must have exactly one subject, the claim")
+    name, digests = subjects[0].get("name"), subjects[0].get("digest")
+    if type(name) is not str or type(digests) is not dict or type(digests.get("sha256")) is not str:
+        raise VerdictRejected("the subject has no name or no sha256 digest")
+    if type(predicate) is not dict or type(predicate.get("verdict")) is not dict:
+        raise VerdictRejected("the predicate is not a claim with its verdict")
+    return name, digests["sha256"], predicate
