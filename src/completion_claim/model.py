@@ -63,13 +63,22 @@ TrustMode = Literal["declared", "signed"]
 TEST_RUN = "test_run"
 ENDPOINT_HEALTH = "endpoint_health"
 STATE_READBACK = "state_readback"
-KNOWN_CHECK_TYPES = (ENDPOINT_HEALTH, STATE_READBACK, TEST_RUN)
+DOM_ASSERTION = "dom_assertion"
+KNOWN_CHECK_TYPES = (DOM_ASSERTION, ENDPOINT_HEALTH, STATE_READBACK, TEST_RUN)
 """The check types this verifier can judge (``checks/`` has one module for each)."""
+EXPERIMENTAL_CHECK_TYPES = (DOM_ASSERTION,)
+"""Known check types whose evidence a policy with ``experimental_checks: false`` never counts."""
 FILE_WRITE = "file_write"
 DEPLOY = "deploy"
 STATE_WRITE = "state_write"
+UI_ACTION = "ui_action"
 BUILTIN_COVERED_BY: Mapping[str, tuple[str, ...]] = MappingProxyType(
-    {FILE_WRITE: (TEST_RUN,), DEPLOY: (ENDPOINT_HEALTH,), STATE_WRITE: (STATE_READBACK,)}
+    {
+        FILE_WRITE: (TEST_RUN,),
+        DEPLOY: (ENDPOINT_HEALTH,),
+        STATE_WRITE: (STATE_READBACK,),
+        UI_ACTION: (DOM_ASSERTION, STATE_READBACK),
+    }
 )
 """Which check types may cover a mutation of each kind: a check speaks only for the changes it
 can observe. ``policy.covered_by`` replaces the entry of each kind it names."""
@@ -149,6 +158,7 @@ class Policy:
     covered_by: Mapping[str, tuple[str, ...]] = field(default_factory=_no_entries)
     min_tests: int = 1
     allow_test_changes: bool = False
+    experimental_checks: bool = True
 
     def coverage_map(self) -> dict[str, frozenset[str]]:
         """For each mutation kind with an entry, the check types that may cover it: the
@@ -355,7 +365,8 @@ POLICY = Table(
             MapOf(_NonEmptyList(_CheckTypeName())),
             "Mutation kind -> the check types that may cover it; each entry replaces the "
             "built-in one (file_write: test_run, deploy: endpoint_health, state_write: "
-            "state_readback). A kind with no entry can be covered by nothing.",
+            "state_readback, ui_action: dom_assertion or state_readback). A kind with no entry "
+            "can be covered by nothing.",
             False,
             MappingProxyType({}),
         ),
@@ -373,6 +384,14 @@ POLICY = Table(
             "(details.test_config_changed).",
             False,
             False,
+        ),
+        Field(
+            "experimental_checks",
+            Boolean(),
+            "Count evidence of the experimental check types (dom_assertion); false: such "
+            "evidence never counts.",
+            False,
+            True,
         ),
     ],
     "What counts as proof.",

@@ -86,6 +86,7 @@ from . import (  # noqa: E402, F401
     hook_cmd,
     ledger_cmd,
     observe_cmd,
+    observe_dom_cmd,
     observe_endpoint_cmd,
     observe_readback_cmd,
     observe_test_run_cmd,

@@ -1,0 +1,336 @@
+"""``claim observe dom``: Playwright driving Debian's Chromium against small pages served by the
+test on 127.0.0.1 (the six scenarios of issue 12, and the observer's refusals)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+import pytest
+
+from completion_claim import load_claim, verify
+from completion_claim.cli import run
+from completion_claim.errors import UsageError
+from completion_claim.observe.dom import DEFAULT_CHROMIUM, dom_check
+from tests.needs import unavailable
+
+from .conftest import last_evidence, verdict_of
+
+MakeClaim = Callable[..., Path]
+LABEL_PAGE = """<!doctype html><html><head><title>Settings</title></head><body>
+<h1>Settings</h1><form method="post" action="/settings"><input name="name"></form>
+<p>Display name: <span id="label">{name}</span></p></body></html>"""
+DELAYED_PAGE = """<!doctype html><html><body><p>Balance: <span id="balance">loading</span></p>
+<script>
+setTimeout(() => fetch("/api/balance").then(r => r.json()).then(d => {
+  document.getElementById("balance").textContent = d.balance;
+}), 400);
+</script></body></html>"""
+STATIC_PAGE = """<!doctype html><html><body><div id="panel">
+<p>Press the button: the status below then says Saved.</p><span id="status">Saved</span>
+</div></body></html>"""
+HOSTILE_PAGE = """<!doctype html><html><body>
+<span id="payload">$(touch {marker}); `touch {marker}`; {{{{7*7}}}} </span>
+<script>
+alert("observer?");
+window.open("file:///etc/passwd");
+fetch("{canary}/fetched").catch(() => null);
+new Image().src = "{canary}/image";
+try {{ top.location = "file:///etc/passwd"; }} catch (e) {{}}
+document.title = "$(touch {marker})";
+</script></body></html>"""
+
+
+@dataclass
+class Site:
+    """The web app an agent changed through its UI; ``hits`` lists every path requested."""
+
+    name: str = "Alice"
+    balance: str = "120.00"
+    hostile: str = ""
+    url: str = ""
+    hits: list[str] = field(default_factory=list)
+
+    def respond(
+        self, method: str, path: str, body: bytes, cookie: str
+    ) -> tuple[int, dict[str, str], bytes]:
+        self.hits.append(path)
+        html = {"content-type": "text/html; charset=utf-8"}
+        if path == "/settings" and method == "POST":
+            self.name = parse_qs(body.decode())["name"][0]
+            return 303, {"location": "/settings"}, b""
+        if path == "/settings":
+            return 200, html, LABEL_PAGE.format(name=self.name).encode()
+        if path == "/account":
+            if "session=ok" not in cookie:
+                return 302, {"location": "/login?next=/account"}, b""
+            return 200, html, b'<p id="plan">Plan: pro</p>'
+        if path.startswith("/login"):
+            return 200, html, b'<form id="login"><input name="user"></form>'
+        if path == "/delayed":
+            return 200, html, DELAYED_PAGE.encode()
+        if path == "/api/balance":
+            return (
+                200,
+                {"content-type": "application/json"},
+                json.dumps({"balance": self.balance}).encode(),
+            )
+        if path == "/static":
+            return 200, html, STATIC_PAGE.encode()
+        if path == "/hostile":
+            return 200, html, self.hostile.encode()
+        if path == "/elsewhere":
+            return 302, {"location": self.url.replace("127.0.0.1", "localhost") + "/settings"}, b""
+        return 404, html, b"<p>not found</p>"
+
+
+def serve(site: Site) -> Iterator[ThreadingHTTPServer]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.answer("GET")
+
+        def do_POST(self) -> None:
+            self.answer("POST")
+
+        def answer(self, method: str) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            body = self.rfile.read(length) if length else b""
+            status, headers, content = site.respond(
+                method, self.path, body, self.headers.get("cookie") or ""
+            )
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("content-length", str(len(content)))
+            self.end_headers()
+            self.wfile.write(content)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Quiet."""
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(autouse=True)
+def chromium() -> None:
+    if not Path(DEFAULT_CHROMIUM).exists():
+        unavailable(f"{DEFAULT_CHROMIUM} is missing: apt-get install chromium (make browser)")
+
+
+@pytest.fixture
+def site() -> Iterator[Site]:
+    found = Site()
+    for server in serve(found):
+        found.url = f"http://127.0.0.1:{server.server_address[1]}"
+        yield found
+
+
+@pytest.fixture
+def canary() -> Iterator[Site]:
+    """Another server on another port: a hostile page must not reach it through the observer."""
+    found = Site()
+    for server in serve(found):
+        found.url = f"http://127.0.0.1:{server.server_address[1]}"
+        yield found
+
+
+@pytest.fixture
+def ui_claim(make_claim: MakeClaim) -> Path:
+    return make_claim(kind="ui_action", target="settings/display-name")
+
+
+def observe(path: Path, url: str, *options: str) -> int:
+    return run(["observe", "dom", str(path), url, "--timeout", "5", *options])
+
+
+def agent_submits(site: Site, name: str) -> None:
+    """What the agent did through the UI, reduced to the request the form sends."""
+    site.respond("POST", "/settings", f"name={name}".encode(), "")
+
+
+def test_a_form_that_changed_the_label_verifies(
+    site: Site, ui_claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agent_submits(site, "Bob")
+    args = ("--locator", "css=#label", "--expect-text", "Bob")
+    assert observe(ui_claim, f"{site.url}/settings", *args) == 0
+    assert "observed as expected" in capsys.readouterr().out
+    item = last_evidence(ui_claim)
+    assert item["check_type"] == "dom_assertion"
+    assert item["covers"] == ["m1"]
+    assert item["expected"] == {"address": "/settings", "text": "Bob"}
+    assert item["observed_value"] == {"address": "/settings", "count": 1, "text": "Bob"}
+    assert item["subject"] == "sha256:" + hashlib.sha256(b'<span id="label">Bob</span>').hexdigest()
+    assert item["details"]["locator"] == "css=#label"
+    shot = item["details"]["screenshot"]
+    image = (ui_claim.parent / shot["file"]).read_bytes()
+    assert image.startswith(b"\x89PNG")
+    assert shot["digest"] == "sha256:" + hashlib.sha256(image).hexdigest()
+    assert verdict_of(ui_claim) == "verified"
+
+
+def test_a_page_still_showing_the_old_value_refutes(site: Site, ui_claim: Path) -> None:
+    args = ("--locator", "css=#label", "--expect-text", "Bob", "--timeout", "1")
+    assert observe(ui_claim, f"{site.url}/settings", *args) == 0
+    item = last_evidence(ui_claim)
+    assert item["observed_value"]["text"] == "Alice"
+    assert item["details"]["conditions_met"]["text"] is False
+    assert verdict_of(ui_claim) == "refuted"
+
+
+def test_a_redirect_to_the_login_page_refutes_naming_the_url(site: Site, ui_claim: Path) -> None:
+    args = ("--locator", "css=#plan", "--expect-text", "Plan: pro", "--timeout", "1")
+    assert observe(ui_claim, f"{site.url}/account", *args) == 0
+    item = last_evidence(ui_claim)
+    assert item["observed_value"] == {"address": "/login?next=/account", "count": 0}
+    verdict = verify(load_claim(ui_claim.read_bytes()), _now())
+    assert verdict.state == "refuted"
+    assert '"/login?next=/account"' in verdict.reason
+
+
+def test_a_storage_state_logs_the_observer_in(site: Site, ui_claim: Path, tmp_path: Path) -> None:
+    host = "127.0.0.1"
+    state = {"cookies": [{"name": "session", "value": "ok", "domain": host, "path": "/",
+                          "expires": -1, "httpOnly": False, "secure": False, "sameSite": "Lax"}],
+             "origins": []}  # fmt: skip
+    state_file = tmp_path / "state.json"
+    state_file.write_text(json.dumps(state))
+    args = (
+        "--locator",
+        "css=#plan",
+        "--expect-text",
+        "Plan: pro",
+        "--storage-state",
+        str(state_file),
+    )
+    assert observe(ui_claim, f"{site.url}/account", *args) == 0
+    assert verdict_of(ui_claim) == "verified"
+
+
+def test_a_value_rendered_after_a_delayed_fetch_verifies_without_sleeping(
+    site: Site, ui_claim: Path
+) -> None:
+    # The page fills the value 400 ms after loading; the observer waits on the condition.
+    args = ("--locator", "css=#balance", "--expect-includes", "120.00")
+    assert observe(ui_claim, f"{site.url}/delayed", *args) == 0
+    item = last_evidence(ui_claim)
+    assert item["observed_value"]["includes"] == {"120.00": True}
+    assert item["details"]["template_includes"] == {"120.00": False}
+    assert verdict_of(ui_claim) == "verified"
+
+
+def test_a_string_already_in_the_static_page_does_not_count(site: Site, ui_claim: Path) -> None:
+    args = ("--locator", "css=#panel", "--expect-includes", "Saved")
+    assert observe(ui_claim, f"{site.url}/static", *args) == 0
+    item = last_evidence(ui_claim)
+    assert item["details"]["template_includes"] == {"Saved": True}
+    verdict = verify(load_claim(ui_claim.read_bytes()), _now())
+    assert verdict.state == "unverified"
+    [result] = verdict.evidence
+    assert [f.code for f in result.reasons] == ["not_discriminating"]
+    assert "static template" in (result.reasons[0].detail or "")
+
+
+def test_a_hostile_page_runs_nothing_outside_itself(
+    site: Site, canary: Site, ui_claim: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "pwned"
+    site.hostile = HOSTILE_PAGE.format(marker=marker, canary=canary.url)
+    args = ("--locator", "css=#payload", "--expect-includes", "touch")
+    assert observe(ui_claim, f"{site.url}/hostile", *args) == 0
+    item = last_evidence(ui_claim)
+    # The page's text is recorded as data, word for word, and nothing ran it.
+    assert f"$(touch {marker})" in item["observed_value"]["text"]
+    assert not marker.exists()
+    # Its requests to another port were refused before leaving the browser.
+    assert canary.hits == []
+    refused = item["details"]["refused_requests"]
+    assert f"{canary.url}/fetched" in refused
+    assert f"{canary.url}/image" in refused
+
+
+def test_a_redirect_to_another_host_is_refused_unless_allowed(
+    site: Site, ui_claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ("--locator", "css=#label", "--expect-text", "Alice")
+    assert observe(ui_claim, f"{site.url}/elsewhere", *args, "--record-failure") == 5
+    error = capsys.readouterr().err
+    assert "on another host" in error
+    assert "localhost" in error
+    assert "observed_value" not in last_evidence(ui_claim)
+    assert observe(ui_claim, f"{site.url}/elsewhere", *args, "--allow-host", "localhost",
+                   "--expect-url-path", "/settings") == 0  # fmt: skip
+    assert last_evidence(ui_claim)["observed_value"]["text"] == "Alice"
+
+
+def test_a_prep_click_runs_before_reading(site: Site, ui_claim: Path) -> None:
+    site.hostile = (
+        "<button onclick=\"document.getElementById('out').textContent='opened'\">open</button>"
+        '<span id="out">closed</span>'
+    )
+    prep = "click:role=button[name='open']"
+    args = ("--locator", "css=#out", "--expect-text", "opened", "--prep", prep)
+    assert observe(ui_claim, f"{site.url}/hostile", *args) == 0
+    item = last_evidence(ui_claim)
+    assert item["observed_value"]["text"] == "opened"
+    assert item["details"]["prep"] == ["click:role=button[name='open']"]
+
+
+@pytest.mark.parametrize(
+    ("url", "options", "message"),
+    [
+        ("file:///etc/passwd", ("--locator", "css=p", "--expect-text", "x"), "http"),
+        ("javascript:alert(1)", ("--locator", "css=p", "--expect-text", "x"), "http"),
+        ("http://h/", ("--locator", "xpath=//p", "--expect-text", "x"), "css=, text= or role="),
+        ("http://h/", ("--locator", "#p", "--expect-text", "x"), "css=, text= or role="),
+        ("http://h/", ("--locator", "css=body", "--expect-text", "x"), "whole document"),
+        ("http://h/", ("--locator", "css= html ", "--expect-text", "x"), "whole document"),
+        ("http://h/", ("--locator", "css=p"), "say what the page must show"),
+        ("http://h/", ("--locator", "css=p", "--expect-text", "  "), "asserts nothing"),
+        ("http://h/", ("--locator", "css=p", "--expect-attr", "x"), "NAME=VALUE"),
+        ("http://h/", ("--locator", "css=p", "--expect-text", "x", "--prep", "fill:css=p"),
+         "click:SELECTOR"),
+        ("http://h/", ("--locator", "css=p", "--expect-text", "x", "--prep",
+                       "click:javascript:alert(1)"), "css=, text= or role="),
+    ],
+)  # fmt: skip
+def test_refused_before_any_page(
+    ui_claim: Path, url: str, options: tuple[str, ...], message: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    assert run(["observe", "dom", str(ui_claim), url, *options]) == 4
+    assert message in capsys.readouterr().err
+    assert json.loads(ui_claim.read_text())["evidence"] == []
+
+
+def test_a_missing_chromium_is_named(ui_claim: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ("--locator", "css=p", "--expect-text", "x", "--chromium", "/nonexistent/chromium")
+    assert observe(ui_claim, "http://127.0.0.1:9/", *args) == 4
+    assert "/nonexistent/chromium" in capsys.readouterr().err
+
+
+def test_the_expected_value_needs_no_browser() -> None:
+    check = dom_check("http://h/a?b=1", "css=#x", expect_attr="data-state=done", expect_count=1)
+    assert check.expected() == {"address": "/a?b=1", "attr": {"data-state": "done"}, "count": 1}
+    with pytest.raises(UsageError):
+        dom_check("http://h/", "css=#x", expect_address="no-slash")
+
+
+def _now() -> Any:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC)
