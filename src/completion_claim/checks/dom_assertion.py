@@ -70,10 +70,10 @@ def engine_allowed(locator: str) -> bool:
 def _locator_problem(locator: Any) -> str | None:
     if type(locator) is not str or not locator.strip():
         return "the observer recorded no locator (details.locator)"
-    if not engine_allowed(locator):
-        return f"locator {locator[:60]!r} is not a css=, text= or role= selector"
     if whole_document(locator):
         return f"locator {locator[:60]!r} matches the whole document"
+    if not engine_allowed(locator):
+        return f"locator {locator[:60]!r} is not a css=, text= or role= selector"
     return None
 
 
