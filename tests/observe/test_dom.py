@@ -5,147 +5,37 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-from urllib.parse import parse_qs
 
 import pytest
 
 from completion_claim import load_claim, verify
 from completion_claim.cli import run
 from completion_claim.errors import UsageError
-from completion_claim.observe.dom import DEFAULT_CHROMIUM, dom_check
-from tests.needs import unavailable
+from completion_claim.observe.dom import dom_check
+from tests.fixtures.pages import HOSTILE_PAGE, Site, needs_chromium, served_site
 
 from .conftest import last_evidence, verdict_of
 
 MakeClaim = Callable[..., Path]
-LABEL_PAGE = """<!doctype html><html><head><title>Settings</title></head><body>
-<h1>Settings</h1><form method="post" action="/settings"><input name="name"></form>
-<p>Display name: <span id="label">{name}</span></p></body></html>"""
-DELAYED_PAGE = """<!doctype html><html><body><p>Balance: <span id="balance">loading</span></p>
-<script>
-setTimeout(() => fetch("/api/balance").then(r => r.json()).then(d => {
-  document.getElementById("balance").textContent = d.balance;
-}), 400);
-</script></body></html>"""
-STATIC_PAGE = """<!doctype html><html><body><div id="panel">
-<p>Press the button: the status below then says Saved.</p><span id="status">Saved</span>
-</div></body></html>"""
-HOSTILE_PAGE = """<!doctype html><html><body>
-<span id="payload">$(touch {marker}); `touch {marker}`; {{{{7*7}}}} </span>
-<script>
-alert("observer?");
-window.open("file:///etc/passwd");
-fetch("{canary}/fetched").catch(() => null);
-new Image().src = "{canary}/image";
-try {{ top.location = "file:///etc/passwd"; }} catch (e) {{}}
-document.title = "$(touch {marker})";
-</script></body></html>"""
-
-
-@dataclass
-class Site:
-    """The web app an agent changed through its UI; ``hits`` lists every path requested."""
-
-    name: str = "Alice"
-    balance: str = "120.00"
-    hostile: str = ""
-    url: str = ""
-    hits: list[str] = field(default_factory=list)
-
-    def respond(
-        self, method: str, path: str, body: bytes, cookie: str
-    ) -> tuple[int, dict[str, str], bytes]:
-        self.hits.append(path)
-        html = {"content-type": "text/html; charset=utf-8"}
-        if path == "/settings" and method == "POST":
-            self.name = parse_qs(body.decode())["name"][0]
-            return 303, {"location": "/settings"}, b""
-        if path == "/settings":
-            return 200, html, LABEL_PAGE.format(name=self.name).encode()
-        if path == "/account":
-            if "session=ok" not in cookie:
-                return 302, {"location": "/login?next=/account"}, b""
-            return 200, html, b'<p id="plan">Plan: pro</p>'
-        if path.startswith("/login"):
-            return 200, html, b'<form id="login"><input name="user"></form>'
-        if path == "/delayed":
-            return 200, html, DELAYED_PAGE.encode()
-        if path == "/api/balance":
-            return (
-                200,
-                {"content-type": "application/json"},
-                json.dumps({"balance": self.balance}).encode(),
-            )
-        if path == "/static":
-            return 200, html, STATIC_PAGE.encode()
-        if path == "/hostile":
-            return 200, html, self.hostile.encode()
-        if path == "/elsewhere":
-            return 302, {"location": self.url.replace("127.0.0.1", "localhost") + "/settings"}, b""
-        return 404, html, b"<p>not found</p>"
-
-
-def serve(site: Site) -> Iterator[ThreadingHTTPServer]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.answer("GET")
-
-        def do_POST(self) -> None:
-            self.answer("POST")
-
-        def answer(self, method: str) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            body = self.rfile.read(length) if length else b""
-            status, headers, content = site.respond(
-                method, self.path, body, self.headers.get("cookie") or ""
-            )
-            self.send_response(status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("content-length", str(len(content)))
-            self.end_headers()
-            self.wfile.write(content)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            """Quiet."""
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture(autouse=True)
 def chromium() -> None:
-    if not Path(DEFAULT_CHROMIUM).exists():
-        unavailable(f"{DEFAULT_CHROMIUM} is missing: apt-get install chromium (make browser)")
+    needs_chromium()
 
 
 @pytest.fixture
 def site() -> Iterator[Site]:
-    found = Site()
-    for server in serve(found):
-        found.url = f"http://127.0.0.1:{server.server_address[1]}"
-        yield found
+    yield from served_site()
 
 
 @pytest.fixture
 def canary() -> Iterator[Site]:
     """Another server on another port: a hostile page must not reach it through the observer."""
-    found = Site()
-    for server in serve(found):
-        found.url = f"http://127.0.0.1:{server.server_address[1]}"
-        yield found
+    yield from served_site()
 
 
 @pytest.fixture
@@ -197,7 +87,7 @@ def test_a_redirect_to_the_login_page_refutes_naming_the_url(site: Site, ui_clai
     assert observe(ui_claim, f"{site.url}/account", *args) == 0
     item = last_evidence(ui_claim)
     assert item["observed_value"] == {"address": "/login?next=/account", "count": 0}
-    verdict = verify(load_claim(ui_claim.read_bytes()), _now())
+    verdict = verify(load_claim(ui_claim.read_bytes()), datetime.now(UTC))
     assert verdict.state == "refuted"
     assert '"/login?next=/account"' in verdict.reason
 
@@ -238,7 +128,7 @@ def test_a_string_already_in_the_static_page_does_not_count(site: Site, ui_claim
     assert observe(ui_claim, f"{site.url}/static", *args) == 0
     item = last_evidence(ui_claim)
     assert item["details"]["template_includes"] == {"Saved": True}
-    verdict = verify(load_claim(ui_claim.read_bytes()), _now())
+    verdict = verify(load_claim(ui_claim.read_bytes()), datetime.now(UTC))
     assert verdict.state == "unverified"
     [result] = verdict.evidence
     assert [f.code for f in result.reasons] == ["not_discriminating"]
@@ -328,9 +218,3 @@ def test_the_expected_value_needs_no_browser() -> None:
     assert check.expected() == {"address": "/a?b=1", "attr": {"data-state": "done"}, "count": 1}
     with pytest.raises(UsageError):
         dom_check("http://h/", "css=#x", expect_address="no-slash")
-
-
-def _now() -> Any:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC)

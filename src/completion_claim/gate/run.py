@@ -27,6 +27,7 @@ from ..model import (
     FILE_WRITE,
     KNOWN_CHECK_TYPES,
     STATE_WRITE,
+    UI_ACTION,
     Claim,
     Mutation,
     Policy,
@@ -48,7 +49,13 @@ from .baseline import (
     take_snapshots,
     write_start_record,
 )
-from .config import CheckConfig, EndpointHealthCheck, GateConfig, TestRunCheck
+from .config import (
+    CheckConfig,
+    DomAssertionCheck,
+    EndpointHealthCheck,
+    GateConfig,
+    TestRunCheck,
+)
 from .reason import CAPTURE_FAILED, GATE_CONFIG_CHANGED, NO_CHANGES, agent_reason
 
 GATE_VERIFIER_ID = f"claim-gate/{__version__}"
@@ -86,7 +93,8 @@ class _Base:
 
 
 def start_gate(config: GateConfig, repo: Path, session: str | None = None) -> Path:
-    """Record the base commit and a snapshot of each readback and endpoint; the record path."""
+    """Record the base commit and a snapshot of each readback, endpoint and page; the record
+    path."""
     root = repository_root(repo)
     _refuse_runs_dir_inside(config, root)
     path = start_record_path(config, root, session)
@@ -228,7 +236,7 @@ def _capture(root: Path, base: str, checks: Sequence[CheckConfig], at: datetime)
             )
             taken.add(found[-1].id)
     configured = {
-        (DEPLOY if isinstance(check, EndpointHealthCheck) else STATE_WRITE, check.target): None
+        (_configured_kind(check), check.target): None
         for check in checks
         if not isinstance(check, TestRunCheck)
     }
@@ -236,6 +244,14 @@ def _capture(root: Path, base: str, checks: Sequence[CheckConfig], at: datetime)
         found.append(Mutation(next_id("m", taken), kind, target, at, None))
         taken.add(found[-1].id)
     return found
+
+
+def _configured_kind(check: CheckConfig) -> str:
+    if isinstance(check, EndpointHealthCheck):
+        return DEPLOY
+    if isinstance(check, DomAssertionCheck):
+        return UI_ACTION
+    return STATE_WRITE
 
 
 def _head_commit(root: Path) -> str | None:
@@ -321,7 +337,8 @@ def _observe(
     else:
         covers = tuple(m.id for m in mutations if m.target == check.target
                        and m.kind != FILE_WRITE)  # fmt: skip
-        found = probe(replace(check, timeout_s=max(timeout, 0.001)))
+        # A page's screenshot is kept beside the claim, in the run folder the agent cannot reach.
+        found = probe(replace(check, timeout_s=max(timeout, 0.001)), claim_path.parent)
         target, expected = found.target, found.failed_expected
         baseline = baseline_details(record, check, target)
 
