@@ -63,6 +63,9 @@ NO_OUTCOME = "(no outcome given)"
 CLAIM_NAME = "claim.json"
 DEFAULT_BRANCHES = ("origin/HEAD", "main", "master")
 EXIT_FOR_STATE = {"verified": 0, "unverified": 1, "refuted": 2}  # cli/__init__.py's EXIT_*
+RUN_KEY = "run"
+"""``details.run`` of a page check: its run folder under the runs directory, where its
+screenshot is (the dashboard serves it from there)."""
 
 
 class GateEvents(Protocol):
@@ -206,6 +209,8 @@ def policy_json(policy: Policy) -> dict[str, Any]:
         "min_tests": policy.min_tests,
         "allow_test_changes": policy.allow_test_changes,
     }
+    if not policy.experimental_checks:
+        document["experimental_checks"] = False
     if policy.covered_by:
         document["covered_by"] = {kind: list(types) for kind, types in policy.covered_by.items()}
     if policy.trust is not None:
@@ -340,13 +345,17 @@ def _observe(
         # A page's screenshot is kept beside the claim, in the run folder the agent cannot reach.
         found = probe(replace(check, timeout_s=max(timeout, 0.001)), claim_path.parent)
         target, expected = found.target, found.failed_expected
-        baseline = baseline_details(record, check, target)
+        # What the gate adds to the observer's details: the baseline, and where a page's
+        # screenshot was kept.
+        added = baseline_details(record, check, target)
+        if isinstance(check, DomAssertionCheck):
+            added[RUN_KEY] = f"{repository_id(root)}/{claim_path.parent.name}"
 
         def observe() -> Observation:
             if timeout <= 0:
                 raise ObservationFailed("the gate ran out of time ([gate].timeout_s)")
             seen = found.observe()
-            return replace(seen, details={**seen.details, **baseline})
+            return replace(seen, details={**seen.details, **added})
 
     settings = ObserverSettings(
         claim_path=str(claim_path),
