@@ -58,7 +58,7 @@ def test_ui_action_is_covered_by_a_page_or_a_readback() -> None:
         "role=document",
     ],
 )
-def test_a_locator_of_the_whole_document_does_not_count(locator: str) -> None:
+def test_attack_28_a_locator_of_the_whole_document_does_not_count(locator: str) -> None:
     assert whole_document(locator)
     state, reasons = judged(dom_item(locator=locator))
     assert state == "unverified"
@@ -76,7 +76,9 @@ def test_a_located_element_is_not_the_whole_document(locator: str) -> None:
     ("#label", "is not a css=, text= or role= selector"),
     ("css=", "is not a css=, text= or role= selector"),
 ])  # fmt: skip
-def test_a_locator_the_observer_would_refuse_does_not_count(locator: Any, why: str) -> None:
+def test_attack_33_a_locator_the_observer_would_refuse_does_not_count(
+    locator: Any, why: str
+) -> None:
     item = dom_item()
     item["details"]["locator"] = locator
     state, reasons = judged(item)
@@ -98,7 +100,7 @@ def test_a_baseline_with_the_old_value_lets_it_count() -> None:
     )
 
 
-def test_a_must_include_of_template_text_does_not_count() -> None:
+def test_attack_29_a_must_include_of_template_text_does_not_count() -> None:
     expected = {"address": "/", "includes": {"Saved": True}}
     state, reasons = judged(dom_item(expected, template_includes={"Saved": True}))
     assert state == "unverified"

@@ -601,7 +601,7 @@ def test_a_page_changed_since_the_start_is_verified_with_its_screenshot_in_the_r
     assert shot["digest"] == "sha256:" + hashlib.sha256(image).hexdigest()
 
 
-def test_a_page_that_already_showed_the_value_at_the_start_does_not_count(
+def test_attack_35_a_page_that_already_showed_the_value_at_the_start_does_not_count(
     tmp_path: Path, write_config: WriteConfig, web_app: WebApp
 ) -> None:
     repo = correct_project(tmp_path / "repo")

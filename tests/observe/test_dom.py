@@ -82,7 +82,9 @@ def test_a_page_still_showing_the_old_value_refutes(site: Site, ui_claim: Path) 
     assert verdict_of(ui_claim) == "refuted"
 
 
-def test_a_redirect_to_the_login_page_refutes_naming_the_url(site: Site, ui_claim: Path) -> None:
+def test_attack_34_a_redirect_to_the_login_page_refutes_naming_the_url(
+    site: Site, ui_claim: Path
+) -> None:
     args = ("--locator", "css=#plan", "--expect-text", "Plan: pro", "--timeout", "1")
     assert observe(ui_claim, f"{site.url}/account", *args) == 0
     item = last_evidence(ui_claim)
@@ -123,7 +125,9 @@ def test_a_value_rendered_after_a_delayed_fetch_verifies_without_sleeping(
     assert verdict_of(ui_claim) == "verified"
 
 
-def test_a_string_already_in_the_static_page_does_not_count(site: Site, ui_claim: Path) -> None:
+def test_attack_29_a_string_already_in_the_static_page_does_not_count(
+    site: Site, ui_claim: Path
+) -> None:
     args = ("--locator", "css=#panel", "--expect-includes", "Saved")
     assert observe(ui_claim, f"{site.url}/static", *args) == 0
     item = last_evidence(ui_claim)
@@ -135,7 +139,7 @@ def test_a_string_already_in_the_static_page_does_not_count(site: Site, ui_claim
     assert "static template" in (result.reasons[0].detail or "")
 
 
-def test_a_hostile_page_runs_nothing_outside_itself(
+def test_attack_30_a_hostile_page_runs_nothing_outside_itself(
     site: Site, canary: Site, ui_claim: Path, tmp_path: Path
 ) -> None:
     marker = tmp_path / "pwned"
@@ -153,7 +157,7 @@ def test_a_hostile_page_runs_nothing_outside_itself(
     assert f"{canary.url}/image" in refused
 
 
-def test_a_redirect_to_another_host_is_refused_unless_allowed(
+def test_attack_31_a_redirect_to_another_host_is_refused_unless_allowed(
     site: Site, ui_claim: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     args = ("--locator", "css=#label", "--expect-text", "Alice")
@@ -198,7 +202,7 @@ def test_a_prep_click_runs_before_reading(site: Site, ui_claim: Path) -> None:
                        "click:javascript:alert(1)"), "css=, text= or role="),
     ],
 )  # fmt: skip
-def test_refused_before_any_page(
+def test_attack_33_refused_before_any_page(
     ui_claim: Path, url: str, options: tuple[str, ...], message: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip

@@ -104,7 +104,7 @@ def test_the_claim_page_shows_the_gate_screenshot(served: Served) -> None:
 
 
 @pytest.mark.parametrize("name", ["api", "traversal", "other-file", "other-digest"])
-def test_no_other_file_is_served(served: Served, name: str) -> None:
+def test_attack_32_no_other_file_is_served(served: Served, name: str) -> None:
     index = served.index[name]
     shown = "<img" in httpx.get(f"{served.base}/claims/{index}").text
     assert shown == (name == "other-digest")  # its names have the right shape: only reading tells
@@ -120,7 +120,7 @@ def test_an_item_without_a_screenshot_is_not_found(served: Served, position: str
     assert answer.status_code == 404
 
 
-def test_a_screenshot_changed_after_the_run_is_not_served(served: Served) -> None:
+def test_attack_32_a_screenshot_changed_after_the_run_is_not_served(served: Served) -> None:
     path = served.runs / RUN / NAME
     path.write_bytes(IMAGE + b"edited")
     try:
