@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -222,3 +224,20 @@ def test_the_expected_value_needs_no_browser() -> None:
     assert check.expected() == {"address": "/a?b=1", "attr": {"data-state": "done"}, "count": 1}
     with pytest.raises(UsageError):
         dom_check("http://h/", "css=#x", expect_address="no-slash")
+
+
+def test_without_playwright_the_command_names_the_extra(ui_claim: Path) -> None:
+    # A Python that cannot import Playwright, as after `pip install completion-claim` alone.
+    blocked = (
+        "import sys; sys.modules['playwright'] = None; sys.modules['playwright.sync_api'] = None;"
+        "from completion_claim.cli import main; main()"
+    )
+    args = ["observe", "dom", str(ui_claim), "http://127.0.0.1:9/", "--locator", "css=p",
+            "--expect-text", "x"]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", blocked, *args], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 4
+    assert done.stderr.strip().splitlines() == [
+        "claim: claim observe dom needs playwright: pip install 'completion-claim[browser]'"
+    ]

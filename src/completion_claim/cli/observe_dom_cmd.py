@@ -15,10 +15,8 @@ from .observe_cmd import TIMEOUT, observe_group, record_and_report
 
 
 def needs_browser_extra(error: ImportError) -> UsageError:
-    return UsageError(
-        f"claim observe dom needs {error.name or 'playwright'}: "
-        "pip install 'completion-claim[browser]'"
-    )
+    package = (error.name or "playwright").split(".")[0]
+    return UsageError(f"claim observe dom needs {package}: pip install 'completion-claim[browser]'")
 
 
 @observe_group.command("dom")
