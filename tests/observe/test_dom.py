@@ -145,7 +145,8 @@ def test_attack_30_a_hostile_page_runs_nothing_outside_itself(
     site: Site, canary: Site, ui_claim: Path, tmp_path: Path
 ) -> None:
     marker = tmp_path / "pwned"
-    site.hostile = HOSTILE_PAGE.format(marker=marker, canary=canary.url)
+    socket = canary.url.replace("http://", "ws://")
+    site.hostile = HOSTILE_PAGE.format(marker=marker, canary=canary.url, canary_socket=socket)
     args = ("--locator", "css=#payload", "--expect-includes", "touch")
     assert observe(ui_claim, f"{site.url}/hostile", *args) == 0
     item = last_evidence(ui_claim)
@@ -157,6 +158,7 @@ def test_attack_30_a_hostile_page_runs_nothing_outside_itself(
     refused = item["details"]["refused_requests"]
     assert f"{canary.url}/fetched" in refused
     assert f"{canary.url}/image" in refused
+    assert f"{socket}/socket" in refused
 
 
 def test_attack_31_a_redirect_to_another_host_is_refused_unless_allowed(

@@ -42,7 +42,7 @@ from ._common import Observation
 from .values import redact_url, refuse_ambiguous_url, sha256_digest
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page, Response, Route
+    from playwright.sync_api import Browser, Page, Response, Route, WebSocketRoute
 
 CHECK_TYPE = DOM_ASSERTION
 CHROMIUM_ENV = "CLAIM_CHROMIUM"
@@ -58,6 +58,8 @@ _CHROMIUM_ARGS = (
     "--disable-component-update",
     "--disable-sync",
     "--disable-extensions",
+    "--dns-prefetch-disable",
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
 )
 _SKIPPED_TAGS = frozenset({"script", "style", "template", "noscript"})
 
@@ -243,6 +245,14 @@ class _Guard:
             self.refused.append(redact_url(url))
             route.abort("blockedbyclient")
 
+    def route_socket(self, socket: WebSocketRoute) -> None:
+        """WebSockets bypass ``route``: the same rule, on the URL as its HTTP handshake."""
+        if self.allows(re.sub(r"^ws", "http", socket.url)):
+            socket.connect_to_server()
+        else:
+            self.refused.append(redact_url(socket.url))
+            socket.close()
+
 
 def _host_port(url: str) -> tuple[str, int]:
     parts = urlsplit(url)
@@ -288,6 +298,7 @@ def _observe_page(check: DomCheck, browser: Browser, screenshot_dir: Path | None
     )
     try:
         context.route("**/*", guard.route)
+        context.route_web_socket(re.compile(".*"), guard.route_socket)
         page = context.new_page()
         documents: list[Response] = []
         page.on(
@@ -399,8 +410,8 @@ def _read(
         details[PREP_KEY] = list(check.prep)
     if check.wait_for is not None:
         details["wait_for"] = check.wait_for
-    if check.expect_includes:
-        template = _template_text(documents)
+    template = _template_text(documents) if check.expect_includes else None
+    if template is not None:
         details[TEMPLATE_INCLUDES_KEY] = {t: t in template for t in check.expect_includes}
     if guard.refused:
         details["refused_requests"] = sorted(set(guard.refused))[:20]
@@ -437,13 +448,20 @@ class _TextOnly(HTMLParser):
             self.parts.append(data)
 
 
-def _template_text(documents: list[Response]) -> str:
+def _template_text(documents: list[Response]) -> str | None:
     """The text of the last document the page loaded, as the server sent it: what the page
-    shows before any script or action ran."""
+    shows before any script or action ran. None when it cannot be read: then nothing is
+    recorded, and a must-include does not count (the verifier asks for the reading)."""
+    from playwright.sync_api import Error as PlaywrightError  # noqa: PLC0415
+
     if not documents:
-        return ""
+        return None
+    try:
+        body = documents[-1].body()
+    except PlaywrightError:
+        return None
     parser = _TextOnly()
-    parser.feed(documents[-1].body().decode("utf-8", "replace"))
+    parser.feed(body.decode("utf-8", "replace"))
     parser.close()
     return normalize(" ".join(parser.parts))
 
