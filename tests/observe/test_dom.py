@@ -243,3 +243,13 @@ def test_without_playwright_the_command_names_the_extra(ui_claim: Path) -> None:
     assert done.stderr.strip().splitlines() == [
         "claim: claim observe dom needs playwright: pip install 'completion-claim[browser]'"
     ]
+
+
+def test_a_secret_in_the_query_is_never_recorded(site: Site, ui_claim: Path) -> None:
+    agent_submits(site, "Bob")
+    url = f"{site.url}/settings?token=s3cret"
+    assert observe(ui_claim, url, "--locator", "css=#label", "--expect-text", "Bob") == 0
+    assert "s3cret" not in ui_claim.read_text()
+    item = last_evidence(ui_claim)
+    assert item["observed_value"]["address"] == item["expected"]["address"] == "/settings?token=***"
+    assert verdict_of(ui_claim) == "verified"

@@ -107,13 +107,18 @@ class DomCheck:
         return f"{redact_url(self.url)} {self.locator}"
 
     @property
+    def address(self) -> str:
+        """Where the page must end up, as the browser's URL has it (secrets included)."""
+        return self.expect_address or raw_address(self.url)
+
+    @property
     def requested_address(self) -> str:
         return address_of(self.url)
 
     def expected(self) -> dict[str, Any]:
         """The page's address (the one loaded, unless --expect-url-path says where the page
         must end up) and what the located element(s) must show."""
-        expected: dict[str, Any] = {ADDRESS_KEY: self.expect_address or self.requested_address}
+        expected: dict[str, Any] = {ADDRESS_KEY: address_of(f"http://host{self.address}")}
         if self.expect_text is not None:
             expected[TEXT_KEY] = self.expect_text
         if self.expect_includes:
@@ -130,11 +135,17 @@ class DomCheck:
         return self.expect_text is not None or bool(self.expect_includes) or bool(self.expect_attr)
 
 
-def address_of(url: str) -> str:
+def raw_address(url: str) -> str:
     """The path and query of a URL: what the page's address is compared by (the host is
     checked apart, and a fragment never reaches the server)."""
     parts = urlsplit(url)
     return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+
+
+def address_of(url: str) -> str:
+    """The address as recorded: secret-named query parameters masked (``?token=***``), the
+    same way in the expectation and the observation."""
+    return raw_address(redact_url(url))
 
 
 def dom_check(
@@ -301,11 +312,12 @@ def _observe_page(check: DomCheck, browser: Browser, screenshot_dir: Path | None
         context.route_web_socket(re.compile(".*"), guard.route_socket)
         page = context.new_page()
         documents: list[Response] = []
-        page.on(
-            "response",
-            lambda r: documents.append(r) if r.request.is_navigation_request()
-            and r.frame == page.main_frame else None,
-        )  # fmt: skip
+
+        def keep_document(response: Response) -> None:
+            if response.request.is_navigation_request() and response.frame == page.main_frame:
+                documents.append(response)
+
+        page.on("response", keep_document)
         page.goto(check.url, wait_until="load", timeout=deadline.ms())
         _refuse_other_host(page.url, guard)
         for action in check.prep:
@@ -338,7 +350,7 @@ def _wait(check: DomCheck, page: Page, deadline: _Deadline) -> dict[str, bool]:
     from playwright.sync_api import expect  # noqa: PLC0415
 
     located = expect(page.locator(check.locator))
-    address = check.expect_address or check.requested_address
+    address = check.address
     pattern = re.compile(r"^https?://[^/?#]+" + re.escape(address) + r"(#.*)?$")
     conditions: list[tuple[str, Callable[..., None]]] = []
     if check.wait_for is not None:
