@@ -200,6 +200,7 @@ def test_a_prep_click_runs_before_reading(site: Site, ui_claim: Path) -> None:
         ("http://h/", ("--locator", "css=p"), "say what the page must show"),
         ("http://h/", ("--locator", "css=p", "--expect-text", "  "), "asserts nothing"),
         ("http://h/", ("--locator", "css=p", "--expect-attr", "x"), "NAME=VALUE"),
+        ("http://h/", ("--locator", "css=p", "--expect-text", "x" * 2001), "longer than 2000"),
         ("http://h/", ("--locator", "css=p", "--expect-text", "x", "--prep", "fill:css=p"),
          "click:SELECTOR"),
         ("http://h/", ("--locator", "css=p", "--expect-text", "x", "--prep",
@@ -253,3 +254,13 @@ def test_a_secret_in_the_query_is_never_recorded(site: Site, ui_claim: Path) -> 
     item = last_evidence(ui_claim)
     assert item["observed_value"]["address"] == item["expected"]["address"] == "/settings?token=***"
     assert verdict_of(ui_claim) == "verified"
+
+
+def test_a_long_text_is_recorded_cut_and_never_equals_its_prefix(
+    site: Site, ui_claim: Path
+) -> None:
+    site.hostile = f'<p id="long">{"a" * 2500}</p>'
+    args = ("--locator", "css=#long", "--expect-text", "a" * 2000, "--timeout", "1")
+    assert observe(ui_claim, f"{site.url}/hostile", *args) == 0
+    assert last_evidence(ui_claim)["observed_value"]["text"] == "a" * 2000 + " [cut]"
+    assert verdict_of(ui_claim) == "refuted"

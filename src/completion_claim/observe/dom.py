@@ -48,8 +48,9 @@ CHECK_TYPE = DOM_ASSERTION
 CHROMIUM_ENV = "CLAIM_CHROMIUM"
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 MAX_TEXT_CHARS = 2000
-"""The located element's text is recorded up to this length (an expectation longer than it
-cannot be met: the text is compared whole)."""
+"""The longest text recorded whole, and so the longest ``--expect-text``; a longer text is
+recorded cut, marked so that it can never equal an expectation."""
+CUT_MARK = " [cut]"
 PREP_ACTIONS = ("click",)
 _CHROMIUM_ARGS = (
     "--disable-gpu",
@@ -205,6 +206,8 @@ def dom_check(
     text = None if expect_text is None else normalize(expect_text)
     if "" in (*includes, text):
         raise UsageError("--expect-text, --expect-includes: an empty text asserts nothing")
+    if text is not None and len(text) > MAX_TEXT_CHARS:
+        raise UsageError(f"--expect-text: longer than {MAX_TEXT_CHARS} characters")
     return DomCheck(
         url, selector, text, includes, attr, expect_count, expect_address,
         wait_for, actions, storage_state, hosts, timeout, chromium_path(chromium),
@@ -407,8 +410,9 @@ def _read(
     subject = None
     if count >= 1:
         first = located.first
-        text = normalize(first.inner_text(timeout=deadline.ms()))[:MAX_TEXT_CHARS]
-        observed[TEXT_KEY] = text
+        text = normalize(first.inner_text(timeout=deadline.ms()))
+        cut = len(text) > MAX_TEXT_CHARS
+        observed[TEXT_KEY] = text[:MAX_TEXT_CHARS] + CUT_MARK if cut else text
         if check.expect_includes:
             observed[INCLUDES_KEY] = {t: t in text for t in check.expect_includes}
         if check.expect_attr is not None:
