@@ -176,12 +176,8 @@ def dom_check(
             f"--locator: {selector!r} matches the whole document, whose text holds every "
             "string on the page; locate the element the change shows in"
         )
-    if (
-        expect_text is None
-        and not expect_includes
-        and expect_attr is None
-        and (expect_count is None and expect_address is None)
-    ):
+    asked = (expect_text, expect_attr, expect_count, expect_address)
+    if not expect_includes and all(option is None for option in asked):
         raise UsageError(
             "say what the page must show: --expect-text, --expect-includes, --expect-attr, "
             "--expect-count or --expect-url-path"
@@ -374,9 +370,7 @@ def _wait(check: DomCheck, page: Page, deadline: _Deadline) -> dict[str, bool]:
     for name, condition in conditions:
         try:
             condition(timeout=deadline.ms())
-        except AssertionError:
-            met[name] = False
-        except PlaywrightTimeout:
+        except (AssertionError, PlaywrightTimeout):
             met[name] = False
         else:
             met.setdefault(name, True)
