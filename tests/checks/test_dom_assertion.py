@@ -65,9 +65,20 @@ def test_attack_28_a_locator_of_the_whole_document_does_not_count(locator: str) 
     assert reasons == [f"not_discriminating: locator {locator!r} matches the whole document"]
 
 
-@pytest.mark.parametrize("locator", ["css=#label", "text=Saved", "role=status", "css=body #x"])
+@pytest.mark.parametrize(
+    "locator", ["css=#label", "text=Saved", "role=status", "css=body #x", "css=main >> text=Bob"]
+)
 def test_a_located_element_is_not_the_whole_document(locator: str) -> None:
     assert not whole_document(locator)
+    assert judged(dom_item(locator=locator)) == ("verified", [])
+
+
+def test_attack_28_an_element_the_observer_saw_was_the_document_does_not_count() -> None:
+    state, reasons = judged(dom_item(locator="css=:is(html)", whole_document=True))
+    assert (state, reasons) == (
+        "unverified",
+        ["not_discriminating: the located element was the whole document"],
+    )
 
 
 @pytest.mark.parametrize(("locator", "why"), [
@@ -75,6 +86,7 @@ def test_a_located_element_is_not_the_whole_document(locator: str) -> None:
     ("xpath=//p", "is not a css=, text= or role= selector"),
     ("#label", "is not a css=, text= or role= selector"),
     ("css=", "is not a css=, text= or role= selector"),
+    ("css=#label >> xpath=..", "is not a css=, text= or role= selector"),
 ])  # fmt: skip
 def test_attack_33_a_locator_the_observer_would_refuse_does_not_count(
     locator: Any, why: str

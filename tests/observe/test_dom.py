@@ -195,6 +195,8 @@ def test_a_prep_click_runs_before_reading(site: Site, ui_claim: Path) -> None:
         ("javascript:alert(1)", ("--locator", "css=p", "--expect-text", "x"), "http"),
         ("http://h/", ("--locator", "xpath=//p", "--expect-text", "x"), "css=, text= or role="),
         ("http://h/", ("--locator", "#p", "--expect-text", "x"), "css=, text= or role="),
+        ("http://h/", ("--locator", "css=p >> xpath=..", "--expect-text", "x"), "css=, text="),
+        ("http://h/", ("--locator", "css=p >> nth=0", "--expect-text", "x"), "css=, text="),
         ("http://h/", ("--locator", "css=body", "--expect-text", "x"), "whole document"),
         ("http://h/", ("--locator", "css= html ", "--expect-text", "x"), "whole document"),
         ("http://h/", ("--locator", "css=p"), "say what the page must show"),
@@ -264,3 +266,19 @@ def test_a_long_text_is_recorded_cut_and_never_equals_its_prefix(
     assert observe(ui_claim, f"{site.url}/hostile", *args) == 0
     assert last_evidence(ui_claim)["observed_value"]["text"] == "a" * 2000 + " [cut]"
     assert verdict_of(ui_claim) == "refuted"
+
+
+@pytest.mark.parametrize(
+    "locator", ["css=:is(html)", "css=body:first-of-type", "css=:root:not(.none)"]
+)
+def test_attack_28_a_whole_document_however_spelt_does_not_count(
+    site: Site, ui_claim: Path, locator: str
+) -> None:
+    agent_submits(site, "Bob")
+    args = ("--locator", locator, "--expect-includes", "Bob", "--timeout", "1")
+    assert observe(ui_claim, f"{site.url}/settings", *args) == 0
+    assert last_evidence(ui_claim)["details"]["whole_document"] is True
+    verdict = verify(load_claim(ui_claim.read_bytes()), datetime.now(UTC))
+    assert verdict.state == "unverified"
+    [result] = verdict.evidence
+    assert [f.detail for f in result.reasons] == ["the located element was the whole document"]

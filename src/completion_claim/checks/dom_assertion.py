@@ -30,6 +30,9 @@ PREP_KEY = "prep"
 TEMPLATE_INCLUDES_KEY = "template_includes"
 """``details.template_includes``: for each must-include string, whether it occurs in the page's
 template, the text of the document as the server sent it, before any script or action ran."""
+WHOLE_DOCUMENT_KEY = "whole_document"
+"""``details.whole_document``: true when the located element was the document or its body,
+however its selector was spelt."""
 BASELINE_KEY = "baseline"
 SELECTOR_ENGINES = ("css=", "text=", "role=")
 """The only selector engines allowed: none of them evaluates code from the claim."""
@@ -44,6 +47,8 @@ def why_not_discriminating(item: Evidence, policy: Policy) -> str | None:
     if type(expected) is not dict:
         return "expects no object of address, text, includes, attr or count"
     details = item.details or {}
+    if details.get(WHOLE_DOCUMENT_KEY) is not None and details[WHOLE_DOCUMENT_KEY] is not False:
+        return "the located element was the whole document"
     return (
         _locator_problem(details.get(LOCATOR_KEY))
         or _url_only(expected, details)
@@ -64,7 +69,12 @@ def whole_document(locator: str) -> bool:
 
 
 def engine_allowed(locator: str) -> bool:
-    return locator.startswith(SELECTOR_ENGINES) and bool(locator.split("=", 1)[1].strip())
+    """Every part of a Playwright selector chain (``a >> b``) names an allowed engine: a chain
+    may not slip another engine (``xpath=``, an internal one) in after a ``css=`` part."""
+    return all(
+        part.strip().startswith(SELECTOR_ENGINES) and bool(part.split("=", 1)[1].strip())
+        for part in locator.split(">>")
+    )
 
 
 def _locator_problem(locator: Any) -> str | None:

@@ -33,6 +33,7 @@ from ..checks.dom_assertion import (
     REQUESTED_PATH_KEY,
     TEMPLATE_INCLUDES_KEY,
     TEXT_KEY,
+    WHOLE_DOCUMENT_KEY,
     engine_allowed,
     whole_document,
 )
@@ -412,10 +413,15 @@ def _read(
         if check.expect_attr is not None:
             name, _ = check.expect_attr
             observed[ATTR_KEY] = {name: first.get_attribute(name, timeout=deadline.ms())}
-        # A constant expression of the observer's own, never text from the claim.
+        # Constant expressions of the observer's own, never text from the claim.
         outer = first.evaluate("element => element.outerHTML", timeout=deadline.ms())
         subject = sha256_digest(str(outer).encode("utf-8", "surrogatepass"))
         details["html_digest"] = subject
+        # However the selector was spelt (css=:is(html), css=body:first-of-type), an element
+        # that is the document or its body holds every string on the page.
+        is_whole = "e => e === document.documentElement || e === document.body"
+        if first.evaluate(is_whole, timeout=deadline.ms()) is True:
+            details[WHOLE_DOCUMENT_KEY] = True
     if check.prep:
         details[PREP_KEY] = list(check.prep)
     if check.wait_for is not None:
