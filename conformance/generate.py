@@ -2625,6 +2625,16 @@ def _dom_assertion() -> Iterator[tuple[str, dict[str, Json]]]:
             dom(locator=locator), "unverified", "qualify-7", **blind,
         )  # fmt: skip
     yield judged(
+        "whole-document-observed",
+        "The observer found the located element to be the document: not discriminating.",
+        dom(locator="css=:is(html)", whole_document=True), "unverified", "qualify-7", **blind,
+    )  # fmt: skip
+    yield judged(
+        "chained-script-engine",
+        "A selector chain that slips in another engine does not count.",
+        dom(locator="css=#label >> xpath=.."), "unverified", "qualify-7", **blind,
+    )  # fmt: skip
+    yield judged(
         "no-locator-recorded",
         "An item whose details name no locator is not discriminating.",
         dom(locator=None), "unverified", "qualify-7", **blind,
