@@ -615,3 +615,23 @@ def test_attack_35_a_page_that_already_showed_the_value_at_the_start_does_not_co
     assert "settings/display-name already had the expected value before you started" in (
         result.agent_reason
     )
+
+
+def test_a_policy_without_experimental_checks_does_not_count_the_page(
+    tmp_path: Path, write_config: WriteConfig, web_app: WebApp
+) -> None:
+    repo = correct_project(tmp_path / "repo")
+    policy = (
+        '[policy]\nid = "ops/ui"\nrequires = []\nmax_age_s = 600\nexperimental_checks = false\n'
+    )
+    config = write_config(policy + dom_check(web_app.url))
+    web_app.respond("POST", "/settings", b"name=Bob", "")
+
+    result = run_gate(config, repo, outcome="Renamed the account to Bob.")
+
+    assert result.verdict.state == "unverified"
+    [judged] = result.verdict.evidence
+    assert [f.code for f in judged.reasons] == ["experimental_off"]
+    # Written into the claim, so claim verify repeats the decision.
+    assert result.document["policy"]["experimental_checks"] is False
+    assert run(["verify", str(result.claim_path)]) == 1
