@@ -76,7 +76,7 @@ def test_a_form_that_changed_the_label_verifies(
 
 
 def test_a_page_still_showing_the_old_value_refutes(site: Site, ui_claim: Path) -> None:
-    args = ("--locator", "css=#label", "--expect-text", "Bob", "--timeout", "1")
+    args = ("--locator", "css=#label", "--expect-text", "Bob", "--timeout", "2")
     assert observe(ui_claim, f"{site.url}/settings", *args) == 0
     item = last_evidence(ui_claim)
     assert item["observed_value"]["text"] == "Alice"
@@ -87,7 +87,7 @@ def test_a_page_still_showing_the_old_value_refutes(site: Site, ui_claim: Path) 
 def test_attack_34_a_redirect_to_the_login_page_refutes_naming_the_url(
     site: Site, ui_claim: Path
 ) -> None:
-    args = ("--locator", "css=#plan", "--expect-text", "Plan: pro", "--timeout", "1")
+    args = ("--locator", "css=#plan", "--expect-text", "Plan: pro", "--timeout", "2")
     assert observe(ui_claim, f"{site.url}/account", *args) == 0
     item = last_evidence(ui_claim)
     assert item["observed_value"] == {"address": "/login?next=/account", "count": 0}
@@ -262,7 +262,7 @@ def test_a_long_text_is_recorded_cut_and_never_equals_its_prefix(
     site: Site, ui_claim: Path
 ) -> None:
     site.hostile = f'<p id="long">{"a" * 2500}</p>'
-    args = ("--locator", "css=#long", "--expect-text", "a" * 2000, "--timeout", "1")
+    args = ("--locator", "css=#long", "--expect-text", "a" * 2000, "--timeout", "2")
     assert observe(ui_claim, f"{site.url}/hostile", *args) == 0
     assert last_evidence(ui_claim)["observed_value"]["text"] == "a" * 2000 + " [cut]"
     assert verdict_of(ui_claim) == "refuted"
@@ -275,7 +275,7 @@ def test_attack_28_a_whole_document_however_spelt_does_not_count(
     site: Site, ui_claim: Path, locator: str
 ) -> None:
     agent_submits(site, "Bob")
-    args = ("--locator", locator, "--expect-includes", "Bob", "--timeout", "1")
+    args = ("--locator", locator, "--expect-includes", "Bob", "--timeout", "2")
     assert observe(ui_claim, f"{site.url}/settings", *args) == 0
     assert last_evidence(ui_claim)["details"]["whole_document"] is True
     verdict = verify(load_claim(ui_claim.read_bytes()), datetime.now(UTC))

@@ -53,6 +53,12 @@ MAX_TEXT_CHARS = 2000
 recorded cut, marked so that it can never equal an expectation."""
 CUT_MARK = " [cut]"
 PREP_ACTIONS = ("click",)
+LAUNCH_TIMEOUT_S = 60.0
+"""Starting Chromium is the machine's business, not the page's: it is not charged to
+``--timeout``."""
+READ_TIMEOUT_S = 10.0
+"""The least time reading what the page shows (text, digest, screenshot) is given, after the
+waits (which may have used all of ``--timeout`` on a condition that never came)."""
 _CHROMIUM_ARGS = (
     "--disable-gpu",
     "--no-first-run",
@@ -290,7 +296,7 @@ def observe_dom(check: DomCheck, screenshot_dir: Path | None) -> Observation:
         with sync_playwright() as playwright:
             args = [*_CHROMIUM_ARGS, *(("--no-sandbox",) if os.geteuid() == 0 else ())]
             browser = playwright.chromium.launch(
-                executable_path=check.chromium, args=args, timeout=check.timeout * 1000
+                executable_path=check.chromium, args=args, timeout=LAUNCH_TIMEOUT_S * 1000
             )
             try:
                 return _observe_page(check, browser, screenshot_dir)
@@ -325,11 +331,8 @@ def _observe_page(check: DomCheck, browser: Browser, screenshot_dir: Path | None
             page.locator(selector).first.click(timeout=deadline.ms())
         waited = _wait(check, page, deadline)
         _refuse_other_host(page.url, guard)
-        # Reading what is already there gets its own allowance: the waits may have used all of
-        # theirs on a condition that never came, which is an observation too.
-        return _read(
-            check, page, documents, guard, waited, screenshot_dir, _Deadline(check.timeout)
-        )
+        reading = _Deadline(max(check.timeout, READ_TIMEOUT_S))
+        return _read(check, page, documents, guard, waited, screenshot_dir, reading)
     finally:
         context.close()
 
