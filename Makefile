@@ -21,13 +21,14 @@ sandbox:
 	    exit 1; \
 	  fi; }
 
-# The dashboard's browser tests drive Debian's Chromium (Playwright cannot download its own here).
+# claim observe dom and the dashboard's browser tests drive Debian's Chromium (Playwright cannot
+# download its own here).
 browser:
 	@command -v chromium >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    apt-get update -q && apt-get install -y -q chromium; \
 	  else \
-	    echo "chromium is missing: run 'sudo apt-get install chromium' (the dashboard tests need it)" >&2; \
+	    echo "chromium is missing: run 'sudo apt-get install chromium' (claim observe dom and the dashboard tests need it)" >&2; \
 	    exit 1; \
 	  fi; }
 

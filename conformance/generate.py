@@ -311,6 +311,8 @@ def _vectors() -> Iterator[tuple[str, dict[str, Json]]]:
     yield from _min_tests()
     yield from _test_changes()
     yield from _invalid_knobs()
+    # Issue 12: appended last so that every earlier number stays as it was.
+    yield from _dom_assertion()
 
 
 def _absence_and_precision() -> Iterator[tuple[str, dict[str, Json]]]:
@@ -834,11 +836,11 @@ def _observation() -> Iterator[tuple[str, dict[str, Json]]]:
     )
     yield vector(
         "unknown-check-type",
-        "A check type outside v0.1 (dom_assertion) does not qualify.",
+        "A check type this verifier does not know (visual_diff) does not qualify.",
         ["qualify-6"],
         claim=claim(
             [mutation()],
-            [evidence("dom_assertion", "https://app/", t("01:00"), ["m1"], ZIP, ZIP, eid="e1")],
+            [evidence("visual_diff", "https://app/", t("01:00"), ["m1"], ZIP, ZIP, eid="e1")],
         ),
         state="unverified",
         unmet=NOT_COUNTED,
@@ -852,7 +854,7 @@ def _observation() -> Iterator[tuple[str, dict[str, Json]]]:
             [mutation()],
             [
                 readback(),
-                evidence("dom_assertion", "https://app/", t("01:00"), ["m1"], ZIP, OTHER_ZIP),
+                evidence("visual_diff", "https://app/", t("01:00"), ["m1"], ZIP, OTHER_ZIP),
             ],
         ),
         state="verified",
@@ -863,9 +865,9 @@ def _observation() -> Iterator[tuple[str, dict[str, Json]]]:
         ["qualify-6", "policy"],
         claim=claim(
             [mutation()],
-            [readback(), evidence("dom_assertion", "https://app/", t("01:00"), ["m1"], ZIP, ZIP)],
+            [readback(), evidence("visual_diff", "https://app/", t("01:00"), ["m1"], ZIP, ZIP)],
         ),
-        operator=policy("dom", ["dom_assertion"]),
+        operator=policy("visual", ["visual_diff"]),
         state="unverified",
         unmet=["requirement_unmet"],
     )
@@ -2554,6 +2556,170 @@ def _invalid_knobs() -> Iterator[tuple[str, dict[str, Json]]]:
         at="0001-01-01T00:02:00Z",
         state="verified",
         findings={"e1": []},
+    )
+
+
+UI_ACTION = mutation("m1", "settings/display-name", kind="ui_action")
+LABEL = {"address": "/settings", "text": "Bob"}
+LABEL_SEEN = {"address": "/settings", "count": 1, "text": "Bob"}
+
+
+def dom(
+    expected: Json = LABEL,
+    observed: Json = LABEL_SEEN,
+    locator: str | None = "css=#label",
+    **details: Json,
+) -> dict[str, Json]:
+    """A dom_assertion item as ``claim observe dom`` records it (details abridged)."""
+    recorded: dict[str, Json] = {"requested_path": "/settings", **details}
+    if locator is not None:
+        recorded["locator"] = locator
+    return evidence(
+        "dom_assertion",
+        "https://app.example/settings css=#label",
+        t("01:00"),
+        ["m1"],
+        expected,
+        observed,
+        eid="e1",
+        details=recorded,
+    )
+
+
+def _dom_assertion() -> Iterator[tuple[str, dict[str, Json]]]:
+    def judged(slug: str, description: str, item: Json, state: str, *tags: str, **more: Any) -> Any:
+        return vector(
+            "dom-" + slug, description, ["dom", *tags], claim=claim([UI_ACTION], [item]),
+            state=state, **more,
+        )  # fmt: skip
+
+    blind: dict[str, Any] = {"unmet": NOT_COUNTED, "findings": {"e1": ["not_discriminating"]}}
+    included = {"address": "/settings", "includes": {"Saved": True}}
+    included_seen = {
+        "address": "/settings",
+        "count": 1,
+        "text": "Saved",
+        "includes": {"Saved": True},
+    }
+    yield judged(
+        "label-verifies",
+        "A ui_action covered by a page whose located element shows the new value.",
+        dom(), "verified", "kind", findings={"e1": []},
+    )  # fmt: skip
+    yield judged(
+        "login-page-refutes",
+        "The page went to the login page: its address contradicts the expectation.",
+        dom(observed={"address": "/login", "count": 0}), "refuted", "rule6",
+        unmet=["contradicted", *NOT_COUNTED],
+    )  # fmt: skip
+    yield judged(
+        "old-value-refutes",
+        "The located element still shows the old value.",
+        dom(observed={"address": "/settings", "count": 1, "text": "Alice"}), "refuted", "rule6",
+        unmet=["contradicted", *NOT_COUNTED],
+    )  # fmt: skip
+    for locator in ("css=body", "html", ":root"):
+        yield judged(
+            f"whole-document-locator-{locator.replace('css=', '').strip(':')}",
+            f"A locator matching the whole document ({locator}) is not discriminating.",
+            dom(locator=locator), "unverified", "qualify-7", **blind,
+        )  # fmt: skip
+    yield judged(
+        "whole-document-observed",
+        "The observer found the located element to be the document: not discriminating.",
+        dom(locator="css=:is(html)", whole_document=True), "unverified", "qualify-7", **blind,
+    )  # fmt: skip
+    yield judged(
+        "chained-script-engine",
+        "A selector chain that slips in another engine does not count.",
+        dom(locator="css=#label >> xpath=.."), "unverified", "qualify-7", **blind,
+    )  # fmt: skip
+    yield judged(
+        "no-locator-recorded",
+        "An item whose details name no locator is not discriminating.",
+        dom(locator=None), "unverified", "qualify-7", **blind,
+    )  # fmt: skip
+    yield judged(
+        "script-locator",
+        "A locator that is not a css=, text= or role= selector does not count.",
+        dom(locator="xpath=//span"), "unverified", "qualify-7", **blind,
+    )  # fmt: skip
+    yield judged(
+        "baseline-already-met",
+        "The page showed the value before the change (baseline): not discriminating.",
+        dom(baseline=LABEL_SEEN), "unverified", "qualify-7", **blind,
+    )  # fmt: skip
+    yield judged(
+        "must-include-in-static-template",
+        "A must-include of a string the served page already holds is not discriminating.",
+        dom(included, included_seen, template_includes={"Saved": True}), "unverified",
+        "qualify-7", **blind,
+    )  # fmt: skip
+    yield judged(
+        "must-include-not-in-template",
+        "A must-include of a string only the page's state produced counts.",
+        dom(included, included_seen, template_includes={"Saved": False}), "verified",
+        findings={"e1": []},
+    )  # fmt: skip
+    yield judged(
+        "must-include-template-unread",
+        "A must-include with no reading of the template does not count.",
+        dom(included, included_seen), "unverified", "qualify-7", **blind,
+    )  # fmt: skip
+    yield judged(
+        "address-only-where-sent",
+        "Only the address of the page it was sent to: holds without any change.",
+        dom({"address": "/settings"}, {"address": "/settings", "count": 1}), "unverified",
+        "qualify-7", **blind,
+    )  # fmt: skip
+    yield judged(
+        "no-element-without-baseline",
+        "Expecting no element without a baseline: a wrong locator shows that too.",
+        dom({"address": "/settings", "count": 0}, {"address": "/settings", "count": 0}),
+        "unverified", "qualify-7", **blind,
+    )  # fmt: skip
+    yield vector(
+        "dom-experimental-checks-off",
+        "experimental_checks false: a dom_assertion never counts.",
+        ["dom", "policy"],
+        claim=claim([UI_ACTION], [dom()]),
+        operator=with_members(policy(), experimental_checks=False),
+        state="unverified",
+        unmet=NOT_COUNTED,
+        findings={"e1": ["experimental_off"]},
+    )
+    yield vector(
+        "dom-experimental-checks-on",
+        "experimental_checks true (the default, written out): it counts.",
+        ["dom", "policy"],
+        claim=claim([UI_ACTION], [dom()]),
+        operator=with_members(policy(), experimental_checks=True),
+        state="verified",
+        findings={"e1": []},
+    )
+    yield vector(
+        "dom-ui-action-covered-by-readback",
+        "A ui_action may be covered by a readback of the record it changed.",
+        ["dom", "kind"],
+        claim=claim([UI_ACTION], [readback(target="settings/display-name")]),
+        state="verified",
+    )
+    yield vector(
+        "dom-does-not-cover-state-write",
+        "A page does not cover a state_write: only a readback does.",
+        ["dom", "kind"],
+        claim=claim([mutation()], [dom()]),
+        state="unverified",
+        unmet=["mutation_uncovered"],
+    )
+    yield vector(
+        "operator-policy-experimental-checks-string",
+        "experimental_checks is true or false.",
+        ["invalid", "policy"],
+        claim=simple(),
+        operator=with_members(policy(), experimental_checks="false"),
+        state="invalid",
+        error_path="experimental_checks",
     )
 
 

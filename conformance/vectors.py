@@ -34,6 +34,7 @@ FINDING_CODES = frozenset(
         "self_attested",
         "no_observation",
         "unknown_check_type",
+        "experimental_off",
         "premature",
         "superseded",
         "from_future",
@@ -54,9 +55,11 @@ RULE_TAGS = (
     "kind",
     "min-tests",
     "test-changes",
+    "dom",
 )
 """Tags every suite must exercise: the six rules, the seven qualification conditions, and more
-(``kind``: coverage by kind; ``min-tests``, ``test-changes``: the policy's test_run knobs)."""
+(``kind``: coverage by kind; ``min-tests``, ``test-changes``: the policy's test_run knobs;
+``dom``: the experimental dom_assertion check type)."""
 EXTRA_TAGS = ("time", "order", "example", "recomputed", "document")
 KNOWN_TAGS = frozenset(RULE_TAGS + EXTRA_TAGS)
 

@@ -340,7 +340,7 @@ class TestDiscriminating:
         assert verify(build(evidence_items=[item]), DECIDE).state == "verified"
 
     def test_unknown_check_type_does_not_qualify(self) -> None:
-        item = evidence(check_type="dom_assertion")
+        item = evidence(check_type="visual_diff")
         verdict = verify(build(evidence_items=[item]), DECIDE)
         assert verdict.state == "unverified"
         assert reasons(verdict) == ["unknown_check_type"]
@@ -517,6 +517,7 @@ class TestRuleCoverageByKind:
             "file_write": ("test_run",),
             "deploy": ("endpoint_health",),
             "state_write": ("state_readback",),
+            "ui_action": ("dom_assertion", "state_readback"),
         }
 
     def test_rule_coverage_by_kind_test_run_does_not_cover_a_record_write(self) -> None:

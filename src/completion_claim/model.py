@@ -71,14 +71,23 @@ TrustMode = Literal["declared", "signed"]
 TEST_RUN = "test_run"
 ENDPOINT_HEALTH = "endpoint_health"
 STATE_READBACK = "state_readback"
-CheckTypeName = Literal["endpoint_health", "state_readback", "test_run"]
+DOM_ASSERTION = "dom_assertion"
+CheckTypeName = Literal["dom_assertion", "endpoint_health", "state_readback", "test_run"]
 KNOWN_CHECK_TYPES: tuple[str, ...] = get_args(CheckTypeName)
 """The check types this verifier can judge (``checks/`` has one module for each)."""
+EXPERIMENTAL_CHECK_TYPES = (DOM_ASSERTION,)
+"""Known check types whose evidence a policy with ``experimental_checks: false`` never counts."""
 FILE_WRITE = "file_write"
 DEPLOY = "deploy"
 STATE_WRITE = "state_write"
+UI_ACTION = "ui_action"
 BUILTIN_COVERED_BY: Mapping[str, tuple[str, ...]] = MappingProxyType(
-    {FILE_WRITE: (TEST_RUN,), DEPLOY: (ENDPOINT_HEALTH,), STATE_WRITE: (STATE_READBACK,)}
+    {
+        FILE_WRITE: (TEST_RUN,),
+        DEPLOY: (ENDPOINT_HEALTH,),
+        STATE_WRITE: (STATE_READBACK,),
+        UI_ACTION: (DOM_ASSERTION, STATE_READBACK),
+    }
 )
 """Which check types may cover a mutation of each kind: a check speaks only for the changes it
 can observe. ``policy.covered_by`` replaces the entry of each kind it names."""
@@ -329,7 +338,8 @@ class Policy(_Document, frozen=True, gc=True, dict=True):
         _doc(
             "Mutation kind -> the check types that may cover it; each entry replaces the "
             "built-in one (file_write: test_run, deploy: endpoint_health, state_write: "
-            "state_readback). A kind with no entry can be covered by nothing."
+            "state_readback, ui_action: dom_assertion or state_readback). A kind with no entry "
+            "can be covered by nothing."
         ),
     ] = msgspec.field(default_factory=lambda: MappingProxyType({}))
     min_tests: Annotated[
@@ -343,6 +353,13 @@ class Policy(_Document, frozen=True, gc=True, dict=True):
             "(details.test_config_changed)."
         ),
     ] = False
+    experimental_checks: Annotated[
+        bool,
+        _doc(
+            "Count evidence of the experimental check types (dom_assertion); false: such "
+            "evidence never counts."
+        ),
+    ] = True
 
     def __post_init__(self) -> None:
         # A policy is read once per decision, so freezing its one mapping costs nothing.

@@ -23,6 +23,7 @@ _FINDING_TEXT = {
     "self_attested": "self-attested: the agent's own report never satisfies a requirement",
     "no_observation": "no observation: the attempt to observe did not produce one",
     "unknown_check_type": "unknown check type",
+    "experimental_off": "switched off: the policy does not count experimental check types",
     "premature": "not collected strictly after mutation {mutation}, which it covers",
     "superseded": "superseded by mutation {mutation}, made at or after it",
     "from_future": "dated after the decision time",

@@ -15,7 +15,7 @@ import msgspec
 from msgspec import Meta, Struct
 
 from ._json import cycle_collection_paused
-from .checks import CHECK_TYPES, why_not_discriminating
+from .checks import CHECK_TYPES, why_not_discriminating, why_switched_off
 from .checks.test_run import changed_test_config
 from .match import first_mismatch, satisfies
 from .model import (
@@ -198,6 +198,11 @@ def rule_known_check_type(item: Evidence) -> Finding | None:
     return None if item.check_type in CHECK_TYPES else Finding("unknown_check_type")
 
 
+def rule_check_type_enabled(item: Evidence, policy: Policy) -> Finding | None:
+    why = why_switched_off(item, policy)
+    return None if why is None else Finding("experimental_off", detail=why)
+
+
 def rule_after_mutations(item: Evidence, timeline: _Timeline) -> Finding | None:
     """Rule 2: strictly after the latest mutation it covers; task-level: after every mutation."""
     if len(item.covers) == 1:
@@ -267,6 +272,7 @@ def judge_evidence(
         rule_independent(item, independence),
         rule_observed(item),
         rule_known_check_type(item),
+        rule_check_type_enabled(item, policy),
         rule_after_mutations(item, timeline),
         rule_not_superseded(item, timeline),
         rule_not_in_future(item, decided_at),

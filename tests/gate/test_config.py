@@ -10,6 +10,7 @@ from completion_claim.cli import run
 from completion_claim.gate import config as gate_config
 from completion_claim.gate.config import (
     ConfigError,
+    DomAssertionCheck,
     EndpointHealthCheck,
     InvalidPolicy,
     StateReadbackCheck,
@@ -222,3 +223,56 @@ def test_the_cli_exits_3_on_an_invalid_policy(
     err = capsys.readouterr().err
     assert err.startswith("claim: claim.toml:5: [policy] max_age_s")
     assert err.count("\n") == 1
+
+
+DOM_CHECK = """\
+[[check]]
+type = "dom_assertion"
+url = "https://app.example/settings"
+target = "settings/display-name"
+locator = "css=#label"
+expect_text = "Bob"
+expect_includes = ["Bob"]
+wait_for = "css=#label"
+prep = ["click:role=button[name='Reload']"]
+storage_state = "auth/state.json"
+allow_hosts = ["sso.example"]
+timeout_s = 20
+"""
+
+
+def test_a_dom_assertion_check_is_read(tmp_path: Path) -> None:
+    (tmp_path / "auth").mkdir()
+    (tmp_path / "auth" / "state.json").write_text("{}")
+    config = load_config(write(tmp_path, DOM_CHECK), ENVIRON)
+    [check] = config.checks
+    assert isinstance(check, DomAssertionCheck)
+    assert (check.locator, check.expect_text, check.expect_includes) == (
+        "css=#label",
+        "Bob",
+        ("Bob",),
+    )
+    assert check.prep == ("click:role=button[name='Reload']",)
+    assert check.storage_state == str(tmp_path / "auth" / "state.json")
+    assert (check.allow_hosts, check.timeout_s) == (("sso.example",), 20.0)
+    assert config.policy.requires == ("dom_assertion",)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ('locator = "css=#label"', 'locator = "css=body"', "matches the whole document"),
+        ('locator = "css=#label"', 'locator = "xpath=//p"', "css=, text= or role="),
+        ('url = "https://app.example/settings"', 'url = "file:///etc/passwd"', "http"),
+        ('storage_state = "auth/state.json"\n', 'storage_state = "missing.json"\n', "not a file"),
+    ],
+)
+def test_a_dom_assertion_the_observer_would_refuse_is_refused_at_load(
+    tmp_path: Path, old: str, new: str, message: str
+) -> None:
+    (tmp_path / "auth").mkdir()
+    (tmp_path / "auth" / "state.json").write_text("{}")
+    text = DOM_CHECK.replace(old, new)
+    error = error_of(tmp_path, text)
+    assert error.startswith("claim.toml:1: [[check]] 1 (dom_assertion): ")
+    assert message in error

@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ import pytest
 from completion_claim.cli import run
 from completion_claim.gate.config import GateConfig
 from completion_claim.gate.run import GATE_VERIFIER_ID, NO_OUTCOME, run_gate, start_gate
+from tests.fixtures.pages import Site as WebApp
+from tests.fixtures.pages import needs_chromium, served_site
 from tests.fixtures.projects import CALC, CALC_BUGGY, TEST_CALC, git, make_repo, write_files
 from tests.gate.conftest import POLICY, TEST_RUN_CHECK, WriteConfig
 from tests.observe.conftest import Reader, Site, closed_port
@@ -554,3 +557,81 @@ def test_a_broken_fix_with_a_planted_trick_is_never_verified_by_the_gate(
     assert result.agent_reason
     assert check_verdict(result.claim_path, public) != 0
     assert not (tmp_path / "stolen.key").exists()
+
+
+# --- pages (dom_assertion, experimental) -----------------------------------------------------
+
+
+@pytest.fixture
+def web_app() -> Iterator[WebApp]:
+    needs_chromium()
+    yield from served_site()
+
+
+def dom_check(url: str) -> str:
+    return f"""
+[[check]]
+type = "dom_assertion"
+url = "{url}/settings"
+target = "settings/display-name"
+locator = "css=#label"
+expect_text = "Bob"
+timeout_s = 3
+"""
+
+
+def test_a_page_changed_since_the_start_is_verified_with_its_screenshot_in_the_run(
+    tmp_path: Path, write_config: WriteConfig, web_app: WebApp
+) -> None:
+    repo = correct_project(tmp_path / "repo")
+    config = write_config(dom_check(web_app.url))
+    start_gate(config, repo)
+    web_app.respond("POST", "/settings", b"name=Bob", "")  # the agent, through the form
+
+    result = run_gate(config, repo, outcome="Renamed the account to Bob.")
+
+    assert result.verdict.state == "verified"
+    assert [(m["kind"], m["target"]) for m in result.document["mutations"]] == [
+        ("ui_action", "settings/display-name")
+    ]
+    item = evidence_of(result.document, "dom_assertion")
+    assert item["details"]["baseline"]["text"] == "Alice"
+    shot = item["details"]["screenshot"]
+    image = (result.claim_path.parent / shot["file"]).read_bytes()
+    assert shot["digest"] == "sha256:" + hashlib.sha256(image).hexdigest()
+
+
+def test_attack_35_a_page_that_already_showed_the_value_at_the_start_does_not_count(
+    tmp_path: Path, write_config: WriteConfig, web_app: WebApp
+) -> None:
+    repo = correct_project(tmp_path / "repo")
+    web_app.name = "Bob"
+    config = write_config(dom_check(web_app.url))
+    start_gate(config, repo)
+
+    result = run_gate(config, repo, outcome="Renamed the account to Bob.")
+
+    assert result.verdict.state == "unverified"
+    assert "settings/display-name already had the expected value before you started" in (
+        result.agent_reason
+    )
+
+
+def test_a_policy_without_experimental_checks_does_not_count_the_page(
+    tmp_path: Path, write_config: WriteConfig, web_app: WebApp
+) -> None:
+    repo = correct_project(tmp_path / "repo")
+    policy = (
+        '[policy]\nid = "ops/ui"\nrequires = []\nmax_age_s = 600\nexperimental_checks = false\n'
+    )
+    config = write_config(policy + dom_check(web_app.url))
+    web_app.respond("POST", "/settings", b"name=Bob", "")
+
+    result = run_gate(config, repo, outcome="Renamed the account to Bob.")
+
+    assert result.verdict.state == "unverified"
+    [judged] = result.verdict.evidence
+    assert [f.code for f in judged.reasons] == ["experimental_off"]
+    # Written into the claim, so claim verify repeats the decision.
+    assert result.document["policy"]["experimental_checks"] is False
+    assert run(["verify", str(result.claim_path)]) == 1

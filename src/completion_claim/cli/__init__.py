@@ -35,6 +35,7 @@ _COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "new": ("claim_cmd",),
     "observe": (
         "observe_cmd",
+        "observe_dom_cmd",
         "observe_endpoint_cmd",
         "observe_readback_cmd",
         "observe_test_run_cmd",

@@ -1,5 +1,5 @@
-"""Start records: the base commit and what each readback and endpoint showed before the agent
-worked, so that a value that already held does not count as the agent's doing.
+"""Start records: the base commit and what each readback, endpoint and page showed before the
+agent worked, so that a value that already held does not count as the agent's doing.
 
 A start record lives in the runs directory, per repository (``start/repo.json``) or per session
 (``start/session-<sha256(id)[:16]>.json``); ``claim gate --start`` replaces it. A snapshot is
@@ -26,9 +26,12 @@ from ..observe._common import Observation
 from ..timefmt import format_time
 from .config import (
     CheckConfig,
+    DomAssertionCheck,
     EndpointHealthCheck,
     GateConfig,
+    ProbedCheck,
     StateReadbackCheck,
+    dom_arguments,
     readback_arguments,
 )
 
@@ -58,8 +61,14 @@ class Probe:
     observe: Callable[[], Observation]  # observes once, records nothing
 
 
-def probe(check: EndpointHealthCheck | StateReadbackCheck) -> Probe:
-    """How the observer sees this check."""
+def probe(check: ProbedCheck, screenshot_dir: Path | None = None) -> Probe:
+    """How the observer sees this check; a page's screenshot goes to ``screenshot_dir`` (none
+    for a baseline, which only needs what the page showed)."""
+    if isinstance(check, DomAssertionCheck):
+        from ..observe.dom import observe_dom  # noqa: PLC0415
+
+        page = dom_arguments(check)
+        return Probe(page.target, page.expected(), partial(observe_dom, page, screenshot_dir))
     if isinstance(check, EndpointHealthCheck):
         from ..observe.endpoint import endpoint_check, observe_endpoint  # noqa: PLC0415
 
@@ -76,12 +85,16 @@ def probe(check: EndpointHealthCheck | StateReadbackCheck) -> Probe:
     return Probe(readback.target, readback.failed_expected(), partial(observe_readback, readback))
 
 
-def probed(checks: tuple[CheckConfig, ...]) -> list[EndpointHealthCheck | StateReadbackCheck]:
-    return [c for c in checks if isinstance(c, EndpointHealthCheck | StateReadbackCheck)]
+def probed(checks: tuple[CheckConfig, ...]) -> list[ProbedCheck]:
+    return [
+        c
+        for c in checks
+        if isinstance(c, EndpointHealthCheck | StateReadbackCheck | DomAssertionCheck)
+    ]
 
 
 def take_snapshots(config: GateConfig) -> list[dict[str, Any]]:
-    """Observe each readback and endpoint once; a failed attempt is kept with its error (the
+    """Observe each readback, endpoint and page once; a failed attempt is kept with its error (the
     store may not hold the record yet: then nothing can have held before)."""
     snapshots = []
     for check in probed(config.checks):
@@ -137,7 +150,7 @@ def read_start_record(path: Path) -> dict[str, Any] | None:
 
 def baseline_details(
     record: dict[str, Any] | None,
-    check: EndpointHealthCheck | StateReadbackCheck,
+    check: ProbedCheck,
     observer_target: str,
 ) -> dict[str, Any]:
     """What the gate adds to this check's evidence details about its baseline."""

@@ -24,6 +24,7 @@ from typing import Any
 from .._json import dumps
 from ..errors import ClaimError, InvalidDocument, UsageError
 from ..model import (
+    DOM_ASSERTION,
     ENDPOINT_HEALTH,
     KNOWN_CHECK_TYPES,
     STATE_READBACK,
@@ -95,7 +96,31 @@ class StateReadbackCheck:
     check_type: str = field(default=STATE_READBACK, init=False)
 
 
-CheckConfig = TestRunCheck | EndpointHealthCheck | StateReadbackCheck
+@dataclass(frozen=True)
+class DomAssertionCheck:
+    """Experimental: a page read in the gate's own browser (``claim observe dom``)."""
+
+    line: int
+    url: str
+    target: str  # the ui_action mutation's target
+    locator: str
+    expect_text: str | None = None
+    expect_includes: tuple[str, ...] = ()
+    expect_attr: str | None = None  # NAME=VALUE
+    expect_count: int | None = None
+    expect_url_path: str | None = None
+    wait_for: str | None = None
+    prep: tuple[str, ...] = ()
+    storage_state: str | None = None
+    allow_hosts: tuple[str, ...] = ()
+    chromium: str | None = None
+    timeout_s: float = DEFAULT_PROBE_TIMEOUT_S
+    check_type: str = field(default=DOM_ASSERTION, init=False)
+
+
+CheckConfig = TestRunCheck | EndpointHealthCheck | StateReadbackCheck | DomAssertionCheck
+ProbedCheck = EndpointHealthCheck | StateReadbackCheck | DomAssertionCheck
+"""The checks observed once more at ``claim gate --start``, for their baselines."""
 
 
 @dataclass(frozen=True)
@@ -424,6 +449,29 @@ class _Reader:
             ),
         )
 
+    def dom_assertion(self, values: Mapping[str, Any], index: int, line: int) -> DomAssertionCheck:
+        count = self.optional(values, "check", index, "expect_count", int)
+        if count is not None and count < 0:
+            raise self.error("check", index, "expect_count", "expect_count must be 0 or more")
+        storage_state = self.optional(values, "check", index, "storage_state", str)
+        return DomAssertionCheck(
+            line=line,
+            url=self.required(values, "check", index, "url", str),
+            target=self.required(values, "check", index, "target", str),
+            locator=self.required(values, "check", index, "locator", str),
+            expect_text=self.optional(values, "check", index, "expect_text", str),
+            expect_includes=self.strings(values, "check", index, "expect_includes"),
+            expect_attr=self.optional(values, "check", index, "expect_attr", str),
+            expect_count=count,
+            expect_url_path=self.optional(values, "check", index, "expect_url_path", str),
+            wait_for=self.optional(values, "check", index, "wait_for", str),
+            prep=self.strings(values, "check", index, "prep"),
+            storage_state=None if storage_state is None else str(self.relative(storage_state)),
+            allow_hosts=self.strings(values, "check", index, "allow_hosts"),
+            chromium=self.optional(values, "check", index, "chromium", str),
+            timeout_s=self.seconds(values, "check", index, "timeout_s") or DEFAULT_PROBE_TIMEOUT_S,
+        )
+
     def plain(self, values: Mapping[str, Any], index: int, key: str) -> dict[str, str]:
         """Key columns, query parameters, header values: text, whatever TOML type they have."""
         found = values.get(key, {})
@@ -446,6 +494,9 @@ def validate_check(check: CheckConfig, folder: Path) -> None:
         test_run.prepare(check.command, folder, check.junit, check.require_tests, 1.0, ())
         return
     # A missing driver is a MissingExtra (a UsageError), reported at the check's line.
+    if isinstance(check, DomAssertionCheck):
+        dom_arguments(check)
+        return
     if isinstance(check, EndpointHealthCheck):
         from ..observe.endpoint import endpoint_check  # noqa: PLC0415
 
@@ -474,6 +525,29 @@ def readback_arguments(check: StateReadbackCheck) -> tuple[Any, ...]:
     )
 
 
+def dom_arguments(check: DomAssertionCheck) -> Any:
+    """The observer's own request for this check (a ``DomCheck``); what it would refuse (a
+    whole-document locator, a script selector, a file:// URL) is refused here. Playwright itself
+    is needed only to observe."""
+    from ..observe.dom import dom_check  # noqa: PLC0415
+
+    return dom_check(
+        check.url,
+        check.locator,
+        expect_text=check.expect_text,
+        expect_includes=check.expect_includes,
+        expect_attr=check.expect_attr,
+        expect_count=check.expect_count,
+        expect_address=check.expect_url_path,
+        wait_for=check.wait_for,
+        prep=check.prep,
+        storage_state=check.storage_state,
+        allow_hosts=check.allow_hosts,
+        timeout=check.timeout_s,
+        chromium=check.chromium,
+    )
+
+
 def _policy_place(path: str) -> tuple[str, str | None]:
     """The TOML table and key an error path of the policy (``trust.mode``) points at."""
     parts = [part for part in re.split(r"[.\[\]]", path) if part and not part.isdigit()]
@@ -497,11 +571,17 @@ _CHECK_KEYS = {
         "url", "target", "table", "key", "query", "params", "expect", "expect_absent",
         "timeout_s", "allow_privileged_role",
     },
+    DOM_ASSERTION: {
+        "url", "target", "locator", "expect_text", "expect_includes", "expect_attr",
+        "expect_count", "expect_url_path", "wait_for", "prep", "storage_state", "allow_hosts",
+        "chromium", "timeout_s",
+    },
 }  # fmt: skip
 _CHECK_BUILDERS: dict[str, Callable[[_Reader, Mapping[str, Any], int, int], CheckConfig]] = {
     TEST_RUN: _Reader.test_run,
     ENDPOINT_HEALTH: _Reader.endpoint_health,
     STATE_READBACK: _Reader.state_readback,
+    DOM_ASSERTION: _Reader.dom_assertion,
 }
 _KIND_NAMES: dict[type[Any], str] = {str: "a string", int: "an integer", bool: "true or false"}
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..model import ENDPOINT_HEALTH, STATE_READBACK, TEST_RUN, Claim, Evidence
+from ..model import DOM_ASSERTION, ENDPOINT_HEALTH, STATE_READBACK, TEST_RUN, Claim, Evidence
 from ..report import describe_finding
 from ..verify import Coverage, EvidenceResult, Verdict, evidence_ref
 
@@ -21,11 +21,13 @@ _WHAT = {
     TEST_RUN: "the test run",
     ENDPOINT_HEALTH: "the endpoint check of",
     STATE_READBACK: "the readback of",
+    DOM_ASSERTION: "the page check of",
 }
 _WOULD_COUNT = {
     TEST_RUN: "a passing test_run of the configured tests after your last edit",
     ENDPOINT_HEALTH: "an endpoint_health check that sees the new value",
     STATE_READBACK: "a state_readback that reads the expected value back",
+    DOM_ASSERTION: "a dom_assertion that sees the new value on the page",
 }
 
 
@@ -136,6 +138,7 @@ def _uncovered(mutation: Any, coverage: Coverage, items: dict[str, Evidence]) ->
         "file_write": TEST_RUN,
         "deploy": ENDPOINT_HEALTH,
         "state_write": STATE_READBACK,
+        "ui_action": DOM_ASSERTION,
     }
     check_type = kind_to_check.get(mutation.kind, "check")
     why: list[str] = []

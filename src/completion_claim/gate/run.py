@@ -29,6 +29,7 @@ from ..model import (
     FILE_WRITE,
     KNOWN_CHECK_TYPES,
     STATE_WRITE,
+    UI_ACTION,
     Claim,
     Mutation,
     Policy,
@@ -52,7 +53,13 @@ from .baseline import (
     take_snapshots,
     write_start_record,
 )
-from .config import CheckConfig, EndpointHealthCheck, GateConfig, TestRunCheck
+from .config import (
+    CheckConfig,
+    DomAssertionCheck,
+    EndpointHealthCheck,
+    GateConfig,
+    TestRunCheck,
+)
 from .reason import CAPTURE_FAILED, GATE_CONFIG_CHANGED, NO_CHANGES, agent_reason
 
 GATE_VERIFIER_ID = f"claim-gate/{__version__}"
@@ -60,6 +67,9 @@ NO_OUTCOME = "(no outcome given)"
 CLAIM_NAME = "claim.json"
 DEFAULT_BRANCHES = ("origin/HEAD", "main", "master")
 EXIT_FOR_STATE = {"verified": 0, "unverified": 1, "refuted": 2}  # cli/__init__.py's EXIT_*
+RUN_KEY = "run"
+"""``details.run`` of a page check: its run folder under the runs directory, where its
+screenshot is (the dashboard serves it from there)."""
 
 
 class GateEvents(Protocol):
@@ -90,7 +100,8 @@ class _Base:
 
 
 def start_gate(config: GateConfig, repo: Path, session: str | None = None) -> Path:
-    """Record the base commit and a snapshot of each readback and endpoint; the record path."""
+    """Record the base commit and a snapshot of each readback, endpoint and page; the record
+    path."""
     root = repository_root(repo)
     _refuse_runs_dir_inside(config, root)
     path = start_record_path(config, root, session)
@@ -208,6 +219,8 @@ def policy_json(policy: Policy) -> dict[str, Any]:
         "min_tests": int(policy.min_tests),
         "allow_test_changes": policy.allow_test_changes,
     }
+    if not policy.experimental_checks:
+        document["experimental_checks"] = False
     if policy.covered_by:
         document["covered_by"] = {kind: list(types) for kind, types in policy.covered_by.items()}
     if policy.trust is not None:
@@ -240,7 +253,7 @@ def _capture(root: Path, base: str, checks: Sequence[CheckConfig], at: datetime)
             )
             taken.add(found[-1].id)
     configured = {
-        (DEPLOY if isinstance(check, EndpointHealthCheck) else STATE_WRITE, check.target): None
+        (_configured_kind(check), check.target): None
         for check in checks
         if not isinstance(check, TestRunCheck)
     }
@@ -248,6 +261,14 @@ def _capture(root: Path, base: str, checks: Sequence[CheckConfig], at: datetime)
         found.append(Mutation(next_id("m", taken), kind, target, Timestamp.of(at), None))
         taken.add(found[-1].id)
     return found
+
+
+def _configured_kind(check: CheckConfig) -> str:
+    if isinstance(check, EndpointHealthCheck):
+        return DEPLOY
+    if isinstance(check, DomAssertionCheck):
+        return UI_ACTION
+    return STATE_WRITE
 
 
 def _head_commit(root: Path) -> str | None:
@@ -333,15 +354,20 @@ def _observe(
     else:
         covers = tuple(m.id for m in mutations if m.target == check.target
                        and m.kind != FILE_WRITE)  # fmt: skip
-        found = probe(replace(check, timeout_s=max(timeout, 0.001)))
+        # A page's screenshot is kept beside the claim, in the run folder the agent cannot reach.
+        found = probe(replace(check, timeout_s=max(timeout, 0.001)), claim_path.parent)
         target, expected = found.target, found.failed_expected
-        baseline = baseline_details(record, check, target)
+        # What the gate adds to the observer's details: the baseline, and where a page's
+        # screenshot was kept.
+        added = baseline_details(record, check, target)
+        if isinstance(check, DomAssertionCheck):
+            added[RUN_KEY] = f"{repository_id(root)}/{claim_path.parent.name}"
 
         def observe() -> Observation:
             if timeout <= 0:
                 raise ObservationFailed("the gate ran out of time ([gate].timeout_s)")
             seen = found.observe()
-            return replace(seen, details={**seen.details, **baseline})
+            return replace(seen, details={**seen.details, **added})
 
     settings = ObserverSettings(
         claim_path=str(claim_path),

@@ -59,7 +59,8 @@ def observer_options(command: F) -> F:
             metavar="IDS",
             help="Comma-separated mutation ids this observes; '' for task-level. "
             "Default: every mutation of a kind this check type may cover "
-            "(test_run: file_write, endpoint_health: deploy, state_readback: state_write).",
+            "(test_run: file_write, endpoint_health: deploy, state_readback: state_write or "
+            "ui_action, dom_assertion: ui_action).",
         ),
         click.option(
             "--verifier-id",

@@ -23,6 +23,7 @@ from ..timefmt import format_time
 from ..verify import Finding, Unmet
 from . import charts
 from .records import STATES, Entry, Page, Stats
+from .screenshots import screenshot_reference
 
 _VALUE_CHARS = 400  # an expected or observed value longer than this is cut on the page
 _OUTCOME_CHARS = 120  # in the list; the claim page shows it whole
@@ -80,7 +81,7 @@ def render_claim(entry: Entry, proof: ProofStatus) -> str:
     task = entry.claim.get("task", {})
     results = {_text(r.get("evidence")): r for r in verdict.get("evidence", ())}
     evidence = [
-        _evidence_view(item, position, results)
+        _evidence_view(item, position, results) | {"screenshot": _screenshot_url(entry, position)}
         for position, item in enumerate(entry.claim.get("evidence", ()))
     ]
     check_types = {view["ref"]: view["check_type"] for view in evidence}
@@ -181,6 +182,13 @@ def _evidence_view(
         "details": _json(item["details"]) if item.get("details") else None,
         "signed": "attestation" in item,
     }
+
+
+def _screenshot_url(entry: Entry, position: int) -> str | None:
+    """Where the dashboard serves this item's screenshot, when it may (``screenshots``)."""
+    if screenshot_reference(entry, position) is None:
+        return None
+    return f"/claims/{entry.index}/screenshots/{position}"
 
 
 def _mutation_view(

@@ -9,24 +9,27 @@ status comes from the service's one table (``errors.status_for``).
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from datetime import UTC, date, datetime
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 
 from ..errors import ClaimError, InvalidDocument
 from ..timefmt import parse_time
 from ..trust.canonical import canonical_bytes
 from . import _pages
 from .errors import UNEXPECTED, BadParameter, NotFound, one_line, status_for
+from .gate_service import operator_config
 from .ledger import Ledger
 from .merkle import leaf_hash, verify_inclusion
 from .records import STATES, Entry, EntryFilter
+from .screenshots import read_screenshot, screenshot_reference
 from .tree_head import check_tree_head
 
 CONTENT_SECURITY_POLICY = (
-    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data: 'self'; "
     "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
 PAGE_SIZE = 50
@@ -61,6 +64,36 @@ def claim_page(request: Request, index: str) -> HTMLResponse:
     except ClaimError as error:
         return _error_page(error)
     return _html(_pages.render_claim(entry, proof_status(request, entry)))
+
+
+@router.api_route("/claims/{index}/screenshots/{position}", methods=_READ, response_model=None)
+def screenshot(request: Request, index: str, position: str) -> Response:
+    """The screenshot a page check of the service's own gate kept (``screenshots`` says which
+    files qualify); anything else is not found."""
+    try:
+        number, place = _index(index), _index(position)
+        entry = None if number is None else _ledger(request).get(number)
+        reference = None if entry is None or place is None else screenshot_reference(entry, place)
+        if reference is None:
+            raise NotFound(f"claim {index[:40]!r} has no screenshot {position[:40]!r}")
+        try:
+            config, _ = operator_config(request.app.state.settings, os.environ)
+        except ClaimError:
+            raise NotFound("this service runs no gate, so it keeps no screenshots") from None
+        image = read_screenshot(config.runs_dir, reference)
+        if image is None:
+            raise NotFound(f"claim {index[:40]!r}: the screenshot is missing or was changed")
+    except ClaimError as error:
+        return _error_page(error)
+    return Response(
+        image,
+        media_type="image/png",
+        headers={
+            "Content-Security-Policy": "default-src 'none'",
+            "X-Content-Type-Options": "nosniff",
+            "Referrer-Policy": "no-referrer",
+        },
+    )
 
 
 @router.api_route("/stats", methods=_READ, response_class=HTMLResponse)

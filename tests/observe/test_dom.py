@@ -1,0 +1,284 @@
+"""``claim observe dom``: Playwright driving Debian's Chromium against small pages served by the
+test on 127.0.0.1 (the six scenarios of issue 12, and the observer's refusals)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from completion_claim import load_claim, verify
+from completion_claim.cli import run
+from completion_claim.errors import UsageError
+from completion_claim.observe.dom import dom_check
+from tests.fixtures.pages import HOSTILE_PAGE, Site, needs_chromium, served_site
+
+from .conftest import last_evidence, verdict_of
+
+MakeClaim = Callable[..., Path]
+
+
+@pytest.fixture(autouse=True)
+def chromium() -> None:
+    needs_chromium()
+
+
+@pytest.fixture
+def site() -> Iterator[Site]:
+    yield from served_site()
+
+
+@pytest.fixture
+def canary() -> Iterator[Site]:
+    """Another server on another port: a hostile page must not reach it through the observer."""
+    yield from served_site()
+
+
+@pytest.fixture
+def ui_claim(make_claim: MakeClaim) -> Path:
+    return make_claim(kind="ui_action", target="settings/display-name")
+
+
+def observe(path: Path, url: str, *options: str) -> int:
+    return run(["observe", "dom", str(path), url, "--timeout", "5", *options])
+
+
+def agent_submits(site: Site, name: str) -> None:
+    """What the agent did through the UI, reduced to the request the form sends."""
+    site.respond("POST", "/settings", f"name={name}".encode(), "")
+
+
+def test_a_form_that_changed_the_label_verifies(
+    site: Site, ui_claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agent_submits(site, "Bob")
+    args = ("--locator", "css=#label", "--expect-text", "Bob")
+    assert observe(ui_claim, f"{site.url}/settings", *args) == 0
+    assert "observed as expected" in capsys.readouterr().out
+    item = last_evidence(ui_claim)
+    assert item["check_type"] == "dom_assertion"
+    assert item["covers"] == ["m1"]
+    assert item["expected"] == {"address": "/settings", "text": "Bob"}
+    assert item["observed_value"] == {"address": "/settings", "count": 1, "text": "Bob"}
+    assert item["subject"] == "sha256:" + hashlib.sha256(b'<span id="label">Bob</span>').hexdigest()
+    assert item["details"]["locator"] == "css=#label"
+    shot = item["details"]["screenshot"]
+    image = (ui_claim.parent / shot["file"]).read_bytes()
+    assert image.startswith(b"\x89PNG")
+    assert shot["digest"] == "sha256:" + hashlib.sha256(image).hexdigest()
+    assert verdict_of(ui_claim) == "verified"
+
+
+def test_a_page_still_showing_the_old_value_refutes(site: Site, ui_claim: Path) -> None:
+    args = ("--locator", "css=#label", "--expect-text", "Bob", "--timeout", "2")
+    assert observe(ui_claim, f"{site.url}/settings", *args) == 0
+    item = last_evidence(ui_claim)
+    assert item["observed_value"]["text"] == "Alice"
+    assert item["details"]["conditions_met"]["text"] is False
+    assert verdict_of(ui_claim) == "refuted"
+
+
+def test_attack_34_a_redirect_to_the_login_page_refutes_naming_the_url(
+    site: Site, ui_claim: Path
+) -> None:
+    args = ("--locator", "css=#plan", "--expect-text", "Plan: pro", "--timeout", "2")
+    assert observe(ui_claim, f"{site.url}/account", *args) == 0
+    item = last_evidence(ui_claim)
+    assert item["observed_value"] == {"address": "/login?next=/account", "count": 0}
+    verdict = verify(load_claim(ui_claim.read_bytes()), datetime.now(UTC))
+    assert verdict.state == "refuted"
+    assert '"/login?next=/account"' in verdict.reason
+
+
+def test_a_storage_state_logs_the_observer_in(site: Site, ui_claim: Path, tmp_path: Path) -> None:
+    host = "127.0.0.1"
+    state = {"cookies": [{"name": "session", "value": "ok", "domain": host, "path": "/",
+                          "expires": -1, "httpOnly": False, "secure": False, "sameSite": "Lax"}],
+             "origins": []}  # fmt: skip
+    state_file = tmp_path / "state.json"
+    state_file.write_text(json.dumps(state))
+    args = (
+        "--locator",
+        "css=#plan",
+        "--expect-text",
+        "Plan: pro",
+        "--storage-state",
+        str(state_file),
+    )
+    assert observe(ui_claim, f"{site.url}/account", *args) == 0
+    assert verdict_of(ui_claim) == "verified"
+
+
+def test_a_value_rendered_after_a_delayed_fetch_verifies_without_sleeping(
+    site: Site, ui_claim: Path
+) -> None:
+    # The page fills the value 400 ms after loading; the observer waits on the condition.
+    args = ("--locator", "css=#balance", "--expect-includes", "120.00")
+    assert observe(ui_claim, f"{site.url}/delayed", *args) == 0
+    item = last_evidence(ui_claim)
+    assert item["observed_value"]["includes"] == {"120.00": True}
+    assert item["details"]["template_includes"] == {"120.00": False}
+    assert verdict_of(ui_claim) == "verified"
+
+
+def test_attack_29_a_string_already_in_the_static_page_does_not_count(
+    site: Site, ui_claim: Path
+) -> None:
+    args = ("--locator", "css=#panel", "--expect-includes", "Saved")
+    assert observe(ui_claim, f"{site.url}/static", *args) == 0
+    item = last_evidence(ui_claim)
+    assert item["details"]["template_includes"] == {"Saved": True}
+    verdict = verify(load_claim(ui_claim.read_bytes()), datetime.now(UTC))
+    assert verdict.state == "unverified"
+    [result] = verdict.evidence
+    assert [f.code for f in result.reasons] == ["not_discriminating"]
+    assert "static template" in (result.reasons[0].detail or "")
+
+
+def test_attack_30_a_hostile_page_runs_nothing_outside_itself(
+    site: Site, canary: Site, ui_claim: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "pwned"
+    socket = canary.url.replace("http://", "ws://")
+    site.hostile = HOSTILE_PAGE.format(marker=marker, canary=canary.url, canary_socket=socket)
+    args = ("--locator", "css=#payload", "--expect-includes", "touch")
+    assert observe(ui_claim, f"{site.url}/hostile", *args) == 0
+    item = last_evidence(ui_claim)
+    # The page's text is recorded as data, word for word, and nothing ran it.
+    assert f"$(touch {marker})" in item["observed_value"]["text"]
+    assert not marker.exists()
+    # Its requests to another port were refused before leaving the browser.
+    assert canary.hits == []
+    refused = item["details"]["refused_requests"]
+    assert f"{canary.url}/fetched" in refused
+    assert f"{canary.url}/image" in refused
+    assert f"{socket}/socket" in refused
+
+
+def test_attack_31_a_redirect_to_another_host_is_refused_unless_allowed(
+    site: Site, ui_claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ("--locator", "css=#label", "--expect-text", "Alice")
+    assert observe(ui_claim, f"{site.url}/elsewhere", *args, "--record-failure") == 5
+    error = capsys.readouterr().err
+    assert "on another host" in error
+    assert "localhost" in error
+    assert "observed_value" not in last_evidence(ui_claim)
+    assert observe(ui_claim, f"{site.url}/elsewhere", *args, "--allow-host", "localhost",
+                   "--expect-url-path", "/settings") == 0  # fmt: skip
+    assert last_evidence(ui_claim)["observed_value"]["text"] == "Alice"
+
+
+def test_a_prep_click_runs_before_reading(site: Site, ui_claim: Path) -> None:
+    site.hostile = (
+        "<button onclick=\"document.getElementById('out').textContent='opened'\">open</button>"
+        '<span id="out">closed</span>'
+    )
+    prep = "click:role=button[name='open']"
+    args = ("--locator", "css=#out", "--expect-text", "opened", "--prep", prep)
+    assert observe(ui_claim, f"{site.url}/hostile", *args) == 0
+    item = last_evidence(ui_claim)
+    assert item["observed_value"]["text"] == "opened"
+    assert item["details"]["prep"] == ["click:role=button[name='open']"]
+
+
+@pytest.mark.parametrize(
+    ("url", "options", "message"),
+    [
+        ("file:///etc/passwd", ("--locator", "css=p", "--expect-text", "x"), "http"),
+        ("javascript:alert(1)", ("--locator", "css=p", "--expect-text", "x"), "http"),
+        ("http://h/", ("--locator", "xpath=//p", "--expect-text", "x"), "css=, text= or role="),
+        ("http://h/", ("--locator", "#p", "--expect-text", "x"), "css=, text= or role="),
+        ("http://h/", ("--locator", "css=p >> xpath=..", "--expect-text", "x"), "css=, text="),
+        ("http://h/", ("--locator", "css=p >> nth=0", "--expect-text", "x"), "css=, text="),
+        ("http://h/", ("--locator", "css=body", "--expect-text", "x"), "whole document"),
+        ("http://h/", ("--locator", "css= html ", "--expect-text", "x"), "whole document"),
+        ("http://h/", ("--locator", "css=p"), "say what the page must show"),
+        ("http://h/", ("--locator", "css=p", "--expect-text", "  "), "asserts nothing"),
+        ("http://h/", ("--locator", "css=p", "--expect-attr", "x"), "NAME=VALUE"),
+        ("http://h/", ("--locator", "css=p", "--expect-text", "x" * 2001), "longer than 2000"),
+        ("http://h/", ("--locator", "css=p", "--expect-text", "x", "--prep", "fill:css=p"),
+         "click:SELECTOR"),
+        ("http://h/", ("--locator", "css=p", "--expect-text", "x", "--prep",
+                       "click:javascript:alert(1)"), "css=, text= or role="),
+    ],
+)  # fmt: skip
+def test_attack_33_refused_before_any_page(
+    ui_claim: Path, url: str, options: tuple[str, ...], message: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    assert run(["observe", "dom", str(ui_claim), url, *options]) == 4
+    assert message in capsys.readouterr().err
+    assert json.loads(ui_claim.read_text())["evidence"] == []
+
+
+def test_a_missing_chromium_is_named(ui_claim: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ("--locator", "css=p", "--expect-text", "x", "--chromium", "/nonexistent/chromium")
+    assert observe(ui_claim, "http://127.0.0.1:9/", *args) == 4
+    assert "/nonexistent/chromium" in capsys.readouterr().err
+
+
+def test_the_expected_value_needs_no_browser() -> None:
+    check = dom_check("http://h/a?b=1", "css=#x", expect_attr="data-state=done", expect_count=1)
+    assert check.expected() == {"address": "/a?b=1", "attr": {"data-state": "done"}, "count": 1}
+    with pytest.raises(UsageError):
+        dom_check("http://h/", "css=#x", expect_address="no-slash")
+
+
+def test_without_playwright_the_command_names_the_extra(ui_claim: Path) -> None:
+    # A Python that cannot import Playwright, as after `pip install completion-claim` alone.
+    blocked = (
+        "import sys; sys.modules['playwright'] = None; sys.modules['playwright.sync_api'] = None;"
+        "from completion_claim.cli import main; main()"
+    )
+    args = ["observe", "dom", str(ui_claim), "http://127.0.0.1:9/", "--locator", "css=p",
+            "--expect-text", "x"]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", blocked, *args], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 4
+    assert done.stderr.strip().splitlines() == [
+        "claim: claim observe dom needs playwright: pip install 'completion-claim[browser]'"
+    ]
+
+
+def test_a_secret_in_the_query_is_never_recorded(site: Site, ui_claim: Path) -> None:
+    agent_submits(site, "Bob")
+    url = f"{site.url}/settings?token=s3cret"
+    assert observe(ui_claim, url, "--locator", "css=#label", "--expect-text", "Bob") == 0
+    assert "s3cret" not in ui_claim.read_text()
+    item = last_evidence(ui_claim)
+    assert item["observed_value"]["address"] == item["expected"]["address"] == "/settings?token=***"
+    assert verdict_of(ui_claim) == "verified"
+
+
+def test_a_long_text_is_recorded_cut_and_never_equals_its_prefix(
+    site: Site, ui_claim: Path
+) -> None:
+    site.hostile = f'<p id="long">{"a" * 2500}</p>'
+    args = ("--locator", "css=#long", "--expect-text", "a" * 2000, "--timeout", "2")
+    assert observe(ui_claim, f"{site.url}/hostile", *args) == 0
+    assert last_evidence(ui_claim)["observed_value"]["text"] == "a" * 2000 + " [cut]"
+    assert verdict_of(ui_claim) == "refuted"
+
+
+@pytest.mark.parametrize(
+    "locator", ["css=:is(html)", "css=body:first-of-type", "css=:root:not(.none)"]
+)
+def test_attack_28_a_whole_document_however_spelt_does_not_count(
+    site: Site, ui_claim: Path, locator: str
+) -> None:
+    agent_submits(site, "Bob")
+    args = ("--locator", locator, "--expect-includes", "Bob", "--timeout", "2")
+    assert observe(ui_claim, f"{site.url}/settings", *args) == 0
+    assert last_evidence(ui_claim)["details"]["whole_document"] is True
+    verdict = verify(load_claim(ui_claim.read_bytes()), datetime.now(UTC))
+    assert verdict.state == "unverified"
+    [result] = verdict.evidence
+    assert [f.detail for f in result.reasons] == ["the located element was the whole document"]
