@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 $(BIN)/claim: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[observe,sign,serve,dev,docs]'
+	$(BIN)/python -m pip install --quiet -e '.[observe,sign,serve,browser,dev,docs]'
 	touch $(BIN)/claim
 
 # `claim observe test-run` runs tests in a bubblewrap sandbox and refuses to run without one.

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from completion_claim import ABSENT, InvalidDocument, load_claim, load_policy, parse_claim, verify
 from completion_claim.cli import run
@@ -225,3 +228,40 @@ def test_policy_knobs_load() -> None:
     assert policy.allow_test_changes is True
     assert policy.coverage["dns_change"] == frozenset({"endpoint_health"})
     assert policy.coverage["file_write"] == frozenset({"test_run"})
+
+
+# --- the fast path for times reads them as parse_time does ------------------------------------
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.datetimes(
+        min_value=datetime(1, 1, 2),
+        max_value=datetime(9999, 12, 30),
+    ),
+    st.sampled_from(["Z", "z", "+00:00", "-00:00", "+05:30", "-23:59", "+14:00", " "]),
+    st.sampled_from(["T", "t"]),
+    st.text(alphabet="0123456789", max_size=12),
+)
+def test_a_time_reads_alike_on_either_path(
+    moment: datetime, offset: str, separator: str, fraction: str
+) -> None:
+    """``datetime.fromisoformat`` reads the common spelling; ``parse_time`` every other one and
+    every error. Whatever the path, the instant, the offset and the error are the same."""
+    text = moment.strftime(f"%Y-%m-%d{separator}%H:%M:%S")
+    text = f"{'0' * (4 - text.index('-'))}{text}"  # %Y writes year 1 as "1"
+    text += f".{fraction}" if fraction else ""
+    text += offset
+    item = {**evidence(), "at": text}
+    try:
+        expected: object = parse_time(text, "evidence[0].at")
+    except InvalidDocument as error:
+        expected = str(error)
+    try:
+        found: object = parse_claim(claim_doc(evidence_items=[item])).evidence[0].at
+    except InvalidDocument as error:
+        found = str(error)
+    assert found == expected
+    if isinstance(found, datetime) and isinstance(expected, datetime):
+        assert found.utcoffset() == expected.utcoffset()
+        assert found.microsecond == expected.microsecond

@@ -1,12 +1,15 @@
-"""The verifier, rule by rule (DESIGN.md section 4). Each rule has its own named tests."""
+"""The verifier, rule by rule (docs/spec.md section 4). Each rule has its own named tests."""
 
 from __future__ import annotations
 
+import ast
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import completion_claim
 from completion_claim import InvalidDocument, Policy, parse_policy, verify
 from completion_claim.checks import CHECK_TYPES
 from completion_claim.model import BUILTIN_COVERED_BY, BUILTIN_POLICY, KNOWN_CHECK_TYPES
@@ -687,3 +690,25 @@ def test_ten_year_max_age_decided_in_year_one_does_not_overflow() -> None:
 def test_an_id_that_looks_like_a_position_with_unicode_digits_is_only_a_name() -> None:
     verdict = verify(build(evidence_items=[evidence(id="evidence[\u00b2]")]), DECIDE)
     assert verdict.state == "verified"
+
+
+# --- the core stands alone ----------------------------------------------------------------------
+
+CORE = ("model.py", "verify.py", "match.py", "timefmt.py", "_json.py", "public_key.py")
+PACKAGE = Path(completion_claim.__file__).parent
+
+
+@pytest.mark.parametrize(
+    "module", [*CORE, *(f"checks/{p.name}" for p in sorted((PACKAGE / "checks").glob("*.py")))]
+)
+def test_the_core_imports_nothing_from_outside_it(module: str) -> None:
+    """The verifier receives signature checking as a parameter, as it receives the clock: no
+    module of the core imports trust/, an observer, the gate, the service or the command line."""
+    tree = ast.parse((PACKAGE / module).read_text())
+    imported = [
+        node.module or ""
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.level > 0
+    ]
+    outside = ("trust", "observe", "gate", "service", "cli", "batch")
+    assert not [name for name in imported if name.split(".")[0] in outside]

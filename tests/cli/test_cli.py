@@ -1,0 +1,42 @@
+"""The ``claim`` group: every command found where it is said to be, each loaded only when used."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import subprocess
+import sys
+
+import click
+
+from completion_claim import cli
+from completion_claim.cli import _COMMAND_MODULES, app
+
+
+def test_every_command_is_where_the_group_looks_for_it() -> None:
+    """Import every module of the package's command line: the commands they register are
+    exactly the ones the group lists, so none is hidden and none is missing."""
+    for module in pkgutil.iter_modules(cli.__path__):
+        importlib.import_module(f"{cli.__name__}.{module.name}")
+    assert set(app.commands) == set(_COMMAND_MODULES)
+    context = click.Context(app)
+    for name in _COMMAND_MODULES:
+        assert app.get_command(context, name) is app.commands[name]
+
+
+def test_verify_loads_neither_the_service_nor_the_gate_nor_an_observer() -> None:
+    """``claim verify --batch`` starts in the time its own work needs: the commands it does not
+    run are not imported (nor the crypto library, for an unsigned claim)."""
+    code = """
+import sys
+from completion_claim.cli import run
+code = run(["verify", "examples/format-note.claim.json", "--at", "2026-08-27T18:04:10Z"])
+assert code == 0, code
+loaded = [m for m in sys.modules if m.startswith(("completion_claim.service",
+    "completion_claim.gate", "completion_claim.observe.endpoint", "completion_claim.observe.dom",
+    "completion_claim.observe.readback", "completion_claim.observe.test_run", "cryptography",
+    "fastapi", "sqlalchemy", "httpx"))]
+assert not loaded, loaded
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
