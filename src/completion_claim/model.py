@@ -15,7 +15,7 @@ Two conventions carry meaning, in conversion and in the schema alike:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from functools import cached_property
 from types import MappingProxyType
@@ -562,15 +562,8 @@ def _reject_nulls(document: Any, plan: _Plan, path: str) -> None:
     for name, _ in plan.optional:
         if name in document and document[name] is None:
             raise InvalidDocument(_join(path, name), "must not be null (leave the member out)")
-    for name, _, kind, many in plan.nested:
-        child = document.get(name)
-        if child is None:
-            continue
-        if many:
-            for i, element in enumerate(child):
-                _reject_nulls(element, _plan(kind), f"{_join(path, name)}[{i}]")
-        else:
-            _reject_nulls(child, _plan(kind), _join(path, name))
+    for child, child_plan, where in _nested(plan, path, lambda name, _: document.get(name)):
+        _reject_nulls(child, child_plan, where)
 
 
 def _check_depth(value: Any, plan: _Plan, path: str) -> None:
@@ -579,15 +572,25 @@ def _check_depth(value: Any, plan: _Plan, path: str) -> None:
         member = getattr(value, attribute)
         if type(member) in (dict, list):
             check_depth(member, _join(path, name))
+    for child, child_plan, where in _nested(plan, path, lambda _, attr: getattr(value, attr)):
+        _check_depth(child, child_plan, where)
+
+
+def _nested(
+    plan: _Plan, path: str, member: Callable[[str, str], Any]
+) -> Iterator[tuple[Any, _Plan, str]]:
+    """The nested documents present, each with its plan and its place; ``member`` reads one
+    by (JSON name, attribute name) from decoded JSON or from a converted value."""
     for name, attribute, kind, many in plan.nested:
-        child = getattr(value, attribute)
+        child = member(name, attribute)
         if child is None:
             continue
+        where = _join(path, name)
         if many:
             for i, element in enumerate(child):
-                _check_depth(element, _plan(kind), f"{_join(path, name)}[{i}]")
+                yield element, _plan(kind), f"{where}[{i}]"
         else:
-            _check_depth(child, _plan(kind), _join(path, name))
+            yield child, _plan(kind), where
 
 
 def _join(path: str, name: str) -> str:

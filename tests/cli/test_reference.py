@@ -8,13 +8,11 @@ import click
 
 from completion_claim.cli import app
 from completion_claim.cli._reference import (
-    CLI_TOPICS,
-    CONCEPT_TOPICS,
     cli_page,
     concepts_page,
     write_pages,
 )
-from completion_claim.cli.help_cmd import TOPICS, topic_markdown
+from completion_claim.cli.help_cmd import CLI_TOPICS, CONCEPT_TOPICS, TOPICS, topic_markdown
 
 DOCS = Path(__file__).parent.parent.parent / "docs"
 

@@ -244,7 +244,8 @@ def test_without_playwright_the_command_names_the_extra(ui_claim: Path) -> None:
     )
     assert done.returncode == 4
     assert done.stderr.strip().splitlines() == [
-        "claim: claim observe dom needs playwright: pip install 'completion-claim[browser]'"
+        "claim: claim observe dom needs playwright, which is not installed: "
+        "pip install 'completion-claim[browser]'"
     ]
 
 

@@ -12,7 +12,7 @@ from click.shell_completion import CompletionItem
 from ..errors import UsageError
 from . import app
 
-TOPICS = (
+CONCEPT_TOPICS = (
     "claim",
     "mutation",
     "evidence",
@@ -22,9 +22,11 @@ TOPICS = (
     "independence",
     "trust",
     "gate",
-    "exit-codes",
-    "completion",
 )
+"""The topics the site's concepts page is made of, in its order."""
+CLI_TOPICS = ("exit-codes", "completion")
+"""The topics the command-line reference ends with."""
+TOPICS = CONCEPT_TOPICS + CLI_TOPICS
 
 _LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
 _EMPHASIS = re.compile(r"\*{1,2}([^*\s][^*]*?)\*{1,2}")

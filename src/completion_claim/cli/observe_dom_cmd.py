@@ -9,14 +9,9 @@ from typing import Any
 
 import click
 
-from ..errors import UsageError
+from .._optional import require
 from ..observe._common import observer_options, settings_from
 from .observe_cmd import TIMEOUT, observe_group, record_and_report
-
-
-def needs_browser_extra(error: ImportError) -> UsageError:
-    package = (error.name or "playwright").split(".")[0]
-    return UsageError(f"claim observe dom needs {package}: pip install 'completion-claim[browser]'")
 
 
 @observe_group.command("dom")
@@ -93,13 +88,9 @@ def dom_command(
 
     Where the state lives in a database or an API, a readback of it is stronger proof.
     """
-    try:
-        # Imported here: Playwright is the optional ``browser`` extra.
-        import playwright.sync_api  # noqa: F401, PLC0415
+    require("playwright.sync_api", extra="browser", for_what="claim observe dom")
+    from ..observe.dom import CHECK_TYPE, dom_check, observe_dom  # noqa: PLC0415
 
-        from ..observe.dom import CHECK_TYPE, dom_check, observe_dom  # noqa: PLC0415
-    except ImportError as error:
-        raise needs_browser_extra(error) from None
     settings = settings_from(path, shared)
     check = dom_check(
         url,

@@ -15,7 +15,7 @@ from ..timefmt import format_time
 from ..verify import Verdict, evidence_ref, verify
 from . import EXIT_VERIFIED, app
 from ._output import emit_json, output, paint_state, print_table
-from .verify_cmd import decision_time, exit_code, read_policy
+from .verify_cmd import at_option, decision_time, exit_code, policy_option, read_policy
 
 
 def read_claim_file(path: str) -> Claim:
@@ -120,15 +120,8 @@ def _shown(claim: Claim, named_by: dict[str, list[str]]) -> dict[str, Any]:
 
 @app.command("explain")
 @click.argument("path")
-@click.option(
-    "--policy",
-    "policy_path",
-    metavar="FILE",
-    help="Operator policy; replaces the policy embedded in the claim.",
-)
-@click.option(
-    "--at", "at_text", metavar="TIME", help="Decision time (RFC 3339 with offset); default: now."
-)
+@policy_option
+@at_option
 @click.option("--json", "as_json", is_flag=True, help="Print {verdict, rules, next_steps} as JSON.")
 def explain_command(path: str, policy_path: str | None, at_text: str | None, as_json: bool) -> int:
     """Verify the claim in PATH ('-' for stdin) and show every rule's outcome for each evidence

@@ -60,17 +60,21 @@ def read_policy(path: str | None, max_bytes: int) -> Policy | None:
         raise error.in_source(source_name(path)) from None
 
 
-@app.command("verify")
-@click.argument("path")
-@click.option(
+policy_option = click.option(
     "--policy",
     "policy_path",
     metavar="FILE",
     help="Operator policy; replaces the policy embedded in the claim.",
 )
-@click.option(
+at_option = click.option(
     "--at", "at_text", metavar="TIME", help="Decision time (RFC 3339 with offset); default: now."
 )
+
+
+@app.command("verify")
+@click.argument("path")
+@policy_option
+@at_option
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict object alone, as JSON.")
 @click.option(
     "--batch",
