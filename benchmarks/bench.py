@@ -712,7 +712,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit(f"bench: no `claim` beside {sys.executable}: run `make bench`")
     targets += bench_batch(exe, batch, rounds)
     print()
-    signed.run()
+    targets += [Target(label, value, limit) for label, value, limit in signed.run()]
     print()
     print("Targets:")
     for target in targets:

@@ -8,6 +8,7 @@ import pytest
 
 from completion_claim import parse_claim, verify
 from completion_claim.report import INDEPENDENCE_CODES, next_steps, render_report
+from completion_claim.trust import check_signatures
 
 from .builders import at, build, claim_doc, evidence, mutation
 
@@ -94,7 +95,7 @@ def steps_for(
     doc: dict[str, Any], decided: float = 20, source: str = "c.json", **kwargs: Any
 ) -> list[str]:
     claim = parse_claim(doc)
-    verdict = verify(claim, at(decided), kwargs.get("policy"))
+    verdict = verify(claim, at(decided), kwargs.get("policy"), signatures=check_signatures)
     assert verdict.state != "verified"
     steps = next_steps(claim, verdict, source, kwargs.get("policy"))
     report = render_report(claim, verdict, source, kwargs.get("policy"))

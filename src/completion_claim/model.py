@@ -429,10 +429,13 @@ def parse_policy(document: object, path: str = "") -> Policy:
     return parse_as(Policy, document, path)
 
 
-def parse_as(kind: type[_T], document: object, path: str = "") -> _T:
+def parse_as(
+    kind: type[_T], document: object, path: str = "", text: bytes | str | None = None
+) -> _T:
     """Convert decoded JSON to one document type; every failure is an InvalidDocument naming
-    the place, below ``path`` (where a policy sits inside a configuration file, say)."""
-    return _convert(kind, document, path, _Screen())
+    the place, below ``path`` (where a policy sits inside a configuration file, say). ``text``,
+    the JSON the document was decoded from, lets most documents skip two walks."""
+    return _convert(kind, document, path, _Screen() if text is None else _Screen.of(text))
 
 
 def load_claim(data: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES) -> Claim:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from msgspec import structs
 
 from completion_claim import parse_claim, verify
 from completion_claim.gate.reason import MAX_LINE, agent_reason, node_id
@@ -109,7 +110,7 @@ def test_a_change_no_check_observed_says_what_would_count(tmp_path: Path) -> Non
 
 def test_the_gates_own_unmet_codes_have_wording(tmp_path: Path) -> None:
     claim = parse_claim(claim_doc([file_write(target="claim.toml")], [run_item(PASSING)]))
-    gated = replace(
+    gated = structs.replace(
         verify(claim, at(20)),
         state="unverified",
         unmet=(Unmet("gate_config_changed", mutation="m1"), Unmet("no_changes")),

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .._json import decode_bytes, loads
+from .._json import decode_document
 from .._system import usable_cpus
 from ..errors import InvalidDocument
 from ..match import json_equal
@@ -112,11 +112,15 @@ def signed_independence(
     """
     mode = _SignedMode(claim, trust)
     workers = min(usable_cpus() if threads is None else threads, 8)
-    if workers < 2 or len(claim.evidence) < PARALLEL_FROM_ITEMS:
+    items = claim.evidence
+    if workers < 2 or len(items) < PARALLEL_FROM_ITEMS:
         return mode.check
+    # One slice of the items a thread: a task per item would cost more than its signature.
+    size = -(-len(items) // workers)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        found = list(pool.map(mode.check, claim.evidence))
-    by_item = {id(item): finding for item, finding in zip(claim.evidence, found, strict=True)}
+        slices = pool.map(mode.check_all, [items[i : i + size] for i in range(0, len(items), size)])
+        found = [finding for part in slices for finding in part]
+    by_item = {id(item): finding for item, finding in zip(items, found, strict=True)}
 
     def checked(item: Evidence) -> Finding | None:
         # The claim holds its items, so their ids stay theirs; any other item is checked now.
@@ -144,6 +148,9 @@ class _SignedMode:
                 if key not in agent:
                     for check_type in types:
                         self.usable.setdefault((observer_id, check_type), []).append(key)
+
+    def check_all(self, items: Sequence[Evidence]) -> list[Finding | None]:
+        return [self.check(item) for item in items]
 
     def check(self, item: Evidence) -> Finding | None:
         if item.attestation is None:
@@ -253,7 +260,7 @@ def _changed(then: Mutation, now: Mutation | None) -> Finding | None:
 
 def _read_payload(payload: bytes) -> tuple[str, Evidence, list[Mutation]]:
     """Parse a verified payload strictly; any surprise is an InvalidDocument."""
-    document = loads(decode_bytes(payload))
+    document = decode_document(payload)
     if type(document) is not dict:
         raise InvalidDocument("", "not a JSON object")
     version = document.get("_type")
@@ -275,11 +282,13 @@ def _read_payload(payload: bytes) -> tuple[str, Evidence, list[Mutation]]:
     if type(signed) is not dict or not set(SIGNED_MEMBERS).issuperset(signed):
         raise InvalidDocument("evidence", f"expected an object of {', '.join(SIGNED_MEMBERS)}")
     # The evidence table checks types, times and that verifier is exactly {"id", "kind"}.
-    evidence = parse_as(Evidence, signed, "evidence")
+    evidence = parse_as(Evidence, signed, "evidence", payload)
     entries = document["mutations"]
     if type(entries) is not list:
         raise InvalidDocument("mutations", "expected an array")
-    bound = [parse_as(Mutation, entry, f"mutations[{i}]") for i, entry in enumerate(entries)]
+    bound = [
+        parse_as(Mutation, entry, f"mutations[{i}]", payload) for i, entry in enumerate(entries)
+    ]
     if [m.id for m in bound] != list(dict.fromkeys(evidence.covers)):
         raise InvalidDocument("mutations", "must list each covered mutation once, in covers order")
     return task_id, evidence, bound
