@@ -43,8 +43,10 @@ class _Result(Struct, frozen=True, gc=False, omit_defaults=True, forbid_unknown_
     """A part of the verdict: immutable, a tree, written as JSON without its unset members."""
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON value, as Python objects: exactly what ``encode`` writes, decoded."""
-        out: dict[str, Any] = msgspec.json.decode(_ENCODE(self))
+        """The JSON value, as Python objects: exactly what ``encode`` writes, decoded (with the
+        cycle collector paused: it would re-scan a large verdict's growing tree)."""
+        with cycle_collection_paused():
+            out: dict[str, Any] = msgspec.json.decode(_ENCODE(self))
         return out
 
 
