@@ -12,8 +12,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Future
 from datetime import datetime
 from itertools import chain, islice
 from typing import Literal
@@ -97,6 +96,10 @@ def _in_processes(
     max_bytes: int,
     jobs: int,
 ) -> Iterator[Result]:
+    # Imported here: multiprocessing is worth loading only for an input that will use it.
+    from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
+    from concurrent.futures.process import BrokenProcessPool  # noqa: PLC0415
+
     pool = ProcessPoolExecutor(max_workers=jobs)
     number = 1
     try:

@@ -225,7 +225,11 @@ def rule_not_superseded(item: Evidence, timeline: _Timeline) -> Finding | None:
     after the claim's final file modification."""
     # A handful of ids is searched fastest as it is; many are worth a set.
     covers: Collection[str] = item.covers if len(item.covers) < 8 else frozenset(item.covers)
-    for target in sorted({timeline.by_id[m].target for m in item.covers}):
+    if len(item.covers) == 1:  # most items: one target, nothing to order
+        targets: Iterable[str] = (timeline.by_id[item.covers[0]].target,)
+    else:
+        targets = sorted({timeline.by_id[m].target for m in item.covers})
+    for target in targets:
         later = _first_not_covered(timeline.by_target[target], item.at, covers)
         if later is not None:
             return Finding("superseded", mutation=later.id, detail="a later change to the target")
@@ -340,7 +344,9 @@ def _decide(
         )
         for i, item in enumerate(claim.evidence)
     ]
-    by_ref = sorted(zip(results, claim.evidence, strict=True), key=lambda p: _ref_key(p[0]))
+    by_ref = list(zip(results, claim.evidence, strict=True))
+    if len(by_ref) > 1:
+        by_ref.sort(key=lambda pair: _ref_key(pair[0]))
     naming = _naming(by_ref)
     may_cover = chosen.coverage
     coverage = tuple(
@@ -356,15 +362,16 @@ def _decide(
         state = "unverified"
     else:
         state = "verified"
+    judged = [result for result, _ in by_ref]
     return Verdict(
         state=state,
         unmet=unmet,
-        reason=_reason(state, unmet, [r for r, _ in by_ref], coverage, timeline),
+        reason=_reason(state, unmet, judged, coverage, timeline),
         decided_at=at.astimezone(UTC),
         policy_id=chosen.id,
         independence=independence_mode,
         coverage=coverage,
-        evidence=tuple(r for r, _ in by_ref),
+        evidence=tuple(judged),
     )
 
 
@@ -408,7 +415,8 @@ def _naming(judged: list[tuple[EvidenceResult, Evidence]]) -> dict[str, list[Evi
     coverage stays linear in the size of the claim)."""
     naming: dict[str, list[EvidenceResult]] = {}
     for result, item in judged:
-        for mutation_id in dict.fromkeys(item.covers):
+        covers = item.covers if len(item.covers) < 2 else dict.fromkeys(item.covers)
+        for mutation_id in covers:
             naming.setdefault(mutation_id, []).append(result)
     return naming
 
@@ -418,16 +426,23 @@ def _coverage(
 ) -> Coverage:
     """Kind decides coverage only: a contradiction refutes whatever it names, of any kind."""
     allowed = may_cover.get(mutation.kind, frozenset())
-    not_counted = []
-    for result in naming:
-        if result.check_type not in allowed and not result.contradicts:
+    covered_by: list[str] = []
+    contradicted_by: list[str] = []
+    not_counted: list[NotCounted] = []
+    for result in naming:  # one pass; ``supports`` and ``contradicts`` spelt out, this is hot
+        contradicts = result.counts and result.observation == "differs"
+        if contradicts:
+            contradicted_by.append(result.evidence)
+        if result.check_type not in allowed and not contradicts:
             not_counted.append(_kind_not_covered(result, mutation, allowed))
         elif not result.counts:
             not_counted.append(NotCounted(result.evidence, result.reasons))
+        elif result.observation == "matches":  # counts, and of a check type that may cover
+            covered_by.append(result.evidence)
     return Coverage(
         mutation=mutation.id,
-        covered_by=tuple(r.evidence for r in naming if r.supports and r.check_type in allowed),
-        contradicted_by=tuple(r.evidence for r in naming if r.contradicts),
+        covered_by=tuple(covered_by),
+        contradicted_by=tuple(contradicted_by),
         not_counted=tuple(not_counted),
     )
 

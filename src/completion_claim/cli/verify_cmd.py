@@ -7,7 +7,6 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -306,6 +305,8 @@ def _bounded_line(handle: object, max_bytes: int) -> bytes:
 @app.command("schema")
 def schema_command() -> int:
     """Print the JSON Schema (Draft 2020-12) of the claim document."""
+    from importlib import resources  # noqa: PLC0415 - only this command reads package data
+
     text = resources.files("completion_claim.schema").joinpath("claim.schema.json").read_text()
     click.echo(text, nl=False)
     return EXIT_VERIFIED

@@ -66,29 +66,35 @@ def sign_verdict(
     }
 
 
+def _signed_payload(document: object, payload_type: str, key: PublicKey, where: str) -> bytes:
+    """The payload of the DSSE envelope ``document`` when it has ``payload_type`` and ``key``
+    signed it; else :class:`VerdictRejected`, its reason prefixed with ``where``."""
+    try:
+        envelope = decode_envelope(document)
+    except EnvelopeError as error:
+        raise VerdictRejected(f"{where or 'envelope: '}{error}") from None
+    if envelope.payload_type != payload_type:
+        raise VerdictRejected(
+            f"{where}payload type {envelope.payload_type[:80]!r}, expected {payload_type!r}"
+        )
+    if first_verifying_key(envelope, [key]) is None:
+        problems = [s.problem for s in envelope.signatures if s.problem is not None]
+        raise VerdictRejected(
+            f"{where}{problems[0]}"
+            if len(problems) == len(envelope.signatures)
+            else f"no signature verifies with key {key.keyid[:16]}"
+        )
+    return envelope.payload
+
+
 def check_verdict(document: Mapping[str, Any], key: PublicKey) -> dict[str, Any]:
     """The signed verdict, when ``key`` signed it and the document's claim and verdict are
     exactly what was signed; else :class:`VerdictRejected` with the reason."""
     attestation = document.get("verdict_attestation")
     if attestation is None:
         raise VerdictRejected("the claim has no verdict_attestation: its verdict is not signed")
-    try:
-        envelope = decode_envelope(attestation)
-    except EnvelopeError as error:
-        raise VerdictRejected(f"verdict_attestation: {error}") from None
-    if envelope.payload_type != VERDICT_PAYLOAD_TYPE:
-        raise VerdictRejected(
-            f"verdict_attestation: payload type {envelope.payload_type[:80]!r}, "
-            f"expected {VERDICT_PAYLOAD_TYPE!r}"
-        )
-    if first_verifying_key(envelope, [key]) is None:
-        problems = [s.problem for s in envelope.signatures if s.problem is not None]
-        raise VerdictRejected(
-            f"verdict_attestation: {problems[0]}"
-            if len(problems) == len(envelope.signatures)
-            else f"no signature verifies with key {key.keyid[:16]}"
-        )
-    digest, signed = _read_payload(envelope.payload)
+    payload = _signed_payload(attestation, VERDICT_PAYLOAD_TYPE, key, "verdict_attestation: ")
+    digest, signed = _read_payload(payload)
     actual = claim_digest(document)
     if actual != digest:
         raise VerdictRejected(
@@ -156,22 +162,8 @@ def check_statement(
     """The export's statement, when ``key`` signed it, it is an in-toto Statement v1 with this
     project's predicate, and its subject's digest is the digest of the claim in the predicate
     (and of ``claim``, when given); else :class:`VerdictRejected` with the reason."""
-    try:
-        envelope = decode_envelope(envelope_document)
-    except EnvelopeError as error:
-        raise VerdictRejected(f"envelope: {error}") from None
-    if envelope.payload_type != INTOTO_PAYLOAD_TYPE:
-        raise VerdictRejected(
-            f"payload type {envelope.payload_type[:80]!r}, expected {INTOTO_PAYLOAD_TYPE!r}"
-        )
-    if first_verifying_key(envelope, [key]) is None:
-        problems = [s.problem for s in envelope.signatures if s.problem is not None]
-        raise VerdictRejected(
-            problems[0]
-            if len(problems) == len(envelope.signatures)
-            else f"no signature verifies with key {key.keyid[:16]}"
-        )
-    task, digest, predicate = _read_statement(envelope.payload)
+    payload = _signed_payload(envelope_document, INTOTO_PAYLOAD_TYPE, key, "")
+    task, digest, predicate = _read_statement(payload)
     actual = claim_digest(predicate)
     if actual != digest:
         raise VerdictRejected(
