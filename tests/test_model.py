@@ -239,7 +239,12 @@ def test_policy_knobs_load() -> None:
         min_value=datetime(1, 1, 2),
         max_value=datetime(9999, 12, 30),
     ),
-    st.sampled_from(["Z", "z", "+00:00", "-00:00", "+05:30", "-23:59", "+14:00", " "]),
+    st.sampled_from(
+        [
+            *("Z", "z", "+00:00", "-00:00", "+05:30", "-23:59", "+14:00", " "),
+            *("+05:60", "+05:99", "+24:00", "-7:00", "+0530"),  # no such offsets
+        ]
+    ),
     st.sampled_from(["T", "t"]),
     st.text(alphabet="0123456789", max_size=12),
 )
@@ -265,3 +270,13 @@ def test_a_time_reads_alike_on_either_path(
     if isinstance(found, datetime) and isinstance(expected, datetime):
         assert found.utcoffset() == expected.utcoffset()
         assert found.microsecond == expected.microsecond
+
+
+@pytest.mark.parametrize("offset", ["+05:60", "+05:99", "-23:60", "+24:00"])
+def test_attack_38_an_offset_rfc_3339_has_not_is_invalid(offset: str) -> None:
+    """``datetime.fromisoformat`` reads "+05:60" as six hours; the fast path for times must not
+    let it through where the format's own parser refuses it."""
+    item = {**evidence(), "at": f"2026-08-27T18:00:10{offset}"}
+    error = error_for(claim_doc(evidence_items=[item]))
+    assert error.path == "evidence[0].at"
+    assert "offset" in error.problem

@@ -131,12 +131,13 @@ class Timestamp(datetime):
     }
 
 
-# The common spelling (upper-case T and Z or an offset, a year away from the edges of the
-# calendar) is what datetime.fromisoformat reads exactly as parse_time does, digits past the
+# The common spelling (upper-case T and Z or a possible offset, a year away from the edges of
+# the calendar) is what datetime.fromisoformat reads exactly as parse_time does, digits past the
 # microsecond dropped (tests/test_model.py compares the two); every other spelling, and every
-# error, goes through parse_time.
+# error, goes through parse_time. The offset is spelt out because fromisoformat reads "+05:60"
+# as six hours, where RFC 3339 has no such offset.
 _PLAIN_TIME = re.compile(
-    r"(?!0001|9999)\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})",
+    r"(?!0001|9999)\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)",
     re.ASCII,
 )
 
