@@ -54,6 +54,7 @@ def test_null_observation_is_an_observation() -> None:
         (lambda d: d.pop("task"), "task", "required member is missing"),
         (lambda d: d.update(spec_version="1.0"), "spec_version", "unsupported spec_version"),
         (lambda d: d.update(spec_version=0.1), "spec_version", "expected a string"),
+        (lambda d: d.update(spec_version="0.1\n"), "spec_version", "unsupported spec_version"),
         (lambda d: d.update(mutations={}), "mutations", "expected an array"),
         (
             lambda d: d["mutations"][0].update(at="2026-08-27T18:04:02"),

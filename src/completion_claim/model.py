@@ -384,7 +384,8 @@ class Claim(_Document, frozen=True):
 
     spec_version: Annotated[
         str,
-        Meta(pattern=r"^0(\.[0-9]+)*$"),
+        # Not "$": in Python it also matches before a final newline, and "0.1\n" is no version.
+        Meta(pattern=r"^0(\.[0-9]+)*(?![\s\S])"),
         _doc("Format version; this implementation reads 0.x."),
     ]
     task: Annotated[Task, _doc("The task.")]
