@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from completion_claim.cli import run
-from completion_claim.gate.config import GateConfig
+from completion_claim.gate.config import GateConfig, load_config
 from completion_claim.gate.run import GATE_VERIFIER_ID, NO_OUTCOME, run_gate, start_gate
 from tests.fixtures.pages import Site as WebApp
 from tests.fixtures.pages import needs_chromium, served_site
@@ -107,9 +107,11 @@ def test_no_change_is_unverified_even_when_the_tests_pass(
 
     assert (result.verdict.state, result.exit_code) == ("unverified", 1)
     assert result.document["mutations"] == []
-    assert [u.code for u in result.verdict.unmet] == ["no_changes"]
-    # The evidence alone would verify; the sentence must not say so for a verdict the gate holds.
-    assert result.verdict.reason == "Unverified: nothing changed: there is no change to verify."
+    assert [u.code for u in result.verdict.unmet] == ["no_mutations"]
+    # The evidence alone would verify; the sentence must not say so.
+    assert result.verdict.reason == (
+        "Unverified: the claim records no change, and the policy requires one (require_mutations)."
+    )
     assert result.agent_reason.startswith("nothing changed in the work tree")
     assert result.document["claimed_outcome"] == "Done."
 
@@ -226,13 +228,111 @@ def test_a_changed_gate_configuration_in_the_work_tree_is_not_verified(
         {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC, "claim.toml": strict},
     )
     write_files(repo, {"calc.py": CALC, "claim.toml": strict.replace("600", "601")})
-    from completion_claim.gate.config import load_config
 
     result = run_gate(load_config(repo / "claim.toml", {}), repo, outcome="Done.")
 
     assert result.verdict.state == "unverified"
-    assert "gate_config_changed" in [u.code for u in result.verdict.unmet]
+    assert "protected_target_changed" in [u.code for u in result.verdict.unmet]
     assert "you changed claim.toml, the gate's configuration" in result.agent_reason
+
+
+# --- one verdict everywhere (attack 48) ---------------------------------------------------------
+
+
+def claim_verify(claim_path: Path) -> tuple[int, dict[str, Any]]:
+    """The real command, as a CI step or an auditor would run it on the recorded claim."""
+    done = subprocess.run(
+        [sys.executable, "-m", "completion_claim", "verify", str(claim_path), "--json"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return done.returncode, json.loads(done.stdout)
+
+
+def nothing_changed(tmp_path: Path, write_config: WriteConfig) -> tuple[GateConfig, Path]:
+    return write_config(POLICY + TEST_RUN_CHECK), correct_project(tmp_path / "repo")
+
+
+def config_changed(tmp_path: Path, write_config: WriteConfig) -> tuple[GateConfig, Path]:
+    """An honest-looking fix, with the claim.toml in the work tree loosened on the way."""
+    strict = f'[gate]\nruns_dir = "{tmp_path / "runs"}"\n{POLICY}{TEST_RUN_CHECK}'
+    repo = make_repo(
+        tmp_path / "repo",
+        {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC, "claim.toml": strict},
+    )
+    write_files(repo, {"calc.py": CALC, "claim.toml": strict.replace("600", "601")})
+    return load_config(repo / "claim.toml", {}), repo
+
+
+def capture_failed(tmp_path: Path, write_config: WriteConfig) -> tuple[GateConfig, Path]:
+    """A work tree the gate cannot read honestly: calc.py is a link out of it."""
+    repo = buggy_project(tmp_path / "repo")
+    outside = tmp_path / "outside.py"
+    outside.write_text(CALC, encoding="utf-8")
+    (repo / "calc.py").unlink()
+    (repo / "calc.py").symlink_to(outside)
+    return write_config(POLICY + TEST_RUN_CHECK), repo
+
+
+REFUSALS = {
+    "no_changes": (nothing_changed, "no_mutations", "nothing changed in the work tree"),
+    "gate_config_changed": (
+        config_changed,
+        "protected_target_changed",
+        "you changed claim.toml, the gate's",
+    ),
+    "capture_failed": (
+        capture_failed,
+        "mutation_kind_unmapped",
+        "the gate could not read your change: ",
+    ),
+}
+
+
+@pytest.mark.parametrize("scenario", REFUSALS.values(), ids=REFUSALS.keys())
+def test_attack_48_the_recorded_claim_re_verifies_to_the_gates_refusal(
+    tmp_path: Path, write_config: WriteConfig, scenario: tuple[Any, str, str]
+) -> None:
+    """The gate's own rules are the format's: `claim verify` of the claim the gate recorded
+    reaches the gate's verdict, so no later re-check turns "not verified" into "verified"."""
+    setup, code, said = scenario
+    config, repo = setup(tmp_path, write_config)
+
+    result = run_gate(config, repo, outcome="Done.")
+
+    assert result.verdict.state == "unverified"
+    assert code in [u.code for u in result.verdict.unmet]
+    assert said in result.agent_reason
+    exit_code, again = claim_verify(result.claim_path)
+    assert (exit_code, again["state"]) == (1, "unverified")
+    assert again["unmet"] == result.document["verdict"]["unmet"]
+    assert "recorded_verdict_differs" not in again
+
+
+def test_attack_48_the_honest_fix_re_verifies_as_verified(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    repo = buggy_project(tmp_path / "repo")
+    write_files(repo, {"calc.py": CALC})
+
+    result = run_gate(write_config(POLICY + TEST_RUN_CHECK), repo, outcome="Fixed add().")
+
+    assert result.verdict.state == "verified"
+    assert result.document["policy"]["require_mutations"] is True
+    exit_code, again = claim_verify(result.claim_path)
+    assert (exit_code, again["state"], again["unmet"]) == (0, "verified", [])
+
+
+def test_attack_48_the_recorded_policy_protects_the_configuration_in_the_work_tree(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    """Only files the configuration reads from the work tree are protected, by the path the
+    capture gives them; an operator's claim.toml outside the tree adds nothing."""
+    config, repo = config_changed(tmp_path, write_config)
+    inside = run_gate(config, repo, outcome="Done.")
+    outside = run_gate(write_config(POLICY + TEST_RUN_CHECK), repo, outcome="Done.")
+
+    assert inside.document["policy"]["protected_targets"] == ["claim.toml"]
+    assert "protected_targets" not in outside.document["policy"]
 
 
 def test_the_default_outcome_says_none_was_given(tmp_path: Path, write_config: WriteConfig) -> None:
