@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -68,6 +68,7 @@ NO_OUTCOME = "(no outcome given)"
 CLAIM_NAME = "claim.json"
 DEFAULT_BRANCHES = ("origin/HEAD", "main", "master")
 EXIT_FOR_STATE = {"verified": 0, "unverified": 1, "refuted": 2}  # cli/__init__.py's EXIT_*
+MAX_LINK_HOPS = 40  # as the kernel's limit on links followed in one path
 WHOLE_TREE = "."
 """The target of an ``uncaptured`` mutation: the work tree as a whole."""
 RUN_KEY = "run"
@@ -236,14 +237,30 @@ def configuration_files(config: GateConfig) -> tuple[Path, ...]:
 
 def protected_targets(config: GateConfig, root: Path) -> tuple[str, ...]:
     """The configuration's files that lie in the work tree, as the capture names them (POSIX
-    paths relative to the root): the agent works there, and they are the operator's."""
-    tree = Path(os.path.realpath(root))
-    found = []
+    paths relative to the root): the agent works there, and they are the operator's. A file
+    reached through links is protected under every name on the way (attack 62): a link is a
+    file the agent can re-point at another one it never changed."""
+    trees = tuple(dict.fromkeys((Path(os.path.abspath(root)), Path(os.path.realpath(root)))))
+    found: dict[str, None] = {}
     for path in configuration_files(config):
-        real = Path(os.path.realpath(path))
-        if real.is_relative_to(tree) and real != tree:
-            found.append(real.relative_to(tree).as_posix())
+        for name in _names(Path(os.path.abspath(path))):
+            for tree in trees:
+                if name != tree and name.is_relative_to(tree):
+                    found[name.relative_to(tree).as_posix()] = None
     return tuple(found)
+
+
+def _names(path: Path) -> Iterator[Path]:
+    """``path``, every link on the way to the file it names (a folder on its path, a link to a
+    link), and that file."""
+    for _ in range(MAX_LINK_HOPS):
+        yield path
+        yield from (p for p in reversed(path.parents) if p.is_symlink())
+        if not path.is_symlink():
+            break
+        path = Path(os.path.realpath(path.parent)) / os.readlink(path)
+        path = Path(os.path.abspath(path))
+    yield Path(os.path.realpath(path))
 
 
 def policy_json(policy: Policy) -> dict[str, Any]:
