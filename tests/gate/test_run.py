@@ -16,7 +16,13 @@ import pytest
 
 from completion_claim.cli import run
 from completion_claim.gate.config import GateConfig, load_config
-from completion_claim.gate.run import GATE_VERIFIER_ID, NO_OUTCOME, run_gate, start_gate
+from completion_claim.gate.run import (
+    GATE_VERIFIER_ID,
+    NO_OUTCOME,
+    protected_targets,
+    run_gate,
+    start_gate,
+)
 from tests.fixtures.pages import Site as WebApp
 from tests.fixtures.pages import needs_chromium, served_site
 from tests.fixtures.projects import CALC, CALC_BUGGY, TEST_CALC, git, make_repo, write_files
@@ -366,6 +372,24 @@ def test_attack_62_a_configuration_link_re_pointed_at_a_file_already_in_the_tree
     assert set(result.document["policy"]["protected_targets"]) == {
         "claim.toml", "ops/lenient.toml"
     }  # fmt: skip
+
+
+def test_a_configuration_file_is_protected_under_every_name_a_link_gives_it(
+    tmp_path: Path,
+) -> None:
+    runs = f'[gate]\nruns_dir = "{tmp_path / "runs"}"\n'
+    repo = make_repo(tmp_path / "repo", {"real/claim.toml": runs + POLICY + TEST_RUN_CHECK})
+    (repo / "hop.toml").symlink_to("real/claim.toml")
+    (repo / "claim.toml").symlink_to("hop.toml")
+    (repo / "conf").symlink_to("real")
+    chained = load_config(repo / "claim.toml", {})
+    through_folder = load_config(repo / "conf" / "claim.toml", {})
+
+    assert protected_targets(chained, repo) == ("claim.toml", "hop.toml", "real/claim.toml")
+    assert protected_targets(through_folder, repo) == (
+        "conf/claim.toml", "conf", "real/claim.toml"
+    )  # fmt: skip
+    assert protected_targets(load_config(repo / "claim.toml", {}), tmp_path / "other") == ()
 
 
 def test_a_configuration_reached_through_a_link_it_was_not_changed_through_verifies(

@@ -256,10 +256,11 @@ def _names(path: Path) -> Iterator[Path]:
     for _ in range(MAX_LINK_HOPS):
         yield path
         yield from (p for p in reversed(path.parents) if p.is_symlink())
-        if not path.is_symlink():
+        try:
+            target = os.readlink(path)
+        except OSError:  # not a link (or no longer one: the work tree is the agent's)
             break
-        path = Path(os.path.realpath(path.parent)) / os.readlink(path)
-        path = Path(os.path.abspath(path))
+        path = Path(os.path.abspath(Path(os.path.realpath(path.parent)) / target))
     yield Path(os.path.realpath(path))
 
 
