@@ -341,6 +341,25 @@ def test_attack_48_the_recorded_policy_protects_the_configuration_in_the_work_tr
     assert "protected_targets" not in outside.document["policy"]
 
 
+def test_a_configuration_cannot_switch_the_gates_demands_off(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    """The gate's demands are added to the configuration's policy, never taken from it: an
+    in-tree claim.toml is the agent's to edit, if only to be caught at it."""
+    lax = POLICY + (
+        'require_mutations = false\nprotected_targets = ["docs/x.md"]\n'
+        '[policy.covered_by]\nuncaptured = ["test_run"]\nfile_write = ["test_run"]\n'
+    )
+    result = run_gate(
+        write_config(lax + TEST_RUN_CHECK), correct_project(tmp_path / "repo"), outcome="Done."
+    )
+
+    assert [u.code for u in result.verdict.unmet] == ["no_mutations"]
+    recorded = result.document["policy"]
+    assert (recorded["require_mutations"], recorded["protected_targets"]) == (True, ["docs/x.md"])
+    assert recorded["covered_by"] == {"file_write": ["test_run"]}
+
+
 def test_attack_62_a_configuration_link_re_pointed_at_a_file_already_in_the_tree(
     tmp_path: Path,
 ) -> None:
