@@ -313,6 +313,8 @@ def _vectors() -> Iterator[tuple[str, dict[str, Json]]]:
     yield from _invalid_knobs()
     # Issue 12: appended last so that every earlier number stays as it was.
     yield from _dom_assertion()
+    # Issue 17: the gate's own rules as the policy's; appended last likewise.
+    yield from _gate_rules()
 
 
 def _absence_and_precision() -> Iterator[tuple[str, dict[str, Json]]]:
@@ -2721,6 +2723,162 @@ def _dom_assertion() -> Iterator[tuple[str, dict[str, Json]]]:
         state="invalid",
         error_path="experimental_checks",
     )
+
+
+def _gate_rules() -> Iterator[tuple[str, dict[str, Json]]]:
+    """What a gate decides on (nothing changed, its configuration changed, a work tree it could
+    not read), stated in the policy and the document so that every verifier reaches it."""
+    green_task = readback([], eid="e1")
+    gate = with_members(policy(), require_mutations=True)
+    yield vector(
+        "require-mutations-empty-claim-is-unverified",
+        "require_mutations: a claim with no mutation is unverified, however green its evidence.",
+        ["require-mutations", "policy"],
+        claim=claim([], [green_task]),
+        operator=gate,
+        state="unverified",
+        unmet=["no_mutations"],
+        findings={"e1": []},
+    )
+    yield vector(
+        "require-mutations-off-by-default",
+        "Without require_mutations (the default) the same claim verifies, as in format 0.1.",
+        ["require-mutations", "task-level"],
+        claim=claim([], [green_task]),
+        operator=policy(),
+        state="verified",
+    )
+    yield vector(
+        "require-mutations-a-covered-change-verifies",
+        "require_mutations with one covered change: verified.",
+        ["require-mutations"],
+        claim=simple(),
+        operator=gate,
+        state="verified",
+    )
+    yield vector(
+        "require-mutations-nothing-at-all",
+        "require_mutations on an empty claim with no evidence: both are named.",
+        ["require-mutations", "rule4"],
+        claim=claim(),
+        operator=gate,
+        state="unverified",
+        unmet=["no_evidence", "no_mutations"],
+    )
+    yield vector(
+        "require-mutations-embedded-policy-applies",
+        "A recorded claim's embedded policy (no operator policy) requires a change: unverified.",
+        ["require-mutations", "policy", "recomputed"],
+        claim=claim(
+            [],
+            [green_task],
+            embedded=gate,
+            verdict={"state": "unverified", "unmet": [{"code": "no_mutations"}]},
+        ),
+        state="unverified",
+        unmet=["no_mutations"],
+    )
+    yield vector(
+        "require-mutations-operator-policy-replaces-embedded",
+        "An operator policy without require_mutations replaces the embedded one that has it.",
+        ["require-mutations", "policy"],
+        claim=claim([], [green_task], embedded=gate),
+        operator=policy(),
+        state="verified",
+    )
+    settings = mutation("m2", "claim.toml", t("00:10"), kind="file_write")
+    protect = with_members(policy(), protected_targets=["claim.toml"])
+    yield vector(
+        "protected-target-changed-is-unverified",
+        "A covered change to a protected target leaves the claim unverified.",
+        ["protected", "policy"],
+        claim=claim([CODE, settings], [run_tests(["m1", "m2"], eid="e1")]),
+        operator=protect,
+        state="unverified",
+        unmet=["protected_target_changed"],
+        findings={"e1": []},
+    )
+    yield vector(
+        "protected-target-unchanged-verifies",
+        "The honest control: the same policy, only the code changed.",
+        ["protected"],
+        claim=claim([CODE], [run_tests(["m1"], eid="e1")]),
+        operator=protect,
+        state="verified",
+    )
+    yield vector(
+        "protected-target-matches-exactly",
+        "Targets are compared as exact strings: ./claim.toml and ops/claim.toml are not "
+        "claim.toml.",
+        ["protected"],
+        claim=claim(
+            [
+                mutation("m1", "./claim.toml", kind="file_write"),
+                mutation("m2", "ops/claim.toml", kind="file_write"),
+            ],
+            [run_tests(["m1", "m2"])],
+        ),
+        operator=protect,
+        state="verified",
+    )
+    yield vector(
+        "protected-target-any-kind",
+        "A protected target is protected whatever the mutation's kind (a record write here).",
+        ["protected"],
+        claim=simple(),
+        operator=with_members(policy(), protected_targets=[RECORD]),
+        state="unverified",
+        unmet=["protected_target_changed"],
+    )
+    yield vector(
+        "protected-target-contradiction-still-refutes",
+        "A qualifying failing run naming a protected target's change refutes.",
+        ["protected", "rule6"],
+        claim=claim([settings], [run_tests(["m2"], observed=FAILING, eid="e1")]),
+        operator=protect,
+        state="refuted",
+        unmet=[
+            "contradicted",
+            "mutation_uncovered",
+            "no_supporting_evidence",
+            "protected_target_changed",
+        ],
+    )
+    uncaptured = mutation("m1", ".", t("00:00"), kind="uncaptured")
+    yield vector(
+        "uncaptured-change-is-never-covered",
+        "A change its producer could not capture (kind uncaptured) is covered by nothing.",
+        ["uncaptured", "kind"],
+        claim=claim([uncaptured], [run_tests(["m1"], eid="e1")]),
+        state="unverified",
+        unmet=["mutation_kind_unmapped"],
+        findings={"e1": []},
+    )
+    yield vector(
+        "uncaptured-change-as-the-gate-records-it",
+        "A gate that could not read the work tree records one uncaptured change and observes "
+        "nothing: unverified under its policy.",
+        ["uncaptured", "require-mutations", "rule4"],
+        claim=claim([uncaptured]),
+        operator=with_members(policy(requires=["test_run"]), require_mutations=True),
+        state="unverified",
+        unmet=["mutation_kind_unmapped", "no_evidence", "requirement_unmet"],
+    )
+    for slug, members, path in (
+        ("require-mutations-string", {"require_mutations": "true"}, "require_mutations"),
+        ("protected-targets-not-an-array", {"protected_targets": "claim.toml"},
+         "protected_targets"),
+        ("protected-targets-empty-string", {"protected_targets": [""]}, "protected_targets[0]"),
+    ):  # fmt: skip
+        yield vector(
+            "operator-policy-" + slug,
+            "require_mutations is true or false; protected_targets an array of non-empty strings.",
+            ["invalid", "policy"],
+            claim=simple(),
+            operator=with_members(policy(), **members),
+            state="invalid",
+            error_path=path,
+        )
 
 
 # --- output -------------------------------------------------------------------------------------

@@ -27,6 +27,8 @@ UNMET_CODES = frozenset(
         "mutation_uncovered",
         "mutation_kind_unmapped",
         "requirement_unmet",
+        "no_mutations",
+        "protected_target_changed",
     }
 )
 FINDING_CODES = frozenset(
@@ -56,10 +58,14 @@ RULE_TAGS = (
     "min-tests",
     "test-changes",
     "dom",
+    "require-mutations",
+    "protected",
+    "uncaptured",
 )
 """Tags every suite must exercise: the six rules, the seven qualification conditions, and more
 (``kind``: coverage by kind; ``min-tests``, ``test-changes``: the policy's test_run knobs;
-``dom``: the experimental dom_assertion check type)."""
+``dom``: the experimental dom_assertion check type; ``require-mutations``, ``protected``,
+``uncaptured``: what a gate decides on, as the policy and the document state it)."""
 EXTRA_TAGS = ("time", "order", "example", "recomputed", "document")
 KNOWN_TAGS = frozenset(RULE_TAGS + EXTRA_TAGS)
 

@@ -226,6 +226,35 @@ def test_mutation_kind_unmapped_asks_for_the_kind_or_the_policy() -> None:
     ) in steps_for(doc)
 
 
+GATES = {"id": "gate", "requires": [], "max_age_s": 300, "require_mutations": True,
+         "protected_targets": ["claim.toml"]}  # fmt: skip
+
+
+def test_no_mutations_asks_for_the_change() -> None:
+    doc = claim_doc([], [evidence(id="e1", covers=[])], policy=GATES)
+    assert steps_for(doc) == [
+        "nothing was changed, and the policy requires a change: make the change the task asks "
+        "for (or record it: claim mutate / claim capture-git), then observe"
+    ]
+
+
+def test_protected_target_changed_asks_to_undo_it() -> None:
+    changed = mutation(kind="state_write", target="claim.toml")
+    doc = claim_doc([changed], [evidence(id="e1", target="claim.toml")], policy=GATES)
+    assert steps_for(doc) == [
+        "mutation m1 changed claim.toml, which the policy protects: undo that change; no "
+        "evidence can cover it"
+    ]
+
+
+def test_an_uncaptured_change_asks_for_a_readable_work_tree() -> None:
+    doc = claim_doc([mutation(kind="uncaptured", target=".")], [], policy=GATES)
+    assert (
+        "mutation m1: the change to . could not be captured; make it readable (no link out of "
+        "the work tree, file names git can record), then capture and observe again"
+    ) in steps_for(doc)
+
+
 def test_requirement_unmet_gives_the_required_observation() -> None:
     doc = claim_doc(
         [mutation(kind="deploy", target="web")],

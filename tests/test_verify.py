@@ -692,6 +692,103 @@ def test_an_id_that_looks_like_a_position_with_unicode_digits_is_only_a_name() -
     assert verdict.state == "verified"
 
 
+# --- the gate's rules, as the policy's: require_mutations, protected_targets, uncaptured -------
+
+
+def task_level_green() -> dict[str, Any]:
+    return evidence(covers=[])
+
+
+class TestRuleRequireMutations:
+    def test_rule_require_mutations_an_empty_claim_is_unverified_however_green(self) -> None:
+        claim = build([], [task_level_green()])
+        assert verify(claim, DECIDE).state == "verified"  # v0.1: the default keeps its meaning
+        verdict = verify(claim, DECIDE, with_knobs(require_mutations=True))
+        assert (verdict.state, codes(verdict)) == ("unverified", ["no_mutations"])
+        assert verdict.reason == (
+            "Unverified: the claim records no change, and the policy requires one "
+            "(require_mutations)."
+        )
+
+    def test_rule_require_mutations_a_claim_with_a_covered_change_verifies(self) -> None:
+        assert verify(build(), DECIDE, with_knobs(require_mutations=True)).state == "verified"
+
+    def test_rule_require_mutations_comes_after_absence(self) -> None:
+        verdict = verify(build([], []), DECIDE, with_knobs(require_mutations=True))
+        assert codes(verdict) == ["no_evidence", "no_mutations"]
+        assert verdict.reason == (
+            "No evidence was recorded, so nothing proves the claim. The claim records no "
+            "change, and the policy requires one (require_mutations)."
+        )
+
+    def test_rule_require_mutations_is_true_or_false(self) -> None:
+        with pytest.raises(InvalidDocument, match="require_mutations: expected true or false"):
+            with_knobs(require_mutations=1)
+
+
+class TestRuleProtectedTargets:
+    def code_claim(self, *targets: str) -> Any:
+        muts = [mutation(f"m{i}", 0, kind="file_write", target=t) for i, t in enumerate(targets)]
+        return build(muts, [run_item(covers=[m["id"] for m in muts], id="e1")])
+
+    def test_rule_protected_targets_a_covered_change_to_one_is_unverified(self) -> None:
+        claim = self.code_claim("calc.py", "claim.toml")
+        assert verify(claim, DECIDE).state == "verified"
+        verdict = verify(claim, DECIDE, with_knobs(protected_targets=["claim.toml"]))
+        assert verdict.state == "unverified"
+        assert [(u.code, u.mutation) for u in verdict.unmet] == [("protected_target_changed", "m1")]
+        assert verdict.reason == (
+            "Unverified: mutation m1 is a change to a target the policy protects (claim.toml)."
+        )
+
+    def test_rule_protected_targets_match_exactly(self) -> None:
+        claim = self.code_claim("./claim.toml", "ops/claim.toml", "Claim.toml")
+        assert verify(claim, DECIDE, with_knobs(protected_targets=["claim.toml"])).state == (
+            "verified"
+        )
+
+    def test_rule_protected_targets_any_kind_by_id(self) -> None:
+        muts = [mutation("m2", 0), mutation("m1", 1)]
+        claim = build(muts, [evidence(t=10, covers=["m1", "m2"])])
+        verdict = verify(claim, DECIDE, with_knobs(protected_targets=["accounts/4471"]))
+        assert [(u.code, u.mutation) for u in verdict.unmet] == [
+            ("protected_target_changed", "m1"),
+            ("protected_target_changed", "m2"),
+        ]
+
+    def test_rule_protected_targets_a_contradiction_still_refutes(self) -> None:
+        failing = run_item(observed_value={"exit_code": 1, "passed": 2, "failed": 1, "errors": 0})
+        claim = build([mutation(kind="file_write", target="claim.toml")], [failing])
+        verdict = verify(claim, DECIDE, with_knobs(protected_targets=["claim.toml"]))
+        assert verdict.state == "refuted"
+        assert "protected_target_changed" in codes(verdict)
+
+    def test_rule_protected_targets_are_non_empty_strings(self) -> None:
+        with pytest.raises(InvalidDocument, match=r"protected_targets\[0\]: must not be empty"):
+            with_knobs(protected_targets=[""])
+
+
+class TestRuleUncaptured:
+    def test_rule_uncaptured_a_change_that_could_not_be_captured_is_never_covered(
+        self,
+    ) -> None:
+        uncaptured = mutation(kind="uncaptured", target=".")
+        verdict = verify(build([uncaptured], [run_item(id="e1")]), DECIDE)
+        assert verdict.state == "unverified"
+        assert [(u.code, u.mutation) for u in verdict.unmet] == [("mutation_kind_unmapped", "m1")]
+        assert verdict.reason == (
+            "Unverified: mutation m1 is a change that could not be captured (.), which nothing "
+            "may cover."
+        )
+
+    def test_rule_uncaptured_without_evidence_says_so(self) -> None:
+        verdict = verify(build([mutation(kind="uncaptured", target=".")], []), DECIDE)
+        assert codes(verdict) == ["no_evidence", "mutation_kind_unmapped"]
+        assert verdict.reason.endswith(
+            "Mutation m1 is a change that could not be captured (.), which nothing may cover."
+        )
+
+
 # --- the core stands alone ----------------------------------------------------------------------
 
 CORE = ("model.py", "verify.py", "match.py", "timefmt.py", "_json.py", "public_key.py")

@@ -78,6 +78,9 @@ KNOWN_CHECK_TYPES: tuple[str, ...] = get_args(CheckTypeName)
 EXPERIMENTAL_CHECK_TYPES = (DOM_ASSERTION,)
 """Known check types whose evidence a policy with ``experimental_checks: false`` never counts."""
 FILE_WRITE = "file_write"
+UNCAPTURED = "uncaptured"
+"""The kind of a change its producer could not capture (the gate: a work tree it could not read);
+no built-in entry maps it, so such a claim is never verified."""
 DEPLOY = "deploy"
 STATE_WRITE = "state_write"
 UI_ACTION = "ui_action"
@@ -361,6 +364,21 @@ class Policy(_Document, frozen=True, gc=True, dict=True):
             "evidence never counts."
         ),
     ] = True
+    require_mutations: Annotated[
+        bool,
+        _doc(
+            "A claim that records no mutation is unverified (no_mutations): nothing changed, so "
+            "there is nothing to verify."
+        ),
+    ] = False
+    protected_targets: Annotated[
+        tuple[Text, ...],
+        _doc(
+            "Mutation targets the claim must not change (exact strings, as file_write targets are "
+            "relative POSIX paths): a mutation on one leaves the claim unverified "
+            "(protected_target_changed)."
+        ),
+    ] = ()
 
     def __post_init__(self) -> None:
         # A policy is read once per decision, so freezing its one mapping costs nothing.

@@ -12,6 +12,7 @@ from .model import (
     SIGNED,
     STATE_READBACK,
     TEST_RUN,
+    UNCAPTURED,
     Claim,
     Evidence,
     Policy,
@@ -55,9 +56,44 @@ _UNMET_TEXT = {
     "no_supporting_evidence": "no evidence qualifies and supports the claim",
     "mutation_uncovered": "mutation {mutation} is not covered by qualifying evidence",
     "mutation_kind_unmapped": "mutation {mutation} is of a kind no check type may cover "
-    "(a misspelt kind, or one the policy's covered_by does not map)",
+    "(a misspelt kind, one the policy's covered_by does not map, or a change that could not be "
+    "captured)",
     "requirement_unmet": "the policy requires a supporting {check_type} observation",
+    "no_mutations": "the claim records no change, and the policy requires one",
+    "protected_target_changed": "mutation {mutation} changes a target the policy protects",
 }
+
+
+# --- a verdict the document records (``claim verify``, ``claim explain``, the service) -----------
+
+DIFFERS_MEMBER = "recorded_verdict_differs"
+"""Where a JSON answer names the document's own verdict when it disagrees with the one reached."""
+
+
+def recorded_verdict_differs(claim: Claim, verdict: Verdict) -> dict[str, Any] | None:
+    """``{state, unmet}`` of the document's own ``verdict`` when it disagrees with ``verdict``
+    in state or unmet list, else None. It is compared, never used to decide: whoever wrote it
+    may have judged under another policy or at another time, or written it by hand."""
+    if claim.verdict is None:
+        return None
+    recorded = {"state": claim.verdict.get("state"), "unmet": claim.verdict.get("unmet")}
+    reached = {"state": verdict.state, "unmet": [u.to_json() for u in verdict.unmet]}
+    return None if recorded == reached else recorded
+
+
+def disagreement_line(recorded: dict[str, Any]) -> str:
+    """One line saying that the document's verdict differs, and which one decides."""
+    unmet = recorded["unmet"]
+    if isinstance(unmet, list):
+        codes = [str(u.get("code"))[:40] if isinstance(u, dict) else "?" for u in unmet]
+        shown = ", ".join(dict.fromkeys(codes[:8])) or "none"
+    else:
+        shown = "not a list"
+    return (
+        f"note: the document records another verdict ({str(recorded['state'])[:20]}; unmet: "
+        f"{shown}); the verdict above, reached now under the policy applied, is the one that "
+        "counts"
+    )
 
 
 def describe_finding(finding: Finding) -> str:
@@ -205,6 +241,7 @@ class _Steps:
         self.may_cover = policy.coverage
         self.signed = policy.trust is not None and policy.trust.mode == SIGNED
         self.kinds = {m.id: m.kind for m in claim.mutations}
+        self.targets = {m.id: m.target for m in claim.mutations}
         # check type -> the mutations a new observation of that type should cover
         self.wanted: dict[str, dict[str, None]] = {}
 
@@ -286,6 +323,26 @@ class _Steps:
                 self.cover(mutation.id)
         elif unmet.code == "mutation_uncovered" and unmet.mutation is not None:
             self.cover(unmet.mutation)
+        elif unmet.code == "no_mutations":
+            yield (
+                "nothing was changed, and the policy requires a change: make the change the "
+                "task asks for (or record it: claim mutate / claim capture-git), then observe"
+            )
+        elif unmet.code == "protected_target_changed" and unmet.mutation is not None:
+            yield (
+                f"mutation {unmet.mutation} changed {self.targets.get(unmet.mutation, '')[:80]}, "
+                "which the policy protects: undo that change; no evidence can cover it"
+            )
+        elif (
+            unmet.code == "mutation_kind_unmapped"
+            and self.kinds.get(unmet.mutation or "") == UNCAPTURED
+        ):
+            yield (
+                f"mutation {unmet.mutation}: the change to "
+                f"{self.targets.get(unmet.mutation or '', '')[:80]} could not be captured; make "
+                "it readable (no link out of the work tree, file names git can record), then "
+                "capture and observe again"
+            )
         elif unmet.code == "mutation_kind_unmapped" and unmet.mutation is not None:
             kind = self.kinds.get(unmet.mutation, "")
             yield (

@@ -25,6 +25,7 @@ from .model import (
     INDEPENDENT,
     SIGNED,
     TEST_RUN,
+    UNCAPTURED,
     Claim,
     Evidence,
     Mutation,
@@ -61,8 +62,8 @@ class Finding(_Result, frozen=True):
 class Unmet(_Result, frozen=True):
     """One thing the claim still lacks; ``code`` is stable, the ids say where.
 
-    The verifier's codes: contradicted, no_evidence, no_supporting_evidence,
-    mutation_uncovered, mutation_kind_unmapped, requirement_unmet.
+    The verifier's codes: contradicted, no_evidence, no_supporting_evidence, no_mutations,
+    mutation_uncovered, mutation_kind_unmapped, protected_target_changed, requirement_unmet.
     """
 
     code: str
@@ -263,6 +264,34 @@ def rule_test_config_unchanged(item: Evidence, policy: Policy) -> Finding | None
         return None
     changed = changed_test_config(item)
     return None if changed is None else Finding("test_config_changed", detail=changed)
+
+
+# --- the rules about the claim as a whole (the policy's own demands) ------------------------------
+
+
+def rule_changes_recorded(claim: Claim, policy: Policy) -> Unmet | None:
+    """``require_mutations``: a claim that records no change has nothing for evidence to be
+    about, however green its checks (a gate run on an untouched work tree)."""
+    if policy.require_mutations and not claim.mutations:
+        return Unmet("no_mutations")
+    return None
+
+
+def rule_protected_targets(mutations: Iterable[Mutation], policy: Policy) -> list[Unmet]:
+    """``protected_targets``: a change to one of them (the gate's own configuration) is not the
+    agent's to make, so no evidence can make the claim verified; by mutation id."""
+    if not policy.protected_targets:
+        return []
+    protected = frozenset(policy.protected_targets)
+    return [
+        Unmet("protected_target_changed", mutation=mutation.id)
+        for mutation in sorted(mutations, key=_by_id)
+        if mutation.target in protected
+    ]
+
+
+def _by_id(mutation: Mutation) -> str:
+    return mutation.id
 
 
 def judge_evidence(
@@ -470,6 +499,9 @@ def _unmet(
         unmet.append(Unmet("no_evidence"))
     elif not supporting_types:
         unmet.append(Unmet("no_supporting_evidence"))
+    nothing_changed = rule_changes_recorded(claim, policy)
+    if nothing_changed is not None:
+        unmet.append(nothing_changed)
     # A mutation of a kind nothing may cover gets its own code: no evidence could fix it, only
     # the policy (or a misspelt kind in the claim).
     unmet.extend(
@@ -480,6 +512,7 @@ def _unmet(
         for c in coverage
         if not c.covered_by
     )
+    unmet.extend(rule_protected_targets(claim.mutations, policy))
     unmet.extend(
         Unmet("requirement_unmet", check_type=check_type)
         for check_type in sorted(set(policy.requires) - supporting_types)
@@ -508,12 +541,26 @@ def _reason(
             f"Evidence {culprit.evidence} ({culprit.check_type}) contradicts the claim: "
             f"{culprit.mismatch}."
         )
+    uncaptured = [
+        u.mutation
+        for u in unmet
+        if u.code == "mutation_kind_unmapped" and timeline.by_id[str(u.mutation)].kind == UNCAPTURED
+    ]
     if first.code == "no_evidence":
-        return "No evidence was recorded, so nothing proves the claim."
+        # A plain unmapped kind waits for evidence to matter; these do not.
+        said = _claim_level_parts(unmet, uncaptured, timeline)
+        return " ".join(
+            [
+                "No evidence was recorded, so nothing proves the claim.",
+                *(f"{_capital(p)}." for p in said),
+            ]
+        )
     parts = []
     if first.code == "no_supporting_evidence":
         codes = sorted({f.code for r in results for f in r.reasons})
         parts.append(f"no evidence counts ({', '.join(codes) or 'none supports'})")
+    if any(u.code == "no_mutations" for u in unmet):
+        parts.append(_NO_MUTATIONS)
     uncovered = [u.mutation for u in unmet if u.code == "mutation_uncovered"]
     if uncovered and first.code != "no_supporting_evidence":
         text = f"{_list(uncovered, 'mutation')} not covered by qualifying evidence"
@@ -526,7 +573,11 @@ def _reason(
                 {r.evidence: r.check_type for r in results},
             )
         )
-    unmapped = [u.mutation for u in unmet if u.code == "mutation_kind_unmapped"]
+    unmapped = [
+        u.mutation
+        for u in unmet
+        if u.code == "mutation_kind_unmapped" and u.mutation not in uncaptured
+    ]
     if unmapped:
         kinds = sorted({timeline.by_id[str(m)].kind for m in unmapped})
         shown = ", ".join(repr(kind[:40]) for kind in kinds[:3])
@@ -534,10 +585,45 @@ def _reason(
             f"{_list(unmapped, 'mutation')} of a kind no check type may cover ({shown}); "
             "the policy's covered_by says which check types may cover each kind"
         )
+    parts += _claim_level_parts(unmet, uncaptured, timeline, with_no_mutations=False)
     missing = [u.check_type for u in unmet if u.code == "requirement_unmet"]
     if missing:
         parts.append(f"the policy requires {', '.join(str(m) for m in missing)}")
     return "Unverified: " + "; ".join(parts) + "."
+
+
+_NO_MUTATIONS = "the claim records no change, and the policy requires one (require_mutations)"
+
+
+def _claim_level_parts(
+    unmet: tuple[Unmet, ...],
+    uncaptured: list[str | None],
+    timeline: _Timeline,
+    *,
+    with_no_mutations: bool = True,
+) -> list[str]:
+    """What no evidence could fix: nothing changed, a change that could not be captured, a
+    protected target changed."""
+    parts = []
+    if with_no_mutations and any(u.code == "no_mutations" for u in unmet):
+        parts.append(_NO_MUTATIONS)
+    if uncaptured:
+        targets = ", ".join(sorted({timeline.by_id[str(m)].target[:80] for m in uncaptured})[:3])
+        parts.append(
+            f"{_list(uncaptured, 'mutation')} a change that could not be captured ({targets}), "
+            "which nothing may cover"
+        )
+    protected = [u.mutation for u in unmet if u.code == "protected_target_changed"]
+    if protected:
+        targets = ", ".join(sorted({timeline.by_id[str(m)].target[:80] for m in protected})[:3])
+        parts.append(
+            f"{_list(protected, 'mutation')} a change to a target the policy protects ({targets})"
+        )
+    return parts
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _kind_mismatches(

@@ -92,7 +92,7 @@ def test_init_says_to_commit_the_file_the_gate_will_then_accept(
     monkeypatch.chdir(repo)
 
     assert run(["gate", "--outcome", "Fixed add()."]) == 1  # claim.toml is not committed yet
-    assert "gate's configuration claim.toml was changed" in capsys.readouterr().out
+    assert "a change to a target the policy protects (claim.toml)" in capsys.readouterr().out
 
     git(repo, "add", "claim.toml")
     git(repo, "commit", "-qm", "gate")

@@ -311,7 +311,7 @@ def test_attack_27_a_work_tree_the_service_cannot_judge_is_sent_back_not_let_thr
     service: GateService, sabotage: Callable[[Path], object]
 ) -> None:
     """Broken work under a .git the service refuses to read: the stop is not let through
-    unjudged; it goes back to the agent like a local gate's capture_failed, within max_blocks."""
+    unjudged; it goes back to the agent like a local gate's uncaptured change, within max_blocks."""
     repo = buggy_project(service.observed / "repo")
     write_files(repo, {"README.md": "done\n"})
     sabotage(repo)

@@ -12,6 +12,7 @@ import pytest
 from completion_claim.cli import run
 
 from ..builders import claim_doc, evidence, mutation, ts
+from ..signing import genuine_doc, policy_doc
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 DECIDE = "2026-08-27T18:04:10Z"
@@ -175,3 +176,30 @@ def test_explain_under_an_operator_policy(
     assert "observe: claim observe test-run " in out
     assert run(["-q", "explain", path, "--at", ts(20)]) == 0
     assert capsys.readouterr().out.count("\n") == 3  # the verdict and its two lines, no tables
+
+
+def test_explain_names_a_recorded_verdict_that_differs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    said = {"state": "verified", "unmet": []}
+    path = write(tmp_path, claim_doc(evidence_items=[], verdict=said))
+    assert run(["explain", path, "--at", DECIDE]) == 1
+    assert "note: the document records another verdict (verified; unmet: none)" in (
+        capsys.readouterr().out
+    )
+    assert run(["explain", path, "--at", DECIDE, "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["recorded_verdict_differs"] == said
+
+
+def test_explain_checks_signatures_as_verify_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A signed claim under a signed policy: explain reaches verify's verdict (it used to count
+    no signed item, as a library caller that passes no signature check)."""
+    path = write(tmp_path, genuine_doc())
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps(policy_doc()))
+    decide = "2026-08-27T18:00:20Z"
+    assert run(["verify", path, "--policy", str(policy), "--at", decide]) == 0
+    assert run(["explain", path, "--policy", str(policy), "--at", decide]) == 0
+    assert "independence proven" in capsys.readouterr().out

@@ -54,6 +54,39 @@ def test_json_prints_the_verdict_alone(tmp_path: Path, capsys: pytest.CaptureFix
     assert verdict["decided_at"] == DECIDE
 
 
+def test_a_recorded_verdict_that_differs_is_named_and_the_recomputed_one_decides(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    said = {"state": "unverified", "unmet": [{"code": "no_mutations"}], "reason": "gate"}
+    path = claim_file(tmp_path, verdict=said)
+    assert run(["verify", path, "--at", DECIDE]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("VERIFIED")
+    assert out.splitlines()[-1] == (
+        "note: the document records another verdict (unverified; unmet: no_mutations); the "
+        "verdict above, reached now under the policy applied, is the one that counts"
+    )
+    assert run(["verify", path, "--at", DECIDE, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["state"] == "verified"
+    assert shown["recorded_verdict_differs"] == {
+        "state": "unverified",
+        "unmet": [{"code": "no_mutations"}],
+    }
+    assert run(["-q", "verify", path, "--at", DECIDE]) == 0
+    assert "note:" not in capsys.readouterr().out
+
+
+def test_a_recorded_verdict_that_agrees_is_not_mentioned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = claim_file(tmp_path, verdict={"state": "verified", "unmet": [], "reason": "other"})
+    assert run(["verify", path, "--at", DECIDE]) == 0
+    assert "note:" not in capsys.readouterr().out
+    assert run(["verify", path, "--at", DECIDE, "--json"]) == 0
+    assert "recorded_verdict_differs" not in json.loads(capsys.readouterr().out)
+
+
 def test_report_lists_coverage_and_why_items_do_not_count(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -6,12 +6,14 @@ local HTTP service are the observer tests' own, imported so both suites use one 
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from completion_claim.cli import run
 from completion_claim.gate.config import GateConfig, load_config
 from tests.observe.conftest import postgres, postgres_reader, site  # noqa: F401 - fixtures
 
@@ -44,3 +46,26 @@ def write_config(tmp_path: Path) -> WriteConfig:
         return load_config(path, dict(os.environ) if environ is None else environ)
 
     return write
+
+
+def reverify(claim_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+    """``claim verify --json`` of a claim the gate recorded, at the gate's own decision time:
+    the verdict any verifier reaches from the document alone."""
+    recorded = json.loads(claim_path.read_text(encoding="utf-8"))["verdict"]
+    capsys.readouterr()
+    code = run(["verify", str(claim_path), "--json", "--at", recorded["decided_at"]])
+    verdict: dict[str, object] = json.loads(capsys.readouterr().out)
+    assert code == {"verified": 0, "unverified": 1, "refuted": 2}[str(verdict["state"])]
+    return verdict
+
+
+@pytest.fixture(autouse=True)
+def _one_verdict_everywhere(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Iterator[None]:
+    """Every claim a gate test recorded re-verifies, from the document alone, to the verdict
+    the gate reached: the same state and the same unmet list (attack 48)."""
+    yield
+    for claim_path in sorted((tmp_path / "runs").rglob("claim.json")):
+        recorded = json.loads(claim_path.read_text(encoding="utf-8"))["verdict"]
+        again = reverify(claim_path, capsys)
+        assert (again["state"], again["unmet"]) == (recorded["state"], recorded["unmet"])
+        assert "recorded_verdict_differs" not in again

@@ -5,11 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from msgspec import structs
-
 from completion_claim import parse_claim, verify
 from completion_claim.gate.reason import MAX_LINE, agent_reason, node_id
-from completion_claim.verify import Unmet
+from completion_claim.model import parse_policy
 from tests.builders import at, claim_doc, evidence, mutation
 
 PASSING = {"exit_code": 0, "passed": 2, "failed": 0, "errors": 0, "skipped": 0}
@@ -108,18 +106,27 @@ def test_a_change_no_check_observed_says_what_would_count(tmp_path: Path) -> Non
     )
 
 
-def test_the_gates_own_unmet_codes_have_wording(tmp_path: Path) -> None:
-    claim = parse_claim(claim_doc([file_write(target="claim.toml")], [run_item(PASSING)]))
-    gated = structs.replace(
-        verify(claim, at(20)),
-        state="unverified",
-        unmet=(Unmet("gate_config_changed", mutation="m1"), Unmet("no_changes")),
-    )
-    assert agent_reason(claim, gated, tmp_path).splitlines() == [
+def test_the_gates_rules_are_worded_from_the_verdicts_codes(tmp_path: Path) -> None:
+    gate = parse_policy(
+        {"id": "gate", "requires": [], "max_age_s": 300, "require_mutations": True,
+         "protected_targets": ["claim.toml"]}
+    )  # fmt: skip
+    changed = parse_claim(claim_doc([file_write(target="claim.toml")], [run_item(PASSING)]))
+    assert agent_reason(changed, verify(changed, at(20), gate), tmp_path) == (
         "you changed claim.toml, the gate's configuration: restore it; it is the operator's, "
-        "not yours to change",
-        "nothing changed in the work tree: make the change the task asks for, then stop",
-    ]
+        "not yours to change"
+    )
+    nothing = parse_claim(claim_doc([], [{**run_item(PASSING), "covers": []}]))
+    assert agent_reason(nothing, verify(nothing, at(20), gate), tmp_path) == (
+        "nothing changed in the work tree: make the change the task asks for, then stop"
+    )
+    unread = parse_claim(claim_doc([mutation(kind="uncaptured", target=".")], []))
+    assert (
+        agent_reason(
+            unread, verify(unread, at(20), gate), tmp_path, "a link leaves the work tree: x"
+        ).splitlines()[0]
+        == "the gate could not read your change: a link leaves the work tree: x"
+    )
 
 
 def test_the_reason_is_bounded(tmp_path: Path) -> None:

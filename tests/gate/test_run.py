@@ -15,8 +15,14 @@ from typing import Any
 import pytest
 
 from completion_claim.cli import run
-from completion_claim.gate.config import GateConfig
-from completion_claim.gate.run import GATE_VERIFIER_ID, NO_OUTCOME, run_gate, start_gate
+from completion_claim.gate.config import GateConfig, load_config
+from completion_claim.gate.run import (
+    GATE_VERIFIER_ID,
+    NO_OUTCOME,
+    protected_targets,
+    run_gate,
+    start_gate,
+)
 from tests.fixtures.pages import Site as WebApp
 from tests.fixtures.pages import needs_chromium, served_site
 from tests.fixtures.projects import CALC, CALC_BUGGY, TEST_CALC, git, make_repo, write_files
@@ -107,9 +113,11 @@ def test_no_change_is_unverified_even_when_the_tests_pass(
 
     assert (result.verdict.state, result.exit_code) == ("unverified", 1)
     assert result.document["mutations"] == []
-    assert [u.code for u in result.verdict.unmet] == ["no_changes"]
-    # The evidence alone would verify; the sentence must not say so for a verdict the gate holds.
-    assert result.verdict.reason == "Unverified: nothing changed: there is no change to verify."
+    assert [u.code for u in result.verdict.unmet] == ["no_mutations"]
+    # The evidence alone would verify; the sentence must not say so.
+    assert result.verdict.reason == (
+        "Unverified: the claim records no change, and the policy requires one (require_mutations)."
+    )
     assert result.agent_reason.startswith("nothing changed in the work tree")
     assert result.document["claimed_outcome"] == "Done."
 
@@ -226,13 +234,201 @@ def test_a_changed_gate_configuration_in_the_work_tree_is_not_verified(
         {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC, "claim.toml": strict},
     )
     write_files(repo, {"calc.py": CALC, "claim.toml": strict.replace("600", "601")})
-    from completion_claim.gate.config import load_config
 
     result = run_gate(load_config(repo / "claim.toml", {}), repo, outcome="Done.")
 
     assert result.verdict.state == "unverified"
-    assert "gate_config_changed" in [u.code for u in result.verdict.unmet]
+    assert "protected_target_changed" in [u.code for u in result.verdict.unmet]
     assert "you changed claim.toml, the gate's configuration" in result.agent_reason
+
+
+# --- one verdict everywhere (attack 48) ---------------------------------------------------------
+
+
+def claim_verify(claim_path: Path) -> tuple[int, dict[str, Any]]:
+    """The real command, as a CI step or an auditor would run it on the recorded claim."""
+    done = subprocess.run(
+        [sys.executable, "-m", "completion_claim", "verify", str(claim_path), "--json"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return done.returncode, json.loads(done.stdout)
+
+
+def nothing_changed(tmp_path: Path, write_config: WriteConfig) -> tuple[GateConfig, Path]:
+    return write_config(POLICY + TEST_RUN_CHECK), correct_project(tmp_path / "repo")
+
+
+def config_changed(tmp_path: Path, write_config: WriteConfig) -> tuple[GateConfig, Path]:
+    """An honest-looking fix, with the claim.toml in the work tree loosened on the way."""
+    strict = f'[gate]\nruns_dir = "{tmp_path / "runs"}"\n{POLICY}{TEST_RUN_CHECK}'
+    repo = make_repo(
+        tmp_path / "repo",
+        {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC, "claim.toml": strict},
+    )
+    write_files(repo, {"calc.py": CALC, "claim.toml": strict.replace("600", "601")})
+    return load_config(repo / "claim.toml", {}), repo
+
+
+def capture_failed(tmp_path: Path, write_config: WriteConfig) -> tuple[GateConfig, Path]:
+    """A work tree the gate cannot read honestly: calc.py is a link out of it."""
+    repo = buggy_project(tmp_path / "repo")
+    outside = tmp_path / "outside.py"
+    outside.write_text(CALC, encoding="utf-8")
+    (repo / "calc.py").unlink()
+    (repo / "calc.py").symlink_to(outside)
+    return write_config(POLICY + TEST_RUN_CHECK), repo
+
+
+REFUSALS = {
+    "no_changes": (nothing_changed, "no_mutations", "nothing changed in the work tree"),
+    "gate_config_changed": (
+        config_changed,
+        "protected_target_changed",
+        "you changed claim.toml, the gate's",
+    ),
+    "capture_failed": (
+        capture_failed,
+        "mutation_kind_unmapped",
+        "the gate could not read your change: ",
+    ),
+}
+
+
+@pytest.mark.parametrize("scenario", REFUSALS.values(), ids=REFUSALS.keys())
+def test_attack_48_the_recorded_claim_re_verifies_to_the_gates_refusal(
+    tmp_path: Path, write_config: WriteConfig, scenario: tuple[Any, str, str]
+) -> None:
+    """The gate's own rules are the format's: `claim verify` of the claim the gate recorded
+    reaches the gate's verdict, so no later re-check turns "not verified" into "verified"."""
+    setup, code, said = scenario
+    config, repo = setup(tmp_path, write_config)
+
+    result = run_gate(config, repo, outcome="Done.")
+
+    assert result.verdict.state == "unverified"
+    assert code in [u.code for u in result.verdict.unmet]
+    assert said in result.agent_reason
+    exit_code, again = claim_verify(result.claim_path)
+    assert (exit_code, again["state"]) == (1, "unverified")
+    assert again["unmet"] == result.document["verdict"]["unmet"]
+    assert "recorded_verdict_differs" not in again
+
+
+def test_attack_48_the_honest_fix_re_verifies_as_verified(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    repo = buggy_project(tmp_path / "repo")
+    write_files(repo, {"calc.py": CALC})
+
+    result = run_gate(write_config(POLICY + TEST_RUN_CHECK), repo, outcome="Fixed add().")
+
+    assert result.verdict.state == "verified"
+    assert result.document["policy"]["require_mutations"] is True
+    exit_code, again = claim_verify(result.claim_path)
+    assert (exit_code, again["state"], again["unmet"]) == (0, "verified", [])
+
+
+def test_attack_48_the_recorded_policy_protects_the_configuration_in_the_work_tree(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    """Only files the configuration reads from the work tree are protected, by the path the
+    capture gives them; an operator's claim.toml outside the tree adds nothing."""
+    config, repo = config_changed(tmp_path, write_config)
+    inside = run_gate(config, repo, outcome="Done.")
+    outside = run_gate(write_config(POLICY + TEST_RUN_CHECK), repo, outcome="Done.")
+
+    assert inside.document["policy"]["protected_targets"] == ["claim.toml"]
+    assert "protected_targets" not in outside.document["policy"]
+
+
+def test_a_configuration_cannot_switch_the_gates_demands_off(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    """The gate's demands are added to the configuration's policy, never taken from it: an
+    in-tree claim.toml is the agent's to edit, if only to be caught at it."""
+    lax = POLICY + (
+        'require_mutations = false\nprotected_targets = ["docs/x.md"]\n'
+        '[policy.covered_by]\nuncaptured = ["test_run"]\nfile_write = ["test_run"]\n'
+    )
+    result = run_gate(
+        write_config(lax + TEST_RUN_CHECK), correct_project(tmp_path / "repo"), outcome="Done."
+    )
+
+    assert [u.code for u in result.verdict.unmet] == ["no_mutations"]
+    recorded = result.document["policy"]
+    assert (recorded["require_mutations"], recorded["protected_targets"]) == (True, ["docs/x.md"])
+    assert recorded["covered_by"] == {"file_write": ["test_run"]}
+
+
+def test_attack_62_a_configuration_link_re_pointed_at_a_file_already_in_the_tree(
+    tmp_path: Path,
+) -> None:
+    """claim.toml in the work tree is a link to the operator's file beside it; the agent breaks
+    calc.py and re-points the link at a lenient file the repository already held (a green
+    command, no test counts needed). Only the file the link named was protected."""
+    runs = f'[gate]\nruns_dir = "{tmp_path / "runs"}"\n'
+    lenient = (
+        f'{runs}[policy]\nid = "lenient"\nrequires = ["test_run"]\nmax_age_s = 600\n'
+        'min_tests = 0\n[[check]]\ntype = "test_run"\ncommand = ["python", "-c", "pass"]\n'
+    )
+    repo = make_repo(
+        tmp_path / "repo",
+        {"calc.py": CALC, "tests/test_calc.py": TEST_CALC, "ops/strict.toml": runs + POLICY
+         + TEST_RUN_CHECK, "ops/lenient.toml": lenient},
+    )  # fmt: skip
+    (repo / "claim.toml").symlink_to("ops/strict.toml")
+    git(repo, "add", "claim.toml")
+    git(repo, "commit", "-q", "-m", "gate")
+    start_gate(load_config(repo / "claim.toml", {}), repo)
+    write_files(repo, {"calc.py": CALC_BUGGY})
+    (repo / "claim.toml").unlink()
+    (repo / "claim.toml").symlink_to("ops/lenient.toml")
+
+    result = run_gate(load_config(repo / "claim.toml", {}), repo, outcome="Done.")
+
+    assert result.verdict.state == "unverified"
+    assert "protected_target_changed" in [u.code for u in result.verdict.unmet]
+    assert set(result.document["policy"]["protected_targets"]) == {
+        "claim.toml", "ops/lenient.toml"
+    }  # fmt: skip
+
+
+def test_a_configuration_file_is_protected_under_every_name_a_link_gives_it(
+    tmp_path: Path,
+) -> None:
+    runs = f'[gate]\nruns_dir = "{tmp_path / "runs"}"\n'
+    repo = make_repo(tmp_path / "repo", {"real/claim.toml": runs + POLICY + TEST_RUN_CHECK})
+    (repo / "hop.toml").symlink_to("real/claim.toml")
+    (repo / "claim.toml").symlink_to("hop.toml")
+    (repo / "conf").symlink_to("real")
+    chained = load_config(repo / "claim.toml", {})
+    through_folder = load_config(repo / "conf" / "claim.toml", {})
+
+    assert protected_targets(chained, repo) == ("claim.toml", "hop.toml", "real/claim.toml")
+    assert protected_targets(through_folder, repo) == (
+        "conf/claim.toml", "conf", "real/claim.toml"
+    )  # fmt: skip
+    assert protected_targets(load_config(repo / "claim.toml", {}), tmp_path / "other") == ()
+
+
+def test_a_configuration_reached_through_a_link_it_was_not_changed_through_verifies(
+    tmp_path: Path,
+) -> None:
+    """The honest control: the same link, left alone, and a real fix."""
+    runs = f'[gate]\nruns_dir = "{tmp_path / "runs"}"\n'
+    repo = make_repo(
+        tmp_path / "repo",
+        {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC,
+         "ops/strict.toml": runs + POLICY + TEST_RUN_CHECK},
+    )  # fmt: skip
+    (repo / "claim.toml").symlink_to("ops/strict.toml")
+    git(repo, "add", "claim.toml")
+    git(repo, "commit", "-q", "-m", "gate")
+    write_files(repo, {"calc.py": CALC})
+
+    result = run_gate(load_config(repo / "claim.toml", {}), repo, outcome="Fixed add().")
+
+    assert result.verdict.state == "verified"
 
 
 def test_the_default_outcome_says_none_was_given(tmp_path: Path, write_config: WriteConfig) -> None:

@@ -101,6 +101,37 @@ def test_attack_15_the_claims_own_verdict_and_lax_policy_are_ignored(client: Tes
         assert entry["policy"]["id"] == BUILTIN_POLICY.id
 
 
+def test_attack_48_a_claim_whose_own_verdict_disagrees_is_recorded_as_decided_and_said(
+    ledger_url: str,
+) -> None:
+    """A gate's claim of an untouched work tree: a green task-level run, no mutation, its own
+    verdict unverified (no_mutations). The service records what its operator's policy decides,
+    and says that the claim's own verdict differs; under a policy that requires a change, as
+    the gate's does, it records the gate's verdict."""
+    green = fresh_claim("verified")
+    green["mutations"] = []
+    green["evidence"][0]["covers"] = []
+    said = {"state": "unverified", "unmet": [{"code": "no_mutations"}]}
+    gates = with_member(green, verdict=said)
+    with serving(ledger_url) as (client, _):
+        answer = post(client, gates).json()
+        assert answer["verdict"]["state"] == "verified"
+        assert answer["recorded_verdict_differs"] == said
+        agrees = with_member(fresh_claim("verified"), verdict={"state": "verified", "unmet": []})
+        agreeing = post(client, agrees)
+        assert agreeing.json()["recorded_verdict_differs"] is None
+    operator = parse_policy({"id": "ops/gate", "requires": [], "max_age_s": 300,
+                             "require_mutations": True})  # fmt: skip
+    with serving(ledger_url, policy=operator) as (client, _):
+        answer = post(client, gates).json()
+        assert (answer["verdict"]["state"], answer["recorded_verdict_differs"]) == (
+            "unverified",
+            None,
+        )
+        entry = client.get(f"/v1/claims/{answer['index']}").json()
+        assert entry["policy"]["require_mutations"] is True
+
+
 def test_a_signed_operator_policy_checks_the_evidence_signatures(ledger_url: str) -> None:
     operator = parse_policy(policy_doc())
     with serving(ledger_url, policy=operator) as (client, _):

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from completion_claim.gate.run import GATE_VERIFIER_ID
+from completion_claim.model import parse_claim, parse_policy
 from completion_claim.observe.repository import run_git
 from completion_claim.service.gate_service import (
     BadGateRequest,
@@ -26,11 +27,15 @@ from completion_claim.service.gate_service import (
     start,
 )
 from completion_claim.service.ledger import Ledger
+from completion_claim.service.records import Entry
 from completion_claim.service.settings import ServiceSettings
+from completion_claim.timefmt import parse_time
+from completion_claim.trust import check_signatures
 from completion_claim.trust.dsse import Signers, decode_envelope
 from completion_claim.trust.keys import SigningKey, load_signing_key
+from completion_claim.verify import verify
 from tests.fixtures.gate_service import buggy_project, write_operator
-from tests.fixtures.projects import CALC, make_repo, write_files
+from tests.fixtures.projects import CALC, TEST_CALC, make_repo, write_files
 
 NOW = datetime(2026, 11, 30, 18, 0, tzinfo=UTC)
 
@@ -279,6 +284,33 @@ def test_an_honest_fix_is_verified_with_evidence_signed_by_the_service_key(
     signers = Signers(decode_envelope(item["attestation"]))
     assert signers.signed(service_key)
     assert not signers.signed(SigningKey.generate().public)
+    assert reverified(stored) == ("verified", [])
+
+
+def reverified(entry: Entry) -> tuple[str, list[Any]]:
+    """The entry's claim judged again under the policy the entry records, when it was decided:
+    what any auditor of the ledger reaches."""
+    claim = parse_claim(entry.claim)
+    decided_at = parse_time(entry.verdict["decided_at"], "decided_at")
+    again = verify(claim, decided_at, parse_policy(entry.policy), signatures=check_signatures)
+    return again.state, [u.to_json() for u in again.unmet]
+
+
+def test_attack_48_a_run_where_nothing_changed_is_not_verified_in_the_ledger(
+    settings: ServiceSettings, ledger: Ledger, observed: Path
+) -> None:
+    """The tests pass and nothing changed: the ledger entry is unverified, and its claim under
+    its policy re-verifies so (it said "verified, covering 0 mutations")."""
+    repo = make_repo(observed / "repo", {"calc.py": CALC, "tests/test_calc.py": TEST_CALC})
+
+    decision = decide(settings, ledger, GateRequest(str(repo), "Done."),
+                      submitted_by="agent-1", now=NOW)  # fmt: skip
+
+    stored = ledger.get(decision.entry.index)
+    assert stored is not None
+    assert stored.verdict["state"] == "unverified"
+    assert [u["code"] for u in stored.verdict["unmet"]] == ["no_mutations"]
+    assert reverified(stored) == ("unverified", stored.verdict["unmet"])
 
 
 def test_a_repository_outside_the_root_appends_nothing(

@@ -147,7 +147,7 @@ def _stop_by_service(
         decided, max_blocks = answer, answer.max_blocks
     except WorkTreeRefused as refused:
         # The work tree is the agent's: one the service cannot judge is unverified, as a local
-        # gate's capture_failed is, and goes back to the agent (within the usual bound).
+        # gate's uncaptured change is, and goes back to the agent (within the usual bound).
         decided, max_blocks = _Unjudged(refused.reason, server), DEFAULT_MAX_BLOCKS
     except ClaimError as problem:
         # As when the gate cannot run here: an unreachable judge must not trap the agent.

@@ -10,8 +10,17 @@ from .._files import read_limited, source_name
 from .._json import DEFAULT_MAX_BYTES
 from ..errors import InvalidDocument
 from ..model import Claim, load_claim
-from ..report import independence_text, next_steps, render_report, rule_results
+from ..report import (
+    DIFFERS_MEMBER,
+    disagreement_line,
+    independence_text,
+    next_steps,
+    recorded_verdict_differs,
+    render_report,
+    rule_results,
+)
 from ..timefmt import format_time
+from ..trust import check_signatures
 from ..verify import Verdict, evidence_ref, verify
 from . import EXIT_VERIFIED, app
 from ._output import emit_json, output, paint_state, print_table
@@ -130,16 +139,18 @@ def explain_command(path: str, policy_path: str | None, at_text: str | None, as_
     at = decision_time(at_text)
     policy = read_policy(policy_path, DEFAULT_MAX_BYTES)
     claim = read_claim_file(path)
-    verdict = verify(claim, at, policy)
+    verdict = verify(claim, at, policy, signatures=check_signatures)
     source = source_name(path)
+    differs = recorded_verdict_differs(claim, verdict)
     if as_json:
-        emit_json(
-            {
-                "verdict": verdict.to_json(),
-                "rules": rule_results(claim, verdict),
-                "next_steps": next_steps(claim, verdict, source, policy),
-            }
-        )
+        explained = {
+            "verdict": verdict.to_json(),
+            "rules": rule_results(claim, verdict),
+            "next_steps": next_steps(claim, verdict, source, policy),
+        }
+        if differs is not None:
+            explained[DIFFERS_MEMBER] = differs
+        emit_json(explained)
         return exit_code(verdict)
     click.echo(paint_state(f"{verdict.state.upper()}  {source}".rstrip(), verdict.state))
     click.echo(
@@ -149,6 +160,8 @@ def explain_command(path: str, policy_path: str | None, at_text: str | None, as_
     click.echo(f"  {verdict.reason}")
     if output().quiet:
         return exit_code(verdict)
+    if differs is not None:
+        click.echo(f"  {disagreement_line(differs)}")
     print_rules(claim, verdict)
     kinds = {m.id: m.kind for m in claim.mutations}
     print_table(

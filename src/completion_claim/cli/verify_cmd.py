@@ -21,7 +21,7 @@ from ..claimfile import render
 from ..errors import InvalidDocument, UsageError
 from ..model import Mutation, Policy, load_claim, load_policy
 from ..observe.git_capture import mutation_record, workspace_mutations
-from ..report import render_report
+from ..report import DIFFERS_MEMBER, disagreement_line, recorded_verdict_differs, render_report
 from ..timefmt import parse_time
 from ..trust import check_signatures
 from ..verify import Verdict, verify
@@ -179,14 +179,20 @@ def verify_command(
         # The signed claim is the one judged: the work-tree changes are part of it.
         document["mutations"] = [*document["mutations"], *map(mutation_record, found)]
         _write_signed_verdict(out_path, document, verdict, key)
+    differs = recorded_verdict_differs(claim, verdict)
     if as_json:
-        click.echo(dumps(verdict.to_json(), indent=2))
+        shown_json = verdict.to_json()
+        if differs is not None:
+            shown_json[DIFFERS_MEMBER] = differs
+        click.echo(dumps(shown_json, indent=2))
         return exit_code(verdict)
     report = render_report(claim, verdict, source_name(path), policy)
     shown = output()
     if shown.quiet:
         report = report[: report.index("\n") + 1]  # the verdict line alone
     click.echo(paint_state(report, verdict.state), nl=False)
+    if differs is not None and not shown.quiet:
+        click.echo(disagreement_line(differs))
     if shown.verbose:
         from .show_cmd import print_rules  # noqa: PLC0415 - show_cmd imports this module
 

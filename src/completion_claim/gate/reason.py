@@ -8,15 +8,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..model import DOM_ASSERTION, ENDPOINT_HEALTH, STATE_READBACK, TEST_RUN, Claim, Evidence
+from ..model import (
+    DOM_ASSERTION,
+    ENDPOINT_HEALTH,
+    STATE_READBACK,
+    TEST_RUN,
+    UNCAPTURED,
+    Claim,
+    Evidence,
+)
 from ..report import describe_finding
 from ..verify import Coverage, EvidenceResult, Verdict, evidence_ref
 
 MAX_LINES = 12
 MAX_LINE = 300
-NO_CHANGES = "no_changes"
-GATE_CONFIG_CHANGED = "gate_config_changed"
-CAPTURE_FAILED = "capture_failed"
 _WHAT = {
     TEST_RUN: "the test run",
     ENDPOINT_HEALTH: "the endpoint check of",
@@ -34,15 +39,19 @@ _WOULD_COUNT = {
 def agent_reason(
     claim: Claim, verdict: Verdict, root: Path, capture_error: str | None = None
 ) -> str:
-    """One line per problem, most useful first; "" when verified. ``capture_error``: why the
-    gate could not read the work tree (then nothing was observed)."""
+    """One line per problem, most useful first; "" when verified. The lines follow the verdict's
+    codes; ``capture_error`` only words the one for a change the gate could not capture."""
     if verdict.state == "verified":
         return ""
     items = {evidence_ref(item, i): item for i, item in enumerate(claim.evidence)}
     mutations = {m.id: m for m in claim.mutations}
-    lines: list[str] = []
-    if capture_error is not None:
-        lines.append(f"the gate could not read your change: {capture_error}")
+    lines = [
+        f"the gate could not read your change: {capture_error or 'the work tree was unreadable'}"
+        for unmet in verdict.unmet
+        if unmet.code == "mutation_kind_unmapped"
+        and unmet.mutation in mutations
+        and mutations[unmet.mutation].kind == UNCAPTURED
+    ]
     refuted = verdict.state == "refuted"
     for result in verdict.evidence:
         item = items[result.evidence]
@@ -53,11 +62,11 @@ def agent_reason(
             lines += _contradiction(item, result, root)
         lines += _tests_set_aside(item)
     for unmet in verdict.unmet:
-        if unmet.code == NO_CHANGES:
+        if unmet.code == "no_mutations":
             lines.append(
                 "nothing changed in the work tree: make the change the task asks for, then stop"
             )
-        elif unmet.code == GATE_CONFIG_CHANGED and unmet.mutation in mutations:
+        elif unmet.code == "protected_target_changed" and unmet.mutation in mutations:
             lines.append(
                 f"you changed {mutations[unmet.mutation].target}, the gate's configuration: "
                 "restore it; it is the operator's, not yours to change"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,12 +30,13 @@ from ..model import (
     KNOWN_CHECK_TYPES,
     STATE_WRITE,
     UI_ACTION,
-    Claim,
+    UNCAPTURED,
     Mutation,
     Policy,
     Timestamp,
     Trust,
     TrustedObserver,
+    parse_policy,
 )
 from ..observe._common import Observation, ObserverSettings, run_observer
 from ..observe.git_capture import capture, mutation_record, repository_root
@@ -43,7 +44,7 @@ from ..observe.repository import git_process
 from ..report import render_report
 from ..timefmt import format_time
 from ..trust import check_signatures
-from ..verify import Unmet, Verdict, verify
+from ..verify import Verdict, verify
 from .baseline import (
     baseline_details,
     probe,
@@ -60,13 +61,16 @@ from .config import (
     GateConfig,
     TestRunCheck,
 )
-from .reason import CAPTURE_FAILED, GATE_CONFIG_CHANGED, NO_CHANGES, agent_reason
+from .reason import agent_reason
 
 GATE_VERIFIER_ID = f"claim-gate/{__version__}"
 NO_OUTCOME = "(no outcome given)"
 CLAIM_NAME = "claim.json"
 DEFAULT_BRANCHES = ("origin/HEAD", "main", "master")
 EXIT_FOR_STATE = {"verified": 0, "unverified": 1, "refuted": 2}  # cli/__init__.py's EXIT_*
+MAX_LINK_HOPS = 40  # as the kernel's limit on links followed in one path
+WHOLE_TREE = "."
+"""The target of an ``uncaptured`` mutation: the work tree as a whole."""
 RUN_KEY = "run"
 """``details.run`` of a page check: its run folder under the runs directory, where its
 screenshot is (the dashboard serves it from there)."""
@@ -140,8 +144,11 @@ def run_gate(
         mutations = _capture(root, chosen.revision, config.checks, started)
     except ObservationFailed as failure:
         # The work tree is the agent's: one that cannot be read honestly (a link out of it, a
-        # file name git cannot record) is the agent's to fix, and nothing is observed.
-        capture_error, mutations = str(failure), []
+        # file name git cannot record) is the agent's to fix, and nothing is observed. The
+        # claim records it as a change of a kind nothing may cover, so that whoever verifies
+        # the recorded claim reaches the gate's verdict.
+        capture_error = str(failure)
+        mutations = [Mutation("m1", UNCAPTURED, WHOLE_TREE, Timestamp.of(started), None)]
         events.step("capture", f"could not read the work tree: {failure}")
     else:
         files = sum(1 for m in mutations if m.kind == FILE_WRITE)
@@ -150,6 +157,9 @@ def run_gate(
         )
     task = task_id or f"{root.name}@{chosen.revision[:12]}@{format_time(started)}"
     baselines = "taken at start" if record is not None else "not taken (no claim gate --start)"
+    uncaptured = (
+        "" if capture_error is None else f"; the work tree could not be captured: {capture_error}"
+    )
     create_claim(
         claim_path,
         {
@@ -157,7 +167,7 @@ def run_gate(
             "task": {
                 "id": task,
                 "description": f"claim gate on {root.name} against {chosen.revision} "
-                f"({chosen.source}); baselines {baselines}",
+                f"({chosen.source}); baselines {baselines}{uncaptured}",
             },
             "claimed_outcome": outcome,
             "mutations": [
@@ -171,15 +181,13 @@ def run_gate(
         _observe(config, check, number, claim_path, mutations, root, record, trusted_ref,
                  deadline, events)  # fmt: skip
     raw, claim = read_claim(claim_path)
-    policy = gate_policy(config)
-    verdict = _gate_rules(
-        verify(claim, datetime.now(UTC), policy, signatures=check_signatures),
-        claim,
-        config,
-        root,
-        capture_error,
+    # The policy is judged as the claim records it: whoever verifies the recorded claim, with
+    # `claim verify`, a service or another implementation, applies the same rules to the same
+    # policy and reaches the gate's verdict.
+    raw["policy"] = policy_json(gate_policy(config, root))
+    verdict = verify(
+        claim, datetime.now(UTC), parse_policy(raw["policy"]), signatures=check_signatures
     )
-    raw["policy"] = policy_json(policy)
     raw = _with_verdict(raw, verdict, config)
     write_atomic(claim_path, render(raw))
     events.step("verdict", f"{verdict.state}: {verdict.reason}")
@@ -197,17 +205,63 @@ def run_gate(
     )
 
 
-def gate_policy(config: GateConfig) -> Policy:
-    """The operator's policy; with a gate key and no trust roots of its own, the gate's key is
-    its one trusted observer, so the gate's signed evidence proves independence. Only the
-    operator's claim.toml can do this: the claim's own policy is never read."""
-    if config.sign_key is None or config.policy.trust is not None:
-        return config.policy
+def gate_policy(config: GateConfig, root: Path) -> Policy:
+    """The operator's policy with what the gate demands of every change: that there is one
+    (``require_mutations``), that it leaves the gate's configuration alone (each file the
+    configuration reads that lies in the work tree is a protected target), and that what the
+    gate could not capture is covered by nothing. With a gate key and no trust roots of its own,
+    the gate's key is its one trusted observer, so the gate's signed evidence proves
+    independence. Only the operator's claim.toml can do this: the claim's own policy is never
+    read."""
+    policy = structs.replace(
+        config.policy,
+        require_mutations=True,
+        protected_targets=tuple(
+            dict.fromkeys((*config.policy.protected_targets, *protected_targets(config, root)))
+        ),
+        covered_by={k: v for k, v in config.policy.covered_by.items() if k != UNCAPTURED},
+    )
+    if config.sign_key is None or policy.trust is not None:
+        return policy
     from ..trust.keys import load_signing_key  # noqa: PLC0415
 
     public = load_signing_key(str(config.sign_key)).public
     observer = TrustedObserver(GATE_VERIFIER_ID, public, KNOWN_CHECK_TYPES)
-    return structs.replace(config.policy, trust=Trust("signed", (observer,), ()))
+    return structs.replace(policy, trust=Trust("signed", (observer,), ()))
+
+
+def configuration_files(config: GateConfig) -> tuple[Path, ...]:
+    """Every file the gate's configuration is read from."""
+    return (config.path,)
+
+
+def protected_targets(config: GateConfig, root: Path) -> tuple[str, ...]:
+    """The configuration's files that lie in the work tree, as the capture names them (POSIX
+    paths relative to the root): the agent works there, and they are the operator's. A file
+    reached through links is protected under every name on the way (attack 62): a link is a
+    file the agent can re-point at another one it never changed."""
+    trees = tuple(dict.fromkeys((Path(os.path.abspath(root)), Path(os.path.realpath(root)))))
+    found: dict[str, None] = {}
+    for path in configuration_files(config):
+        for name in _names(Path(os.path.abspath(path))):
+            for tree in trees:
+                if name != tree and name.is_relative_to(tree):
+                    found[name.relative_to(tree).as_posix()] = None
+    return tuple(found)
+
+
+def _names(path: Path) -> Iterator[Path]:
+    """``path``, every link on the way to the file it names (a folder on its path, a link to a
+    link), and that file."""
+    for _ in range(MAX_LINK_HOPS):
+        yield path
+        yield from (p for p in reversed(path.parents) if p.is_symlink())
+        try:
+            target = os.readlink(path)
+        except OSError:  # not a link (or no longer one: the work tree is the agent's)
+            break
+        path = Path(os.path.abspath(Path(os.path.realpath(path.parent)) / target))
+    yield Path(os.path.realpath(path))
 
 
 def policy_json(policy: Policy) -> dict[str, Any]:
@@ -221,6 +275,10 @@ def policy_json(policy: Policy) -> dict[str, Any]:
     }
     if not policy.experimental_checks:
         document["experimental_checks"] = False
+    if policy.require_mutations:
+        document["require_mutations"] = True
+    if policy.protected_targets:
+        document["protected_targets"] = list(policy.protected_targets)
     if policy.covered_by:
         document["covered_by"] = {kind: list(types) for kind, types in policy.covered_by.items()}
     if policy.trust is not None:
@@ -425,41 +483,6 @@ def _summary(item: dict[str, Any]) -> str:
 
 
 # --- the decision ----------------------------------------------------------------------------
-
-
-def _gate_rules(
-    verdict: Verdict, claim: Claim, config: GateConfig, root: Path, capture_error: str | None
-) -> Verdict:
-    """What the gate asks beyond the verifier: a work tree it could read, a change to judge, and
-    its own configuration left alone (a claim.toml in the work tree is the operator's)."""
-    unmet: list[Unmet] = []
-    reasons: list[str] = []
-    if capture_error is not None:
-        unmet.append(Unmet(CAPTURE_FAILED))
-        reasons.append(f"the work tree could not be captured: {capture_error}")
-    elif not claim.mutations:
-        unmet.append(Unmet(NO_CHANGES))
-        reasons.append("nothing changed: there is no change to verify")
-    config_path = os.path.relpath(os.path.realpath(config.path), os.path.realpath(root))
-    for mutation in claim.mutations:
-        if mutation.kind == FILE_WRITE and mutation.target == Path(config_path).as_posix():
-            unmet.append(Unmet(GATE_CONFIG_CHANGED, mutation=mutation.id))
-            reasons.append(f"the gate's configuration {mutation.target} was changed")
-    if not unmet:
-        return verdict
-    gate_says = "; ".join(reasons)
-    # The verifier's own sentence would open with "Verified:" for a verdict the gate overturns.
-    reason = (
-        f"Unverified: {gate_says}."
-        if verdict.state == "verified"
-        else f"{verdict.reason} Gate: {gate_says}."
-    )
-    return structs.replace(
-        verdict,
-        state="refuted" if verdict.state == "refuted" else "unverified",
-        unmet=(*verdict.unmet, *unmet),
-        reason=reason,
-    )
 
 
 def _with_verdict(raw: dict[str, Any], verdict: Verdict, config: GateConfig) -> dict[str, Any]:

@@ -6,6 +6,7 @@ open, as a transparency log's are: anyone may audit it.
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -18,6 +19,7 @@ from .._json import cycle_collection_paused, decode_bytes, loads
 from ..errors import InvalidDocument
 from ..gate.run import policy_json
 from ..model import parse_claim
+from ..report import recorded_verdict_differs
 from ..timefmt import parse_time
 from ..trust import check_signatures
 from ..verify import verify
@@ -26,6 +28,8 @@ from .ledger import Ledger
 from .records import Entry, EntryFilter, NewEntry, StateCounts, Stats, judged_part
 from .settings import ServiceSettings
 from .tokens import TokenStore
+
+_log = logging.getLogger("completion_claim.service.api")
 
 ANONYMOUS = "anonymous"  # ``submitted_by`` when the service has no token file
 # Indexes and sizes are 64-bit signed integers in both databases; a larger number names no
@@ -61,6 +65,10 @@ class PostedOut(BaseModel):
     url: str = Field(description="The claim's dashboard page.")
     entry_url: str
     proof_url: str
+    recorded_verdict_differs: dict[str, Any] | None = Field(
+        description="The claim's own verdict ({state, unmet}) when it disagrees with the one "
+        "recorded here, which the service reached under its own policy; else null."
+    )
 
 
 class PageOut(BaseModel):
@@ -179,7 +187,7 @@ async def post_claim(request: Request) -> dict[str, Any]:
     submitted_by = await requester(request)
     require_json(request.headers.get("content-type"))
     body = await read_capped(request, settings.max_body_bytes)
-    entry = await run_in_threadpool(
+    entry, differs = await run_in_threadpool(
         decide_and_append,
         body,
         settings,
@@ -195,6 +203,7 @@ async def post_claim(request: Request) -> dict[str, Any]:
         "url": f"{base}/claims/{entry.index}",
         "entry_url": f"{base}/v1/claims/{entry.index}",
         "proof_url": f"{base}/v1/proof/{entry.index}",
+        "recorded_verdict_differs": differs,
     }
 
 
@@ -248,16 +257,18 @@ def strict_json(body: bytes, max_bytes: int) -> Any:
 
 def decide_and_append(
     body: bytes, settings: ServiceSettings, ledger: Ledger, submitted_by: str, now: datetime
-) -> Entry:
-    """Decode strictly, parse, verify under the operator's policy, append: one entry or none."""
+) -> tuple[Entry, dict[str, Any] | None]:
+    """Decode strictly, parse, verify under the operator's policy, append: one entry or none;
+    with it, the claim's own verdict when that disagrees (it is never what is recorded)."""
     document = strict_json(body, settings.max_body_bytes)
     with cycle_collection_paused():
         claim = parse_claim(document)  # the whole document must be valid, policy included
     # ``verify`` given a policy never reads the claim's own, but the entry must not carry what
     # the service ignored: the leaf records exactly what was decided.
-    claim = replace(claim, policy=None, verdict=None)
-    verdict = verify(claim, now, settings.policy, signatures=check_signatures)
-    return ledger.append(
+    judged = replace(claim, policy=None, verdict=None)
+    verdict = verify(judged, now, settings.policy, signatures=check_signatures)
+    differs = recorded_verdict_differs(claim, verdict)
+    entry = ledger.append(
         NewEntry(
             claim=judged_part(document),
             policy=policy_json(settings.policy),
@@ -267,6 +278,12 @@ def decide_and_append(
             recorded_at=now,
         )
     )
+    if differs is not None:
+        _log.warning(
+            "claims: entry %d recorded %s; the claim's own verdict said %s",
+            entry.index, verdict.state, str(differs["state"])[:20],
+        )  # fmt: skip
+    return entry, differs
 
 
 # --- reading -----------------------------------------------------------------------------------
