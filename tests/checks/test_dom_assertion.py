@@ -82,7 +82,7 @@ def test_attack_46_an_item_without_a_true_visibility_does_not_count(visible: Any
 
 
 @pytest.mark.parametrize("hidden", [None, -1, True, "0", 1.5])
-def test_attack_46_a_count_without_a_count_of_hidden_elements_does_not_count(
+def test_attack_59_a_count_without_a_count_of_hidden_elements_does_not_count(
     hidden: Any,
 ) -> None:
     expected = {"address": "/settings", "count": 2}

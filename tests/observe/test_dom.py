@@ -291,7 +291,7 @@ def test_attack_28_a_whole_document_however_spelt_does_not_count(
     assert [f.detail for f in result.reasons] == ["the located element was the whole document"]
 
 
-# --- only what a person can see (attack 46) -------------------------------------------------
+# --- only what a person can see (attacks 46, 58, 59) -----------------------------------------
 
 NOT_SEEN = "the element it read cannot be seen by a person"
 NOT_SAVED = "<p>Your change was not saved.</p>"
@@ -424,7 +424,7 @@ def test_a_visible_element_beside_hidden_ones_of_the_same_selector_is_the_one_re
     assert verdict_of(ui_claim) == "verified"
 
 
-def test_attack_46_elements_nobody_can_see_are_not_counted(
+def test_attack_59_elements_nobody_can_see_are_not_counted(
     site: Site, ui_claim: Path, make_claim: MakeClaim
 ) -> None:
     page = (
@@ -442,7 +442,7 @@ def test_attack_46_elements_nobody_can_see_are_not_counted(
     assert verdict_of(one) == "verified"
 
 
-def test_attack_46_only_the_rendered_text_of_an_element_is_read(site: Site, ui_claim: Path) -> None:
+def test_attack_58_only_the_rendered_text_of_an_element_is_read(site: Site, ui_claim: Path) -> None:
     item = observe_status(site, ui_claim, '<div id="status">Not <span hidden>Saved</span></div>')
     assert item["observed_value"]["text"] == "Not"  # type: ignore[index]
     assert verdict_of(ui_claim) == "refuted"
@@ -454,7 +454,7 @@ def test_attack_46_only_the_rendered_text_of_an_element_is_read(site: Site, ui_c
     assert item["observed_value"]["text"] == "Not"  # type: ignore[index]
 
 
-def test_attack_46_generated_text_is_read_with_the_element(
+def test_attack_58_generated_text_is_read_with_the_element(
     site: Site, ui_claim: Path, make_claim: MakeClaim
 ) -> None:
     page = '<style>#status::before { content: "Not "; }</style><div id="status">Saved</div>'
