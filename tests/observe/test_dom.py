@@ -340,6 +340,7 @@ HIDING = {
         '<div style="height:400px">not saved</div></div>'
         "<script>document.getElementById('box').scrollTop = 200;</script>"
     ),
+    "max-height-0": '<div style="max-height:0;overflow:hidden"><div id="status">Saved</div></div>',
     "hidden-text-in-an-empty-box": (
         '<div id="status" style="height:30px"><span hidden>Saved</span></div>'
     ),
@@ -373,7 +374,8 @@ def test_attack_46_a_hidden_saved_beside_a_visible_not_saved_does_not_count(
         "text": "",
         "visible": False,
     }
-    assert item["details"]["hidden_by"] == "none of its text can be seen"  # type: ignore[index]
+    hidden_by = item["details"]["hidden_by"]  # type: ignore[index]
+    assert hidden_by == "its text is not rendered (display: none)"
     assert not_counted(ui_claim) == [f"not_discriminating: {NOT_SEEN}"]
 
 
@@ -394,13 +396,15 @@ def test_attack_46_no_way_of_hiding_an_element_counts(
         '<div style="height:40px;overflow:auto"><div style="height:400px"></div>'
         '<div id="status">Saved</div></div>',  # in a box a person can scroll
         '<div id="status" aria-hidden="true">Saved</div>',  # hidden from screen readers only
+        '<div style="height:3000px"></div><div style="content-visibility:auto">'
+        '<div id="status">Saved</div></div>',  # laid out once a person scrolls near
         '<div id="status" style="pointer-events:none">Saved</div>',
         '<div style="opacity:0.5"><div id="status">Saved</div></div>',
         '<div style="position:relative"><div style="height:80px;background:#000"></div>'
         '<span id="status" style="position:absolute;top:10px;color:#fff">Saved</span></div>',
     ],
-    ids=["plain", "below-the-fold", "scrollable-box", "aria-hidden", "pointer-events-none",
-         "half-opacity", "light-on-dark-sibling"],
+    ids=["plain", "below-the-fold", "scrollable-box", "aria-hidden", "content-visibility-auto",
+         "pointer-events-none", "half-opacity", "light-on-dark-sibling"],
 )  # fmt: skip
 def test_a_saved_a_person_can_see_verifies(site: Site, ui_claim: Path, page: str) -> None:
     item = observe_status(site, ui_claim, page)

@@ -132,22 +132,22 @@
     return [0.2, 0.5, 0.8].map((k) => [left + (right - left) * k, y]);
   }
 
-  // Whether ``owner`` is what a person sees at (x, y): the first thing hit-testing finds there
-  // that is not see-through. ``text``: its colour (with the opacity above it) must stand out
-  // from what lies under it.
-  function seenAt(owner, x, y, text) {
+  // Why ``owner`` is not what a person sees at (x, y), or null when it is: the first thing
+  // hit-testing finds there that is not see-through. ``text``: its colour (with the opacity
+  // above it) must also stand out from what lies under it.
+  function hiddenAt(owner, x, y, text) {
     const scope = owner.getRootNode();
     const hits = (scope.elementsFromPoint ? scope : doc).elementsFromPoint(x, y);
     for (let i = 0; i < hits.length; i++) {
       const hit = hits[i];
       if (hit === owner || (!text && owner.contains(hit))) {
-        if (!text) return true;
+        if (!text) return null;
         const ground = backdrop(hits.slice(i));
-        return ground === null || readable(owner, ground);
+        return ground === null || readable(owner, ground) ? null : "in the colour of its background";
       }
-      if (opaque(hit)) return false;
+      if (opaque(hit)) return "covered by another element";
     }
-    return false;
+    return "clipped away";
   }
 
   function readable(owner, ground) {
@@ -162,10 +162,11 @@
     return contrast(shown, ground) >= MIN_CONTRAST;
   }
 
-  function textSeen(node) {
+  // Why a person cannot see this text node, or null when they can.
+  function textHidden(node) {
     const owner = boxOf(node.parentElement);
-    if (!owner || !rendered(owner)) return false;
-    if (parseFloat(css(owner).fontSize) < MIN_FONT_PX) return false;
+    if (!owner || !rendered(owner)) return "not rendered (display, visibility or opacity)";
+    if (parseFloat(css(owner).fontSize) < MIN_FONT_PX) return "too small to read";
     const range = doc.createRange();
     range.selectNodeContents(node);
     // Hit-testing finds text only inside its element's box: text overflowing the box is judged
@@ -182,28 +183,38 @@
       });
     };
     const count = range.getClientRects().length;
-    let any = false;
+    let lines = 0;
     for (let k = 0; k < count; k++) {
       const first = range.getClientRects()[k];
       if (!first || first.width < 1 || first.height < 1) continue;
       const r = reveal(() => inBox(range.getClientRects()[k]), node.parentElement);
       const at = points(r);
-      if (at.length === 0 || !at.every(([x, y]) => seenAt(owner, x, y, true))) return false;
-      any = true;
+      if (at.length === 0) return "out of reach of scrolling";
+      for (const [x, y] of at) {
+        const why = hiddenAt(owner, x, y, true);
+        if (why !== null) return why;
+      }
+      lines++;
     }
-    return any;
+    return lines > 0 ? null : "of no size";
   }
 
-  function boxSeen(el) {
+  function boxHidden(el) {
     const owner = boxOf(el);
-    if (!owner || !rendered(owner)) return false;
+    if (!owner || !rendered(owner)) return "not rendered (display, visibility or opacity)";
     const rects = owner.getClientRects();
+    let why = "of no size";
     for (let k = 0; k < rects.length; k++) {
       if (rects[k].width < 1 || rects[k].height < 1) continue;
       const r = reveal(() => owner.getClientRects()[k], owner.parentElement);
-      if (points(r).some(([x, y]) => seenAt(owner, x, y, false))) return true;
+      const at = points(r);
+      if (at.length === 0) why = "out of reach of scrolling";
+      for (const [x, y] of at) {
+        why = hiddenAt(owner, x, y, false);
+        if (why === null) return null;
+      }
     }
-    return false;
+    return why;
   }
 
   // Generated text (::before, ::after) a person reads with the element's own; null when it
@@ -241,21 +252,25 @@
     const out = [];
     let size = 0;
     let placed = true;
-    let hasText = false;
+    let hidden = null;
     const push = (text) => { out.push(text); size += text.length; };
     function walk(node) {
       if (size > MAX_TEXT) return;
       if (node.nodeType === Node.TEXT_NODE) {
         if (!node.data.trim()) { push(" "); return; }
-        hasText = true;
-        if (textSeen(node)) push(transform(node.data, css(node.parentElement)));
+        const why = textHidden(node);
+        if (why === null) push(transform(node.data, css(node.parentElement)));
+        else hidden = hidden || why;
         return;
       }
       if (node.nodeType !== Node.ELEMENT_NODE) return;
       const tag = node.localName;
       if (["script", "style", "template", "noscript"].includes(tag)) return;
       const style = css(node);
-      if (style.display === "none") { hasText = hasText || Boolean(node.textContent.trim()); return; }
+      if (style.display === "none") {
+        if (node.textContent.trim()) hidden = hidden || "not rendered (display: none)";
+        return;
+      }
       const block = !style.display.startsWith("inline") && style.display !== "contents";
       if (block || tag === "br") push(BLOCK_BREAK);
       const shown = rendered(node);
@@ -266,33 +281,37 @@
         }
         const text = shown ? generated(node, pseudo) : "";
         if (text === null) placed = false;
-        else if (text) { hasText = true; push(transform(text, css(node, pseudo))); }
+        else if (text) push(transform(text, css(node, pseudo)));
       }
       if (block) push(BLOCK_BREAK);
     }
     walk(el);
     const text = out.join("").replace(/\s+/g, " ").trim();
-    return { text, hasText, placed };
+    return { text, hidden, placed };
   }
 
   function judge(el) {
-    const { text, hasText, placed } = visibleText(el);
+    const { text, hidden, placed } = visibleText(el);
     if (!placed) return { visible: false, why: "generated text out of the flow", text };
     if (text) return { visible: true, why: null, text };
-    if (hasText) return { visible: false, why: "none of its text can be seen", text };
-    return boxSeen(el)
-      ? { visible: true, why: null, text }
-      : { visible: false, why: "its box cannot be seen", text };
+    // Text, all of it hidden: the element shows nothing. No text: its box must be seen.
+    const why = hidden === null ? boxHidden(el) : `its text is ${hidden}`;
+    return { visible: why === null, why: why === null ? null : why, text };
   }
 
   // A person's pointer never decides what they see: pointer-events: none is switched off for
-  // the hit tests (the style attribute put back exactly), so nothing is skipped by them.
+  // the hit tests. content-visibility: auto lays its content out only once it nears the
+  // viewport, as it does for a person scrolling to it: it is laid out now. Each style
+  // attribute is put back exactly.
   const switched = [];
   for (const el of doc.querySelectorAll("*")) {
-    if (css(el).pointerEvents === "none") {
-      switched.push([el, el.getAttribute("style")]);
-      el.style.setProperty("pointer-events", "auto", "important");
-    }
+    const style = css(el);
+    const pointer = style.pointerEvents === "none";
+    const auto = style.contentVisibility === "auto";
+    if (!pointer && !auto) continue;
+    switched.push([el, el.getAttribute("style")]);
+    if (pointer) el.style.setProperty("pointer-events", "auto", "important");
+    if (auto) el.style.setProperty("content-visibility", "visible", "important");
   }
   let judged;
   try {
