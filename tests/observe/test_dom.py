@@ -303,6 +303,11 @@ HIDING = {
     "opacity-0": '<div id="status" style="opacity:0">Saved</div>',
     "opacity-0-ancestor": '<div style="opacity:0"><div id="status">Saved</div></div>',
     "filter-opacity-0": '<div id="status" style="filter:opacity(0)">Saved</div>',
+    "blurred": '<div id="status" style="filter:blur(6px)">Saved</div>',
+    "behind-a-backdrop-blur": (
+        '<div id="status">Saved</div><div style="position:absolute;top:0;left:0;width:100%;'
+        'height:200px;backdrop-filter:blur(10px)"></div>'
+    ),
     "zero-size-overflow-hidden": (
         '<div id="status" style="width:0;height:0;overflow:hidden">Saved</div>'
     ),

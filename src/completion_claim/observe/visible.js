@@ -5,6 +5,7 @@
 (elements, attrName) => {
   const MIN_FONT_PX = 4;
   const MIN_CONTRAST = 1.2;
+  const MAX_BLUR_PX = 2;
   const MAX_TEXT = 100000;
   const REPLACED = new Set(["img", "video", "canvas", "iframe", "embed", "object", "svg",
     "input", "textarea", "select", "meter", "progress"]);
@@ -56,12 +57,26 @@
     return product;
   }
 
+  // A blur of a few pixels down the tree (filter: blur()) leaves no word readable.
+  function blurred(el) {
+    let radius = 0;
+    for (let at = el; at; at = at.parentElement) {
+      for (const [, px] of css(at).filter.matchAll(/blur\(([\d.]+)px\)/g)) radius += Number(px);
+    }
+    return radius >= MAX_BLUR_PX;
+  }
+
+  const renderings = new Map();
   function rendered(el) {
+    if (!renderings.has(el)) renderings.set(el, isRendered(el));
+    return renderings.get(el);
+  }
+  function isRendered(el) {
     const box = boxOf(el);
     return Boolean(box) && box.checkVisibility({
       checkOpacity: true, opacityProperty: true,
       checkVisibilityCSS: true, visibilityProperty: true,
-    }) && opacityOf(box) > 0.05;
+    }) && opacityOf(box) > 0.05 && !blurred(box);
   }
 
   // Something painted above the target that hides it: a background, an image, a control.
@@ -70,7 +85,8 @@
     if (REPLACED.has(el.localName)) return true;
     const style = css(el);
     const background = rgba(style.backgroundColor);
-    return style.backgroundImage !== "none" || (background !== null && background[3] > 0);
+    return style.backgroundImage !== "none" || style.backdropFilter !== "none"
+      || (background !== null && background[3] > 0);
   }
 
   // The backdrop of a point: the first thing painted under the target; null when it cannot be
@@ -162,10 +178,16 @@
     return contrast(shown, ground) >= MIN_CONTRAST;
   }
 
-  // Why a person cannot see this text node, or null when they can.
+  // Why a person cannot see this text node, or null when they can; asked once per node, however
+  // many of the matched elements hold it.
+  const textVerdicts = new Map();
   function textHidden(node) {
+    if (!textVerdicts.has(node)) textVerdicts.set(node, judgeText(node));
+    return textVerdicts.get(node);
+  }
+  function judgeText(node) {
     const owner = boxOf(node.parentElement);
-    if (!owner || !rendered(owner)) return "not rendered (display, visibility or opacity)";
+    if (!owner || !rendered(owner)) return "not rendered (display, visibility, opacity or blur)";
     if (parseFloat(css(owner).fontSize) < MIN_FONT_PX) return "too small to read";
     const range = doc.createRange();
     range.selectNodeContents(node);
@@ -201,7 +223,7 @@
 
   function boxHidden(el) {
     const owner = boxOf(el);
-    if (!owner || !rendered(owner)) return "not rendered (display, visibility or opacity)";
+    if (!owner || !rendered(owner)) return "not rendered (display, visibility, opacity or blur)";
     const rects = owner.getClientRects();
     let why = "of no size";
     for (let k = 0; k < rects.length; k++) {
@@ -248,19 +270,25 @@
 
   // The text a person sees: text nodes seen on screen, and generated text, with a break
   // between blocks (as innerText has it); never the text of what is hidden.
-  function visibleText(el) {
+  // ``quick``: only whether any of it is seen, for the elements that are only counted.
+  function visibleText(el, quick) {
     const out = [];
+    let seen = false;
     let size = 0;
     let placed = true;
     let hidden = null;
     const push = (text) => { out.push(text); size += text.length; };
     function walk(node) {
-      if (size > MAX_TEXT) return;
+      if (size > MAX_TEXT || (quick && seen)) return;
       if (node.nodeType === Node.TEXT_NODE) {
         if (!node.data.trim()) { push(" "); return; }
         const why = textHidden(node);
-        if (why === null) push(transform(node.data, css(node.parentElement)));
-        else hidden = hidden || why;
+        if (why === null) {
+          seen = true;
+          push(transform(node.data, css(node.parentElement)));
+        } else {
+          hidden = hidden || why;
+        }
         return;
       }
       if (node.nodeType !== Node.ELEMENT_NODE) return;
@@ -290,8 +318,8 @@
     return { text, hidden, placed };
   }
 
-  function judge(el) {
-    const { text, hidden, placed } = visibleText(el);
+  function judge(el, quick) {
+    const { text, hidden, placed } = visibleText(el, quick);
     if (!placed) return { visible: false, why: "generated text out of the flow", text };
     if (text) return { visible: true, why: null, text };
     // Text, all of it hidden: the element shows nothing. No text: its box must be seen.
@@ -315,7 +343,10 @@
   }
   let judged;
   try {
-    judged = elements.map(judge);
+    judged = elements.map((el) => judge(el, true));
+    // The element read: the first a person sees (else the first), judged in full.
+    const chosen = Math.max(judged.findIndex((j) => j.visible), 0);
+    if (chosen < elements.length) judged[chosen] = { ...judge(elements[chosen], false), chosen };
   } finally {
     for (const [el, style] of switched) {
       if (style === null) el.removeAttribute("style");
@@ -324,7 +355,7 @@
     for (const [box, [left, top]] of scrolled) box.scrollTo({ left, top, behavior: "instant" });
   }
   const visible = judged.map((j) => j.visible);
-  const chosen = Math.max(visible.indexOf(true), 0);
+  const chosen = judged.findIndex((j) => j.chosen !== undefined);
   const el = elements[chosen];
   const read = el === undefined ? null : {
     visible: judged[chosen].visible,
