@@ -433,6 +433,32 @@ def test_a_visible_element_beside_hidden_ones_of_the_same_selector_is_the_one_re
     assert verdict_of(ui_claim) == "verified"
 
 
+FORGED_BROWSER = """<script>
+const shown = { display: "block", visibility: "visible", opacity: "1", filter: "none",
+  fontSize: "16px", pointerEvents: "auto", contentVisibility: "visible", position: "static",
+  content: "normal", backgroundColor: "rgba(0, 0, 0, 0)", backgroundImage: "none",
+  color: "rgb(0, 0, 0)", webkitTextFillColor: "rgb(0, 0, 0)", textShadow: "none" };
+window.getComputedStyle = () => new Proxy({}, { get: (_, name) => shown[name] ?? "" });
+Element.prototype.checkVisibility = () => true;
+Element.prototype.getClientRects = () => [{ left: 10, top: 10, right: 90, bottom: 30,
+  width: 80, height: 20 }];
+Range.prototype.getClientRects = Element.prototype.getClientRects;
+Document.prototype.elementsFromPoint = () => [document.getElementById("status")];
+Array.prototype.map = function () { return [true]; };
+</script>"""
+
+
+def test_attack_46_a_page_that_rewrites_the_browser_cannot_fake_visibility(
+    site: Site, ui_claim: Path
+) -> None:
+    # The page's scripts run in another world than the observer's reading: replacing
+    # getComputedStyle, checkVisibility, elementsFromPoint or Array's methods changes nothing.
+    page = f'<div id="status" style="display:none">Saved</div>{NOT_SAVED}{FORGED_BROWSER}'
+    item = observe_status(site, ui_claim, page)
+    assert item["observed_value"]["visible"] is False  # type: ignore[index]
+    assert not_counted(ui_claim) == [f"not_discriminating: {NOT_SEEN}"]
+
+
 def test_attack_59_elements_nobody_can_see_are_not_counted(
     site: Site, ui_claim: Path, make_claim: MakeClaim
 ) -> None:

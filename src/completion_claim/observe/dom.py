@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -76,6 +77,18 @@ _CHROMIUM_ARGS = (
     "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
 )
 _SKIPPED_TAGS = frozenset({"script", "style", "template", "noscript"})
+_LOCATED_ENGINE = "claim-located"
+_LOCATED_SCRIPT = """{
+  queryAll(root, key) {
+    const located = (globalThis[key] ||= []);
+    if (!located.includes(root)) located.push(root);
+    return [root];
+  },
+  query(root, key) { return this.queryAll(root, key)[0]; },
+}"""
+"""A selector engine of the observer's own, run as a content script (in Playwright's isolated
+world, out of the page's reach): it matches what it is given and keeps the elements located,
+in order, under a key the page cannot guess, for the reading to take up in the same world."""
 
 
 def chromium_path(given: str | None) -> str:
@@ -300,6 +313,7 @@ def observe_dom(check: DomCheck, screenshot_dir: Path | None) -> Observation:
 
     try:
         with sync_playwright() as playwright:
+            playwright.selectors.register(_LOCATED_ENGINE, _LOCATED_SCRIPT, content_script=True)
             args = [*_CHROMIUM_ARGS, *(("--no-sandbox",) if os.geteuid() == 0 else ())]
             browser = playwright.chromium.launch(
                 executable_path=check.chromium, args=args, timeout=LAUNCH_TIMEOUT_S * 1000
@@ -399,7 +413,7 @@ def _read(
     deadline: _Deadline,
 ) -> Observation:
     attr = None if check.expect_attr is None else check.expect_attr[0]
-    seen = page.locator(check.locator).evaluate_all(_visible_script(), attr)
+    seen = _read_visible(page, check.locator, attr)
     count = sum(1 for visible in seen["visible"] if visible is True)
     if count > 1 and check.reads_one_element:
         raise ObservationFailed(
@@ -459,9 +473,59 @@ def _read(
     )
 
 
+def _read_visible(page: Page, locator: str, attr: str | None) -> dict[str, Any]:
+    """What a person can see of the elements ``locator`` matches, judged by the observer's own
+    script in an isolated world: the page's scripts run in another, so a page that rewrites
+    the browser's functions (getComputedStyle, checkVisibility, elementsFromPoint, Array's
+    methods) changes nothing the reading uses. Playwright's own evaluate runs in the page's
+    world, so the script is run through the DevTools protocol in the world where the
+    content-script engine kept the elements."""
+    key = f"__claim_located_{secrets.token_hex(16)}"
+    if page.locator(f"{locator} >> {_LOCATED_ENGINE}={key}").count() == 0:
+        return {"visible": [], "read": None}
+    session = page.context.new_cdp_session(page)
+    try:
+        isolated: list[int] = []
+        session.on(
+            "Runtime.executionContextCreated",
+            lambda event: (
+                None if event["context"]["auxData"].get("isDefault", True)
+                else isolated.append(event["context"]["id"])
+            ),
+        )  # fmt: skip
+        session.send("Runtime.enable")
+        for context in isolated:
+            answer = session.send(
+                "Runtime.callFunctionOn",
+                {
+                    "functionDeclaration": _visible_function(),
+                    "executionContextId": context,
+                    "arguments": [{"value": key}, {"value": attr}],
+                    "returnByValue": True,
+                },
+            )
+            if "exceptionDetails" in answer:
+                why = answer["exceptionDetails"].get("exception", {}).get("description", "")
+                raise ObservationFailed(f"reading what a person can see failed: {why[:200]}")
+            value = answer["result"].get("value")
+            if type(value) is dict:
+                return value
+    finally:
+        session.detach()
+    raise ObservationFailed(
+        "the located elements were not found in the observer's isolated world (did the page "
+        "navigate while it was read?)"
+    )
+
+
 @cache
-def _visible_script() -> str:
-    return resources.files(__package__).joinpath("visible.js").read_text("utf-8")
+def _visible_function() -> str:
+    script = resources.files(__package__).joinpath("visible.js").read_text("utf-8")
+    return (
+        "function (key, attr) {\n  const located = globalThis[key];\n"
+        "  if (located === undefined) return null;\n  delete globalThis[key];\n"
+        f"  return ({script}\n  )(located, attr);\n}}"
+    )
 
 
 class _TextOnly(HTMLParser):

@@ -1,7 +1,8 @@
 // What a person can see of the elements a locator matched (docs/spec.md, section 7.4).
-// The observer's own fixed script, never text from a claim or a command line. It runs in one
-// synchronous call, so none of the page's scripts can run between its steps: it may switch
-// pointer-events on and scroll to hit-test, and puts both back before it returns.
+// The observer's own fixed script, never text from a claim or a command line. It runs in an
+// isolated world (observe/dom.py), where the page's scripts cannot replace the functions it
+// calls, and in one synchronous call, so none of the page's scripts can run between its steps:
+// it may switch pointer-events on and scroll to hit-test, and puts both back before it returns.
 (elements, attrName) => {
   const MIN_FONT_PX = 4;
   const MIN_CONTRAST = 1.2;
