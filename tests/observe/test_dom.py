@@ -417,6 +417,20 @@ def test_a_saved_a_person_can_see_verifies(site: Site, ui_claim: Path, page: str
     assert verdict_of(ui_claim) == "verified"
 
 
+@pytest.mark.parametrize(
+    "locator", ["text=Saved", "role=status", "css=main >> role=status", "css=main >> text=Saved"]
+)
+def test_every_selector_engine_reaches_the_reading(
+    site: Site, ui_claim: Path, locator: str
+) -> None:
+    site.hostile = '<main><p role="status">Saved</p><p hidden>Saved</p></main>'
+    args = ("--locator", locator, "--expect-text", "Saved", "--timeout", "3")
+    assert observe(ui_claim, f"{site.url}/hostile", *args) == 0
+    observed = last_evidence(ui_claim)["observed_value"]
+    assert (observed["visible"], observed["text"]) == (True, "Saved")
+    assert verdict_of(ui_claim) == "verified"
+
+
 def test_a_visible_element_beside_hidden_ones_of_the_same_selector_is_the_one_read(
     site: Site, ui_claim: Path
 ) -> None:
