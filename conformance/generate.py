@@ -313,8 +313,10 @@ def _vectors() -> Iterator[tuple[str, dict[str, Json]]]:
     yield from _invalid_knobs()
     # Issue 12: appended last so that every earlier number stays as it was.
     yield from _dom_assertion()
-    # Issue 17: the gate's own rules as the policy's; appended last likewise.
+    # Issue 17: the gate's own rules as the policy's, then what a person can see on a page;
+    # appended last so that every earlier number stays as it was.
     yield from _gate_rules()
+    yield from _dom_visibility()
 
 
 def _absence_and_precision() -> Iterator[tuple[str, dict[str, Json]]]:
@@ -2563,7 +2565,7 @@ def _invalid_knobs() -> Iterator[tuple[str, dict[str, Json]]]:
 
 UI_ACTION = mutation("m1", "settings/display-name", kind="ui_action")
 LABEL = {"address": "/settings", "text": "Bob"}
-LABEL_SEEN = {"address": "/settings", "count": 1, "text": "Bob"}
+LABEL_SEEN = {"address": "/settings", "count": 1, "hidden": 0, "text": "Bob", "visible": True}
 
 
 def dom(
@@ -2600,8 +2602,10 @@ def _dom_assertion() -> Iterator[tuple[str, dict[str, Json]]]:
     included_seen = {
         "address": "/settings",
         "count": 1,
+        "hidden": 0,
         "text": "Saved",
         "includes": {"Saved": True},
+        "visible": True,
     }
     yield judged(
         "label-verifies",
@@ -2617,7 +2621,7 @@ def _dom_assertion() -> Iterator[tuple[str, dict[str, Json]]]:
     yield judged(
         "old-value-refutes",
         "The located element still shows the old value.",
-        dom(observed={"address": "/settings", "count": 1, "text": "Alice"}), "refuted", "rule6",
+        dom(observed={**LABEL_SEEN, "text": "Alice"}), "refuted", "rule6",
         unmet=["contradicted", *NOT_COUNTED],
     )  # fmt: skip
     for locator in ("css=body", "html", ":root"):
@@ -2677,7 +2681,8 @@ def _dom_assertion() -> Iterator[tuple[str, dict[str, Json]]]:
     yield judged(
         "no-element-without-baseline",
         "Expecting no element without a baseline: a wrong locator shows that too.",
-        dom({"address": "/settings", "count": 0}, {"address": "/settings", "count": 0}),
+        dom({"address": "/settings", "count": 0}, {"address": "/settings", "count": 0,
+                                                   "hidden": 0}),
         "unverified", "qualify-7", **blind,
     )  # fmt: skip
     yield vector(
@@ -2879,6 +2884,49 @@ def _gate_rules() -> Iterator[tuple[str, dict[str, Json]]]:
             state="invalid",
             error_path=path,
         )
+def _dom_visibility() -> Iterator[tuple[str, dict[str, Json]]]:
+    """Only what a person can see counts (attack 46)."""
+
+    def judged(slug: str, description: str, item: Json, state: str, *tags: str, **more: Any) -> Any:
+        return vector(
+            "dom-" + slug, description, ["dom", *tags],
+            claim=claim([UI_ACTION], [item]), state=state, **more,
+        )  # fmt: skip
+
+    blind: dict[str, Any] = {"unmet": NOT_COUNTED, "findings": {"e1": ["not_discriminating"]}}
+    yield judged(
+        "hidden-element-does-not-count",
+        "The element read holds the value but no person can see it (visible false).",
+        dom(observed={**LABEL_SEEN, "count": 0, "hidden": 1, "visible": False}), "unverified",
+        "qualify-7", **blind,
+    )  # fmt: skip
+    yield judged(
+        "visible-beside-hidden-counts",
+        "The one element a person can see shows the value; hidden ones are counted apart.",
+        dom(observed={**LABEL_SEEN, "hidden": 2}), "verified", findings={"e1": []},
+    )  # fmt: skip
+    yield judged(
+        "visibility-not-recorded",
+        "An item from before visibility was recorded (no visible member) does not count.",
+        dom(observed={"address": "/settings", "count": 1, "text": "Bob"}), "unverified",
+        "qualify-7", **blind,
+    )  # fmt: skip
+    yield judged(
+        "visibility-not-a-boolean",
+        "visible must be true itself: 1 is not true.",
+        dom(observed={**LABEL_SEEN, "visible": 1}), "unverified", "qualify-7", **blind,
+    )  # fmt: skip
+    counted = {"address": "/settings", "count": 2}
+    yield judged(
+        "count-of-visible-elements",
+        "A count of the elements a person can see, hidden ones recorded apart, counts.",
+        dom(counted, {**counted, "hidden": 3}), "verified", findings={"e1": []},
+    )  # fmt: skip
+    yield judged(
+        "count-without-hidden",
+        "A count with no record of hidden elements may include what nobody sees: not counted.",
+        dom(counted, counted), "unverified", "qualify-7", **blind,
+    )  # fmt: skip
 
 
 # --- output -------------------------------------------------------------------------------------

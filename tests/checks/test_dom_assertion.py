@@ -13,6 +13,7 @@ from tests.builders import at, build, evidence, mutation
 
 DECIDE = at(60)
 LABEL = {"address": "/settings", "text": "Bob"}
+SEEN = {"count": 1, "hidden": 0, "visible": True}
 
 
 def dom_item(expected: Any = LABEL, observed: Any = None, **details: Any) -> dict[str, Any]:
@@ -20,7 +21,7 @@ def dom_item(expected: Any = LABEL, observed: Any = None, **details: Any) -> dic
         check_type="dom_assertion",
         target="http://app.test/settings css=#label",
         expected=expected,
-        observed_value={"count": 1, **expected} if observed is None else observed,
+        observed_value=SEEN | expected if observed is None else observed,
         details={"locator": "css=#label", "requested_path": "/settings", **details},
     )
 
@@ -39,6 +40,70 @@ def test_a_located_element_showing_the_new_value_verifies() -> None:
 def test_a_page_elsewhere_refutes() -> None:
     state, reasons = judged(dom_item(observed={"address": "/login", "count": 0}))
     assert (state, reasons) == ("refuted", [])
+
+
+def test_attack_46_text_of_an_element_nobody_can_see_does_not_count() -> None:
+    # <div id="status" style="display:none">Saved</div> beside a visible "not saved".
+    expected = {"address": "/settings", "text": "Saved"}
+    observed = {"address": "/settings", "count": 0, "hidden": 1, "text": "", "visible": False}
+    state, reasons = judged(dom_item(expected, observed))
+    assert state == "unverified"
+    assert reasons == ["not_discriminating: the element it read cannot be seen by a person"]
+
+
+@pytest.mark.parametrize("reading", [{"text": "Bob"}, {"includes": {"Bob": True}},
+                                     {"attr": {"data-state": "done"}}])  # fmt: skip
+def test_attack_46_no_reading_of_a_hidden_element_counts(reading: dict[str, Any]) -> None:
+    expected = {"address": "/settings", **reading}
+    observed = {"address": "/settings", "count": 0, "hidden": 1, "visible": False, **reading}
+    item = dom_item(expected, observed, template_includes={"Bob": False})
+    assert judged(item) == (
+        "unverified",
+        ["not_discriminating: the element it read cannot be seen by a person"],
+    )
+    observed["visible"] = True
+    observed["count"], observed["hidden"] = 1, 0
+    assert judged(item)[0] == "verified"
+
+
+def test_attack_46_a_hidden_element_showing_another_value_does_not_refute() -> None:
+    observed = {"address": "/settings", "count": 0, "hidden": 1, "text": "Alice", "visible": False}
+    assert judged(dom_item(observed=observed))[0] == "unverified"
+
+
+@pytest.mark.parametrize("visible", [None, 1, "true", [True], {}])
+def test_attack_46_an_item_without_a_true_visibility_does_not_count(visible: Any) -> None:
+    observed = {"address": "/settings", "count": 1, "hidden": 0, "text": "Bob"}
+    if visible is not None:
+        observed["visible"] = visible
+    state, reasons = judged(dom_item(observed=observed))
+    assert state == "unverified"
+    assert "recorded no visibility of the element it read" in reasons[0]
+
+
+@pytest.mark.parametrize("hidden", [None, -1, True, "0", 1.5])
+def test_attack_59_a_count_without_a_count_of_hidden_elements_does_not_count(
+    hidden: Any,
+) -> None:
+    expected = {"address": "/settings", "count": 2}
+    observed = {"address": "/settings", "count": 2}
+    if hidden is not None:
+        observed["hidden"] = hidden
+    state, reasons = judged(dom_item(expected, observed))
+    assert state == "unverified"
+    assert "no count of hidden elements" in reasons[0]
+
+
+def test_a_count_of_visible_elements_beside_hidden_ones_counts() -> None:
+    expected = {"address": "/settings", "count": 2}
+    observed = {"address": "/settings", "count": 2, "hidden": 3}
+    assert judged(dom_item(expected, observed)) == ("verified", [])
+
+
+def test_a_page_that_showed_nothing_still_refutes_a_text() -> None:
+    # Nothing was read, so nothing hidden was: the missing text contradicts.
+    observed = {"address": "/settings", "count": 0, "hidden": 0}
+    assert judged(dom_item(observed=observed)) == ("refuted", [])
 
 
 def test_ui_action_is_covered_by_a_page_or_a_readback() -> None:

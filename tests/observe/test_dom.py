@@ -65,7 +65,13 @@ def test_a_form_that_changed_the_label_verifies(
     assert item["check_type"] == "dom_assertion"
     assert item["covers"] == ["m1"]
     assert item["expected"] == {"address": "/settings", "text": "Bob"}
-    assert item["observed_value"] == {"address": "/settings", "count": 1, "text": "Bob"}
+    assert item["observed_value"] == {
+        "address": "/settings",
+        "count": 1,
+        "hidden": 0,
+        "text": "Bob",
+        "visible": True,
+    }
     assert item["subject"] == "sha256:" + hashlib.sha256(b'<span id="label">Bob</span>').hexdigest()
     assert item["details"]["locator"] == "css=#label"
     shot = item["details"]["screenshot"]
@@ -90,7 +96,7 @@ def test_attack_34_a_redirect_to_the_login_page_refutes_naming_the_url(
     args = ("--locator", "css=#plan", "--expect-text", "Plan: pro", "--timeout", "2")
     assert observe(ui_claim, f"{site.url}/account", *args) == 0
     item = last_evidence(ui_claim)
-    assert item["observed_value"] == {"address": "/login?next=/account", "count": 0}
+    assert item["observed_value"] == {"address": "/login?next=/account", "count": 0, "hidden": 0}
     verdict = verify(load_claim(ui_claim.read_bytes()), datetime.now(UTC))
     assert verdict.state == "refuted"
     assert '"/login?next=/account"' in verdict.reason
@@ -283,3 +289,243 @@ def test_attack_28_a_whole_document_however_spelt_does_not_count(
     assert verdict.state == "unverified"
     [result] = verdict.evidence
     assert [f.detail for f in result.reasons] == ["the located element was the whole document"]
+
+
+# --- only what a person can see (attacks 46, 58, 59) -----------------------------------------
+
+NOT_SEEN = "the element it read cannot be seen by a person"
+NOT_SAVED = "<p>Your change was not saved.</p>"
+HIDING = {
+    "display-none": '<div id="status" style="display:none">Saved</div>',
+    "visibility-hidden": '<div id="status" style="visibility:hidden">Saved</div>',
+    "visibility-collapse": '<div id="status" style="visibility:collapse">Saved</div>',
+    "hidden-attribute": '<div id="status" hidden>Saved</div>',
+    "opacity-0": '<div id="status" style="opacity:0">Saved</div>',
+    "opacity-0-ancestor": '<div style="opacity:0"><div id="status">Saved</div></div>',
+    "filter-opacity-0": '<div id="status" style="filter:opacity(0)">Saved</div>',
+    "blurred": '<div id="status" style="filter:blur(6px)">Saved</div>',
+    "behind-a-backdrop-blur": (
+        '<div id="status">Saved</div><div style="position:absolute;top:0;left:0;width:100%;'
+        'height:200px;backdrop-filter:blur(10px)"></div>'
+    ),
+    "zero-size-overflow-hidden": (
+        '<div id="status" style="width:0;height:0;overflow:hidden">Saved</div>'
+    ),
+    "clip-rect": '<div id="status" style="position:absolute;clip:rect(0 0 0 0)">Saved</div>',
+    "clip-path": '<div id="status" style="clip-path:inset(100%)">Saved</div>',
+    "absolute-off-screen": '<div id="status" style="position:absolute;left:-9999px">Saved</div>',
+    "fixed-off-screen": '<div id="status" style="position:fixed;top:-9999px">Saved</div>',
+    "text-indent": '<div id="status" style="text-indent:-9999px">Saved</div>',
+    "translated-away": '<div id="status" style="transform:translateX(-200vw)">Saved</div>',
+    "scaled-to-nothing": '<div id="status" style="transform:scale(0)">Saved</div>',
+    "font-size-0": '<div id="status" style="font-size:0">Saved</div>',
+    "colour-of-background": (
+        '<div style="background:#fff"><div id="status" style="color:#fff">Saved</div></div>'
+    ),
+    "colour-nearly-background": '<div id="status" style="color:#fdfdfd">Saved</div>',
+    "transparent-text": '<div id="status" style="color:transparent">Saved</div>',
+    "covered": (
+        '<div id="status">Saved</div><div style="position:absolute;top:0;left:0;'
+        'width:100%;height:200px;background:#fff"></div>'
+    ),
+    "covered-pointer-events-none": (
+        '<div id="status">Saved</div><div style="position:absolute;top:0;left:0;width:100%;'
+        'height:200px;background:#fff;pointer-events:none !important"></div>'
+    ),
+    "under-its-parent": (
+        '<div style="background:#fff"><span id="status" style="position:relative;'
+        'z-index:-1">Saved</span></div>'
+    ),
+    "closed-details": '<details><summary>More</summary><div id="status">Saved</div></details>',
+    "content-visibility-hidden": (
+        '<div style="content-visibility:hidden"><div id="status">Saved</div></div>'
+    ),
+    "scrolled-out-of-overflow-hidden": (
+        '<div id="box" style="height:40px;overflow:hidden"><div id="status">Saved</div>'
+        '<div style="height:400px">not saved</div></div>'
+        "<script>document.getElementById('box').scrollTop = 200;</script>"
+    ),
+    "max-height-0": '<div style="max-height:0;overflow:hidden"><div id="status">Saved</div></div>',
+    "hidden-text-in-an-empty-box": (
+        '<div id="status" style="height:30px"><span hidden>Saved</span></div>'
+    ),
+}
+
+
+def observe_status(site: Site, claim: Path, body: str, *options: str) -> dict[str, object]:
+    site.hostile = f"<!doctype html><html><body>{body}</body></html>"
+    args = ("--locator", "css=#status", "--expect-text", "Saved", "--timeout", "3", *options)
+    assert observe(claim, f"{site.url}/hostile", *args) == 0
+    return last_evidence(claim)
+
+
+def not_counted(claim: Path) -> list[str]:
+    verdict = verify(load_claim(claim.read_bytes()), datetime.now(UTC))
+    assert verdict.state == "unverified"
+    [result] = verdict.evidence
+    return [f"{f.code}: {f.detail}" for f in result.reasons]
+
+
+def test_attack_46_a_hidden_saved_beside_a_visible_not_saved_does_not_count(
+    site: Site, ui_claim: Path
+) -> None:
+    # Issue 17, finding 7: this page was recorded as text 'Saved', verified.
+    page = f'<div id="status" style="display:none">Saved</div>{NOT_SAVED}'
+    item = observe_status(site, ui_claim, page)
+    assert item["observed_value"] == {
+        "address": "/hostile",
+        "count": 0,
+        "hidden": 1,
+        "text": "",
+        "visible": False,
+    }
+    hidden_by = item["details"]["hidden_by"]  # type: ignore[index]
+    assert hidden_by == "its text is not rendered (display: none)"
+    assert not_counted(ui_claim) == [f"not_discriminating: {NOT_SEEN}"]
+
+
+@pytest.mark.parametrize("page", HIDING.values(), ids=HIDING.keys())
+def test_attack_46_no_way_of_hiding_an_element_counts(
+    site: Site, ui_claim: Path, page: str
+) -> None:
+    item = observe_status(site, ui_claim, page + NOT_SAVED)
+    assert item["observed_value"]["visible"] is False  # type: ignore[index]
+    assert not_counted(ui_claim) == [f"not_discriminating: {NOT_SEEN}"]
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        '<div id="status">Saved</div>',
+        '<div style="height:3000px"></div><div id="status">Saved</div>',  # below the fold
+        '<div style="height:40px;overflow:auto"><div style="height:400px"></div>'
+        '<div id="status">Saved</div></div>',  # in a box a person can scroll
+        '<div id="status" aria-hidden="true">Saved</div>',  # hidden from screen readers only
+        '<div style="height:3000px"></div><div style="content-visibility:auto">'
+        '<div id="status">Saved</div></div>',  # laid out once a person scrolls near
+        '<div id="status" style="pointer-events:none">Saved</div>',
+        '<div style="opacity:0.5"><div id="status">Saved</div></div>',
+        '<div style="position:relative"><div style="height:80px;background:#000"></div>'
+        '<span id="status" style="position:absolute;top:10px;color:#fff">Saved</span></div>',
+    ],
+    ids=["plain", "below-the-fold", "scrollable-box", "aria-hidden", "content-visibility-auto",
+         "pointer-events-none", "half-opacity", "light-on-dark-sibling"],
+)  # fmt: skip
+def test_a_saved_a_person_can_see_verifies(site: Site, ui_claim: Path, page: str) -> None:
+    item = observe_status(site, ui_claim, page)
+    assert item["observed_value"]["visible"] is True  # type: ignore[index]
+    assert verdict_of(ui_claim) == "verified"
+
+
+@pytest.mark.parametrize(
+    "locator", ["text=Saved", "role=status", "css=main >> role=status", "css=main >> text=Saved"]
+)
+def test_every_selector_engine_reaches_the_reading(
+    site: Site, ui_claim: Path, locator: str
+) -> None:
+    site.hostile = '<main><p role="status">Saved</p><p hidden>Saved</p></main>'
+    args = ("--locator", locator, "--expect-text", "Saved", "--timeout", "3")
+    assert observe(ui_claim, f"{site.url}/hostile", *args) == 0
+    observed = last_evidence(ui_claim)["observed_value"]
+    assert (observed["visible"], observed["text"]) == (True, "Saved")
+    assert verdict_of(ui_claim) == "verified"
+
+
+def test_a_visible_element_beside_hidden_ones_of_the_same_selector_is_the_one_read(
+    site: Site, ui_claim: Path
+) -> None:
+    page = (
+        '<div class="toast" hidden>Not saved</div><div class="toast">Saved</div>'
+        '<div class="toast" style="opacity:0">Error</div>'
+    )
+    site.hostile = f"<!doctype html><html><body>{page}</body></html>"
+    args = ("--locator", "css=.toast", "--expect-text", "Saved", "--timeout", "2")
+    assert observe(ui_claim, f"{site.url}/hostile", *args) == 0
+    observed = last_evidence(ui_claim)["observed_value"]
+    assert observed == {"address": "/hostile", "count": 1, "hidden": 2, "text": "Saved",
+                        "visible": True}  # fmt: skip
+    assert verdict_of(ui_claim) == "verified"
+
+
+FORGED_BROWSER = """<script>
+const shown = { display: "block", visibility: "visible", opacity: "1", filter: "none",
+  fontSize: "16px", pointerEvents: "auto", contentVisibility: "visible", position: "static",
+  content: "normal", backgroundColor: "rgba(0, 0, 0, 0)", backgroundImage: "none",
+  color: "rgb(0, 0, 0)", webkitTextFillColor: "rgb(0, 0, 0)", textShadow: "none" };
+window.getComputedStyle = () => new Proxy({}, { get: (_, name) => shown[name] ?? "" });
+Element.prototype.checkVisibility = () => true;
+Element.prototype.getClientRects = () => [{ left: 10, top: 10, right: 90, bottom: 30,
+  width: 80, height: 20 }];
+Range.prototype.getClientRects = Element.prototype.getClientRects;
+Document.prototype.elementsFromPoint = () => [document.getElementById("status")];
+Array.prototype.map = function () { return [true]; };
+</script>"""
+
+
+def test_attack_46_a_page_that_rewrites_the_browser_cannot_fake_visibility(
+    site: Site, ui_claim: Path
+) -> None:
+    # The page's scripts run in another world than the observer's reading: replacing
+    # getComputedStyle, checkVisibility, elementsFromPoint or Array's methods changes nothing.
+    page = f'<div id="status" style="display:none">Saved</div>{NOT_SAVED}{FORGED_BROWSER}'
+    item = observe_status(site, ui_claim, page)
+    assert item["observed_value"]["visible"] is False  # type: ignore[index]
+    assert not_counted(ui_claim) == [f"not_discriminating: {NOT_SEEN}"]
+
+
+def test_attack_59_elements_nobody_can_see_are_not_counted(
+    site: Site, ui_claim: Path, make_claim: MakeClaim
+) -> None:
+    page = (
+        '<li class="row">a</li><li class="row" hidden>b</li>'
+        '<li class="row" style="opacity:0">c</li>'
+    )
+    site.hostile = f"<!doctype html><html><body><ul>{page}</ul></body></html>"
+    args = ("--locator", "css=.row", "--expect-count", "3", "--timeout", "3")
+    assert observe(ui_claim, f"{site.url}/hostile", *args) == 0
+    observed = last_evidence(ui_claim)["observed_value"]
+    assert (observed["count"], observed["hidden"]) == (1, 2)
+    assert verdict_of(ui_claim) == "refuted"
+    one = make_claim(kind="ui_action", target="settings/display-name")
+    assert observe(one, f"{site.url}/hostile", *args[:3], "1") == 0
+    assert verdict_of(one) == "verified"
+
+
+def test_attack_58_only_the_rendered_text_of_an_element_is_read(site: Site, ui_claim: Path) -> None:
+    item = observe_status(site, ui_claim, '<div id="status">Not <span hidden>Saved</span></div>')
+    assert item["observed_value"]["text"] == "Not"  # type: ignore[index]
+    assert verdict_of(ui_claim) == "refuted"
+    hidden_parts = (
+        '<div id="status">Not <span style="opacity:0">Saved</span>'
+        '<span style="position:absolute;left:-9999px">Saved</span></div>'
+    )
+    item = observe_status(site, ui_claim, hidden_parts)
+    assert item["observed_value"]["text"] == "Not"  # type: ignore[index]
+
+
+def test_attack_58_generated_text_is_read_with_the_element(
+    site: Site, ui_claim: Path, make_claim: MakeClaim
+) -> None:
+    page = '<style>#status::before { content: "Not "; }</style><div id="status">Saved</div>'
+    item = observe_status(site, ui_claim, page)
+    assert item["observed_value"]["text"] == "Not Saved"  # type: ignore[index]
+    assert verdict_of(ui_claim) == "refuted"
+    # Taken out of the flow, nobody can tell where it shows: the element does not count.
+    placed = '<style>#status::before { content: "Not "; position: absolute; }</style>'
+    other = make_claim(kind="ui_action", target="settings/display-name")
+    item = observe_status(site, other, placed + '<div id="status">Saved</div>')
+    assert item["observed_value"]["visible"] is False  # type: ignore[index]
+    assert not_counted(other) == [f"not_discriminating: {NOT_SEEN}"]
+
+
+def test_an_element_in_a_template_noscript_or_iframe_is_never_located(
+    site: Site, ui_claim: Path
+) -> None:
+    page = (
+        '<template><div id="status">Saved</div></template>'
+        '<noscript><div id="status">Saved</div></noscript>'
+        '<iframe srcdoc="<div id=status>Saved</div>"></iframe>'
+    )
+    item = observe_status(site, ui_claim, page)
+    assert item["observed_value"] == {"address": "/hostile", "count": 0, "hidden": 0}
+    assert verdict_of(ui_claim) == "refuted"

@@ -21,6 +21,16 @@ ATTR_KEY = "attr"
 COUNT_KEY = "count"
 ASSERTIONS = (TEXT_KEY, INCLUDES_KEY, ATTR_KEY, COUNT_KEY)
 """What the located element(s) may be asserted to show, beside the page's URL path."""
+READINGS = (TEXT_KEY, INCLUDES_KEY, ATTR_KEY)
+"""What is read of one element, and counts only when a person can see that element."""
+VISIBLE_KEY = "visible"
+"""``observed_value.visible``: whether a person can see the element that was read."""
+HIDDEN_KEY = "hidden"
+"""``observed_value.hidden``: how many matched elements no person can see; ``count`` leaves
+them out. Its presence says the count is of visible elements only."""
+HIDDEN_BY_KEY = "hidden_by"
+"""``details.hidden_by``: why the element that was read cannot be seen (for a person; the
+verifier does not read it)."""
 LOCATOR_KEY = "locator"
 """``details.locator``: the Playwright selector the observer located the element(s) with."""
 REQUESTED_PATH_KEY = "requested_path"
@@ -51,6 +61,7 @@ def why_not_discriminating(item: Evidence, policy: Policy) -> str | None:
         return "the located element was the whole document"
     return (
         _locator_problem(details.get(LOCATOR_KEY))
+        or _not_seen(expected, item.observed_value)
         or _url_only(expected, details)
         or _no_element_expected(expected, details)
         or _in_template(expected, details)
@@ -84,6 +95,29 @@ def _locator_problem(locator: Any) -> str | None:
         return f"locator {locator[:60]!r} matches the whole document"
     if not engine_allowed(locator):
         return f"locator {locator[:60]!r} is not a css=, text= or role= selector"
+    return None
+
+
+def _not_seen(expected: dict[str, Any], observed: Any) -> str | None:
+    """Text, attributes or a count of elements nobody can see (display: none, off-screen,
+    covered) prove nothing a person was shown. An item recorded before visibility was, which
+    lacks the member, is judged the same way: it does not count."""
+    if type(observed) is not dict:
+        return None
+    read = any(key in observed for key in READINGS)
+    if read and any(key in expected for key in READINGS):
+        visible = observed.get(VISIBLE_KEY)
+        if visible is False:
+            return "the element it read cannot be seen by a person"
+        if visible is not True:
+            return "the observer recorded no visibility of the element it read (visible)"
+    if COUNT_KEY in expected:
+        hidden = observed.get(HIDDEN_KEY)
+        if type(hidden) is not int or hidden < 0:
+            return (
+                "the observer recorded no count of hidden elements (hidden), so its count may "
+                "include elements no person can see"
+            )
     return None
 
 

@@ -23,7 +23,11 @@ from .observe_cmd import TIMEOUT, observe_group, record_and_report
     metavar="SELECTOR",
     help="Playwright selector of the element(s) to read: css=..., text=... or role=... only.",
 )
-@click.option("--expect-text", metavar="T", help="The element's whole text (whitespace collapsed).")
+@click.option(
+    "--expect-text",
+    metavar="T",
+    help="The whole text a person sees of the element (whitespace collapsed).",
+)
 @click.option(
     "--expect-includes",
     multiple=True,
@@ -32,7 +36,9 @@ from .observe_cmd import TIMEOUT, observe_group, record_and_report
 )
 @click.option("--expect-attr", metavar="NAME=VALUE", help="The element's attribute value.")
 @click.option(
-    "--expect-count", type=click.IntRange(min=0), help="How many elements the locator matches."
+    "--expect-count",
+    type=click.IntRange(min=0),
+    help="How many elements the locator matches that a person can see.",
 )
 @click.option(
     "--expect-url-path",
@@ -81,10 +87,12 @@ def dom_command(
     chromium: str | None,
     **shared: Any,
 ) -> int:
-    """Load URL in a fresh browser context, wait for the expectations, and record what the
-    located element shows (text, attribute, count, the page's final address, a digest of the
-    element's HTML and a screenshot saved beside the claim) as dom_assertion evidence in the
-    claim in PATH. Experimental: a policy may switch it off (experimental_checks: false).
+    """Load URL in a fresh browser context, wait for the expectations, and record what a person
+    can see of the located element (whether it is visible, its text, attribute, the count of
+    visible elements, the page's final address, a digest of the element's HTML and a screenshot
+    saved beside the claim) as dom_assertion evidence in the claim in PATH. An element no person
+    can see does not count. Experimental: a policy may switch it off (experimental_checks:
+    false).
 
     Where the state lives in a database or an API, a readback of it is stronger proof.
     """

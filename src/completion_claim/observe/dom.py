@@ -4,20 +4,24 @@ state file), read through Playwright selectors only.
 
 No JavaScript from the claim or the command line is ever evaluated: locators are ``css=``,
 ``text=`` or ``role=`` selectors, the only actions are clicks, and waiting is on conditions
-(Playwright's auto-waiting assertions), never a fixed sleep. Only http(s) is loaded, and only
-from the URL's host and the hosts the operator allows: a request anywhere else is refused, and a
-page that ends up on another host is refused as an observation, naming where it went.
+(Playwright's auto-waiting assertions), never a fixed sleep. What the located elements show is
+read by the observer's own fixed script (visible.js): only what a person can see of them.
+Only http(s) is loaded, and only from the URL's host and the hosts the operator allows: a
+request anywhere else is refused, and a page that ends up on another host is refused as an
+observation, naming where it went.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from html.parser import HTMLParser
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -27,12 +31,15 @@ from ..checks.dom_assertion import (
     ADDRESS_KEY,
     ATTR_KEY,
     COUNT_KEY,
+    HIDDEN_BY_KEY,
+    HIDDEN_KEY,
     INCLUDES_KEY,
     LOCATOR_KEY,
     PREP_KEY,
     REQUESTED_PATH_KEY,
     TEMPLATE_INCLUDES_KEY,
     TEXT_KEY,
+    VISIBLE_KEY,
     WHOLE_DOCUMENT_KEY,
     engine_allowed,
     whole_document,
@@ -70,6 +77,18 @@ _CHROMIUM_ARGS = (
     "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
 )
 _SKIPPED_TAGS = frozenset({"script", "style", "template", "noscript"})
+_LOCATED_ENGINE = "claim-located"
+_LOCATED_SCRIPT = """{
+  queryAll(root, key) {
+    const located = (globalThis[key] ||= []);
+    if (!located.includes(root)) located.push(root);
+    return [root];
+  },
+  query(root, key) { return this.queryAll(root, key)[0]; },
+}"""
+"""A selector engine of the observer's own, run as a content script (in Playwright's isolated
+world, out of the page's reach): it matches what it is given and keeps the elements located,
+in order, under a key the page cannot guess, for the reading to take up in the same world."""
 
 
 def chromium_path(given: str | None) -> str:
@@ -294,6 +313,7 @@ def observe_dom(check: DomCheck, screenshot_dir: Path | None) -> Observation:
 
     try:
         with sync_playwright() as playwright:
+            playwright.selectors.register(_LOCATED_ENGINE, _LOCATED_SCRIPT, content_script=True)
             args = [*_CHROMIUM_ARGS, *(("--no-sandbox",) if os.geteuid() == 0 else ())]
             browser = playwright.chromium.launch(
                 executable_path=check.chromium, args=args, timeout=LAUNCH_TIMEOUT_S * 1000
@@ -349,10 +369,12 @@ def _refuse_other_host(url: str, guard: _Guard) -> None:
 def _wait(check: DomCheck, page: Page, deadline: _Deadline) -> dict[str, bool]:
     """Wait for each condition until it holds or the time is up; one that never holds is
     recorded as it stands, not as a failed observation."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: PLC0415
+    from playwright.sync_api import Error as PlaywrightError  # noqa: PLC0415
     from playwright.sync_api import expect  # noqa: PLC0415
 
-    located = expect(page.locator(check.locator))
+    # Waiting is on what Playwright takes as visible (a box, no visibility: hidden): hidden
+    # siblings neither hold a wait up nor end it early. What counts is decided in the reading.
+    located = expect(page.locator(check.locator).filter(visible=True))
     address = check.address
     pattern = re.compile(r"^https?://[^/?#]+" + re.escape(address) + r"(#.*)?$")
     conditions: list[tuple[str, Callable[..., None]]] = []
@@ -374,7 +396,7 @@ def _wait(check: DomCheck, page: Page, deadline: _Deadline) -> dict[str, bool]:
     for name, condition in conditions:
         try:
             condition(timeout=deadline.ms())
-        except (AssertionError, PlaywrightTimeout):
+        except (AssertionError, PlaywrightError):  # a timeout, or several elements for a text
             met[name] = False
         else:
             met.setdefault(name, True)
@@ -390,14 +412,19 @@ def _read(
     screenshot_dir: Path | None,
     deadline: _Deadline,
 ) -> Observation:
-    located = page.locator(check.locator)
-    count = located.count()
+    attr = None if check.expect_attr is None else check.expect_attr[0]
+    seen = _read_visible(page, check.locator, attr)
+    count = sum(1 for visible in seen["visible"] if visible is True)
     if count > 1 and check.reads_one_element:
         raise ObservationFailed(
-            f"--locator {check.locator!r} matches {count} elements; a text, includes or "
-            "attribute expectation reads exactly one (narrow the locator)"
+            f"--locator {check.locator!r} matches {count} elements a person can see; a text, "
+            "includes or attribute expectation reads exactly one (narrow the locator)"
         )
-    observed: dict[str, Any] = {ADDRESS_KEY: address_of(page.url), COUNT_KEY: count}
+    observed: dict[str, Any] = {
+        ADDRESS_KEY: address_of(page.url),
+        COUNT_KEY: count,
+        HIDDEN_KEY: len(seen["visible"]) - count,
+    }
     details: dict[str, Any] = {
         "url": redact_url(page.url),
         REQUESTED_PATH_KEY: check.requested_address,
@@ -406,24 +433,25 @@ def _read(
         "browser": f"chromium/{page.context.browser.version if page.context.browser else '?'}",
     }
     subject = None
-    if count >= 1:
-        first = located.first
-        text = normalize(first.inner_text(timeout=deadline.ms()))
+    read = seen["read"]
+    if read is not None:
+        # The element a person sees (the first matched when none is seen), read in the same
+        # synchronous run as its visibility, so the page cannot change it in between.
+        text = normalize(str(read["text"]))
         cut = len(text) > MAX_TEXT_CHARS
         observed[TEXT_KEY] = text[:MAX_TEXT_CHARS] + CUT_MARK if cut else text
+        observed[VISIBLE_KEY] = read["visible"] is True
+        if read["hidden_by"] is not None:
+            details[HIDDEN_BY_KEY] = str(read["hidden_by"])
         if check.expect_includes:
             observed[INCLUDES_KEY] = {t: t in text for t in check.expect_includes}
-        if check.expect_attr is not None:
-            name, _ = check.expect_attr
-            observed[ATTR_KEY] = {name: first.get_attribute(name, timeout=deadline.ms())}
-        # Constant expressions of the observer's own, never text from the claim.
-        outer = first.evaluate("element => element.outerHTML", timeout=deadline.ms())
-        subject = sha256_digest(str(outer).encode("utf-8", "surrogatepass"))
+        if attr is not None:
+            observed[ATTR_KEY] = {attr: read["attr"]}
+        subject = sha256_digest(str(read["html"]).encode("utf-8", "surrogatepass"))
         details["html_digest"] = subject
         # However the selector was spelt (css=:is(html), css=body:first-of-type), an element
         # that is the document or its body holds every string on the page.
-        is_whole = "e => e === document.documentElement || e === document.body"
-        if first.evaluate(is_whole, timeout=deadline.ms()) is True:
+        if read["whole_document"] is True:
             details[WHOLE_DOCUMENT_KEY] = True
     if check.prep:
         details[PREP_KEY] = list(check.prep)
@@ -442,6 +470,61 @@ def _read(
         observed_value=observed,
         subject=subject,
         details=details,
+    )
+
+
+def _read_visible(page: Page, locator: str, attr: str | None) -> dict[str, Any]:
+    """What a person can see of the elements ``locator`` matches, judged by the observer's own
+    script in an isolated world: the page's scripts run in another, so a page that rewrites
+    the browser's functions (getComputedStyle, checkVisibility, elementsFromPoint, Array's
+    methods) changes nothing the reading uses. Playwright's own evaluate runs in the page's
+    world, so the script is run through the DevTools protocol in the world where the
+    content-script engine kept the elements."""
+    key = f"__claim_located_{secrets.token_hex(16)}"
+    if page.locator(f"{locator} >> {_LOCATED_ENGINE}={key}").count() == 0:
+        return {"visible": [], "read": None}
+    session = page.context.new_cdp_session(page)
+    try:
+        isolated: list[int] = []
+        session.on(
+            "Runtime.executionContextCreated",
+            lambda event: (
+                None if event["context"]["auxData"].get("isDefault", True)
+                else isolated.append(event["context"]["id"])
+            ),
+        )  # fmt: skip
+        session.send("Runtime.enable")
+        for context in isolated:
+            answer = session.send(
+                "Runtime.callFunctionOn",
+                {
+                    "functionDeclaration": _visible_function(),
+                    "executionContextId": context,
+                    "arguments": [{"value": key}, {"value": attr}],
+                    "returnByValue": True,
+                },
+            )
+            if "exceptionDetails" in answer:
+                why = answer["exceptionDetails"].get("exception", {}).get("description", "")
+                raise ObservationFailed(f"reading what a person can see failed: {why[:200]}")
+            value = answer["result"].get("value")
+            if type(value) is dict:
+                return value
+    finally:
+        session.detach()
+    raise ObservationFailed(
+        "the located elements were not found in the observer's isolated world (did the page "
+        "navigate while it was read?)"
+    )
+
+
+@cache
+def _visible_function() -> str:
+    script = resources.files(__package__).joinpath("visible.js").read_text("utf-8")
+    return (
+        "function (key, attr) {\n  const located = globalThis[key];\n"
+        "  if (located === undefined) return null;\n  delete globalThis[key];\n"
+        f"  return ({script}\n  )(located, attr);\n}}"
     )
 
 

@@ -1,0 +1,370 @@
+// What a person can see of the elements a locator matched (docs/spec.md, section 7.4).
+// The observer's own fixed script, never text from a claim or a command line. It runs in an
+// isolated world (observe/dom.py), where the page's scripts cannot replace the functions it
+// calls, and in one synchronous call, so none of the page's scripts can run between its steps:
+// it may switch pointer-events on and scroll to hit-test, and puts both back before it returns.
+(elements, attrName) => {
+  const MIN_FONT_PX = 4;
+  const MIN_CONTRAST = 1.2;
+  const MAX_BLUR_PX = 2;
+  const MAX_TEXT = 100000;
+  const REPLACED = new Set(["img", "video", "canvas", "iframe", "embed", "object", "svg",
+    "input", "textarea", "select", "meter", "progress"]);
+  const BLOCK_BREAK = "\n";
+  const doc = document;
+  const root = doc.documentElement;
+  const css = (el, pseudo) => getComputedStyle(el, pseudo);
+  const paint = new OffscreenCanvas(1, 1).getContext("2d");
+
+  // [r, g, b, a] of a computed colour, or null for one outside sRGB's rgb() (then unknown).
+  function rgba(color) {
+    paint.fillStyle = "#000";
+    paint.fillStyle = color;
+    const value = String(paint.fillStyle);
+    if (value.startsWith("#")) {
+      const n = parseInt(value.slice(1), 16);
+      return [(n >> 16) & 255, (n >> 8) & 255, n & 255, 1];
+    }
+    const parts = value.startsWith("rgba(") ? value.match(/[\d.]+/g) : null;
+    return parts && parts.length === 4 ? parts.map(Number) : null;
+  }
+
+  function luminance([r, g, b]) {
+    const lin = (c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+  }
+
+  function contrast(a, b) {
+    const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x);
+    return (hi + 0.05) / (lo + 0.05);
+  }
+
+  // The element that holds a box: display: contents gives none, its parent's box shows it.
+  function boxOf(el) {
+    while (el && el !== root && css(el).display === "contents") el = el.parentElement;
+    return el;
+  }
+
+  // opacity and filter: opacity() multiply down the tree; 0 (or next to it) hides everything.
+  function opacityOf(el) {
+    let product = 1;
+    for (let at = el; at; at = at.parentElement) {
+      const style = css(at);
+      product *= Number(style.opacity);
+      for (const [, amount] of style.filter.matchAll(/opacity\(([\d.]+)(%?)\)/g)) {
+        product *= Number(amount) / (amount.endsWith("%") ? 100 : 1);
+      }
+    }
+    return product;
+  }
+
+  // A blur of a few pixels down the tree (filter: blur()) leaves no word readable.
+  function blurred(el) {
+    let radius = 0;
+    for (let at = el; at; at = at.parentElement) {
+      for (const [, px] of css(at).filter.matchAll(/blur\(([\d.]+)px\)/g)) radius += Number(px);
+    }
+    return radius >= MAX_BLUR_PX;
+  }
+
+  const renderings = new Map();
+  function rendered(el) {
+    if (!renderings.has(el)) renderings.set(el, isRendered(el));
+    return renderings.get(el);
+  }
+  function isRendered(el) {
+    const box = boxOf(el);
+    return Boolean(box) && box.checkVisibility({
+      checkOpacity: true, opacityProperty: true,
+      checkVisibilityCSS: true, visibilityProperty: true,
+    }) && opacityOf(box) > 0.05 && !blurred(box);
+  }
+
+  // Something painted above the target that hides it: a background, an image, a control.
+  function opaque(el) {
+    if (!el.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true })) return false;
+    if (REPLACED.has(el.localName)) return true;
+    const style = css(el);
+    const background = rgba(style.backgroundColor);
+    return style.backgroundImage !== "none" || style.backdropFilter !== "none"
+      || (background !== null && background[3] > 0);
+  }
+
+  // The backdrop of a point: the first thing painted under the target; null when it cannot be
+  // told (an image, a gradient, a translucent layer), and then the text is taken as readable.
+  function backdrop(below) {
+    for (const el of below) {
+      const style = css(el);
+      if (REPLACED.has(el.localName) || style.backgroundImage !== "none") return null;
+      const color = rgba(style.backgroundColor);
+      if (color === null) return null;
+      if (color[3] >= 1) return color;
+      if (color[3] > 0) return null;
+    }
+    const scheme = css(root).colorScheme;
+    return scheme.includes("dark") ? null : [255, 255, 255, 1];
+  }
+
+  // Pages may be scrolled by a person: the viewport (unless its overflow is hidden) and boxes
+  // whose overflow is auto or scroll. A box with overflow hidden or clip is never scrolled, so
+  // what it clips stays clipped.
+  const scrolled = new Map();
+  function scrollBy(box, left, top) {
+    if (!scrolled.has(box)) scrolled.set(box, [box.scrollLeft, box.scrollTop]);
+    box.scrollBy({ left, top, behavior: "instant" });
+  }
+  function viewportScrolls(axis) {
+    const own = css(root)[axis];
+    const value = own === "visible" && doc.body ? css(doc.body)[axis] : own;
+    return value !== "hidden" && value !== "clip";
+  }
+  function reveal(rectOf, from) {
+    for (let box = from; box && box !== doc.body && box !== root; box = box.parentElement) {
+      const style = css(box);
+      const x = ["auto", "scroll"].includes(style.overflowX);
+      const y = ["auto", "scroll"].includes(style.overflowY);
+      if (!x && !y) continue;
+      const r = rectOf();
+      const b = box.getBoundingClientRect();
+      scrollBy(box,
+        x ? r.left + r.width / 2 - (b.left + box.clientLeft + box.clientWidth / 2) : 0,
+        y ? r.top + r.height / 2 - (b.top + box.clientTop + box.clientHeight / 2) : 0);
+    }
+    const r = rectOf();
+    const scroller = doc.scrollingElement || root;
+    scrollBy(scroller,
+      viewportScrolls("overflowX") ? r.left + r.width / 2 - root.clientWidth / 2 : 0,
+      viewportScrolls("overflowY") ? r.top + r.height / 2 - root.clientHeight / 2 : 0);
+    return rectOf();
+  }
+
+  // Three points across the middle of the part of a rectangle inside the viewport.
+  function points(r) {
+    const left = Math.max(r.left, 0);
+    const right = Math.min(r.right, root.clientWidth);
+    const top = Math.max(r.top, 0);
+    const bottom = Math.min(r.bottom, root.clientHeight);
+    if (right - left < 1 || bottom - top < 1) return [];
+    const y = (top + bottom) / 2;
+    return [0.2, 0.5, 0.8].map((k) => [left + (right - left) * k, y]);
+  }
+
+  // Why ``owner`` is not what a person sees at (x, y), or null when it is: the first thing
+  // hit-testing finds there that is not see-through. ``text``: its colour (with the opacity
+  // above it) must also stand out from what lies under it.
+  function hiddenAt(owner, x, y, text) {
+    const scope = owner.getRootNode();
+    const hits = (scope.elementsFromPoint ? scope : doc).elementsFromPoint(x, y);
+    for (let i = 0; i < hits.length; i++) {
+      const hit = hits[i];
+      if (hit === owner || (!text && owner.contains(hit))) {
+        if (!text) return null;
+        const ground = backdrop(hits.slice(i));
+        return ground === null || readable(owner, ground) ? null : "in the colour of its background";
+      }
+      if (opaque(hit)) return "covered by another element";
+    }
+    return "clipped away";
+  }
+
+  function readable(owner, ground) {
+    const style = css(owner);
+    if (style.textShadow !== "none") return true;
+    const stroke = rgba(style.webkitTextStrokeColor);
+    if (parseFloat(style.webkitTextStrokeWidth) > 0 && stroke && stroke[3] > 0) return true;
+    const fill = rgba(style.webkitTextFillColor);
+    if (fill === null) return true;
+    const alpha = fill[3] * opacityOf(owner);
+    const shown = fill.slice(0, 3).map((c, k) => alpha * c + (1 - alpha) * ground[k]);
+    return contrast(shown, ground) >= MIN_CONTRAST;
+  }
+
+  // Why a person cannot see this text node, or null when they can; asked once per node, however
+  // many of the matched elements hold it.
+  const textVerdicts = new Map();
+  function textHidden(node) {
+    if (!textVerdicts.has(node)) textVerdicts.set(node, judgeText(node));
+    return textVerdicts.get(node);
+  }
+  function judgeText(node) {
+    const owner = boxOf(node.parentElement);
+    if (!owner || !rendered(owner)) return "not rendered (display, visibility, opacity or blur)";
+    if (parseFloat(css(owner).fontSize) < MIN_FONT_PX) return "too small to read";
+    const range = doc.createRange();
+    range.selectNodeContents(node);
+    // Hit-testing finds text only inside its element's box: text overflowing the box is judged
+    // by the part inside it (of a box of no size, where the text lies).
+    const inBox = (r) => {
+      const b = owner.getBoundingClientRect();
+      if (!r || b.width < 1 || b.height < 1) return r;
+      const left = Math.max(r.left, b.left);
+      const top = Math.max(r.top, b.top);
+      return DOMRectReadOnly.fromRect({
+        x: left, y: top,
+        width: Math.max(Math.min(r.right, b.right) - left, 0),
+        height: Math.max(Math.min(r.bottom, b.bottom) - top, 0),
+      });
+    };
+    const count = range.getClientRects().length;
+    let lines = 0;
+    for (let k = 0; k < count; k++) {
+      const first = range.getClientRects()[k];
+      if (!first || first.width < 1 || first.height < 1) continue;
+      const r = reveal(() => inBox(range.getClientRects()[k]), node.parentElement);
+      const at = points(r);
+      if (at.length === 0) return "out of reach of scrolling";
+      for (const [x, y] of at) {
+        const why = hiddenAt(owner, x, y, true);
+        if (why !== null) return why;
+      }
+      lines++;
+    }
+    return lines > 0 ? null : "of no size";
+  }
+
+  function boxHidden(el) {
+    const owner = boxOf(el);
+    if (!owner || !rendered(owner)) return "not rendered (display, visibility, opacity or blur)";
+    const rects = owner.getClientRects();
+    let why = "of no size";
+    for (let k = 0; k < rects.length; k++) {
+      if (rects[k].width < 1 || rects[k].height < 1) continue;
+      const r = reveal(() => owner.getClientRects()[k], owner.parentElement);
+      const at = points(r);
+      if (at.length === 0) why = "out of reach of scrolling";
+      for (const [x, y] of at) {
+        why = hiddenAt(owner, x, y, false);
+        if (why === null) return null;
+      }
+    }
+    return why;
+  }
+
+  // Generated text (::before, ::after) a person reads with the element's own; null when it
+  // is taken out of the flow, where the observer cannot tell whether anyone sees it.
+  function generated(el, pseudo) {
+    const style = css(el, pseudo);
+    if (style.content === "none" || style.content === "normal" || style.display === "none") {
+      return "";
+    }
+    if (style.visibility !== "visible" || Number(style.opacity) === 0) return "";
+    if (parseFloat(style.fontSize) < MIN_FONT_PX) return "";
+    const color = rgba(style.webkitTextFillColor);
+    if (color !== null && color[3] === 0) return "";
+    let text = "";
+    for (const [, quoted, attr] of style.content.matchAll(/"((?:[^"\\]|\\.)*)"|attr\(([^)]*)\)/g)) {
+      text += quoted !== undefined ? quoted.replace(/\\(.)/g, "$1") : el.getAttribute(attr.trim()) || "";
+    }
+    if (!text.trim()) return "";
+    if (style.position === "absolute" || style.position === "fixed") return null;
+    return text;
+  }
+
+  function transform(text, style) {
+    switch (style.textTransform) {
+      case "uppercase": return text.toUpperCase();
+      case "lowercase": return text.toLowerCase();
+      case "capitalize": return text.replace(/(^|\s)(\S)/g, (_, a, b) => a + b.toUpperCase());
+      default: return text;
+    }
+  }
+
+  // The text a person sees: text nodes seen on screen, and generated text, with a break
+  // between blocks (as innerText has it); never the text of what is hidden.
+  // ``quick``: only whether any of it is seen, for the elements that are only counted.
+  function visibleText(el, quick) {
+    const out = [];
+    let seen = false;
+    let size = 0;
+    let placed = true;
+    let hidden = null;
+    const push = (text) => { out.push(text); size += text.length; };
+    function walk(node) {
+      if (size > MAX_TEXT || (quick && seen)) return;
+      if (node.nodeType === Node.TEXT_NODE) {
+        if (!node.data.trim()) { push(" "); return; }
+        const why = textHidden(node);
+        if (why === null) {
+          seen = true;
+          push(transform(node.data, css(node.parentElement)));
+        } else {
+          hidden = hidden || why;
+        }
+        return;
+      }
+      if (node.nodeType !== Node.ELEMENT_NODE) return;
+      const tag = node.localName;
+      if (["script", "style", "template", "noscript"].includes(tag)) return;
+      const style = css(node);
+      if (style.display === "none") {
+        if (node.textContent.trim()) hidden = hidden || "not rendered (display: none)";
+        return;
+      }
+      const block = !style.display.startsWith("inline") && style.display !== "contents";
+      if (block || tag === "br") push(BLOCK_BREAK);
+      const shown = rendered(node);
+      for (const pseudo of ["::before", null, "::after"]) {
+        if (pseudo === null) {
+          for (const child of node.childNodes) walk(child);
+          continue;
+        }
+        const text = shown ? generated(node, pseudo) : "";
+        if (text === null) placed = false;
+        else if (text) push(transform(text, css(node, pseudo)));
+      }
+      if (block) push(BLOCK_BREAK);
+    }
+    walk(el);
+    const text = out.join("").replace(/\s+/g, " ").trim();
+    return { text, hidden, placed };
+  }
+
+  function judge(el, quick) {
+    const { text, hidden, placed } = visibleText(el, quick);
+    if (!placed) return { visible: false, why: "generated text out of the flow", text };
+    if (text) return { visible: true, why: null, text };
+    // Text, all of it hidden: the element shows nothing. No text: its box must be seen.
+    const why = hidden === null ? boxHidden(el) : `its text is ${hidden}`;
+    return { visible: why === null, why: why === null ? null : why, text };
+  }
+
+  // A person's pointer never decides what they see: pointer-events: none is switched off for
+  // the hit tests. content-visibility: auto lays its content out only once it nears the
+  // viewport, as it does for a person scrolling to it: it is laid out now. Each style
+  // attribute is put back exactly.
+  const switched = [];
+  for (const el of doc.querySelectorAll("*")) {
+    const style = css(el);
+    const pointer = style.pointerEvents === "none";
+    const auto = style.contentVisibility === "auto";
+    if (!pointer && !auto) continue;
+    switched.push([el, el.getAttribute("style")]);
+    if (pointer) el.style.setProperty("pointer-events", "auto", "important");
+    if (auto) el.style.setProperty("content-visibility", "visible", "important");
+  }
+  let judged;
+  try {
+    judged = elements.map((el) => judge(el, true));
+    // The element read: the first a person sees (else the first), judged in full.
+    const chosen = Math.max(judged.findIndex((j) => j.visible), 0);
+    if (chosen < elements.length) judged[chosen] = { ...judge(elements[chosen], false), chosen };
+  } finally {
+    for (const [el, style] of switched) {
+      if (style === null) el.removeAttribute("style");
+      else el.setAttribute("style", style);
+    }
+    for (const [box, [left, top]] of scrolled) box.scrollTo({ left, top, behavior: "instant" });
+  }
+  const visible = judged.map((j) => j.visible);
+  const chosen = judged.findIndex((j) => j.chosen !== undefined);
+  const el = elements[chosen];
+  const read = el === undefined ? null : {
+    visible: judged[chosen].visible,
+    hidden_by: judged[chosen].why,
+    text: judged[chosen].text,
+    attr: attrName === null ? null : el.getAttribute(attrName),
+    html: el.outerHTML,
+    whole_document: el === root || el === doc.body,
+  };
+  return { visible, read };
+}
