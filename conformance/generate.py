@@ -2884,6 +2884,8 @@ def _gate_rules() -> Iterator[tuple[str, dict[str, Json]]]:
             state="invalid",
             error_path=path,
         )
+
+
 def _dom_visibility() -> Iterator[tuple[str, dict[str, Json]]]:
     """Only what a person can see counts (attack 46)."""
 
