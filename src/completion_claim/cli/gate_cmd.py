@@ -85,7 +85,14 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
 )
 @click.option("--junit", "junit_path", metavar="FILE", help="Write a JUnit XML report.")
 @click.option("--dotenv", "dotenv_path", metavar="FILE", help="Write CLAIM_STATE=... lines.")
-@click.option("--start", is_flag=True, help="Record the base commit and baselines, and stop.")
+@click.option(
+    "--start", is_flag=True, help="Record the base commit and baselines (once), and stop."
+)
+@click.option(
+    "--restart",
+    is_flag=True,
+    help="With --start: replace the session's start record (the operator's say only).",
+)
 @SERVER_OPTION
 @TOKEN_FILE_OPTION
 @click.option(
@@ -113,6 +120,7 @@ def gate_command(
     junit_path: str | None,
     dotenv_path: str | None,
     start: bool,
+    restart: bool,
     server: str | None,
     token_file: Path | None,
     ledger_url: str | None,
@@ -123,12 +131,23 @@ def gate_command(
     With --server, a claim serve does all of that under its own config and key, and records
     the decision in its ledger.
 
+    A start is taken once per session (per repository without --session): a second --start is
+    refused (exit 4) unless --restart says to replace it. Where the agent runs as the same user,
+    it can pass --restart too; through --server, only a token with the start scope may start,
+    and the service never replaces a start.
+
     \b
     Exit codes: 0 verified, 1 unverified, 2 refuted, 3 invalid policy, 4 usage or claim.toml
-    error (one line naming the file and line). An observer that cannot observe is recorded
-    and the change stays unverified (exit 1).
+    error (one line naming the file and line), or a start the session already has. An
+    observer that cannot observe is recorded and the change stays unverified (exit 1).
     """
+    if restart and not start:
+        raise UsageError("--restart is for --start")
     if server is not None:
+        if restart:
+            raise UsageError(
+                "--restart and --server: the service never replaces a start; start a new session"
+            )
         given = {"--config": config_path, "--base": base, "--trusted-ref": trusted_ref,
                  "--summary-md": summary_md, "--junit": junit_path, "--dotenv": dotenv_path,
                  "--ledger": ledger_url, "--ledger-key": ledger_key}  # fmt: skip
@@ -146,7 +165,7 @@ def gate_command(
     if start:
         if ledger_url is not None or ledger_key is not None:
             raise UsageError("--ledger and --start: a start records no decision")
-        path = start_gate(config, Path(repo), session)
+        path = start_gate(config, Path(repo), session, restart=restart)
         click.echo(f"recorded the start: {path}")
         return EXIT_VERIFIED
     if ledger_key is not None and ledger_url is None:
@@ -222,8 +241,8 @@ def _gate_by_service(
     if start:
         if outcome is not None or outcome_file is not None or task_id is not None:
             raise UsageError("--start takes no --outcome, --outcome-file or --task-id")
-        root = ask_start(server, token_file, repo, session)
-        click.echo(f"the service recorded the start for {root}")
+        root, index = ask_start(server, token_file, repo, session)
+        click.echo(f"the service recorded the start for {root}: ledger index {index}")
         return EXIT_VERIFIED
     answer = ask_gate(server, token_file, repo, _outcome(outcome, outcome_file), session, task_id)
     if as_json:
