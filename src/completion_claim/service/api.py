@@ -190,7 +190,7 @@ router = APIRouter(prefix="/v1")
     "/claims",
     status_code=201,
     response_model=PostedOut,
-    responses=_errors(400, 401, 413, 415, 422),
+    responses=_errors(400, 401, 403, 413, 415, 422),
     openapi_extra=CLAIM_BODY,
     summary="Verify a claim under the operator's policy and append the verdict to the ledger",
 )
