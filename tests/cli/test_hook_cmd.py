@@ -435,6 +435,7 @@ def test_install_with_a_server_writes_thin_clients_and_refuses_a_config(tmp_path
         "--token-file", "token", cwd=repo,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
+    assert "start each session from the operator's side" in done.stdout + done.stderr
     written = json.loads((repo / ".claude" / "settings.json").read_text())
     (stop,) = [h["command"] for group in written["hooks"]["Stop"] for h in group["hooks"]]
     assert stop == (

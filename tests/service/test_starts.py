@@ -165,6 +165,12 @@ def test_the_operator_starts_and_the_agents_honest_fix_is_verified_through_its_h
     assert start["start"]["repo"] == os.path.realpath(repo)
     assert not_a_claim.value.status == 404
     assert "a session's start: GET /v1/starts/0" in not_a_claim.value.error
+    import httpx
+
+    uds = httpx.HTTPTransport(uds=service.url.removeprefix("unix://"))
+    with httpx.Client(transport=uds, base_url="http://localhost") as raw:
+        page = raw.get(f"/claims/{entry['index']}").text
+    assert 'ledger entry 0 (<a href="/v1/starts/0">the start</a>)' in page
     for index in ("0", str(entry["index"])):  # the start is proven in the log like a claim
         proved = claim("ledger", "prove", service.url, index, cwd=tmp_path)
         assert proved.returncode == 0, proved.stderr
@@ -263,3 +269,57 @@ def test_locally_a_start_is_taken_once_unless_restarted(tmp_path: Path) -> None:
     assert restarted.returncode == 0, restarted.stderr
     assert json.loads(record.read_text())["base"] == git(repo, "rev-parse", "HEAD").strip()
     assert json.loads(record.read_text())["base"] != taken["base"]
+
+
+def test_a_hook_token_without_the_gate_scope_is_refused_as_a_token_not_as_the_work_tree(
+    service: GateService, tmp_path: Path
+) -> None:
+    """A 403 for a missing scope is the token's (the stop goes through, saying why, as for an
+    unknown token); only a 403 about the work tree sends the agent back."""
+    from completion_claim.service.tokens import add_token
+
+    assert service.settings.tokens_path is not None
+    poster = add_token(service.settings.tokens_path, "poster", ["post"])
+    repo = buggy_project(service.observed / "repo")
+    write_files(repo, {"README.md": "done\n"})
+    done = subprocess.run(
+        [str(CLAIM), "hook", "stop", "--harness", "claude-code", "--server", service.url],
+        input=json.dumps(documented_stop("claude-code", repo)), capture_output=True, text=True,
+        cwd=repo, env={**GIT_ENV, "CLAIM_TOKEN": poster, "XDG_STATE_HOME": str(tmp_path)},
+        timeout=HOOK_TIMEOUT_S, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0
+    body = json.loads(done.stdout)
+    assert "decision" not in body
+    assert "the gate service could not judge" in body["systemMessage"]
+    assert "token 'poster' lacks the scope 'gate'" in done.stderr
+    assert service.ledger.tree_head().size == 0
+
+
+def test_a_local_start_is_logged_when_the_gate_has_a_ledger(tmp_path: Path) -> None:
+    from completion_claim.service.ledger import Ledger
+
+    repo = buggy_project(tmp_path / "repo")
+    ops = tmp_path / "ops"
+    ops.mkdir()
+    config, key = write_operator(ops)
+    url = f"sqlite:///{ops / 'ledger.sqlite'}"
+    gate_args = ("gate", "--config", str(config), "--repo", str(repo), "--session", "s1",
+                 "--ledger", url, "--ledger-key", str(key))  # fmt: skip
+    started = claim(*gate_args, "--start", cwd=repo)
+    assert started.returncode == 0, started.stderr
+    assert started.stdout.endswith("ledger index 0\n")
+    write_files(repo, {"calc.py": CALC})
+    gated = claim(*gate_args, "--json", cwd=repo)
+    assert gated.returncode == 0, gated.stderr
+    ledger = Ledger.open(url)
+    try:
+        start = ledger.get_start(0)
+        entry = ledger.get(json.loads(gated.stdout)["ledger_index"])
+    finally:
+        ledger.close()
+    assert start is not None
+    assert (start.repo, start.session) == (os.path.realpath(repo), "s1")
+    assert start.submitted_by.startswith("gate@")
+    assert entry is not None
+    assert entry.start_index == 0

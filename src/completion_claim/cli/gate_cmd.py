@@ -99,7 +99,8 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
     "--ledger",
     "ledger_url",
     metavar="URL",
-    help="Also append the decision to this ledger (sqlite:///FILE, FILE or postgresql://...).",
+    help="Also append the decision (with --start: the start) to this ledger (sqlite:///FILE, "
+    "FILE or postgresql://...).",
 )
 @click.option(
     "--ledger-key",
@@ -162,16 +163,26 @@ def gate_command(
     if token_file is not None:
         raise UsageError("--token-file is for --server")
     config = _config(config_path, Path(repo))
-    if start:
-        if ledger_url is not None or ledger_key is not None:
-            raise UsageError("--ledger and --start: a start records no decision")
-        path = start_gate(config, Path(repo), session, restart=restart)
-        click.echo(f"recorded the start: {path}")
-        return EXIT_VERIFIED
     if ledger_key is not None and ledger_url is None:
         raise UsageError("--ledger-key is for --ledger")
     # Opened first: a ledger that cannot be reached fails before the checks run for minutes.
     ledger = None if ledger_url is None else _open_ledger(ledger_url, ledger_key, config)
+    by = f"gate@{socket.gethostname()}"
+    if start:
+        try:
+            path = start_gate(config, Path(repo), session, restart=restart)
+            if ledger is not None:
+                from ..service.gate_service import new_start  # noqa: PLC0415
+
+                root = repository_root(Path(repo))
+                logged = ledger.append_start(new_start(path, root, session, by, datetime.now(UTC)))
+        finally:
+            if ledger is not None:
+                ledger.close()
+        click.echo(f"recorded the start: {path}")
+        if ledger is not None:
+            click.echo(f"ledger index {logged.index}")
+        return EXIT_VERIFIED
     try:
         result = run_gate(
             config, Path(repo), outcome=_outcome(outcome, outcome_file), session=session,
@@ -179,10 +190,10 @@ def gate_command(
         )  # fmt: skip
         index = None
         if ledger is not None:
-            from ..service.gate_service import gate_entry  # noqa: PLC0415
+            from ..service.gate_service import gate_entry, logged_start  # noqa: PLC0415
 
-            by = f"gate@{socket.gethostname()}"
-            index = ledger.append(gate_entry(result, by, datetime.now(UTC))).index
+            started = logged_start(ledger, config, repository_root(Path(repo)), session)
+            index = ledger.append(gate_entry(result, by, datetime.now(UTC), started)).index
     finally:
         if ledger is not None:
             ledger.close()

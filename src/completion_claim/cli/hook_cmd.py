@@ -266,6 +266,12 @@ def hooks_install(
         say(f"claim: {harness} hooks installed in {path}")
     else:
         say(f"claim: {harness} hooks already installed in {path}")
+    if server is not None and not as_json:
+        # The hook's token has no start scope: its start attempt is refused, in one line.
+        say(
+            "claim: the service takes a session's start only from a token with the start "
+            "scope: start each session from the operator's side (docs/integrations.md)"
+        )
     return 0
 
 

@@ -278,17 +278,7 @@ def start(
         logged = ledger.find_start(str(root), request.session)
         where = f"{root}" + ("" if logged is None else f", ledger entry {logged.index}")
         raise already_started(request.session, where, "begin a new session") from None
-    record = read_start_record(path) or {}
-    entry = ledger.append_start(
-        NewStart(
-            repo=str(root),
-            session=request.session,
-            base=record.get("base"),
-            taken_at=str(record.get("taken_at")),
-            submitted_by=submitted_by,
-            recorded_at=now,
-        )
-    )
+    entry = ledger.append_start(new_start(path, root, request.session, submitted_by, now))
     _log.info("start %s (session %r) by %s: ledger index %d", root, request.session,
               submitted_by, entry.index)  # fmt: skip
     return root, entry
@@ -314,19 +304,34 @@ def decide(
         task_id=request.task_id,
         events=_LoggedEvents(root),
     )
-    started = _logged_start(ledger, config, root, request.session)
+    started = logged_start(ledger, config, root, request.session)
     entry = ledger.append(gate_entry(result, submitted_by, now, started))
     _log.info("gate %s: %s, ledger index %d", root, result.verdict.state, entry.index)
     return GateDecision(entry, result, config.max_blocks)
 
 
-def _logged_start(
+def new_start(
+    record_path: Path, root: Path, session: str | None, submitted_by: str, now: datetime
+) -> NewStart:
+    """The ledger entry of the start just recorded at ``record_path``."""
+    record = read_start_record(record_path) or {}
+    return NewStart(
+        repo=os.path.realpath(root),
+        session=session,
+        base=record.get("base"),
+        taken_at=str(record.get("taken_at")),
+        submitted_by=submitted_by,
+        recorded_at=now,
+    )
+
+
+def logged_start(
     ledger: Appends, config: GateConfig, root: Path, session: str | None
 ) -> int | None:
     """The ledger index of the start the run measured from: the session's logged start, when
     it is the one its start record holds."""
     record = read_start_record(start_record_path(config, root, session))
-    logged = ledger.find_start(str(root), session)
+    logged = ledger.find_start(os.path.realpath(root), session)
     if record is None or logged is None:
         return None
     if (logged.base, logged.taken_at) != (record.get("base"), record.get("taken_at")):
