@@ -104,9 +104,11 @@ def test_attack_43_the_agents_token_cannot_restart_its_session(
     write_files(repo, {"calc.py": CALC_BUGGY + "# touched\n"})
     after = gate(service, repo, "s1", agent)
     assert after["verdict"] == "unverified"
+    unstarted = gate(service, repo, "s2", agent)  # s2 has no start: its entry names none
     with ServiceClient(service.url) as http:
         entry = http.get_json(f"/v1/claims/{after['ledger_index']}")
         start = http.get_json("/v1/starts/0")
+        assert "start_index" not in http.get_json(f"/v1/claims/{unstarted['ledger_index']}")
     assert entry["start_index"] == 0
     assert "tests/test_calc.py" in json.dumps(entry["claim"]["mutations"])
     assert (start["start"]["session"], start["submitted_by"]) == ("s1", OPERATOR_TOKEN_NAME)
