@@ -347,10 +347,13 @@ def test_gate_server_prints_the_services_report_and_exits_with_its_verdict(
     from tests.fixtures.gate_service import buggy_project, gate_service
 
     with gate_service(tmp_path / "svc") as service:
-        monkeypatch.setenv("CLAIM_TOKEN", service.token)
+        monkeypatch.setenv("CLAIM_TOKEN", service.operator_token)  # the operator starts
         repo = buggy_project(service.observed / "repo")
         started = run(["gate", "--server", service.url, "--repo", str(repo), "--start"])
-        assert capsys.readouterr().out == f"the service recorded the start for {repo}\n"
+        assert capsys.readouterr().out == (
+            f"the service recorded the start for {repo}: ledger index 0\n"
+        )
+        monkeypatch.setenv("CLAIM_TOKEN", service.token)
         write_files(repo, {"README.md": "done\n"})
         refuted = run(["gate", "--server", service.url, "--repo", str(repo), "--outcome", "Done."])
         out = capsys.readouterr().out
@@ -358,17 +361,17 @@ def test_gate_server_prints_the_services_report_and_exits_with_its_verdict(
         verified = run(["gate", "--server", service.url, "--repo", str(repo), "--json",
                         "--task-id", "t-7"])  # fmt: skip
         answer = json.loads(capsys.readouterr().out)
-        entry = service.ledger.get(1)
+        entry = service.ledger.get(2)
 
     assert started == 0
     assert refuted == 2
     assert out.startswith("REFUTED")
     assert "baselines taken at start" in out
     assert "For the agent:\ntests/test_calc.py::test_add failed" in out
-    assert out.rstrip().endswith("/claims/0")
+    assert out.rstrip().endswith("/claims/1")
     assert verified == 0
     assert answer["verdict"] == "verified"
-    assert answer["ledger_index"] == 1
+    assert answer["ledger_index"] == 2
     assert entry is not None
     assert entry.task_id == "t-7"
 

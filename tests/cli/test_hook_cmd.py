@@ -332,15 +332,23 @@ def test_each_harness_gets_its_own_answer_from_the_service(service: GateService)
 
 def test_start_through_the_service_sets_the_base_of_the_next_stop(service: GateService) -> None:
     repo = buggy_project(service.observed / "repo")
-    started = claim(
+    own_token = claim(
         "hook", "start", "--harness", "claude-code", "--server", service.url, cwd=repo,
         stdin=start_payload(repo), env={"CLAIM_TOKEN": service.token},
+    )  # fmt: skip
+    assert own_token.returncode == 0
+    assert "lacks the scope 'start'" in own_token.stderr  # the hook's token cannot start
+    assert service.ledger.tree_head().size == 0
+    started = claim(
+        "hook", "start", "--harness", "claude-code", "--server", service.url, cwd=repo,
+        stdin=start_payload(repo), env={"CLAIM_TOKEN": service.operator_token},
     )  # fmt: skip
     assert (started.returncode, started.stderr) == (0, "")
     write_files(repo, {"calc.py": CALC})
     assert answer(stop_via(service, repo))["systemMessage"].startswith("completion-claim: verified")
-    entry = service.ledger.get(0)
+    entry = service.ledger.get(1)
     assert entry is not None
+    assert entry.start_index == 0
     assert "baselines taken at start" in entry.claim["task"]["description"]
 
 
@@ -427,6 +435,7 @@ def test_install_with_a_server_writes_thin_clients_and_refuses_a_config(tmp_path
         "--token-file", "token", cwd=repo,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
+    assert "start each session from the operator's side" in done.stdout + done.stderr
     written = json.loads((repo / ".claude" / "settings.json").read_text())
     (stop,) = [h["command"] for group in written["hooks"]["Stop"] for h in group["hooks"]]
     assert stop == (

@@ -1,4 +1,4 @@
-"""``claim serve`` as a real process on a real port or Unix socket, and ``claim token add``."""
+"""``claim serve`` as a real process on a real port or Unix socket, and ``claim token``."""
 
 from __future__ import annotations
 
@@ -309,6 +309,65 @@ def test_token_add_refuses_a_taken_name(tmp_path: Path, capsys: pytest.CaptureFi
     capsys.readouterr()
     err = refused(capsys, "token", "add", "ci", "--tokens", str(tokens))
     assert "the name 'ci' already has a token" in err
+
+
+def test_token_list_and_revoke_take_effect_on_a_running_service(
+    tmp_path: Path, key: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tokens = tmp_path / "tokens.jsonl"
+
+    def claim_token(*args: str) -> str:
+        done = subprocess.run([str(CLAIM), "token", *args, "--tokens", str(tokens)],
+                              capture_output=True, text=True, check=True)  # fmt: skip
+        return done.stdout
+
+    ci = claim_token("add", "ci").strip()
+    claim_token("add", "orchestrator", "--scope", "start", "--scope", "gate")
+    assert claim_token("list") == "ci\tgate,post\norchestrator\tgate,start\n"
+    listed = json.loads(claim_token("list", "--json"))
+    assert listed["tokens"] == [
+        {"name": "ci", "scopes": ["gate", "post"]},
+        {"name": "orchestrator", "scopes": ["gate", "start"]},
+    ]
+    digests = [json.loads(line)["sha256"] for line in tokens.read_text().splitlines()]
+    assert not any(digest in claim_token("list") for digest in digests)
+
+    args = ("--ledger", ledger_in(tmp_path), "--key", str(key), "--port", "0")
+    with served(*args, "--tokens", str(tokens)) as service:
+        with httpx.Client(base_url=service.url, timeout=10) as client:
+            body = json.dumps(fresh_claim())
+            as_ci = {**JSON, "Authorization": f"Bearer {ci}"}
+            assert client.post("/v1/claims", content=body, headers=as_ci).status_code == 201
+            assert "revoked token 'ci'" in claim_token("revoke", "ci")
+            refused = client.post("/v1/claims", content=body, headers=as_ci)
+            assert refused.status_code == 401  # the service reread the file: no restart
+        assert service.stop()[0] == 0
+    assert claim_token("list") == "orchestrator\tgate,start\n"
+    err = refused_line(capsys, "token", "revoke", "ci", "--tokens", str(tokens))
+    assert f"{tokens}: no token named 'ci'" in err
+
+
+def refused_line(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    assert run(list(args)) == EXIT_USAGE
+    return capsys.readouterr().err
+
+
+def test_a_token_without_the_post_scope_cannot_post(tmp_path: Path, key: Path) -> None:
+    tokens = tmp_path / "tokens.jsonl"
+    added = subprocess.run(
+        [str(CLAIM), "token", "add", "gate-only", "--scope", "gate", "--tokens", str(tokens)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    args = ("--ledger", ledger_in(tmp_path), "--key", str(key), "--port", "0")
+    with served(*args, "--tokens", str(tokens)) as service:
+        with httpx.Client(base_url=service.url, timeout=10) as client:
+            headers = {**JSON, "Authorization": f"Bearer {added.stdout.strip()}"}
+            answer = client.post("/v1/claims", content=json.dumps(fresh_claim()), headers=headers)
+            assert answer.status_code == 403
+            assert answer.json()["error"].startswith("token 'gate-only' lacks the scope 'post'")
+            assert 'error="insufficient_scope", scope="post"' in answer.headers["www-authenticate"]
+            assert client.get("/v1/tree-head").json()["size"] == 0
+        assert service.stop()[0] == 0
 
 
 def test_loopback() -> None:

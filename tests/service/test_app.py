@@ -88,6 +88,7 @@ def test_every_operation_documents_its_answers(document: dict[str, Any]) -> None
         ("/v1/claims", "post"),
         ("/v1/claims", "get"),
         ("/v1/claims/{index}", "get"),
+        ("/v1/starts/{index}", "get"),
         ("/v1/stats", "get"),
         ("/v1/tree-head", "get"),
         ("/v1/proof/{index}", "get"),
@@ -102,7 +103,7 @@ def test_every_operation_documents_its_answers(document: dict[str, Any]) -> None
         success = "201" if method == "post" else "200"
         assert "$ref" in responses[success]["content"]["application/json"]["schema"]
     post = document["paths"]["/v1/claims"]["post"]["responses"]
-    assert {"400", "401", "413", "415", "422"} <= post.keys()
+    assert {"400", "401", "403", "413", "415", "422"} <= post.keys()
 
 
 def test_the_dashboard_is_mounted_and_the_gate_only_where_enabled(tmp_path: Path) -> None:

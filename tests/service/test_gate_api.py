@@ -81,11 +81,12 @@ def test_an_honest_fix_is_verified_with_proven_independence(service: GateService
 
 def test_start_takes_the_baselines_for_the_session(service: GateService) -> None:
     repo = buggy_project(service.observed / "repo")
+    with client(service, service.operator_token) as operator:
+        started = operator.post_json("/v1/gate/start", {"repo": str(repo), "session": "s-1"})
     with client(service) as http:
-        started = http.post_json("/v1/gate/start", {"repo": str(repo), "session": "s-1"})
         write_files(repo, {"calc.py": CALC})
         answer = http.post_json("/v1/gate", {"repo": str(repo), "session": "s-1"})
-    assert started == {"repo": os.path.realpath(repo)}
+    assert started == {"repo": os.path.realpath(repo), "index": 0}
     assert "the start record" in answer["report"]
 
 

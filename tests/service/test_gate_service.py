@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from completion_claim.gate.baseline import StartExists
 from completion_claim.gate.run import GATE_VERIFIER_ID
 from completion_claim.model import parse_claim, parse_policy
 from completion_claim.observe.repository import run_git
@@ -331,11 +332,11 @@ def test_without_an_operator_config_the_gate_refuses(
     with pytest.raises(GateNotConfigured):
         decide(bare, ledger, GateRequest(str(repo)), submitted_by="a", now=NOW)
     with pytest.raises(GateNotConfigured):
-        start(bare, GateRequest(str(repo)))
+        start(bare, ledger, GateRequest(str(repo)), submitted_by="ops", now=NOW)
 
 
 def test_attack_19_runs_kept_under_the_observe_root_are_refused(
-    settings: ServiceSettings, observed: Path
+    settings: ServiceSettings, ledger: Ledger, observed: Path
 ) -> None:
     """An agent that could edit a start record there would choose the base it is judged from."""
     assert settings.gate_config is not None
@@ -346,17 +347,23 @@ def test_attack_19_runs_kept_under_the_observe_root_are_refused(
     )  # fmt: skip
     repo = buggy_project(observed / "repo")
     with pytest.raises(GateNotConfigured, match="under the observe root"):
-        start(settings, GateRequest(str(repo)))
+        start(settings, ledger, GateRequest(str(repo)), submitted_by="ops", now=NOW)
 
 
 def test_start_records_the_base_the_next_decision_measures_from(
     settings: ServiceSettings, ledger: Ledger, observed: Path
 ) -> None:
     repo = buggy_project(observed / "repo")
-    assert start(settings, GateRequest(str(repo), session="s-1")) == Path(os.path.realpath(repo))
+    begun = GateRequest(str(repo), session="s-1")
+    root, logged = start(settings, ledger, begun, submitted_by="ops", now=NOW)
+    assert root == Path(os.path.realpath(repo))
+    assert (logged.index, logged.session, logged.submitted_by) == (0, "s-1", "ops")
     write_files(repo, {"calc.py": CALC})
 
     asked = GateRequest(str(repo), "Fixed.", session="s-1")
     decision = decide(settings, ledger, asked, submitted_by="a", now=NOW)
 
     assert "the start record" in decision.result.report
+    assert decision.entry.start_index == 0
+    with pytest.raises(StartExists, match=r"session 's-1' was started already .*ledger entry 0"):
+        start(settings, ledger, begun, submitted_by="ops", now=NOW)

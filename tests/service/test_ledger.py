@@ -15,7 +15,7 @@ import pytest
 from completion_claim.errors import InvalidDocument
 from completion_claim.service import merkle
 from completion_claim.service.ledger import Ledger, LedgerError, LedgerTampered, NotInLedger
-from completion_claim.service.records import EntryFilter, StateCounts
+from completion_claim.service.records import EntryFilter, NewStart, StateCounts
 from completion_claim.service.tree_head import check_tree_head, tree_head_from_json
 from completion_claim.trust.canonical import canonical_bytes
 from tests.service.conftest import LOG_KEY, OTHER_KEY, T0, LedgerDb, fresh_entry
@@ -581,3 +581,66 @@ def check_every_append_landed_once(ledger: Ledger, ledger_db: LedgerDb) -> None:
         check_tree_head(head, LOG_KEY.public)
         proof = ledger.consistency_proof(head.size, latest.size)
         merkle.verify_consistency(proof, head.root_hash, latest.root_hash)
+
+
+# --- session starts ---------------------------------------------------------------------------
+
+
+def a_start(session: str | None = "s1", base: str | None = "ab" * 20, at: int = 0) -> NewStart:
+    return NewStart(
+        repo="/srv/observed/repo",
+        session=session,
+        base=base,
+        taken_at=f"2026-08-27T18:0{at}:00Z",
+        submitted_by="orchestrator",
+        recorded_at=T0 + timedelta(minutes=at),
+    )
+
+
+def test_a_start_is_an_entry_of_the_log_but_not_a_claim(ledger: Ledger) -> None:
+    claim = ledger.append(fresh_entry("refuted"))
+    start = ledger.append_start(a_start())
+    ledger.append_start(a_start(session=None, base=None, at=1))
+    gated = ledger.append(replace(fresh_entry(via="gate"), start_index=start.index))
+    assert (start.index, start.session, start.submitted_by) == (1, "s1", "orchestrator")
+    assert start.leaf_hash == merkle.leaf_hash(canonical_bytes(start.leaf_document())).hex()
+    assert start.leaf_document()["via"] == "start"
+    assert ledger.get_start(1) == start
+    assert ledger.get(1) is None
+    assert ledger.get_start(claim.index) is None
+    assert ledger.find_start("/srv/observed/repo", "s1") == start
+    assert ledger.find_start("/srv/observed/repo", None) == ledger.get_start(2)
+    assert ledger.find_start("/srv/observed/repo", "s2") is None
+    assert ledger.find_start("/srv/observed/other", "s1") is None
+    assert ledger.get(3) == gated
+    assert gated.leaf_document()["start_index"] == 1
+    assert "start_index" not in claim.leaf_document()
+    # The claim listings and counts hold claims alone.
+    assert [e.index for e in ledger.page(EntryFilter()).items] == [3, 0]
+    assert ledger.stats().total == StateCounts(verified=1, refuted=1)
+    assert [agent for agent, _ in ledger.stats().by_agent] == ["ci-runner-1"]
+    # Proven in the log like any entry, and the audit rereads it.
+    proof = ledger.inclusion_proof(1)
+    assert proof.leaf_hash == start.leaf_hash
+    merkle.verify_inclusion(proof, ledger.tree_head().root_hash)
+    assert ledger.audit().size == 4
+    later = ledger.append_start(a_start(at=2))  # a restart (locally, the operator's --restart)
+    assert ledger.find_start("/srv/observed/repo", "s1") == later
+
+
+@pytest.mark.parametrize(
+    ("statement", "problem"),
+    [
+        ("UPDATE ledger_entries SET via = 'gate' WHERE entry_index = 1", "via column differs"),
+        ("UPDATE ledger_entries SET task_id = 'x' WHERE entry_index = 1", "task_id column differs"),
+        ("UPDATE ledger_entries SET state = 'verified' WHERE entry_index = 1", "state column"),
+    ],
+)
+def test_the_audit_checks_a_starts_columns_against_its_leaf(
+    ledger: Ledger, ledger_db: LedgerDb, statement: str, problem: str
+) -> None:
+    ledger.append(fresh_entry())
+    ledger.append_start(a_start())
+    ledger_db.execute(statement)
+    with pytest.raises(LedgerTampered, match=f"entry 1: its {problem}"):
+        ledger.audit()

@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 
 from completion_claim.service.tokens import (
+    ScopeMissing,
     TokenFileError,
     TokenRejected,
     TokenStore,
     add_token,
     read_tokens,
+    revoke_token,
 )
 
 
@@ -28,6 +30,7 @@ def test_add_stores_only_the_hash_in_a_private_file(tmp_path: Path) -> None:
     assert json.loads(text) == {
         "name": "ci-runner-1",
         "sha256": hashlib.sha256(token.encode()).hexdigest(),
+        "scopes": ["gate", "post"],
     }
     second = add_token(path, "agent-7")
     assert second != token
@@ -81,6 +84,15 @@ def test_add_appends_after_a_last_line_without_newline(tmp_path: Path) -> None:
         ),
         (['{"name": "a", "name": "b", "sha256": "x"}'], ":1: not JSON: duplicate key 'name'"),
         (["[1]"], ":1: expected {"),
+        (
+            ['{"name": "a", "sha256": "' + "0" * 64 + '", "scopes": ["strat"]}'],
+            ":1: scopes: unknown scope 'strat' (expected gate, start, post)",
+        ),
+        (['{"name": "a", "sha256": "' + "0" * 64 + '", "scopes": []}'], ":1: scopes: empty"),
+        (
+            ['{"name": "a", "sha256": "' + "0" * 64 + '", "scopes": "start"}'],
+            ":1: scopes: expected a list of strings",
+        ),
     ],
 )
 def test_a_bad_file_names_file_and_line(tmp_path: Path, lines: list[str], problem: str) -> None:
@@ -150,3 +162,61 @@ def test_a_token_file_others_can_write_is_refused(tmp_path: Path, mode: int) -> 
         TokenStore(path)
     path.chmod(0o600)
     assert store.authenticate(f"Bearer {token}") == "ci"
+
+
+def test_a_token_may_do_what_its_scopes_say(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.jsonl"
+    hook = add_token(path, "agent-1")
+    operator = add_token(path, "orchestrator", ["start"])
+    store = TokenStore(path)
+    assert [entry.scopes for entry in read_tokens(path)] == [("gate", "post"), ("start",)]
+    assert store.authorize(f"Bearer {hook}", "gate") == "agent-1"
+    assert store.authorize(f"Bearer {hook}", "post") == "agent-1"
+    assert store.authorize(f"Bearer {operator}", "start") == "orchestrator"
+    with pytest.raises(ScopeMissing) as refused:
+        store.authorize(f"Bearer {hook}", "start")
+    assert refused.value.scope == "start"
+    assert str(refused.value).startswith("token 'agent-1' lacks the scope 'start': ")
+    with pytest.raises(ScopeMissing, match="lacks the scope 'gate'"):
+        store.authorize(f"Bearer {operator}", "gate")
+    with pytest.raises(TokenRejected):  # unknown first: a scope is never named to a stranger
+        store.authorize(f"Bearer {hook}x", "start")
+    with pytest.raises(TokenFileError, match="unknown scope 'admin'"):
+        add_token(path, "x", ["admin"])
+
+
+def test_attack_54_a_token_from_a_file_written_before_scopes_cannot_start(
+    tmp_path: Path,
+) -> None:
+    """A token file written before scopes holds the agents' hook tokens: read as allowing
+    everything, each of them could start (and so restart) its own session. A line without
+    ``scopes`` gets the default, which leaves ``start`` out."""
+    path = tmp_path / "tokens.jsonl"
+    token = "an-old-token-given-to-an-agents-hook-0123456789"
+    digest = hashlib.sha256(token.encode()).hexdigest()
+    path.write_text(json.dumps({"name": "agent-1", "sha256": digest}) + "\n")
+    path.chmod(0o600)
+    store = TokenStore(path)
+    assert store.authorize(f"Bearer {token}", "gate") == "agent-1"
+    assert store.authorize(f"Bearer {token}", "post") == "agent-1"
+    with pytest.raises(ScopeMissing, match="lacks the scope 'start'"):
+        store.authorize(f"Bearer {token}", "start")
+
+
+def test_revoke_removes_one_name_and_the_store_follows(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.jsonl"
+    first = add_token(path, "ci")
+    second = add_token(path, "agent", ["gate"])
+    store = TokenStore(path)
+    assert store.authorize(f"Bearer {first}", "post") == "ci"
+    revoke_token(path, "ci")
+    assert [(e.name, e.scopes) for e in read_tokens(path)] == [("agent", ("gate",))]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    with pytest.raises(TokenRejected, match="unknown bearer token"):  # no restart needed
+        store.authorize(f"Bearer {first}", "post")
+    assert store.authorize(f"Bearer {second}", "gate") == "agent"
+    with pytest.raises(TokenFileError, match="no token named 'ci'"):
+        revoke_token(path, "ci")
+    path.write_text(path.read_text() + "{broken\n")
+    with pytest.raises(TokenFileError, match=":2: not JSON"):
+        revoke_token(path, "agent")  # never rewrites a broken file

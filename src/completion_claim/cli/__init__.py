@@ -67,6 +67,7 @@ class _CommandsOnDemand(click.Group):
 def _exit_for_error() -> tuple[tuple[type[Exception], int], ...]:
     """Most specific first. Imported when an error occurs: the gate's and the ledger's error
     types are not worth loading for a run that has none."""
+    from ..gate.baseline import StartExists  # noqa: PLC0415
     from ..gate.config import ConfigError, InvalidPolicy  # noqa: PLC0415
     from ..service.ledger_errors import LedgerError, LedgerTampered  # noqa: PLC0415
 
@@ -74,6 +75,7 @@ def _exit_for_error() -> tuple[tuple[type[Exception], int], ...]:
         (InvalidDocument, EXIT_INVALID),
         (InvalidPolicy, EXIT_INVALID),
         (ConfigError, EXIT_USAGE),
+        (StartExists, EXIT_USAGE),  # a session's start is taken once (gate --start --restart)
         (ObservationFailed, EXIT_OBSERVATION_FAILED),
         (LedgerTampered, EXIT_REFUTED),
         (LedgerError, EXIT_OBSERVATION_FAILED),

@@ -35,6 +35,10 @@ class WorkTreeRefused(UsageError):
         super().__init__(f"the gate service refused to judge this work tree: {reason}")
 
 
+class StartNotAllowed(UsageError):
+    """The service's token may not start sessions: the operator's side starts them."""
+
+
 SERVER_OPTION = click.option(
     "--server",
     metavar="URL",
@@ -87,14 +91,27 @@ def ask_gate(
         try:
             return gate(client, str(repo.absolute()), outcome, session, task_id)
         except ServiceRefused as refused:
-            if refused.status in WORK_TREE_STATUSES:
+            # A token that may not run the gate is no fault of the work tree's.
+            if refused.status in WORK_TREE_STATUSES and refused.scope is None:
                 raise WorkTreeRefused(refused.error) from None
             raise
 
 
-def ask_start(server: str, token_file: Path | None, repo: Path, session: str | None) -> str:
-    """Have the service take the session's baselines; the work tree's root it took them for."""
-    from ..service.client import gate_start  # noqa: PLC0415
+def ask_start(
+    server: str, token_file: Path | None, repo: Path, session: str | None
+) -> tuple[str, int]:
+    """Have the service take the session's baselines; the work tree's root it took them for
+    and the start's ledger index."""
+    from ..service.client import ServiceRefused, gate_start  # noqa: PLC0415
 
     with gate_client(server, token_file) as client:
-        return gate_start(client, str(repo.absolute()), session)
+        try:
+            return gate_start(client, str(repo.absolute()), session)
+        except ServiceRefused as refused:
+            if refused.scope is not None:
+                raise StartNotAllowed(
+                    "the service took no start: this token may not start sessions (it lacks "
+                    "the scope 'start'); the operator's side starts them, with a start-scoped "
+                    "token the agent cannot read"
+                ) from None
+            raise

@@ -85,14 +85,22 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
 )
 @click.option("--junit", "junit_path", metavar="FILE", help="Write a JUnit XML report.")
 @click.option("--dotenv", "dotenv_path", metavar="FILE", help="Write CLAIM_STATE=... lines.")
-@click.option("--start", is_flag=True, help="Record the base commit and baselines, and stop.")
+@click.option(
+    "--start", is_flag=True, help="Record the base commit and baselines (once), and stop."
+)
+@click.option(
+    "--restart",
+    is_flag=True,
+    help="With --start: replace the session's start record (the operator's say only).",
+)
 @SERVER_OPTION
 @TOKEN_FILE_OPTION
 @click.option(
     "--ledger",
     "ledger_url",
     metavar="URL",
-    help="Also append the decision to this ledger (sqlite:///FILE, FILE or postgresql://...).",
+    help="Also append the decision (with --start: the start) to this ledger (sqlite:///FILE, "
+    "FILE or postgresql://...).",
 )
 @click.option(
     "--ledger-key",
@@ -113,6 +121,7 @@ def gate_command(
     junit_path: str | None,
     dotenv_path: str | None,
     start: bool,
+    restart: bool,
     server: str | None,
     token_file: Path | None,
     ledger_url: str | None,
@@ -123,12 +132,23 @@ def gate_command(
     With --server, a claim serve does all of that under its own config and key, and records
     the decision in its ledger.
 
+    A start is taken once per session (per repository without --session): a second --start is
+    refused (exit 4) unless --restart says to replace it. Where the agent runs as the same user,
+    it can pass --restart too; through --server, only a token with the start scope may start,
+    and the service never replaces a start.
+
     \b
     Exit codes: 0 verified, 1 unverified, 2 refuted, 3 invalid policy, 4 usage or claim.toml
-    error (one line naming the file and line). An observer that cannot observe is recorded
-    and the change stays unverified (exit 1).
+    error (one line naming the file and line), or a start the session already has. An
+    observer that cannot observe is recorded and the change stays unverified (exit 1).
     """
+    if restart and not start:
+        raise UsageError("--restart is for --start")
     if server is not None:
+        if restart:
+            raise UsageError(
+                "--restart and --server: the service never replaces a start; start a new session"
+            )
         given = {"--config": config_path, "--base": base, "--trusted-ref": trusted_ref,
                  "--summary-md": summary_md, "--junit": junit_path, "--dotenv": dotenv_path,
                  "--ledger": ledger_url, "--ledger-key": ledger_key}  # fmt: skip
@@ -143,16 +163,26 @@ def gate_command(
     if token_file is not None:
         raise UsageError("--token-file is for --server")
     config = _config(config_path, Path(repo))
-    if start:
-        if ledger_url is not None or ledger_key is not None:
-            raise UsageError("--ledger and --start: a start records no decision")
-        path = start_gate(config, Path(repo), session)
-        click.echo(f"recorded the start: {path}")
-        return EXIT_VERIFIED
     if ledger_key is not None and ledger_url is None:
         raise UsageError("--ledger-key is for --ledger")
     # Opened first: a ledger that cannot be reached fails before the checks run for minutes.
     ledger = None if ledger_url is None else _open_ledger(ledger_url, ledger_key, config)
+    by = f"gate@{socket.gethostname()}"
+    if start:
+        try:
+            path = start_gate(config, Path(repo), session, restart=restart)
+            if ledger is not None:
+                from ..service.gate_service import new_start  # noqa: PLC0415
+
+                root = repository_root(Path(repo))
+                logged = ledger.append_start(new_start(path, root, session, by, datetime.now(UTC)))
+        finally:
+            if ledger is not None:
+                ledger.close()
+        click.echo(f"recorded the start: {path}")
+        if ledger is not None:
+            click.echo(f"ledger index {logged.index}")
+        return EXIT_VERIFIED
     try:
         result = run_gate(
             config, Path(repo), outcome=_outcome(outcome, outcome_file), session=session,
@@ -160,10 +190,10 @@ def gate_command(
         )  # fmt: skip
         index = None
         if ledger is not None:
-            from ..service.gate_service import gate_entry  # noqa: PLC0415
+            from ..service.gate_service import gate_entry, logged_start  # noqa: PLC0415
 
-            by = f"gate@{socket.gethostname()}"
-            index = ledger.append(gate_entry(result, by, datetime.now(UTC))).index
+            started = logged_start(ledger, config, repository_root(Path(repo)), session)
+            index = ledger.append(gate_entry(result, by, datetime.now(UTC), started)).index
     finally:
         if ledger is not None:
             ledger.close()
@@ -222,8 +252,8 @@ def _gate_by_service(
     if start:
         if outcome is not None or outcome_file is not None or task_id is not None:
             raise UsageError("--start takes no --outcome, --outcome-file or --task-id")
-        root = ask_start(server, token_file, repo, session)
-        click.echo(f"the service recorded the start for {root}")
+        root, index = ask_start(server, token_file, repo, session)
+        click.echo(f"the service recorded the start for {root}: ledger index {index}")
         return EXIT_VERIFIED
     answer = ask_gate(server, token_file, repo, _outcome(outcome, outcome_file), session, task_id)
     if as_json:

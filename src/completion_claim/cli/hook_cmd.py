@@ -32,6 +32,7 @@ from ._output import emit_json, json_option, say
 from ._server import (
     SERVER_OPTION,
     TOKEN_FILE_OPTION,
+    StartNotAllowed,
     WorkTreeRefused,
     ask_gate,
     ask_start,
@@ -124,6 +125,10 @@ def hook_start(
             ask_start(server, token_file, request.repo, request.session)
         else:
             start_gate(_config(config_path, request.repo), request.repo, session=request.session)
+    except StartNotAllowed as problem:
+        # The expected case with the hook's own (gate-only) token: the session goes on, and
+        # its gates measure from the start the operator's side took.
+        return _emit(hooks.HookAnswer(answer.stdout, f"claim hook start: {problem}", 0))
     except ClaimError as problem:
         line = f"claim hook start --harness {harness}: {problem}; no baselines were taken"
         return _emit(hooks.HookAnswer(answer.stdout, line, 0))
@@ -261,6 +266,12 @@ def hooks_install(
         say(f"claim: {harness} hooks installed in {path}")
     else:
         say(f"claim: {harness} hooks already installed in {path}")
+    if server is not None and not as_json:
+        # The hook's token has no start scope: its start attempt is refused, in one line.
+        say(
+            "claim: the service takes a session's start only from a token with the start "
+            "scope: start each session from the operator's side (docs/integrations.md)"
+        )
     return 0
 
 

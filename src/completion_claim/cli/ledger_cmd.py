@@ -24,7 +24,7 @@ from ..errors import UsageError
 from ..public_key import PublicKey, parse_public_key
 from ..service import merkle
 from ..service.ledger_errors import LedgerError, LedgerTampered, NotInLedger
-from ..service.records import LEAF_MEMBERS, ConsistencyProof, InclusionProof, TreeHead
+from ..service.records import ConsistencyProof, InclusionProof, TreeHead, is_leaf_document
 from ..timefmt import format_time
 from . import EXIT_VERIFIED, app
 
@@ -220,7 +220,7 @@ def _prove_in_db(url: str, index: int, key: PublicKey | None) -> _Proven:
     try:
         head = ledger.tree_head()
         _checked_head(head, key, "the latest tree head")
-        entry = ledger.get(index)
+        entry = ledger.get(index) or ledger.get_start(index)  # a claim, or a session's start
         if entry is None or index >= head.size:
             raise NotInLedger(f"no entry {index} in the log of size {head.size}")
         proof = ledger.inclusion_proof(index, head.size)
@@ -266,9 +266,21 @@ def _prove_in_service(url: str, index: int, key: PublicKey | None) -> _Proven:
     from ..trust.canonical import canonical_bytes  # noqa: PLC0415
 
     with _service(url) as ask:
-        entry = ask(f"v1/claims/{index}", None)
+        try:
+            entry = ask(f"v1/claims/{index}", None)
+        except NotInLedger as missing:
+            try:
+                entry = ask(f"v1/starts/{index}", None)  # a session's start is an entry too
+            except NotInLedger:
+                raise missing from None
         answer = ask(f"v1/proof/{index}", None)
-    if not isinstance(entry, dict) or not all(name in entry for name in LEAF_MEMBERS):
+    # The leaf hash is recomputed from the document the service shows, never taken from it.
+    document = (
+        {k: v for k, v in entry.items() if k not in ("index", "leaf_hash")}
+        if isinstance(entry, dict)
+        else None
+    )
+    if not is_leaf_document(document):
         raise _unreadable(url, f"GET /v1/claims/{index} did not answer an entry")
     if not isinstance(answer, dict) or set(answer) != {"proof", "tree_head"}:
         raise _unreadable(url, f"GET /v1/proof/{index} did not answer a proof and a tree head")
@@ -280,8 +292,6 @@ def _prove_in_service(url: str, index: int, key: PublicKey | None) -> _Proven:
             f"the service's proof is for entry {proof.index} in size {proof.tree_size}, not "
             f"for entry {index} under its tree head of size {head.size}"
         )
-    # The leaf hash is recomputed from the document the service shows, never taken from it.
-    document = {name: entry[name] for name in LEAF_MEMBERS}
     _check_inclusion(proof, head, canonical_bytes(document))
     return _Proven(proof, head)
 

@@ -1,4 +1,4 @@
-"""``claim serve`` (the verification service on uvicorn) and ``claim token add``.
+"""``claim serve`` (the verification service on uvicorn) and ``claim token add|list|revoke``.
 
 The service's libraries (FastAPI, uvicorn, SQLAlchemy) are the optional ``serve`` extra, so they
 are imported inside the commands: every other command works without them.
@@ -39,34 +39,85 @@ SOCKET_MODE = 0o660  # the service's user and group: put requesters in the group
 
 @app.group("token")
 def token_group() -> None:
-    """Bearer tokens for `claim serve --tokens FILE`: one per agent or CI runner."""
+    """Bearer tokens for `claim serve --tokens FILE`: one per agent or CI runner, each with its
+    scopes (gate, start, post)."""
 
 
-@token_group.command("add")
-@click.argument("name")
-@click.option(
+_TOKENS_OPTION = click.option(
     "--tokens",
     "tokens_path",
     required=True,
     metavar="FILE",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="The token file (JSON lines of name and SHA-256; created mode 0600 when missing).",
+    help="The token file (JSON lines of name, SHA-256 and scopes; created mode 0600 when missing).",
 )
-@json_option("Print {name, path, token} as JSON.")
-def token_add_command(name: str, tokens_path: Path, as_json: bool) -> int:
+
+
+@token_group.command("add")
+@click.argument("name")
+@_TOKENS_OPTION
+@click.option(
+    "--scope",
+    "scopes",
+    multiple=True,
+    type=click.Choice(("gate", "start", "post")),
+    help="What the token may do (repeatable): gate (POST /v1/gate), start (POST "
+    "/v1/gate/start), post (POST /v1/claims). Default: gate and post.",
+)
+@json_option("Print {name, path, token, scopes} as JSON.")
+def token_add_command(name: str, tokens_path: Path, scopes: tuple[str, ...], as_json: bool) -> int:
     """Make a token for NAME and print it once; the file keeps only its SHA-256.
 
-    The service records NAME with every claim posted with the token. To revoke it, delete
-    NAME's line from the file: the service rereads the file when it changes.
+    The service records NAME with every claim posted, gate run and start made with the token.
+    Give `start` only to the operator's side (CI, the orchestrator that launches the agent),
+    never to the token an agent's hook holds: the start fixes the base the agent's work is
+    measured from. `claim token revoke NAME` revokes it; the service rereads the file.
     """
-    from ..service.tokens import add_token  # noqa: PLC0415
+    from ..service.tokens import DEFAULT_SCOPES, add_token, check_scopes  # noqa: PLC0415
 
-    token = add_token(tokens_path, name)
+    chosen = check_scopes(scopes or DEFAULT_SCOPES)
+    token = add_token(tokens_path, name, chosen)
     if as_json:
-        emit_json({"name": name, "path": str(tokens_path), "token": token})
+        emit_json({"name": name, "path": str(tokens_path), "token": token, "scopes": list(chosen)})
         return EXIT_VERIFIED
-    click.echo(f"added token {name!r} to {tokens_path}; it is shown only this once:", err=True)
+    click.echo(
+        f"added token {name!r} ({', '.join(chosen)}) to {tokens_path}; it is shown only this once:",
+        err=True,
+    )
     click.echo(token)
+    return EXIT_VERIFIED
+
+
+@token_group.command("list")
+@_TOKENS_OPTION
+@json_option("Print {path, tokens: [{name, scopes}]} as JSON.")
+def token_list_command(tokens_path: Path, as_json: bool) -> int:
+    """List the file's token names and their scopes (never a token or its digest)."""
+    from ..service.tokens import read_tokens  # noqa: PLC0415
+
+    entries = read_tokens(tokens_path)
+    if as_json:
+        tokens = [{"name": entry.name, "scopes": list(entry.scopes)} for entry in entries]
+        emit_json({"path": str(tokens_path), "tokens": tokens})
+        return EXIT_VERIFIED
+    for entry in entries:
+        click.echo(f"{entry.name}\t{','.join(entry.scopes)}")
+    return EXIT_VERIFIED
+
+
+@token_group.command("revoke")
+@click.argument("name")
+@_TOKENS_OPTION
+@json_option("Print {name, path, revoked} as JSON.")
+def token_revoke_command(name: str, tokens_path: Path, as_json: bool) -> int:
+    """Remove NAME's token from the file; a running service refuses it from its next request."""
+    from ..service.tokens import revoke_token  # noqa: PLC0415
+
+    revoke_token(tokens_path, name)
+    if as_json:
+        emit_json({"name": name, "path": str(tokens_path), "revoked": True})
+        return EXIT_VERIFIED
+    click.echo(f"revoked token {name!r} in {tokens_path}")
     return EXIT_VERIFIED
 
 

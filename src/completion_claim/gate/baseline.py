@@ -2,10 +2,12 @@
 agent worked, so that a value that already held does not count as the agent's doing.
 
 A start record lives in the runs directory, per repository (``start/repo.json``) or per session
-(``start/session-<sha256(id)[:16]>.json``); ``claim gate --start`` replaces it. A snapshot is
-matched to a check by its check type and mutation target and by the observer's target (the
-redacted URL and lookup), so a check changed since the start gets no baseline rather than a
-wrong one.
+(``start/session-<sha256(id)[:16]>.json``). It is written once: a second start of the same
+session is refused (:class:`StartExists`), since a start taken again after the agent worked would
+make its work the base; only the operator's explicit ``claim gate --start --restart`` replaces
+it. A snapshot is matched to a check by its check type and mutation target and by the
+observer's target (the redacted URL and lookup), so a check changed since the start gets no
+baseline rather than a wrong one.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 from .._files import write_atomic
 from .._json import dumps, loads
-from ..errors import InvalidDocument, ObservationFailed, UsageError
+from ..errors import ClaimError, InvalidDocument, ObservationFailed, UsageError
 from ..model import ABSENT
 from ..observe._common import Observation
 from ..timefmt import format_time
@@ -37,6 +39,16 @@ from .config import (
 
 START_FOLDER = "start"
 RECORD_VERSION = 1
+
+
+class StartExists(ClaimError):
+    """The session (or repository) has a start record already; a start is taken once."""
+
+
+def already_started(session: str | None, where: str, advice: str) -> StartExists:
+    """The one line naming the session whose start was refused."""
+    what = "the repository" if session is None else f"session {session[:200]!r}"
+    return StartExists(f"{what} was started already ({where}); a start is taken once: {advice}")
 
 
 def repository_id(root: Path) -> str:
@@ -115,7 +127,11 @@ def take_snapshots(config: GateConfig) -> list[dict[str, Any]]:
     return snapshots
 
 
-def write_start_record(path: Path, base: str | None, snapshots: list[dict[str, Any]]) -> None:
+def write_start_record(
+    path: Path, base: str | None, snapshots: list[dict[str, Any]], *, replace: bool = False
+) -> None:
+    """Write the record once (``replace``: the operator's explicit restart). Linked into place,
+    so of two starts at once exactly one wins and the other gets :class:`StartExists`."""
     record = {
         "version": RECORD_VERSION,
         "taken_at": format_time(datetime.now(UTC)),
@@ -123,7 +139,16 @@ def write_start_record(path: Path, base: str | None, snapshots: list[dict[str, A
         "snapshots": snapshots,
     }
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    write_atomic(path, (dumps(record, indent=2) + "\n").encode())
+    data = (dumps(record, indent=2) + "\n").encode()
+    if replace:
+        write_atomic(path, data)
+        return
+    try:
+        write_atomic(path, data, exclusive=True)
+    except UsageError:
+        if path.exists():
+            raise StartExists(f"{path} exists: a start record is written once") from None
+        raise
 
 
 def read_start_record(path: Path) -> dict[str, Any] | None:

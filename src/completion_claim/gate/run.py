@@ -46,6 +46,8 @@ from ..timefmt import format_time
 from ..trust import check_signatures
 from ..verify import Verdict, verify
 from .baseline import (
+    StartExists,
+    already_started,
     baseline_details,
     probe,
     read_start_record,
@@ -103,13 +105,21 @@ class _Base:
     source: str  # how it was chosen, for the report
 
 
-def start_gate(config: GateConfig, repo: Path, session: str | None = None) -> Path:
+def start_gate(
+    config: GateConfig, repo: Path, session: str | None = None, *, restart: bool = False
+) -> Path:
     """Record the base commit and a snapshot of each readback, endpoint and page; the record
-    path."""
+    path. Once per session: ``restart`` (the operator's explicit say) replaces a record."""
     root = repository_root(repo)
     _refuse_runs_dir_inside(config, root)
     path = start_record_path(config, root, session)
-    write_start_record(path, _head_commit(root), take_snapshots(config))
+    refused = already_started(session, str(path), "claim gate --start --restart replaces it")
+    if not restart and path.exists():  # fails before the snapshots; the write decides races
+        raise refused
+    try:
+        write_start_record(path, _head_commit(root), take_snapshots(config), replace=restart)
+    except StartExists:
+        raise refused from None
     return path
 
 

@@ -116,6 +116,7 @@ def render_claim(entry: Entry, proof: ProofStatus) -> str:
         decided_at=_text(verdict.get("decided_at")),
         submitted_by=entry.submitted_by,
         via=entry.via,
+        start_index=entry.start_index,
         recorded_at=format_time(entry.recorded_at),
         leaf_hash=entry.leaf_hash,
         mutations=mutations,

@@ -1,7 +1,8 @@
 """The JSON routes under ``/v1``: thin handlers over plain functions of the ledger and settings.
 
-Writes (``POST /v1/claims``) need a bearer token when the service has a token file; reads are
-open, as a transparency log's are: anyone may audit it.
+Writes need a bearer token when the service has a token file, with the scope the route names
+(``POST /v1/claims``: ``post``); reads are open, as a transparency log's are: anyone may audit
+it. Starting a session (``start``) needs a token file: without one, nobody may start.
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ from ..trust import check_signatures
 from ..verify import verify
 from .errors import BadParameter, BodyTooLarge, MalformedBody, NotFound, WrongContentType
 from .ledger import Ledger
-from .records import Entry, EntryFilter, NewEntry, StateCounts, Stats, judged_part
+from .records import START_VIA, Entry, EntryFilter, NewEntry, StateCounts, Stats, judged_part
 from .settings import ServiceSettings
-from .tokens import TokenStore
+from .tokens import ScopeMissing, TokenStore
 
 _log = logging.getLogger("completion_claim.service.api")
 
@@ -55,6 +56,25 @@ class EntryOut(BaseModel):
     verdict: dict[str, Any]
     submitted_by: str
     via: Literal["api", "gate"]
+    recorded_at: str
+    start_index: int | None = Field(
+        None, description="A gate run's: the ledger index of its session's start (absent: none)."
+    )
+
+
+class StartedOut(BaseModel):
+    repo: str = Field(description="The work tree's real path.")
+    session: str | None = Field(description="The session (null: the repository's own start).")
+    base: str | None = Field(description="The commit the session's changes are measured from.")
+    taken_at: str = Field(description="When the start record was taken.")
+
+
+class StartOut(BaseModel):
+    index: int
+    leaf_hash: str = Field(description="Hex RFC 6962 leaf hash; recompute it, never trust it.")
+    start: StartedOut
+    submitted_by: str = Field(description="The name of the token that started the session.")
+    via: Literal["start"]
     recorded_at: str
 
 
@@ -178,13 +198,13 @@ router = APIRouter(prefix="/v1")
     "/claims",
     status_code=201,
     response_model=PostedOut,
-    responses=_errors(400, 401, 413, 415, 422),
+    responses=_errors(400, 401, 403, 413, 415, 422),
     openapi_extra=CLAIM_BODY,
     summary="Verify a claim under the operator's policy and append the verdict to the ledger",
 )
 async def post_claim(request: Request) -> dict[str, Any]:
     settings: ServiceSettings = request.app.state.settings
-    submitted_by = await requester(request)
+    submitted_by = await requester(request, "post")
     require_json(request.headers.get("content-type"))
     body = await read_capped(request, settings.max_body_bytes)
     entry, differs = await run_in_threadpool(
@@ -207,12 +227,23 @@ async def post_claim(request: Request) -> dict[str, Any]:
     }
 
 
-async def requester(request: Request) -> str:
-    """The token's name (recorded as ``submitted_by``), when the service has tokens."""
+async def requester(request: Request, scope: str) -> str:
+    """The token's name (recorded as ``submitted_by``) when its token has ``scope``, or
+    ``anonymous`` when the service has no tokens; a start always needs a token."""
     tokens: TokenStore | None = request.app.state.tokens
     if tokens is None:
+        if scope == START_VIA:
+            # Without tokens, whoever can connect (the agent, on its own machine) would start
+            # its own sessions, and so choose the base its work is measured from.
+            raise ScopeMissing(
+                "this service has no token file: starting a session needs a token with the "
+                "scope 'start' (claim serve --tokens FILE)",
+                scope,
+            )
         return ANONYMOUS
-    name: str = await run_in_threadpool(tokens.authenticate, request.headers.get("authorization"))
+    name: str = await run_in_threadpool(
+        tokens.authorize, request.headers.get("authorization"), scope
+    )
     return name
 
 
@@ -321,6 +352,7 @@ Filters = Annotated[EntryFilter, Depends(entry_filter)]
 @router.get(
     "/claims/{index}",
     response_model=EntryOut,
+    response_model_exclude_unset=True,
     responses=_errors(404, 422),
     summary="One ledger entry: the claim as decided, the operator's policy and the verdict",
 )
@@ -328,13 +360,30 @@ def get_claim(request: Request, index: Annotated[int, Path(ge=0, le=MAX_INDEX)])
     ledger: Ledger = request.app.state.ledger
     entry = ledger.get(index)
     if entry is None:
+        if ledger.get_start(index) is not None:
+            raise NotFound(f"entry {index} is a session's start: GET /v1/starts/{index}")
         raise NotFound(f"no entry {index} in the ledger")
     return entry.to_json()
 
 
 @router.get(
+    "/starts/{index}",
+    response_model=StartOut,
+    responses=_errors(404, 422),
+    summary="One session start in the ledger: repository, session, base, and who started it",
+)
+def get_start(request: Request, index: Annotated[int, Path(ge=0, le=MAX_INDEX)]) -> dict[str, Any]:
+    ledger: Ledger = request.app.state.ledger
+    start = ledger.get_start(index)
+    if start is None:
+        raise NotFound(f"no session start at entry {index} of the ledger")
+    return start.to_json()
+
+
+@router.get(
     "/claims",
     response_model=PageOut,
+    response_model_exclude_unset=True,
     responses=_errors(422),
     summary="Entries, newest first, filtered and paged",
 )

@@ -8,6 +8,7 @@ one of two errors that say whose fault it is: the service could not be reached
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar
@@ -42,11 +43,13 @@ class ServiceUnavailable(ServiceError):
 
 
 class ServiceRefused(ServiceError):
-    """The service answered with an error status; ``error`` is its one-line reason."""
+    """The service answered with an error status; ``error`` is its one-line reason, ``scope``
+    the token scope it said was missing (RFC 6750's ``insufficient_scope``), if it did."""
 
-    def __init__(self, url: str, status: int, error: str) -> None:
+    def __init__(self, url: str, status: int, error: str, scope: str | None = None) -> None:
         self.status = status
         self.error = error
+        self.scope = scope
         super().__init__(f"{url}: the service refused ({status}): {error}")
 
 
@@ -113,7 +116,8 @@ class ServiceClient:
             reason = " ".join(str(error).split()) or type(error).__name__
             raise ServiceUnavailable(f"{shown}: cannot reach the service: {reason}") from None
         if response.status_code >= 400:
-            raise ServiceRefused(shown, response.status_code, _error_line(response))
+            scope = _missing_scope(response) if response.status_code == 403 else None
+            raise ServiceRefused(shown, response.status_code, _error_line(response), scope)
         if response.status_code >= 300:
             where = response.headers.get("location", "nowhere")
             raise ServiceRefused(shown, response.status_code, f"redirected to {where!r}")
@@ -136,6 +140,15 @@ def _origin_and_transport(url: str, shown: str) -> tuple[str, httpx.HTTPTranspor
         raise UsageError(f"{shown}: expected http://HOST:PORT, https://HOST or unix:///path.sock")
     # A trailing slash makes relative paths extend the base (a service under a prefix).
     return (url if url.endswith("/") else f"{url}/"), None
+
+
+_INSUFFICIENT_SCOPE = re.compile(r'error="insufficient_scope"(?:.*?\bscope="([a-z]+)")?')
+
+
+def _missing_scope(response: httpx.Response) -> str | None:
+    """The scope a 403's ``WWW-Authenticate: Bearer error="insufficient_scope"`` names."""
+    found = _INSUFFICIENT_SCOPE.search(response.headers.get("www-authenticate", ""))
+    return None if found is None else (found.group(1) or "")
 
 
 def _error_line(response: httpx.Response) -> str:
@@ -217,12 +230,17 @@ def sendable_outcome(outcome: str) -> str:
     return text[: MAX_OUTCOME_CHARS - len(_CUT)] + _CUT
 
 
-def gate_start(client: ServiceClient, repo: str, session: str | None) -> str:
-    """Ask the service to take a session's baselines; the work tree's root it took them for."""
+def gate_start(client: ServiceClient, repo: str, session: str | None) -> tuple[str, int]:
+    """Ask the service to take a session's baselines (a token with the ``start`` scope); the
+    work tree's root it took them for and the start's ledger index."""
     answer = client.post_json("/v1/gate/start", {"repo": repo, "session": session})
-    if type(answer) is not dict or type(answer.get("repo")) is not str:
+    if (
+        type(answer) is not dict
+        or type(answer.get("repo")) is not str
+        or type(answer.get("index")) is not int
+    ):
         raise ServiceError(f"{client.shown}: the answer is not what POST /v1/gate/start answers")
-    return str(answer["repo"])
+    return str(answer["repo"]), int(answer["index"])
 
 
 def _typed(value: Any, kind: type[_T]) -> _T:

@@ -16,9 +16,10 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import ClaimError, InvalidDocument
+from ..gate.baseline import StartExists
 from .gate_service import BadGateRequest, NotARepository, RepoRefused
 from .ledger_errors import LedgerError, LedgerTampered, NotInLedger
-from .tokens import TokenRejected
+from .tokens import ScopeMissing, TokenRejected
 
 _log = logging.getLogger("completion_claim.service")
 
@@ -51,9 +52,11 @@ class BadParameter(ClaimError):
 STATUS_FOR_ERROR: tuple[tuple[type[Exception], int], ...] = (
     (MalformedBody, 400),
     (TokenRejected, 401),
+    (ScopeMissing, 403),
     (RepoRefused, 403),
     (NotFound, 404),
     (NotInLedger, 404),
+    (StartExists, 409),
     (BodyTooLarge, 413),
     (WrongContentType, 415),
     (InvalidDocument, 422),
@@ -90,6 +93,10 @@ async def _claim_error(_: Request, error: Exception) -> JSONResponse:
     if status is None:
         return await _unexpected(_, error)
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    if isinstance(error, ScopeMissing):
+        # RFC 6750's answer: the client tells a token that may not do this from a refusal of
+        # what it asked about (a 403 for a work tree outside the root).
+        headers = {"WWW-Authenticate": f'Bearer error="insufficient_scope", scope="{error.scope}"'}
     return JSONResponse(error_body(str(error)), status_code=status, headers=headers)
 
 

@@ -28,7 +28,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     for status, why in (
         (400, "The body is not strict JSON."),
         (401, "A token is needed and was missing or unknown."),
-        (403, "The repository is not under the service's observe root."),
+        (403, "The token lacks the route's scope, or the repository is outside the observe root."),
+        (409, "POST /v1/gate/start: the session was started already (a start is taken once)."),
         (413, "The body is over the size limit."),
         (415, "The body is not application/json."),
         (422, "A member is missing or wrong, or the path is not a git work tree."),
@@ -60,6 +61,7 @@ class GateOut(BaseModel):
 
 class GateStartOut(BaseModel):
     repo: str = Field(description="The work tree's root whose baselines were taken.")
+    index: int = Field(description="The start's place in the ledger.")
 
 
 def _body_schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -81,7 +83,7 @@ def _body_schema(model: type[BaseModel]) -> dict[str, Any]:
 )
 async def post_gate(request: Request) -> dict[str, Any]:
     settings: ServiceSettings = request.app.state.settings
-    submitted_by = await requester(request)
+    submitted_by = await requester(request, "gate")
     asked = gate_service.gate_request(await _read(request, settings))
     decide = partial(
         gate_service.decide,
@@ -109,15 +111,22 @@ async def post_gate(request: Request) -> dict[str, Any]:
     response_model=GateStartOut,
     responses=_ERRORS,
     openapi_extra=_body_schema(GateStartIn),
-    summary="Take a session's baselines (base commit, state snapshots) at its start",
+    summary="Take a session's baselines (base commit, state snapshots) at its start, once",
 )
 async def post_gate_start(request: Request) -> dict[str, Any]:
     settings: ServiceSettings = request.app.state.settings
-    await requester(request)
+    submitted_by = await requester(request, "start")
     asked = gate_service.gate_request(await _read(request, settings), start=True)
-    start = partial(gate_service.start, settings, asked)
-    root = await to_thread.run_sync(start, limiter=_gate_runs(request))
-    return {"repo": str(root)}
+    start = partial(
+        gate_service.start,
+        settings,
+        request.app.state.ledger,
+        asked,
+        submitted_by=submitted_by,
+        now=datetime.now(UTC),
+    )
+    root, entry = await to_thread.run_sync(start, limiter=_gate_runs(request))
+    return {"repo": str(root), "index": entry.index}
 
 
 def _gate_runs(request: Request) -> CapacityLimiter:

@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import ClaimError
+from ..gate.baseline import StartExists, already_started, read_start_record, start_record_path
 from ..gate.config import GateConfig, load_config
 from ..gate.run import NO_OUTCOME, GateResult, run_gate, start_gate
 from ..observe.repository import git_toplevel, run_git
-from .records import Entry, NewEntry, judged_part
+from .records import Entry, NewEntry, NewStart, Start, judged_part
 from .settings import ServiceSettings
 
 _log = logging.getLogger("completion_claim.service.gate")
@@ -49,9 +50,14 @@ class GateNotConfigured(ClaimError):
 
 
 class Appends(Protocol):
-    """The one thing the gate needs of the ledger."""
+    """What the gate needs of the ledger: to log its decisions and its starts, and to find the
+    start a session's decisions measure from."""
 
     def append(self, entry: NewEntry) -> Entry: ...
+
+    def append_start(self, start: NewStart) -> Start: ...
+
+    def find_start(self, repo: str, session: str | None) -> Start | None: ...
 
 
 @dataclass(frozen=True)
@@ -253,12 +259,29 @@ def operator_config(
     return replace(config, sign_key=settings.key_path), settings.observe_root
 
 
-def start(settings: ServiceSettings, request: GateRequest) -> Path:
-    """Take the baselines for a session starting on the requested repository; its root."""
+def start(
+    settings: ServiceSettings,
+    ledger: Appends,
+    request: GateRequest,
+    *,
+    submitted_by: str,
+    now: datetime,
+) -> tuple[Path, Start]:
+    """Take the baselines for a session starting on the requested repository, once, and log
+    the start; its root and its ledger entry. A session started already is refused: the start
+    fixes the base every later gate of the session measures from."""
     config, observe_root = operator_config(settings, os.environ)
     root = resolve_repo(observe_root, request.repo)
-    start_gate(config, root, session=request.session)
-    return root
+    try:
+        path = start_gate(config, root, session=request.session)
+    except StartExists:
+        logged = ledger.find_start(str(root), request.session)
+        where = f"{root}" + ("" if logged is None else f", ledger entry {logged.index}")
+        raise already_started(request.session, where, "begin a new session") from None
+    entry = ledger.append_start(new_start(path, root, request.session, submitted_by, now))
+    _log.info("start %s (session %r) by %s: ledger index %d", root, request.session,
+              submitted_by, entry.index)  # fmt: skip
+    return root, entry
 
 
 def decide(
@@ -281,13 +304,46 @@ def decide(
         task_id=request.task_id,
         events=_LoggedEvents(root),
     )
-    entry = ledger.append(gate_entry(result, submitted_by, now))
+    started = logged_start(ledger, config, root, request.session)
+    entry = ledger.append(gate_entry(result, submitted_by, now, started))
     _log.info("gate %s: %s, ledger index %d", root, result.verdict.state, entry.index)
     return GateDecision(entry, result, config.max_blocks)
 
 
-def gate_entry(result: GateResult, submitted_by: str, recorded_at: datetime) -> NewEntry:
-    """The ledger entry of one gate run: its claim, the policy it was judged under, its verdict."""
+def new_start(
+    record_path: Path, root: Path, session: str | None, submitted_by: str, now: datetime
+) -> NewStart:
+    """The ledger entry of the start just recorded at ``record_path``."""
+    record = read_start_record(record_path) or {}
+    return NewStart(
+        repo=os.path.realpath(root),
+        session=session,
+        base=record.get("base"),
+        taken_at=str(record.get("taken_at")),
+        submitted_by=submitted_by,
+        recorded_at=now,
+    )
+
+
+def logged_start(
+    ledger: Appends, config: GateConfig, root: Path, session: str | None
+) -> int | None:
+    """The ledger index of the start the run measured from: the session's logged start, when
+    it is the one its start record holds."""
+    record = read_start_record(start_record_path(config, root, session))
+    logged = ledger.find_start(os.path.realpath(root), session)
+    if record is None or logged is None:
+        return None
+    if (logged.base, logged.taken_at) != (record.get("base"), record.get("taken_at")):
+        return None
+    return logged.index
+
+
+def gate_entry(
+    result: GateResult, submitted_by: str, recorded_at: datetime, start_index: int | None = None
+) -> NewEntry:
+    """The ledger entry of one gate run: its claim, the policy it was judged under, its verdict,
+    and the ledger index of its session's start, when one is logged."""
     document: dict[str, Any] = result.document
     return NewEntry(
         claim=judged_part(document),
@@ -296,4 +352,5 @@ def gate_entry(result: GateResult, submitted_by: str, recorded_at: datetime) -> 
         submitted_by=submitted_by,
         via="gate",
         recorded_at=recorded_at,
+        start_index=start_index,
     )

@@ -51,17 +51,21 @@ from ..trust.keys import SigningKey
 from . import merkle
 from .ledger_errors import LedgerError, LedgerTampered, NotInLedger
 from .records import (
-    LEAF_MEMBERS,
+    START_VIA,
     STATES,
     ConsistencyProof,
     Entry,
     EntryFilter,
     InclusionProof,
     NewEntry,
+    NewStart,
     Page,
+    Start,
     StateCounts,
     Stats,
     TreeHead,
+    is_leaf_document,
+    start_key,
 )
 from .tables import VERSION_TABLE, entries, entry_unmet, nodes, tree_heads
 from .tree_head import TreeHeadError, check_tree_head, sign_tree_head, tree_head_from_json
@@ -170,12 +174,20 @@ class Ledger:
     # --- writing --------------------------------------------------------------------------
 
     def append(self, entry: NewEntry) -> Entry:
+        index, leaf_hash = self._append(entry.leaf_document(), _derived(entry))
+        return Entry(**_fields(entry), index=index, leaf_hash=leaf_hash)
+
+    def append_start(self, start: NewStart) -> Start:
+        """Log a session's start (not a claim: listings and counts leave it out)."""
+        index, leaf_hash = self._append(start.leaf_document(), _derived_start(start))
+        return Start(**_start_fields(start), index=index, leaf_hash=leaf_hash)
+
+    def _append(self, document: dict[str, Any], derived: _Derived) -> tuple[int, str]:
         if self._key is None:
             raise LedgerError(f"ledger {self._shown} was opened without its key: read-only")
         key = self._key
-        leaf = canonical_bytes(entry.leaf_document())
+        leaf = canonical_bytes(document)
         leaf_hash = merkle.leaf_hash(leaf)
-        derived = _derived(entry)
         with self._storage("append to"), self._writing() as conn:
             size = conn.execute(select(func.max(tree_heads.c.size))).scalar_one_or_none() or 0
             frontier = _read_nodes(conn, merkle.blocks(0, size) if size else [])
@@ -203,18 +215,38 @@ class Ledger:
                 [{"level": lv, "position": pos, "hash": h} for (lv, pos), h in added.items()],
             )
             _insert_head(conn, head)
-        return Entry(**_fields(entry), index=size, leaf_hash=leaf_hash.hex())
+        return size, leaf_hash.hex()
 
     # --- reading --------------------------------------------------------------------------
 
     def get(self, index: int) -> Entry | None:
+        """The claim at ``index``; None when there is none (or a start is there)."""
+        row = self._row(index, entries.c.via != START_VIA)
+        return None if row is None else _entry(row.entry_index, row.leaf_hash, row.leaf)
+
+    def get_start(self, index: int) -> Start | None:
+        """The session start at ``index``; None when there is none (or a claim is there)."""
+        row = self._row(index, entries.c.via == START_VIA)
+        return None if row is None else _start_entry(row.entry_index, row.leaf_hash, row.leaf)
+
+    def find_start(self, repo: str, session: str | None) -> Start | None:
+        """The latest start logged for the repository (its real path) and session."""
         with self._storage("read"), self._reading() as conn:
-            row = conn.execute(
+            index = conn.execute(
+                select(func.max(entries.c.entry_index)).where(
+                    entries.c.via == START_VIA,
+                    entries.c.task_id == task_column(start_key(repo, session)),
+                )
+            ).scalar_one_or_none()
+        return None if index is None else self.get_start(int(index))
+
+    def _row(self, index: int, kind: Any) -> Any:
+        with self._storage("read"), self._reading() as conn:
+            return conn.execute(
                 select(entries.c.entry_index, entries.c.leaf_hash, entries.c.leaf).where(
-                    entries.c.entry_index == index
+                    entries.c.entry_index == index, kind
                 )
             ).one_or_none()
-        return None if row is None else _entry(row.entry_index, row.leaf_hash, row.leaf)
 
     def page(
         self,
@@ -439,6 +471,18 @@ def _fields(entry: NewEntry) -> dict[str, Any]:
         "submitted_by": entry.submitted_by,
         "via": entry.via,
         "recorded_at": entry.recorded_at,
+        "start_index": entry.start_index,
+    }
+
+
+def _start_fields(start: NewStart) -> dict[str, Any]:
+    return {
+        "repo": start.repo,
+        "session": start.session,
+        "base": start.base,
+        "taken_at": start.taken_at,
+        "submitted_by": start.submitted_by,
+        "recorded_at": start.recorded_at,
     }
 
 
@@ -455,22 +499,50 @@ def _derived(entry: NewEntry) -> _Derived:
         raise InvalidDocument("via", f"not 'api' or 'gate': {str(entry.via)[:40]!r}")
     if state not in STATES:
         raise InvalidDocument("verdict.state", f"not a verdict state: {state[:40]!r}")
-    if entry.recorded_at.tzinfo is None:
-        raise InvalidDocument("recorded_at", "the time must carry a UTC offset")
-    moment = entry.recorded_at.astimezone(UTC)
+    if entry.start_index is not None and (
+        type(entry.start_index) is not int or entry.start_index < 0
+    ):
+        raise InvalidDocument("start_index", "not an entry index")
     return _Derived(
-        {
-            "recorded_us": _microseconds(moment),
-            "recorded_day": moment.date(),
-            "state": state,
-            "policy_id": policy,
-            "task_id": task_column(task),
-            "submitted_by": entry.submitted_by,
-            "via": entry.via,
-            "said_done": outcome != "",
-        },
+        _columns(entry.recorded_at, state, policy, task_column(task), entry.submitted_by,
+                 entry.via, outcome != ""),
         unmet,
-    )
+    )  # fmt: skip
+
+
+def _derived_start(start: NewStart) -> _Derived:
+    """A start's columns: no verdict or policy (the listings and counts leave starts out), and
+    the key it is looked up by where a claim has its task id."""
+    texts: tuple[tuple[str, object, bool], ...] = (
+        ("repo", start.repo, False), ("taken_at", start.taken_at, False),
+        ("session", start.session, True), ("base", start.base, True),
+    )  # fmt: skip
+    for name, value, nullable in texts:
+        if type(value) is not str and not (nullable and value is None):
+            raise InvalidDocument(f"start.{name}", "not a string" + (" or null" * nullable))
+    return _Derived(
+        _columns(start.recorded_at, START_VIA, "", task_column(start.key), start.submitted_by,
+                 START_VIA, False),
+        (),
+    )  # fmt: skip
+
+
+def _columns(
+    recorded_at: datetime, state: str, policy: str, task: str, by: str, via: str, done: bool
+) -> dict[str, Any]:
+    if recorded_at.tzinfo is None:
+        raise InvalidDocument("recorded_at", "the time must carry a UTC offset")
+    moment = recorded_at.astimezone(UTC)
+    return {
+        "recorded_us": _microseconds(moment),
+        "recorded_day": moment.date(),
+        "state": state,
+        "policy_id": policy,
+        "task_id": task,
+        "submitted_by": by,
+        "via": via,
+        "said_done": done,
+    }
 
 
 def storable(text: str) -> str:
@@ -508,9 +580,30 @@ def _entry(index: int, leaf_hash: bytes, leaf: bytes) -> Entry:
         submitted_by=document["submitted_by"],
         via=document["via"],
         recorded_at=recorded_at,
+        start_index=document.get("start_index"),
         index=index,
         leaf_hash=bytes(leaf_hash).hex(),
     )
+
+
+def _start_entry(index: int, leaf_hash: bytes, leaf: bytes) -> Start:
+    document = _leaf_document(index, leaf)
+    start = document.get("start")
+    if document["via"] != START_VIA or type(start) is not dict:
+        raise LedgerTampered(f"entry {index}: its bytes are not a start's leaf document")
+    try:
+        return Start(
+            repo=start["repo"],
+            session=start["session"],
+            base=start["base"],
+            taken_at=start["taken_at"],
+            submitted_by=document["submitted_by"],
+            recorded_at=parse_time(document["recorded_at"], "recorded_at"),
+            index=index,
+            leaf_hash=bytes(leaf_hash).hex(),
+        )
+    except (KeyError, InvalidDocument) as error:
+        raise LedgerTampered(f"entry {index}: a start without {error}") from None
 
 
 def _leaf_document(index: int, leaf: bytes) -> dict[str, Any]:
@@ -518,13 +611,14 @@ def _leaf_document(index: int, leaf: bytes) -> dict[str, Any]:
         document = json.loads(bytes(leaf))
     except ValueError:
         raise LedgerTampered(f"entry {index}: its bytes are not JSON") from None
-    if not isinstance(document, dict) or set(document) != LEAF_MEMBERS:
+    if not is_leaf_document(document):
         raise LedgerTampered(f"entry {index}: its bytes are not a leaf document")
-    return document
+    found: dict[str, Any] = document
+    return found
 
 
 def _conditions(flt: EntryFilter) -> list[Any]:
-    found: list[Any] = []
+    found: list[Any] = [entries.c.via != START_VIA]  # claims only: a start has no verdict
     for column, value in (
         (entries.c.state, flt.state),
         (entries.c.policy_id, flt.policy),
@@ -772,9 +866,12 @@ class _Audit:
         leaf = bytes(row.leaf)
         if merkle.leaf_hash(leaf) != bytes(row.leaf_hash):
             raise LedgerTampered(f"entry {index}: its bytes do not hash to its leaf hash")
-        entry = _entry(index, row.leaf_hash, leaf)
+        is_start = _leaf_document(index, leaf)["via"] == START_VIA
         try:
-            derived = _derived(entry)
+            if is_start:
+                derived = _derived_start(_start_entry(index, row.leaf_hash, leaf))
+            else:
+                derived = _derived(_entry(index, row.leaf_hash, leaf))
         except InvalidDocument as error:
             raise LedgerTampered(f"entry {index}: {error}") from None
         for name, value in derived.columns.items():

@@ -4,10 +4,18 @@ An entry is one decided claim. Its leaf in the Merkle log is the canonical JSON 
 ``Entry.leaf_document()``: the claim as submitted (without its own ``policy`` and ``verdict``,
 which the service ignores), the operator's policy and the verdict the service reached, who
 submitted it and when. Everything a page or a filter shows is derived from those bytes.
+
+A session's start is an entry of the same log (``via: "start"``): which repository and session,
+the base commit and when the start record was taken, and whose token started it. It is not a
+claim: the claim listings, counts and pages leave starts out. A gate run whose session has a
+start in the log names that entry's index (``start_index``), so the history shows which start
+the decision measured from.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Literal
@@ -15,11 +23,26 @@ from typing import Any, Literal
 from ..timefmt import format_time
 
 Via = Literal["api", "gate"]
+START_VIA = "start"
 IGNORED_MEMBERS = ("policy", "verdict", "verdict_attestation")
 """What a submitted claim may say about its own judgement; the service decides that itself."""
 STATES = ("verified", "unverified", "refuted")
 LEAF_MEMBERS = frozenset(("claim", "policy", "verdict", "submitted_by", "via", "recorded_at"))
-"""The members of every leaf document (``Entry.leaf_document``), and no others."""
+"""The members of every claim's leaf document (``Entry.leaf_document``); a gate run's may add
+``start_index``, and no other."""
+OPTIONAL_LEAF_MEMBERS = frozenset(("start_index",))
+START_MEMBERS = frozenset(("start", "submitted_by", "via", "recorded_at"))
+"""The members of a start's leaf document (``Start.leaf_document``), and no others."""
+
+
+def is_leaf_document(document: object) -> bool:
+    """Whether ``document`` has the members of a claim's leaf or a start's, and no others."""
+    if not isinstance(document, dict):
+        return False
+    members = set(document)
+    if document.get("via") == START_VIA:
+        return members == START_MEMBERS
+    return LEAF_MEMBERS <= members <= LEAF_MEMBERS | OPTIONAL_LEAF_MEMBERS
 
 
 def judged_part(document: dict[str, Any]) -> dict[str, Any]:
@@ -38,9 +61,10 @@ class NewEntry:
     submitted_by: str  # the bearer token's name, or the gate's own name
     via: Via
     recorded_at: datetime  # aware, UTC; passed in, never a column default
+    start_index: int | None = field(default=None, kw_only=True)  # the session's start, if logged
 
     def leaf_document(self) -> dict[str, Any]:
-        return {
+        document: dict[str, Any] = {
             "claim": self.claim,
             "policy": self.policy,
             "verdict": self.verdict,
@@ -48,6 +72,9 @@ class NewEntry:
             "via": self.via,
             "recorded_at": format_time(self.recorded_at),
         }
+        if self.start_index is not None:
+            document["start_index"] = self.start_index
+        return document
 
 
 @dataclass(frozen=True)
@@ -81,6 +108,52 @@ class Entry(NewEntry):
     @property
     def unmet_codes(self) -> tuple[str, ...]:
         return tuple(str(item["code"]) for item in self.verdict.get("unmet", ()))
+
+
+@dataclass(frozen=True)
+class NewStart:
+    """A session's start about to be appended: what the start record holds, and who asked."""
+
+    repo: str  # the work tree's real path
+    session: str | None  # None: the repository's own start
+    base: str | None  # the commit the session's changes are measured from (None: no commit yet)
+    taken_at: str  # the start record's ``taken_at``, as written there
+    submitted_by: str  # the token's name
+    recorded_at: datetime
+
+    def leaf_document(self) -> dict[str, Any]:
+        return {
+            "start": {
+                "repo": self.repo,
+                "session": self.session,
+                "base": self.base,
+                "taken_at": self.taken_at,
+            },
+            "submitted_by": self.submitted_by,
+            "via": START_VIA,
+            "recorded_at": format_time(self.recorded_at),
+        }
+
+    @property
+    def key(self) -> str:
+        return start_key(self.repo, self.session)
+
+
+@dataclass(frozen=True)
+class Start(NewStart):
+    index: int
+    leaf_hash: str
+
+    def to_json(self) -> dict[str, Any]:
+        """``GET /v1/starts/{index}``: the leaf document plus its place."""
+        return {"index": self.index, "leaf_hash": self.leaf_hash, **self.leaf_document()}
+
+
+def start_key(repo: str, session: str | None) -> str:
+    """What the ledger looks a start up by: a digest of its repository and session (a path has
+    no length bound an index column could hold)."""
+    named = json.dumps([repo, session], ensure_ascii=False).encode("utf-8", "surrogatepass")
+    return "start:" + hashlib.sha256(named).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,9 @@ in SQL (the audit checks that they still agree with the bytes). ``nodes`` keeps 
 every complete subtree (2**level leaves from position * 2**level), so a proof reads O(log n)
 rows instead of every leaf. Times are integers (microseconds since the epoch, UTC), which sort
 and compare the same in both databases; ``recorded_day`` is the UTC day, for the daily counts.
-Nothing has a default: every value is passed in.
+Nothing has a default: every value is passed in. A session's start (``via`` and ``state``
+``start``) holds in ``task_id`` the digest of its repository and session it is looked up by
+(``records.start_key``), and an empty ``policy_id``.
 """
 
 from __future__ import annotations

@@ -2,12 +2,19 @@
 
 The token file holds JSON lines, one per token::
 
-    {"name": "ci-runner-1", "sha256": "<64 hex digits: SHA-256 of the token's UTF-8 bytes>"}
+    {"name": "ci-runner-1", "sha256": "<64 hex digits: SHA-256 of the token's UTF-8 bytes>",
+     "scopes": ["gate", "post"]}
 
 Blank lines are ignored. The token itself is never stored: ``claim token add`` prints it once.
 A token is long and random (``secrets.token_urlsafe``), so an unsalted SHA-256 is enough to keep
-the file from being a list of passwords. Removing a name's line revokes its token; the service
-rereads the file when it changes, so no restart is needed.
+the file from being a list of passwords. Removing a name's line (``claim token revoke``) revokes
+its token; the service rereads the file when it changes, so no restart is needed.
+
+A token may do what its scopes say: ``gate`` (``POST /v1/gate``), ``start`` (``POST
+/v1/gate/start``: take a session's start record, which every later gate of the session measures
+from) and ``post`` (``POST /v1/claims``). A line without ``scopes`` (a file written before
+scopes) has :data:`DEFAULT_SCOPES`, which leave ``start`` out: an agent's hook holds its token,
+and an agent that could start its own session could move its own base.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import os
 import re
 import secrets
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,10 +48,29 @@ class TokenRejected(ClaimError):
     """A request's credentials are missing, malformed or unknown."""
 
 
+class ScopeMissing(ClaimError):
+    """A request asked for something its token's scopes do not allow; ``scope`` names what."""
+
+    def __init__(self, message: str, scope: str) -> None:
+        self.scope = scope
+        super().__init__(message)
+
+
+SCOPE_USES = {
+    "gate": "POST /v1/gate runs the gate",
+    "start": "POST /v1/gate/start takes a session's start, which only the operator's side may",
+    "post": "POST /v1/claims records a claim",
+}
+SCOPES = tuple(SCOPE_USES)
+DEFAULT_SCOPES = ("gate", "post")
+"""What ``claim token add`` gives without ``--scope``, and what a line without ``scopes`` has."""
+
+
 @dataclass(frozen=True, slots=True)
 class TokenEntry:
     name: str
     digest: bytes  # SHA-256 of the token
+    scopes: tuple[str, ...] = DEFAULT_SCOPES
 
 
 def token_digest(token: str) -> bytes:
@@ -89,20 +116,42 @@ def _problem(error: ClaimError) -> str:
 
 def _parse_line(line: str) -> TokenEntry:
     value = loads(line)
-    if not isinstance(value, dict) or set(value) != {"name", "sha256"}:
-        raise TokenFileError('expected {"name": "...", "sha256": "<64 hex digits>"}')
+    if not isinstance(value, dict) or not {"name", "sha256"} <= set(value) <= _MEMBERS:
+        raise TokenFileError(
+            'expected {"name": "...", "sha256": "<64 hex digits>"} and optionally "scopes"'
+        )
     name, digest = value["name"], value["sha256"]
     if not isinstance(name, str):
         raise TokenFileError("name: expected a string")
     if not isinstance(digest, str) or not _HEX_DIGEST.match(digest):
         raise TokenFileError("sha256: expected 64 lowercase hex digits")
-    return TokenEntry(check_name(name), bytes.fromhex(digest))
+    scopes = value.get("scopes", DEFAULT_SCOPES)
+    if not isinstance(scopes, list | tuple) or not all(isinstance(s, str) for s in scopes):
+        raise TokenFileError("scopes: expected a list of strings")
+    return TokenEntry(check_name(name), bytes.fromhex(digest), check_scopes(scopes))
 
 
-def add_token(path: Path, name: str) -> str:
-    """Make a token for ``name``, append its hashed entry to the file (created when missing,
-    always left mode 0600) and return the token, which nothing else keeps."""
+_MEMBERS = frozenset(("name", "sha256", "scopes"))
+
+
+def check_scopes(scopes: Sequence[str]) -> tuple[str, ...]:
+    """The scopes in their canonical order; an unknown or missing one is named (a typo must not
+    leave a token able to do less, or more, than the operator meant)."""
+    unknown = [scope for scope in scopes if scope not in SCOPES]
+    if unknown:
+        raise TokenFileError(
+            f"scopes: unknown scope {unknown[0][:40]!r} (expected {', '.join(SCOPES)})"
+        )
+    if not scopes:
+        raise TokenFileError(f"scopes: empty (expected some of {', '.join(SCOPES)})")
+    return tuple(scope for scope in SCOPES if scope in scopes)
+
+
+def add_token(path: Path, name: str, scopes: Sequence[str] = DEFAULT_SCOPES) -> str:
+    """Make a token for ``name`` with ``scopes``, append its hashed entry to the file (created
+    when missing, always left mode 0600) and return the token, which nothing else keeps."""
     check_name(name)
+    scopes = check_scopes(scopes)
     existing = b""
     if path.exists():
         entries = read_tokens(path)  # refuses to add to a file that is already broken
@@ -112,9 +161,22 @@ def add_token(path: Path, name: str) -> str:
         if existing and not existing.endswith(b"\n"):
             existing += b"\n"
     token = secrets.token_urlsafe(TOKEN_BYTES)
-    line = dumps({"name": name, "sha256": token_digest(token).hex()}) + "\n"
-    write_atomic(path, existing + line.encode("utf-8"), mode=0o600)
+    entry = {"name": name, "sha256": token_digest(token).hex(), "scopes": list(scopes)}
+    write_atomic(path, existing + (dumps(entry) + "\n").encode("utf-8"), mode=0o600)
     return token
+
+
+def revoke_token(path: Path, name: str) -> None:
+    """Remove ``name``'s line from the file (every other line kept as it was); a name the file
+    does not hold is an error, so a typo never reads as a revocation."""
+    read_tokens(path)  # refuses to rewrite a file that is already broken
+    text = read_limited(str(path), MAX_TOKEN_FILE_BYTES).decode("utf-8")
+    kept = [
+        line for line in text.splitlines() if not line.strip() or _parse_line(line).name != name
+    ]
+    if len(kept) == len(text.splitlines()):
+        raise TokenFileError(f"{path}: no token named {name!r}")
+    write_atomic(path, "".join(line + "\n" for line in kept).encode("utf-8"), mode=0o600)
 
 
 class TokenStore:
@@ -145,8 +207,20 @@ class TokenStore:
             self._seen = stamp
         return self._entries
 
+    def authorize(self, authorization: str | None, scope: str) -> str:
+        """The name whose token the header carries when that token has ``scope``; else
+        TokenRejected (no such token) or ScopeMissing."""
+        entry = self._entry(authorization)
+        if scope not in entry.scopes:
+            message = f"token {entry.name!r} lacks the scope {scope!r}: {SCOPE_USES[scope]}"
+            raise ScopeMissing(message, scope)
+        return entry.name
+
     def authenticate(self, authorization: str | None) -> str:
         """The name whose token the ``Authorization`` header carries, or TokenRejected."""
+        return self._entry(authorization).name
+
+    def _entry(self, authorization: str | None) -> TokenEntry:
         if authorization is None or not authorization.strip():
             raise TokenRejected("missing bearer token: send 'Authorization: Bearer <token>'")
         scheme, _, token = authorization.strip().partition(" ")
@@ -154,12 +228,12 @@ class TokenStore:
         if scheme.lower() != "bearer" or not token or " " in token:
             raise TokenRejected("malformed Authorization header: expected 'Bearer <token>'")
         digest = token_digest(token)
-        found: str | None = None
+        found: TokenEntry | None = None
         for entry in self._refresh():
             # Every entry is compared, each in constant time, so the answer's timing says
             # nothing about which entry (or how much of one) matched.
             if hmac.compare_digest(entry.digest, digest):
-                found = entry.name
+                found = entry
         if found is None:
             raise TokenRejected("unknown bearer token")
         return found
