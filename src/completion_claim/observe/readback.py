@@ -189,10 +189,16 @@ def _sql_lookup(
     if query is not None:
         if table is not None or keys:
             raise UsageError("--query replaces --table and --key; give one or the other")
-        from .readback_query import plain_select_tables  # noqa: PLC0415 - sqlglot
+        from .readback_query import check_query  # noqa: PLC0415 - sqlglot
 
-        tables = plain_select_tables(query, store)
-        return QueryLookup(query, tuple(assignments(params, "--param").items()), tables)
+        checked = check_query(query, store)
+        return QueryLookup(
+            query,
+            tuple(assignments(params, "--param").items()),
+            checked.tables,
+            checked.functions,
+            checked.operators,
+        )
     if params:
         raise UsageError("--param goes with --query")
     if table is None or not keys:

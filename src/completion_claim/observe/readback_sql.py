@@ -62,11 +62,14 @@ class TableLookup:
 
 @dataclass(frozen=True)
 class QueryLookup:
-    """``--query SQL --param NAME=VALUE ...``; ``tables`` are the tables the parser found."""
+    """``--query SQL --param NAME=VALUE ...``; ``tables`` are the tables the parser found,
+    ``functions`` and ``operators`` the names PostgreSQL resolves through the search path."""
 
     sql: str
     params: tuple[tuple[str, str], ...]
     tables: tuple[Table, ...] = ()
+    functions: tuple[str, ...] = ()
+    operators: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -219,6 +222,29 @@ def postgresql_privileges(cursor: psycopg.Cursor[Any], tables: tuple[Table, ...]
     return found
 
 
+def postgresql_shadows(
+    cursor: psycopg.Cursor[Any], lookup: TableLookup | QueryLookup
+) -> str | None:
+    """A function or operator the query names that also names one outside pg_catalog on the
+    search path: PostgreSQL picks the best match among them all, so ``lower(zip)`` on a
+    varchar column calls ``public.lower(varchar)`` rather than pg_catalog's ``lower(text)``."""
+    if not isinstance(lookup, QueryLookup):
+        return None
+    cursor.execute(
+        "SELECT n.nspname || '.' || p.proname || '(' || pg_get_function_identity_arguments(p.oid)"
+        " || ')' FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+        " WHERE p.proname = ANY(%(functions)s) AND n.nspname = ANY(current_schemas(true))"
+        " AND n.nspname <> 'pg_catalog'"
+        " UNION ALL SELECT 'operator ' || n.nspname || '.' || o.oprname FROM pg_operator o"
+        " JOIN pg_namespace n ON n.oid = o.oprnamespace"
+        " WHERE o.oprname = ANY(%(operators)s) AND n.nspname = ANY(current_schemas(true))"
+        " AND n.nspname <> 'pg_catalog' ORDER BY 1 LIMIT 1",
+        {"functions": list(lookup.functions), "operators": list(lookup.operators)},
+    )
+    row = cursor.fetchone()
+    return None if row is None else str(row[0])
+
+
 def read_postgresql(
     url: str, lookup: TableLookup | QueryLookup, timeout: float, allow_privileged_role: bool
 ) -> Reading:
@@ -249,20 +275,31 @@ def read_postgresql(
         conn.read_only = True  # the transaction below begins READ ONLY
         with conn.cursor() as cursor:
             # The server must read string literals as the query check did (a backslash is a
-            # character), whatever the role or database sets.
+            # character), whatever the role or database sets; and a type or function the query
+            # names is pg_catalog's before any schema's the role or database puts first.
             cursor.execute(
                 "SELECT set_config('statement_timeout', %s, true),"
-                " set_config('standard_conforming_strings', 'on', true), current_user::text",
+                " set_config('standard_conforming_strings', 'on', true),"
+                " set_config('search_path', 'pg_catalog, ' || current_setting('search_path'),"
+                " true),"
+                " current_user::text",
                 [str(math.ceil(timeout * 1000))],
             )
             settings = cursor.fetchone()
             assert settings is not None  # a SELECT without FROM returns one row
             privileged = check_role(
                 url,
-                settings[2],
+                settings[3],
                 postgresql_privileges(cursor, tables_read(lookup)),
                 allow_privileged_role,
             )
+            shadow = postgresql_shadows(cursor, lookup)
+            if shadow is not None:
+                raise UsageError(
+                    f"readback from {redact_url(url)}: the query's names also resolve to "
+                    f"{shadow} on the search path; a readback calls pg_catalog's functions and "
+                    "operators only (drop that one, or take its schema off the role's search_path)"
+                )
             # prepare=True forces the extended protocol, which runs exactly one statement;
             # the simple protocol would run "COMMIT; UPDATE ..." as two.
             cursor.execute(query, params, prepare=True)
