@@ -43,6 +43,7 @@ from .conftest import (
     last_evidence,
     verdict_of,
 )
+from .test_readback_query import FINDING_45
 
 CLAIM = str(Path(sys.executable).parent / "claim")
 MakeClaim = Callable[..., Path]
@@ -448,7 +449,7 @@ def test_attack_08_postgresql_file_and_server_functions_are_refused(
     assert hostname  # control: a superuser can copy a server file into a result
     before = claim.read_bytes()
     assert privileged_query(claim, POSTGRES_URL, attack) == 4
-    assert_refused(claim, capsys, before, "is not allowed in a readback")
+    assert_refused(claim, capsys, before, "is not allowed (allowed: see docs/spec.md")
 
 
 def mariadb_status(mariadb: Any, query: str) -> Any:
@@ -655,19 +656,22 @@ def test_attack_08_mariadb_role_that_can_write_is_refused(
 def test_a_postgresql_function_that_writes_is_stopped_by_the_read_only_transaction(
     postgres: Any, server_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The query check passes a call to an unknown function; the read-only transaction still
+    """The query calls no function, but a view it reads does; the read-only transaction still
     stops a write inside it, even one the function makes with its owner's (superuser) rights."""
-    function = unique("writes")
+    function, view = unique("writes"), unique("writing_view")
     postgres.execute(
         f"CREATE FUNCTION {function}() RETURNS int LANGUAGE sql SECURITY DEFINER AS "
         f"$$ INSERT INTO {server_table.table} (id, zip) VALUES (9001, 'w') RETURNING 1 $$"
     )
+    postgres.execute(f"CREATE VIEW {view} AS SELECT {function}() AS x")
+    server_table.grant(view)
     try:
-        args = ["--query", f"SELECT {function}() AS x", "--expect", "x=1"]
+        args = ["--query", f"SELECT x FROM {view}", "--expect", "x=1"]
         assert readback(claim, server_table.url, *args) == 5
         assert "cannot execute INSERT in a read-only transaction" in capsys.readouterr().err
         assert len(server_table.rows()) == len(ROWS)
     finally:
+        postgres.execute(f"DROP VIEW {view}")
         postgres.execute(f"DROP FUNCTION {function}()")
 
 
@@ -675,21 +679,22 @@ def test_a_postgresql_function_that_writes_is_stopped_by_the_read_only_transacti
 def test_a_mariadb_function_that_writes_is_stopped_by_the_read_only_transaction(
     mariadb: Any, server_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    function = unique("writes")
-    role = server_table.url.partition("://")[2].partition("@")[0]
+    function, view = unique("writes"), unique("writing_view")
     with mariadb.cursor() as cursor:
         cursor.execute(
             f"CREATE FUNCTION {function}() RETURNS INT MODIFIES SQL DATA SQL SECURITY DEFINER "
             f"BEGIN INSERT INTO {server_table.table} (id, zip) VALUES (9001, 'w'); RETURN 1; END"
         )
-        cursor.execute(f"GRANT EXECUTE ON FUNCTION test.{function} TO '{role}'@'%'")
+        cursor.execute(f"CREATE SQL SECURITY DEFINER VIEW {view} AS SELECT {function}() AS x")
+    server_table.grant(view)
     try:
-        args = ["--query", f"SELECT {function}() AS x", "--expect", "x=1"]
+        args = ["--query", f"SELECT x FROM {view}", "--expect", "x=1"]
         assert readback(claim, server_table.url, *args) == 5
         assert "READ ONLY transaction" in capsys.readouterr().err
         assert len(server_table.rows()) == len(ROWS)
     finally:
         with mariadb.cursor() as cursor:
+            cursor.execute(f"DROP VIEW {view}")
             cursor.execute(f"DROP FUNCTION {function}")
 
 
@@ -700,11 +705,9 @@ def test_postgresql_reads_string_literals_as_the_query_check_does(
     """With standard_conforming_strings off, the server would read 'a\\' as an open string and
     code the parser took for text; the observer sets it on for its transaction."""
     postgres.execute(f"ALTER ROLE {postgres_reader.name} SET standard_conforming_strings = off")
-    query = "SELECT 'a\\' AS x, current_setting('standard_conforming_strings') AS s"
+    query = "SELECT 'a\\' AS x"
     assert readback(claim, server_table.url, "--query", query, "--expect", "x=a\\") == 0
-    assert last_evidence(claim)["observed_value"] == {"x": "a\\"}
-    args = ["--query", "SELECT current_setting('standard_conforming_strings') AS s"]
-    assert readback(claim, server_table.url, *args, "--expect", "s=on") == 0
+    assert last_evidence(claim)["observed_value"] == {"x": "a\\"}  # off, it would not end
     assert verdict_of(claim) == "verified"
 
 
@@ -715,6 +718,172 @@ def test_mariadb_reads_quotes_as_the_query_check_does(server_table: SqlTable, cl
     assert readback(claim, server_table.url, *args, "--expect", f"m={mode}") == 0
     assert last_evidence(claim)["observed_value"] == {"m": mode}
     assert verdict_of(claim) == "verified"
+
+
+# --- Functions by allow-list (issue 17, finding 6) -------------------------------------------
+
+UNICODE_FILE_READ = "SELECT U&\"\\0070g_read_file\"('/etc/hostname') AS f"
+
+
+@pytest.mark.parametrize(("query", "function"), FINDING_45)
+def test_attack_45_refused_before_any_connection(
+    claim: Path, capsys: pytest.CaptureFixture[str], query: str, function: str
+) -> None:
+    """Exit 4 and the function's name from a URL where nothing listens: no connection was
+    tried (one would fail with exit 5)."""
+    url = f"postgresql://postgres@127.0.0.1:{closed_port()}/test"
+    before = claim.read_bytes()
+    args = ["--query", query, "--expect", "f=x", "--record-failure"]
+    assert readback(claim, url, *args) == 4
+    assert_refused(claim, capsys, before, f"claim: --query: function {function} is not allowed")
+
+
+def test_attack_45_the_escaped_file_read_never_reaches_postgresql(
+    postgres: Any, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hostname = postgres.execute(UNICODE_FILE_READ).fetchone()[0]
+    assert hostname  # control: the server reads U&"\0070g_read_file" as pg_read_file
+    before = claim.read_bytes()
+    assert privileged_query(claim, POSTGRES_URL, UNICODE_FILE_READ.replace("AS f", "AS x")) == 4
+    captured = capsys.readouterr()
+    assert captured.err == (
+        "claim: --query: function pg_read_file is not allowed (allowed: see docs/spec.md, "
+        "section 7.3)\n"
+    )
+    assert hostname.strip() not in captured.out + claim.read_text()
+    assert claim.read_bytes() == before
+
+
+HONEST_QUERIES = {
+    "postgresql": "SELECT lower(a.code) AS code, coalesce(a.zip, 'none') AS zip,"
+    " (SELECT count(*) FROM {t}) AS n, '{\"s\": \"open\"}'::jsonb ->> 's' AS s,"
+    " date_part('year', DATE '2026-08-27')::int AS y, upper(b.code) AS b"
+    " FROM {t} a JOIN {t} b ON b.id = a.id WHERE a.id = :id",
+    "mariadb": "SELECT lower(a.code) AS code, coalesce(a.zip, 'none') AS zip,"
+    " (SELECT count(*) FROM {t}) AS n, JSON_UNQUOTE(JSON_EXTRACT('{\"s\": \"open\"}', '$.s'))"
+    " AS s, YEAR('2026-08-27') AS y, upper(b.code) AS b"
+    " FROM {t} a JOIN {t} b ON b.id = a.id WHERE a.id = :id",
+    "sqlite": "SELECT lower(a.code) AS code, coalesce(a.zip, 'none') AS zip,"
+    " (SELECT count(*) FROM {t}) AS n, json_extract('{\"s\": \"open\"}', '$.s') AS s,"
+    " CAST(strftime('%Y', '2026-08-27') AS INTEGER) AS y, upper(b.code) AS b"
+    " FROM {t} a JOIN {t} b ON b.id = a.id WHERE a.id = :id",
+}
+
+
+def test_attack_45_ordinary_functions_still_read(sql_table: SqlTable, claim: Path) -> None:
+    """Control: string, conditional, aggregate, JSON and date functions, a join and a subquery
+    pass the allow-list and read the record on each store."""
+    query = HONEST_QUERIES[sql_table.store].replace("{t}", sql_table.table)
+    expect = ["code=acct-4471", "zip=94107", "n=3", "s=open", "y=2026", "b=ACCT-4471"]
+    args = ["--query", query, "--param", "id=4471"]
+    for expectation in expect:
+        args += ["--expect", expectation]
+    assert readback(claim, sql_table.url, *args) == 0
+    assert last_evidence(claim)["observed_value"] == {
+        "code": "acct-4471",
+        "zip": "94107",
+        "n": 3,
+        "s": "open",
+        "y": 2026,
+        "b": "ACCT-4471",
+    }
+    assert verdict_of(claim) == "verified"
+
+
+SHADOWS = {
+    # lower(zip) on a varchar column: the schema's lower(varchar) matches better than
+    # pg_catalog's lower(text), wherever the schema stands on the search path.
+    "function": (
+        "CREATE FUNCTION {s}.lower(varchar) RETURNS text LANGUAGE sql AS $$ SELECT '94107' $$",
+        "SELECT lower(zip) AS zip FROM {t} WHERE id = 4472",
+        "zip=94107",
+        "{s}.lower(character varying)",
+    ),
+    # zip = '...' on a varchar column: the schema's = (varchar, varchar) wins the same way.
+    "operator": (
+        "CREATE FUNCTION {s}.always(varchar, varchar) RETURNS boolean LANGUAGE sql AS"
+        " $$ SELECT true $$; CREATE OPERATOR {s}.= (LEFTARG = varchar, RIGHTARG = varchar,"
+        " FUNCTION = {s}.always)",
+        "SELECT code FROM {t} WHERE zip = 'written' ORDER BY id LIMIT 1",
+        "code=acct-4471",
+        "operator {s}.=",
+    ),
+}
+
+
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("shadow", sorted(SHADOWS))
+def test_attack_56_a_schema_on_the_search_path_cannot_answer_for_pg_catalog(
+    postgres: Any,
+    server_table: SqlTable,
+    claim: Path,
+    capsys: pytest.CaptureFixture[str],
+    shadow: str,
+) -> None:
+    """The agent creates a schema named after the reader role ("$user" on the default search
+    path) holding a function or operator of an allowed name that returns what the check
+    expects."""
+    import psycopg
+
+    create, query, expect, named = SHADOWS[shadow]
+    role = server_table.url.partition("://")[2].partition("@")[0]
+    query = query.format(t=server_table.table)
+    postgres.execute(f"CREATE SCHEMA {role}")
+    try:
+        postgres.execute(f"GRANT USAGE ON SCHEMA {role} TO {role}")
+        postgres.execute(create.format(s=role))
+        with psycopg.connect(server_table.url) as conn:  # control: the role's query lies
+            assert conn.execute(query).fetchone() == (expect.partition("=")[2],)
+        before = claim.read_bytes()
+        assert readback(claim, server_table.url, "--query", query, "--expect", expect) == 4
+        err = capsys.readouterr().err
+        assert f"also resolve to {named.format(s=role)} on the search path" in err, err
+        assert claim.read_bytes() == before
+    finally:
+        postgres.execute(f"DROP SCHEMA {role} CASCADE")
+    # Without the schema the same query reads the record as it is.
+    assert readback(claim, server_table.url, "--query", query, "--expect", expect) == 0
+    assert verdict_of(claim) == "refuted"
+
+
+@pytest.mark.parametrize("server_table", ["mariadb"], indirect=True)
+@pytest.mark.parametrize("spelling", ["`sum`(zip_n)", "sum (zip_n)", "SUM\n(zip_n)"])
+def test_attack_57_mariadb_stored_function_named_like_a_built_in_is_not_reached(
+    mariadb: Any,
+    server_table: SqlTable,
+    claim: Path,
+    capsys: pytest.CaptureFixture[str],
+    spelling: str,
+) -> None:
+    """A stored function `sum` in the database answers ``sum (x)`` and `` `sum`(x) ``; only
+    ``sum(x)`` is the built-in."""
+    import pymysql
+
+    role = server_table.url.partition("://")[2].partition("@")[0]
+    query = f"SELECT {spelling} AS n FROM {server_table.table} WHERE id = 4472"
+    with mariadb.cursor() as cursor:
+        cursor.execute("CREATE FUNCTION `sum`(x INT) RETURNS INT DETERMINISTIC RETURN 94107")
+        cursor.execute(f"GRANT EXECUTE ON FUNCTION test.`sum` TO '{role}'@'%'")
+    try:
+        conn = pymysql.connect(host="127.0.0.1", user=role, database="test")
+        try:
+            with conn.cursor() as cursor:  # control: the role's query reaches the function
+                cursor.execute("SET SESSION sql_mode = %s", [readback_sql.MARIADB_SQL_MODE])
+                cursor.execute(query)
+                assert cursor.fetchone() == (94107,)
+        finally:
+            conn.close()
+        before = claim.read_bytes()
+        assert readback(claim, server_table.url, "--query", query, "--expect", "n=94107") == 4
+        assert "calls the database's stored function of that name" in capsys.readouterr().err
+        assert claim.read_bytes() == before
+        honest = query.replace(spelling, "sum(zip_n)")
+        assert readback(claim, server_table.url, "--query", honest, "--expect", "n=94107") == 0
+        assert last_evidence(claim)["observed_value"] == {"n": 10001}
+        assert verdict_of(claim) == "refuted"
+    finally:
+        with mariadb.cursor() as cursor:
+            cursor.execute("DROP FUNCTION `sum`")
 
 
 # --- Passwords ----------------------------------------------------------------------------
@@ -1041,8 +1210,8 @@ def test_postgresql_values_keep_their_types(
 def test_postgresql_statement_timeout(
     postgres_reader: Reader, claim: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # pg_sleep is allowed in a readback: the statement timeout bounds it.
-    args = ["--query", "SELECT pg_sleep(5) AS slept", "--expect", "slept=null", "--timeout", "0.5"]
+    slow = "SELECT count(*) AS n FROM generate_series(1, 1000000000) AS g(i)"
+    args = ["--query", slow, "--expect", "n=0", "--timeout", "0.5"]
     assert readback(claim, postgres_reader.url, *args) == 5
     assert "statement timeout" in capsys.readouterr().err
 
