@@ -846,6 +846,24 @@ def test_attack_56_a_schema_on_the_search_path_cannot_answer_for_pg_catalog(
     assert verdict_of(claim) == "refuted"
 
 
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+def test_an_extension_a_superuser_installed_on_the_search_path_is_no_shadow(
+    postgres: Any, server_table: SqlTable, claim: Path
+) -> None:
+    """Control for attack 56: seg's operators (=, <, ...) in a schema on the search path are
+    the server's code, installed by the superuser, and do not stop a readback."""
+    role = server_table.url.partition("://")[2].partition("@")[0]
+    postgres.execute(f"CREATE SCHEMA {role}")
+    try:
+        postgres.execute(f"GRANT USAGE ON SCHEMA {role} TO {role}")
+        postgres.execute(f"CREATE EXTENSION seg SCHEMA {role}")
+        query = f"SELECT zip FROM {server_table.table} WHERE id = 4471 AND zip >= '9'"
+        assert readback(claim, server_table.url, "--query", query, "--expect", "zip=94107") == 0
+        assert verdict_of(claim) == "verified"
+    finally:
+        postgres.execute(f"DROP SCHEMA {role} CASCADE")
+
+
 @pytest.mark.parametrize("server_table", ["mariadb"], indirect=True)
 @pytest.mark.parametrize("spelling", ["`sum`(zip_n)", "sum (zip_n)", "SUM\n(zip_n)"])
 def test_attack_57_mariadb_stored_function_named_like_a_built_in_is_not_reached(

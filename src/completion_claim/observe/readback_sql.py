@@ -227,22 +227,53 @@ def postgresql_shadows(
 ) -> str | None:
     """A function or operator the query names that also names one outside pg_catalog on the
     search path: PostgreSQL picks the best match among them all, so ``lower(zip)`` on a
-    varchar column calls ``public.lower(varchar)`` rather than pg_catalog's ``lower(text)``."""
+    varchar column calls ``public.lower(varchar)`` rather than pg_catalog's ``lower(text)``.
+    Members of an extension a superuser owns (citext's ``=``, PostGIS's) are the server's
+    code, not the database's: only the extension's owner could add a function to it."""
     if not isinstance(lookup, QueryLookup):
         return None
     cursor.execute(
-        "SELECT n.nspname || '.' || p.proname || '(' || pg_get_function_identity_arguments(p.oid)"
-        " || ')' FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
-        " WHERE p.proname = ANY(%(functions)s) AND n.nspname = ANY(current_schemas(true))"
-        " AND n.nspname <> 'pg_catalog'"
-        " UNION ALL SELECT 'operator ' || n.nspname || '.' || o.oprname FROM pg_operator o"
-        " JOIN pg_namespace n ON n.oid = o.oprnamespace"
-        " WHERE o.oprname = ANY(%(operators)s) AND n.nspname = ANY(current_schemas(true))"
-        " AND n.nspname <> 'pg_catalog' ORDER BY 1 LIMIT 1",
+        _SHADOWS,
         {"functions": list(lookup.functions), "operators": list(lookup.operators)},
     )
     row = cursor.fetchone()
     return None if row is None else str(row[0])
+
+
+def _refuse_shadows(
+    url: str, cursor: psycopg.Cursor[Any], lookup: TableLookup | QueryLookup
+) -> None:
+    shadow = postgresql_shadows(cursor, lookup)
+    if shadow is not None:
+        raise UsageError(
+            f"readback from {redact_url(url)}: the query's names also resolve to {shadow} on "
+            "the search path; a readback calls pg_catalog's functions and operators only (drop "
+            "that one, or take its schema off the role's search_path)"
+        )
+
+
+# The first function or operator outside pg_catalog on the search path with a name the query
+# uses, unless it belongs to an extension a superuser owns.
+_SHADOWS = """
+SELECT n.nspname || '.' || p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')'
+FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE p.proname = ANY(%(functions)s) AND n.nspname = ANY(current_schemas(true))
+AND n.nspname <> 'pg_catalog' AND NOT EXISTS (
+    SELECT FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
+    JOIN pg_roles r ON r.oid = e.extowner
+    WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+    AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e' AND r.rolsuper)
+UNION ALL
+SELECT 'operator ' || n.nspname || '.' || o.oprname
+FROM pg_operator o JOIN pg_namespace n ON n.oid = o.oprnamespace
+WHERE o.oprname = ANY(%(operators)s) AND n.nspname = ANY(current_schemas(true))
+AND n.nspname <> 'pg_catalog' AND NOT EXISTS (
+    SELECT FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
+    JOIN pg_roles r ON r.oid = e.extowner
+    WHERE d.classid = 'pg_operator'::regclass AND d.objid = o.oid
+    AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e' AND r.rolsuper)
+ORDER BY 1 LIMIT 1
+"""
 
 
 def read_postgresql(
@@ -293,20 +324,17 @@ def read_postgresql(
                 postgresql_privileges(cursor, tables_read(lookup)),
                 allow_privileged_role,
             )
-            shadow = postgresql_shadows(cursor, lookup)
-            if shadow is not None:
-                raise UsageError(
-                    f"readback from {redact_url(url)}: the query's names also resolve to "
-                    f"{shadow} on the search path; a readback calls pg_catalog's functions and "
-                    "operators only (drop that one, or take its schema off the role's search_path)"
-                )
+            _refuse_shadows(url, cursor, lookup)
             # prepare=True forces the extended protocol, which runs exactly one statement;
             # the simple protocol would run "COMMIT; UPDATE ..." as two.
             cursor.execute(query, params, prepare=True)
             if cursor.description is None:
                 raise _not_a_query(url)
             columns = [column.name for column in cursor.description]
-            return Reading(one_record(columns, cursor.fetchmany(ROWS_COUNTED + 1)), privileged)
+            rows = cursor.fetchmany(ROWS_COUNTED + 1)
+            # Again after the read: a shadow must come and go between the two checks to be missed.
+            _refuse_shadows(url, cursor, lookup)
+            return Reading(one_record(columns, rows), privileged)
     except psycopg.Error as error:
         message = error.diag.message_primary if error.diag.message_primary else str(error)
         raise _failed(url, message) from None
