@@ -4,6 +4,7 @@ servers' side of it is in test_readback.py)."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -270,3 +271,11 @@ def test_attack_57_a_spelling_that_calls_a_stored_function_is_refused(
         check_query(query, "mariadb")
     # SQLite has no stored functions: the same spelling calls its built-in.
     check_query(query, "sqlite")
+
+
+def test_the_spec_lists_each_store_s_allow_list() -> None:
+    spec = (Path(__file__).parents[2] / "docs" / "spec.md").read_text(encoding="utf-8")
+    for store, name in [("postgresql", "PostgreSQL"), ("mariadb", "MariaDB"), ("sqlite", "SQLite")]:
+        row = re.search(rf"^  \| {name} \| (.*) \|$", spec, re.M)
+        assert row is not None, name
+        assert row[1].split(", ") == [f"`{n}`" for n in sorted(ALLOWED_FUNCTIONS[store])]

@@ -26,7 +26,8 @@ from .observe_cmd import TIMEOUT, observe_group, record_and_report
     "--query",
     metavar="SQL",
     help="One plain SELECT returning exactly one row; parameters are written :name. No "
-    "comments, INTO, locking clause, writing CTE, or file, lock, sequence or dblink function.",
+    "comments, INTO, locking clause or writing CTE; functions only from the store's allow-list "
+    "(docs/spec.md, section 7.3).",
 )
 @click.option(
     "--param",
