@@ -808,6 +808,13 @@ SHADOWS = {
         "code=acct-4471",
         "operator {s}.=",
     ),
+    # a.state on a table without that column: PostgreSQL calls state(a).
+    "attribute": (
+        "CREATE FUNCTION {s}.state({t}) RETURNS text LANGUAGE sql AS $$ SELECT 'closed' $$",
+        "SELECT a.state FROM {t} a WHERE id = 4472",
+        "state=closed",
+        "{s}.state({t})",
+    ),
 }
 
 
@@ -831,19 +838,21 @@ def test_attack_56_a_schema_on_the_search_path_cannot_answer_for_pg_catalog(
     postgres.execute(f"CREATE SCHEMA {role}")
     try:
         postgres.execute(f"GRANT USAGE ON SCHEMA {role} TO {role}")
-        postgres.execute(create.format(s=role))
+        postgres.execute(create.format(s=role, t=server_table.table))
         with psycopg.connect(server_table.url) as conn:  # control: the role's query lies
             assert conn.execute(query).fetchone() == (expect.partition("=")[2],)
         before = claim.read_bytes()
         assert readback(claim, server_table.url, "--query", query, "--expect", expect) == 4
         err = capsys.readouterr().err
-        assert f"also resolve to {named.format(s=role)} on the search path" in err, err
+        shown = named.format(s=role, t=server_table.table)
+        assert f"also resolve to {shown} on the search path" in err, err
         assert claim.read_bytes() == before
     finally:
         postgres.execute(f"DROP SCHEMA {role} CASCADE")
-    # Without the schema the same query reads the record as it is.
-    assert readback(claim, server_table.url, "--query", query, "--expect", expect) == 0
-    assert verdict_of(claim) == "refuted"
+    # Without the schema the same query reads the record as it is (the table has no state).
+    exit_code = readback(claim, server_table.url, "--query", query, "--expect", expect)
+    assert exit_code == (5 if shadow == "attribute" else 0)
+    assert verdict_of(claim) == ("unverified" if shadow == "attribute" else "refuted")
 
 
 @pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)

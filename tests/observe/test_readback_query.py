@@ -249,6 +249,12 @@ def test_attack_45_ordinary_queries_pass_the_allow_list(
     assert set(check_query(query, store).functions) - _DOTTED == functions
 
 
+def test_postgresql_row_dot_name_is_a_name_the_server_may_call() -> None:
+    query = "SELECT (a).state, a.zip FROM accounts a"
+    assert check_query(query, "postgresql").functions == ("state", "zip")
+    assert check_query(query.replace("(a)", "a"), "mariadb").functions == ()
+
+
 _DOTTED = {"zip", "code", "name", "doc", "at", "amount", "id", "owner"}  # a.zip may call zip(a)
 
 

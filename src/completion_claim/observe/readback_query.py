@@ -17,6 +17,7 @@ qualified by a schema is refused unless the schema is PostgreSQL's ``pg_catalog`
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 from collections.abc import Sequence
@@ -237,11 +238,14 @@ def check_query(query: str, store: str) -> CheckedQuery:
     for node in statement.walk():
         _refuse_writes(node)
         _refuse_type(node)
-    functions = _calls(query, tokens, store, _alias_starts(statement))
+    names = _names(query, tokens, store)
+    functions = _calls(names, store, _alias_starts(statement))
+    if store != "postgresql":
+        return CheckedQuery(_tables_read(statement, store), tuple(dict.fromkeys(functions)), ())
     return CheckedQuery(
         _tables_read(statement, store),
-        tuple(dict.fromkeys([*functions, *_dotted_names(statement, store)])),
-        _operators(tokens) if store == "postgresql" else (),
+        tuple(dict.fromkeys([*functions, *_dotted_names(names)])),
+        _operators(tokens),
     )
 
 
@@ -267,9 +271,8 @@ def _refuse_type(node: exp.Expr) -> None:
         raise UsageError(f"--query: a cast to {shown.lower()} is not allowed ({ALLOWED_SEE})")
 
 
-def _calls(query: str, tokens: Sequence[Token], store: str, aliases: set[int]) -> list[str]:
+def _calls(names: Sequence[Token | _Name], store: str, aliases: set[int]) -> list[str]:
     """The functions the text calls, each checked against the store's allow-list."""
-    names = _names(query, tokens, store)
     called: list[str] = []
     for index, item in enumerate(names):
         after = names[index + 1] if index + 1 < len(names) else None
@@ -425,14 +428,13 @@ def _alias_starts(statement: exp.Expr) -> set[int]:
     return starts
 
 
-def _dotted_names(statement: exp.Expr, store: str) -> list[str]:
-    """PostgreSQL reads ``row.name`` as ``name(row)`` when the row has no such column."""
-    if store != "postgresql":
-        return []
+def _dotted_names(names: Sequence[Token | _Name]) -> list[str]:
+    """PostgreSQL reads ``row.name`` (``t.zip``, ``(t).zip``) as ``name(row)`` when the row has
+    no such column."""
     return [
-        _server_name(column.this, store)
-        for column in statement.find_all(exp.Column)
-        if column.table and isinstance(column.this, exp.Identifier)
+        item.text
+        for before, item in itertools.pairwise(names)
+        if isinstance(item, _Name) and _is(before, TokenType.DOT)
     ]
 
 
