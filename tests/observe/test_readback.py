@@ -797,7 +797,7 @@ SHADOWS = {
         "CREATE FUNCTION {s}.lower(varchar) RETURNS text LANGUAGE sql AS $$ SELECT '94107' $$",
         "SELECT lower(zip) AS zip FROM {t} WHERE id = 4472",
         "zip=94107",
-        "{s}.lower(character varying)",
+        "function {s}.lower(character varying)",
     ),
     # zip = '...' on a varchar column: the schema's = (varchar, varchar) wins the same way.
     "operator": (
@@ -813,7 +813,17 @@ SHADOWS = {
         "CREATE FUNCTION {s}.state({t}) RETURNS text LANGUAGE sql AS $$ SELECT 'closed' $$",
         "SELECT a.state FROM {t} a WHERE id = 4472",
         "state=closed",
-        "{s}.state({t})",
+        "function {s}.state({t})",
+    ),
+    # lower(m) for an enum m: the type's owner casts it to text implicitly by its own function.
+    "cast": (
+        "CREATE TYPE {s}.mood AS ENUM ('low'); CREATE FUNCTION {s}.lie({s}.mood) RETURNS text"
+        " LANGUAGE sql AS $$ SELECT '94107' $$; CREATE CAST ({s}.mood AS text) WITH FUNCTION"
+        " {s}.lie({s}.mood) AS IMPLICIT; CREATE TABLE {s}.moods (m {s}.mood);"
+        " INSERT INTO {s}.moods VALUES ('low'); GRANT SELECT ON {s}.moods TO {s}",
+        "SELECT lower(m) AS zip FROM {s}.moods",
+        "zip=94107",
+        "to text by {s}.lie",
     ),
 }
 
@@ -834,7 +844,7 @@ def test_attack_56_a_schema_on_the_search_path_cannot_answer_for_pg_catalog(
 
     create, query, expect, named = SHADOWS[shadow]
     role = server_table.url.partition("://")[2].partition("@")[0]
-    query = query.format(t=server_table.table)
+    query = query.format(t=server_table.table, s=role)
     postgres.execute(f"CREATE SCHEMA {role}")
     try:
         postgres.execute(f"GRANT USAGE ON SCHEMA {role} TO {role}")
@@ -845,14 +855,16 @@ def test_attack_56_a_schema_on_the_search_path_cannot_answer_for_pg_catalog(
         assert readback(claim, server_table.url, "--query", query, "--expect", expect) == 4
         err = capsys.readouterr().err
         shown = named.format(s=role, t=server_table.table)
-        assert f"also resolve to {shown} on the search path" in err, err
+        assert f"{shown}, the database's own code" in err, err
         assert claim.read_bytes() == before
     finally:
         postgres.execute(f"DROP SCHEMA {role} CASCADE")
-    # Without the schema the same query reads the record as it is (the table has no state).
+    # Without the schema the same query reads the record as it is, or fails: the table has no
+    # state column, and the table of moods is gone.
     exit_code = readback(claim, server_table.url, "--query", query, "--expect", expect)
-    assert exit_code == (5 if shadow == "attribute" else 0)
-    assert verdict_of(claim) == ("unverified" if shadow == "attribute" else "refuted")
+    failed = shadow in ("attribute", "cast")
+    assert exit_code == (5 if failed else 0)
+    assert verdict_of(claim) == ("unverified" if failed else "refuted")
 
 
 @pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)

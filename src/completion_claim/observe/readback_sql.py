@@ -228,6 +228,7 @@ def postgresql_shadows(
     """A function or operator the query names that also names one outside pg_catalog on the
     search path: PostgreSQL picks the best match among them all, so ``lower(zip)`` on a
     varchar column calls ``public.lower(varchar)`` rather than pg_catalog's ``lower(text)``.
+    Or a cast done by such a function: ``lower(mood)`` casts an enum to text by it.
     Members of an extension a superuser owns (citext's ``=``, PostGIS's) are the server's
     code, not the database's: only the extension's owner could add a function to it."""
     if not isinstance(lookup, QueryLookup):
@@ -246,16 +247,18 @@ def _refuse_shadows(
     shadow = postgresql_shadows(cursor, lookup)
     if shadow is not None:
         raise UsageError(
-            f"readback from {redact_url(url)}: the query's names also resolve to {shadow} on "
-            "the search path; a readback calls pg_catalog's functions and operators only (drop "
-            "that one, or take its schema off the role's search_path)"
+            f"readback from {redact_url(url)}: the query can reach {shadow}, the database's own "
+            "code; a readback runs pg_catalog's functions, operators and casts only (drop that "
+            "one, or take its schema off the role's search_path)"
         )
 
 
 # The first function or operator outside pg_catalog on the search path with a name the query
-# uses, unless it belongs to an extension a superuser owns.
+# uses, or cast (in any schema: casts have no name to look up) done by a function outside
+# pg_catalog, unless the function or operator belongs to an extension a superuser owns.
 _SHADOWS = """
-SELECT n.nspname || '.' || p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')'
+SELECT 'function ' || n.nspname || '.' || p.proname || '('
+    || pg_get_function_identity_arguments(p.oid) || ')'
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE p.proname = ANY(%(functions)s) AND n.nspname = ANY(current_schemas(true))
 AND n.nspname <> 'pg_catalog' AND NOT EXISTS (
@@ -271,6 +274,15 @@ AND n.nspname <> 'pg_catalog' AND NOT EXISTS (
     SELECT FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
     JOIN pg_roles r ON r.oid = e.extowner
     WHERE d.classid = 'pg_operator'::regclass AND d.objid = o.oid
+    AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e' AND r.rolsuper)
+UNION ALL
+SELECT 'a cast from ' || format_type(c.castsource, NULL) || ' to '
+    || format_type(c.casttarget, NULL) || ' by ' || n.nspname || '.' || p.proname
+FROM pg_cast c JOIN pg_proc p ON p.oid = c.castfunc JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE n.nspname <> 'pg_catalog' AND NOT EXISTS (
+    SELECT FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
+    JOIN pg_roles r ON r.oid = e.extowner
+    WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid
     AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e' AND r.rolsuper)
 ORDER BY 1 LIMIT 1
 """
