@@ -189,9 +189,9 @@ logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 @dataclass(frozen=True)
 class CheckedQuery:
-    """What the check found in a plain SELECT: the tables it reads, and the names the server
-    resolves through the search path (PostgreSQL): the functions it calls, the names a
-    ``row.name`` could call a function by, and its operators."""
+    """What the check found in a plain SELECT: the tables it reads, the functions it calls (on
+    PostgreSQL also every name a ``row.name`` could call a function by) and, on PostgreSQL, the
+    operators it uses: the names the server looks up on the search path."""
 
     tables: tuple[Table, ...]
     functions: tuple[str, ...]
@@ -200,7 +200,7 @@ class CheckedQuery:
 
 @dataclass(frozen=True)
 class _Name:
-    """A name as the server reads it, from one token (or PostgreSQL's U&"..." [UESCAPE 'c'])."""
+    """A name as the server reads it, from one token (or the three of PostgreSQL's U&"...")."""
 
     text: str  # case-folded as the server folds it
     quoted: bool
