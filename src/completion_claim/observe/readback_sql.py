@@ -74,11 +74,12 @@ class QueryLookup:
 
 @dataclass(frozen=True)
 class Reading:
-    """What a SQL store returned, and whether a role that may do more than read returned it
-    (only with ``--allow-privileged-role``)."""
+    """What a SQL store returned, whether a role that may do more than read returned it (only
+    with ``--allow-privileged-role``), and the views it read (only those ``--allow-view`` names)."""
 
     record: Record | None
     privileged_role: bool = False
+    views: tuple[str, ...] = ()
 
 
 def tables_read(lookup: TableLookup | QueryLookup) -> tuple[Table, ...]:
@@ -193,9 +194,6 @@ def postgresql_privileges(cursor: psycopg.Cursor[Any], tables: tuple[Table, ...]
     """What the current role can do beyond reading: be (or become) a superuser, use the server's
     files or programs, or write to a table the readback reads (owning it, or holding INSERT,
     UPDATE, DELETE or TRUNCATE on it or on any of its columns)."""
-    with needs_extra("observe", POSTGRESQL):
-        from psycopg import sql  # noqa: PLC0415
-
     cursor.execute(
         "SELECT EXISTS (SELECT FROM pg_roles WHERE rolsuper"
         " AND pg_has_role(current_user, oid, 'MEMBER')),"
@@ -210,7 +208,7 @@ def postgresql_privileges(cursor: psycopg.Cursor[Any], tables: tuple[Table, ...]
         return ["is (or can become) a superuser"]
     found = [f"is a member of {name}" for name in file_roles]
     for parts in tables:
-        name = sql.Identifier(*parts).as_string(cursor.connection)
+        name = sql_identifier(cursor, parts)
         cursor.execute(
             "SELECT has_table_privilege(c, 'INSERT, UPDATE, DELETE, TRUNCATE')"
             " OR has_any_column_privilege(c, 'INSERT, UPDATE') FROM to_regclass(%s) AS c",
@@ -288,8 +286,119 @@ ORDER BY 1 LIMIT 1
 """
 
 
+def dotted(table: Table) -> str:
+    return ".".join(table)
+
+
+def _not_the_table(url: str, problem: str) -> ObservationFailed:
+    """What answers for a table the readback reads is not that table's rows as every reader
+    sees them: the agent may have put it there, so nothing is observed (exit 5)."""
+    return _failed(url, f"{problem}; a readback reads the table itself")
+
+
+# What a relation is when it is not a table a readback reads (pg_class.relkind).
+_PG_KINDS = {
+    "v": "a view",
+    "m": "a materialized view",
+    "f": "a foreign table",
+    "S": "a sequence",
+}
+_PG_TABLES = ("r", "p")  # a table, a partitioned table
+_PG_VIEWS = ("v", "m")
+
+
+def postgresql_relations(
+    url: str, cursor: psycopg.Cursor[Any], tables: tuple[Table, ...], allow_views: frozenset[Table]
+) -> tuple[str, ...]:
+    """Refuse (exit 5) a relation the readback reads that is not a table, or is one whose rows
+    depend on who reads it or where the name is looked up: a view or the like (unless
+    ``--allow-view`` names it), a table with a child or partition that is not a table (a foreign
+    table), a table whose row-level security filters what this role reads, or a name without a
+    schema that another schema also holds (the role's search path may find another than the
+    application's). Returns the views read under ``--allow-view``.
+
+    Run before the read, so that no view's query runs unasked, and again after it, when the
+    read's own locks keep every relation it read from being dropped, renamed or detached until
+    the transaction ends: what was read is what the second check sees."""
+    views: list[str] = []
+    for table in tables:
+        name = sql_identifier(cursor, table)
+        cursor.execute(_RELATION, {"name": name, "bare": len(table) == 1})
+        row = cursor.fetchone()
+        if row is None:
+            continue  # no such relation: the read itself says so
+        kind, shown, filtered, child, other = row
+        if kind in _PG_VIEWS and table in allow_views:
+            views.append(dotted(table))
+        elif kind not in _PG_TABLES:
+            allow = f" (or --allow-view {dotted(table)})" if kind in _PG_VIEWS else ""
+            what = _PG_KINDS.get(kind, f"a relation of kind {kind!r}")
+            raise _not_the_table(url, f"{shown} is {what}, not a table{allow}")
+        if child is not None:
+            child_name, child_kind = child.rsplit(" ", 1)
+            what = _PG_KINDS.get(child_kind, f"a relation of kind {child_kind!r}")
+            raise _not_the_table(url, f"rows of {shown} come from {child_name}, {what}")
+        if filtered:
+            raise _not_the_table(
+                url,
+                f"row-level security on {shown} decides which of its rows this role reads "
+                "(read as a role with BYPASSRLS)",
+            )
+        if other is not None:
+            raise _not_the_table(
+                url,
+                f"{dotted(table)} is {shown} on this role's search path, and {other} is another "
+                f"relation of that name (name the schema: {shown})",
+            )
+    return tuple(views)
+
+
+def sql_identifier(cursor: psycopg.Cursor[Any], table: Table) -> str:
+    """The table's name quoted as PostgreSQL reads it (each part as written)."""
+    with needs_extra("observe", POSTGRESQL):
+        from psycopg import sql  # noqa: PLC0415
+
+    return sql.Identifier(*table).as_string(cursor.connection)
+
+
+# The relation a name resolves to (on the transaction's search path), its kind, whether
+# row-level security applies to the current role, its first descendant (inheritance child or
+# partition, at any depth) that is not a table, and, for a name without a schema, another
+# relation of that name in a schema other than the server's own (a temporary one is the
+# session's: the observer's holds none).
+_RELATION = """
+WITH RECURSIVE rel AS (
+    SELECT c.oid, c.relkind::text AS kind, c.relname,
+        format('%%I.%%I', n.nspname, c.relname) AS shown
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.oid = to_regclass(%(name)s)
+), tree(oid) AS (
+    SELECT i.inhrelid FROM pg_inherits i JOIN rel ON i.inhparent = rel.oid
+    UNION SELECT i.inhrelid FROM pg_inherits i JOIN tree ON i.inhparent = tree.oid
+)
+SELECT rel.kind, rel.shown, row_security_active(rel.oid),
+    (SELECT format('%%I.%%I %%s', n.nspname, c.relname, c.relkind)
+     FROM tree JOIN pg_class c ON c.oid = tree.oid
+     JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE c.relkind NOT IN ('r', 'p') ORDER BY 1 LIMIT 1),
+    (SELECT format('%%I.%%I', n.nspname, c.relname)
+     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE %(bare)s AND c.relname = rel.relname AND c.oid <> rel.oid
+     AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
+     AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+     AND NOT starts_with(n.nspname, 'pg_toast') AND n.oid <> pg_my_temp_schema()
+     AND NOT pg_is_other_temp_schema(n.oid)
+     ORDER BY 1 LIMIT 1)
+FROM rel
+"""
+
+
 def read_postgresql(
-    url: str, lookup: TableLookup | QueryLookup, timeout: float, allow_privileged_role: bool
+    url: str,
+    lookup: TableLookup | QueryLookup,
+    timeout: float,
+    allow_privileged_role: bool,
+    allow_views: frozenset[Table] = frozenset(),
 ) -> Reading:
     with needs_extra("observe", POSTGRESQL):
         import psycopg  # noqa: PLC0415
@@ -319,12 +428,14 @@ def read_postgresql(
         with conn.cursor() as cursor:
             # The server must read string literals as the query check did (a backslash is a
             # character), whatever the role or database sets; and a type or function the query
-            # names is pg_catalog's before any schema's the role or database puts first.
+            # names is pg_catalog's before any schema's the role or database puts first. With
+            # row_security off, a read that row-level security would filter fails instead.
             cursor.execute(
                 "SELECT set_config('statement_timeout', %s, true),"
                 " set_config('standard_conforming_strings', 'on', true),"
                 " set_config('search_path', 'pg_catalog, ' || current_setting('search_path'),"
                 " true),"
+                " set_config('row_security', 'off', true),"
                 " current_user::text",
                 [str(math.ceil(timeout * 1000))],
             )
@@ -332,11 +443,13 @@ def read_postgresql(
             assert settings is not None  # a SELECT without FROM returns one row
             privileged = check_role(
                 url,
-                settings[3],
+                settings[4],
                 postgresql_privileges(cursor, tables_read(lookup)),
                 allow_privileged_role,
             )
             _refuse_shadows(url, cursor, lookup)
+            tables = tables_read(lookup)
+            postgresql_relations(url, cursor, tables, allow_views)
             # prepare=True forces the extended protocol, which runs exactly one statement;
             # the simple protocol would run "COMMIT; UPDATE ..." as two.
             cursor.execute(query, params, prepare=True)
@@ -346,9 +459,12 @@ def read_postgresql(
             rows = cursor.fetchmany(ROWS_COUNTED + 1)
             # Again after the read: a shadow must come and go between the two checks to be missed.
             _refuse_shadows(url, cursor, lookup)
-            return Reading(one_record(columns, rows), privileged)
+            views = postgresql_relations(url, cursor, tables, allow_views)
+            return Reading(one_record(columns, rows), privileged, views)
     except psycopg.Error as error:
         message = error.diag.message_primary if error.diag.message_primary else str(error)
+        if "row-level security" in message:
+            message += "; a readback reads every row of a table (read as a role with BYPASSRLS)"
         raise _failed(url, message) from None
     finally:
         conn.close()  # closing discards the transaction: a readback never commits
@@ -420,8 +536,46 @@ def _grant_applies(target: str, tables: list[tuple[str, str]]) -> bool:
     return any((db.lower(), name.lower()) == (schema.lower(), table.lower()) for db, name in tables)
 
 
+# information_schema.TABLES.TABLE_TYPE of what a MariaDB readback reads as a table (a
+# system-versioned table reads its current rows).
+MARIADB_TABLES = ("BASE TABLE", "SYSTEM VERSIONED")
+
+
+def mariadb_relations(
+    url: str,
+    cursor: Any,
+    database: str | None,
+    tables: tuple[Table, ...],
+    allow_views: frozenset[Table],
+) -> tuple[str, ...]:
+    """Refuse (exit 5) a relation the readback reads that is not a table (a view, unless
+    ``--allow-view`` names it; a sequence); return the views read under ``--allow-view``. Run
+    before the read and after it, when the read's metadata locks keep what it read in place."""
+    views: list[str] = []
+    for table in tables:
+        schema = table[-2] if len(table) > 1 else database
+        cursor.execute(
+            "SELECT TABLE_TYPE FROM information_schema.TABLES"
+            " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+            [schema, table[-1]],
+        )
+        for (kind,) in cursor.fetchall():
+            if kind == "VIEW" and table in allow_views:
+                views.append(dotted(table))
+            elif kind not in MARIADB_TABLES:
+                allow = f" (or --allow-view {dotted(table)})" if kind == "VIEW" else ""
+                raise _not_the_table(
+                    url, f"{dotted(table)} is a {kind.lower()}, not a table{allow}"
+                )
+    return tuple(dict.fromkeys(views))
+
+
 def read_mariadb(
-    url: str, lookup: TableLookup | QueryLookup, timeout: float, allow_privileged_role: bool
+    url: str,
+    lookup: TableLookup | QueryLookup,
+    timeout: float,
+    allow_privileged_role: bool,
+    allow_views: frozenset[Table] = frozenset(),
 ) -> Reading:
     with needs_extra("observe", MARIADB):
         import pymysql  # noqa: PLC0415
@@ -472,10 +626,11 @@ def read_mariadb(
             role, database = identity
             cursor.execute("SHOW GRANTS")
             grants = [row[0] for row in cursor.fetchall()]
+            tables = tables_read(lookup)
             privileged = check_role(
-                url, role, mariadb_privileges(grants, database, tables_read(lookup)),
-                allow_privileged_role,
-            )  # fmt: skip
+                url, role, mariadb_privileges(grants, database, tables), allow_privileged_role
+            )
+            mariadb_relations(url, cursor, database, tables, allow_views)
             # PyMySQL sends one statement (no multi-statement flag). Parameters are always
             # given, even empty, so that the driver reads the doubled %% back as %.
             cursor.execute(text, params)
@@ -489,7 +644,8 @@ def read_mariadb(
             for level, _, message in cursor.fetchall():
                 if level in ("Warning", "Error"):
                     raise _failed(url, f"the server converted a value: {message}")
-            return Reading(one_record(columns, rows), privileged)
+            views = mariadb_relations(url, cursor, database, tables, allow_views)
+            return Reading(one_record(columns, rows), privileged, views)
     except pymysql.err.MySQLError as error:
         raise _failed(url, _mysql_message(error)) from None
     finally:
@@ -501,8 +657,45 @@ def _mysql_message(error: Exception) -> str:
     return str(error.args[1]) if len(error.args) > 1 else str(error)
 
 
+# What pragma_table_list calls a relation that is not a table.
+_SQLITE_KINDS = {
+    "view": "a view",
+    "virtual": "a virtual table",
+    "shadow": "a virtual table's shadow",
+}
+
+
+def sqlite_relations(
+    url: str, conn: sqlite3.Connection, tables: tuple[Table, ...], allow_views: frozenset[Table]
+) -> tuple[str, ...]:
+    """Refuse (exit 5) a relation the readback reads that is not a table (a view, unless
+    ``--allow-view`` names it; a virtual table); return the views read under ``--allow-view``.
+    The kind is the one SQLite parsed from the schema (``pragma_table_list``), not the ``type``
+    column of ``sqlite_schema``, which a writable schema can set to anything."""
+    views: list[str] = []
+    for table in tables:
+        rows = conn.execute(
+            "SELECT schema, type FROM pragma_table_list WHERE name = ? COLLATE NOCASE",
+            [table[-1]],
+        ).fetchall()
+        for schema, kind in rows:
+            if len(table) > 1 and schema.lower() != table[-2].lower():
+                continue
+            if kind == "view" and table in allow_views:
+                views.append(dotted(table))
+            elif kind != "table":
+                allow = f" (or --allow-view {dotted(table)})" if kind == "view" else ""
+                what = _SQLITE_KINDS.get(kind, f"of type {kind}")
+                raise _not_the_table(url, f"{dotted(table)} is {what}, not a table{allow}")
+    return tuple(dict.fromkeys(views))
+
+
 def read_sqlite(
-    url: str, lookup: TableLookup | QueryLookup, timeout: float, allow_privileged_role: bool
+    url: str,
+    lookup: TableLookup | QueryLookup,
+    timeout: float,
+    allow_privileged_role: bool,
+    allow_views: frozenset[Table] = frozenset(),
 ) -> Reading:
     """SQLite has no roles: the file is opened read-only, whoever may write it."""
     del allow_privileged_role
@@ -528,11 +721,14 @@ def read_sqlite(
     try:
         # Abort a statement that runs past the deadline (SQLite's busy timeout covers locks only).
         conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+        # One read transaction: the schema checked is the schema the query reads.
+        conn.execute("BEGIN")
+        views = sqlite_relations(url, conn, tables_read(lookup), allow_views)
         cursor = conn.execute(text, params)  # execute() refuses more than one statement
         if cursor.description is None:
             raise _not_a_query(url)
         columns = [column[0] for column in cursor.description]
-        return Reading(one_record(columns, cursor.fetchmany(ROWS_COUNTED + 1)))
+        return Reading(one_record(columns, cursor.fetchmany(ROWS_COUNTED + 1)), views=views)
     except sqlite3.Error as error:
         if time.monotonic() > deadline:
             raise _failed(url, f"no result within {timeout:g}s") from None
