@@ -925,6 +925,339 @@ def test_attack_57_mariadb_stored_function_named_like_a_built_in_is_not_reached(
             cursor.execute("DROP FUNCTION `sum`")
 
 
+# --- A readback reads the table, not what the agent put in its place (attacks 67, 68) ------
+
+
+def read_as_reader(table: SqlTable, query: str) -> list[tuple[Any, ...]]:
+    """The rows the readback's own role gets for ``query``: what the observer would read."""
+    if table.store == "postgresql":
+        import psycopg
+
+        with psycopg.connect(table.url) as conn:
+            return list(conn.execute(query).fetchall())
+    if table.store == "mariadb":
+        import pymysql
+
+        role = table.url.partition("://")[2].partition("@")[0]
+        conn = pymysql.connect(host="127.0.0.1", user=role, database="test")
+        try:
+            with conn.cursor() as cursor:
+                cursor.execute(query)
+                return list(cursor.fetchall())
+        finally:
+            conn.close()
+    conn = sqlite3.connect(table.url.removeprefix("sqlite:///"))
+    try:
+        return list(conn.execute(query).fetchall())
+    finally:
+        conn.close()
+
+
+def assert_not_the_table(
+    claim: Path, capsys: pytest.CaptureFixture[str], before: bytes, message: str
+) -> None:
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert "a readback reads the table itself" in err or "BYPASSRLS" in err, err
+    assert len(err.splitlines()) == 1
+    assert claim.read_bytes() == before  # nothing observed
+    assert verdict_of(claim) == "unverified"
+
+
+# Row-level security: (the policy's condition, the readback, what the role reads meanwhile).
+RLS_CASES = {
+    # A claimed deletion: the policy hides the row that is still there.
+    "deleted": ("id <> 4471", ["--key", "id=4471", "--expect-absent"], "id = 4471", []),
+    # A stale duplicate hidden, so that one record (the expected one) shows.
+    "stale": (
+        "id <> 4473",
+        ["--key", "zip_n=10001", "--expect", "id=4472"],
+        "zip_n = 10001",
+        [(4472,)],
+    ),
+}
+
+
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("case", sorted(RLS_CASES))
+def test_attack_67_row_level_security_cannot_hide_a_row(
+    postgres: Any,
+    server_table: SqlTable,
+    postgres_reader: Reader,
+    claim: Path,
+    capsys: pytest.CaptureFixture[str],
+    case: str,
+) -> None:
+    """The agent, owning the table, turns row-level security on with a policy that hides from
+    the reader role what contradicts its claim."""
+    policy, args, where, seen = RLS_CASES[case]
+    t = server_table.table
+    postgres.execute(f"ALTER TABLE {t} ENABLE ROW LEVEL SECURITY")
+    postgres.execute(f"CREATE POLICY hide ON {t} USING ({policy})")
+    assert read_as_reader(server_table, f"SELECT id FROM {t} WHERE {where}") == seen  # it lies
+    before = claim.read_bytes()
+    assert readback(claim, server_table.url, "--table", t, *args) == 5
+    assert_not_the_table(
+        claim, capsys, before, f"row-level security on public.{t} decides which of its rows"
+    )
+    # Control: a role that row-level security does not filter reads the table as it is: the
+    # deleted row is there, the stale one makes two.
+    postgres.execute(f"ALTER ROLE {postgres_reader.name} BYPASSRLS")
+    exit_code = readback(claim, server_table.url, "--table", t, *args)
+    if case == "deleted":
+        assert exit_code == 0
+        assert last_evidence(claim)["details"]["record"] == "present"
+        assert verdict_of(claim) == "refuted"
+    else:
+        assert exit_code == 5
+        assert "query returned 2 rows" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+def test_attack_67_row_level_security_behind_an_allowed_view_fails_the_read(
+    postgres: Any, server_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Through a view the operator allowed, the table's policies filter as the view's owner:
+    the observer reads with row_security off, so such a read fails rather than filters."""
+    t, view, owner = server_table.table, unique("accounts_view"), unique("view_owner")
+    postgres.execute(f"CREATE ROLE {owner}")
+    try:
+        postgres.execute(f"GRANT SELECT ON {t} TO {owner}")
+        postgres.execute(f"CREATE VIEW {view} AS SELECT id, zip FROM {t}")
+        postgres.execute(f"ALTER VIEW {view} OWNER TO {owner}")
+        server_table.grant(view)
+        postgres.execute(f"ALTER TABLE {t} ENABLE ROW LEVEL SECURITY")
+        postgres.execute(f"CREATE POLICY hide ON {t} TO {owner} USING (id <> 4471)")
+        assert read_as_reader(server_table, f"SELECT id FROM {view} WHERE id = 4471") == []
+        args = ["--table", view, "--key", "id=4471", "--expect-absent", "--allow-view", view]
+        before = claim.read_bytes()
+        assert readback(claim, server_table.url, *args) == 5
+        assert_not_the_table(
+            claim,
+            capsys,
+            before,
+            f'query would be affected by row-level security policy for table "{t}"',
+        )
+    finally:
+        postgres.execute(f"DROP POLICY IF EXISTS hide ON {t}")
+        postgres.execute(f"DROP VIEW IF EXISTS {view}")
+        postgres.execute(f"DROP OWNED BY {owner}")
+        postgres.execute(f"DROP ROLE {owner}")
+
+
+def test_attack_68_a_view_in_the_tables_place_is_refused(
+    sql_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The agent renames the table and puts a view of that name in its place, hiding the row it
+    claims to have deleted. PostgreSQL, MariaDB and SQLite alike."""
+    t = sql_table.table
+    rename = {"mariadb": "RENAME TABLE {a} TO {b}"}.get(
+        sql_table.store, "ALTER TABLE {a} RENAME TO {b}"
+    )
+    sql_table.execute(rename.format(a=t, b=f"{t}_real"), [])
+    try:
+        sql_table.execute(f"CREATE VIEW {t} AS SELECT * FROM {t}_real WHERE id <> 4471", [])
+        if sql_table.store == "postgresql":
+            sql_table.grant(t)  # MariaDB keeps the grant by name; SQLite has none
+        assert read_as_reader(sql_table, f"SELECT id FROM {t} WHERE id = 4471") == []  # it lies
+        before = claim.read_bytes()
+        args = ["--table", t, "--key", "id=4471", "--expect-absent"]
+        assert readback(claim, sql_table.url, *args) == 5
+        shown = f"public.{t}" if sql_table.store == "postgresql" else t
+        assert_not_the_table(
+            claim, capsys, before, f"{shown} is a view, not a table (or --allow-view {t})"
+        )
+        # The same refusal for a query reading it.
+        query = f"SELECT id FROM {t} WHERE id = 4471"
+        assert readback(claim, sql_table.url, "--query", query, "--expect-absent") == 5
+        assert_not_the_table(claim, capsys, before, f"{shown} is a view, not a table")
+    finally:
+        sql_table.execute(f"DROP VIEW IF EXISTS {t}", [])
+        sql_table.execute(rename.format(a=f"{t}_real", b=t), [])
+    # Control: the table itself shows the row.
+    assert readback(claim, sql_table.url, "--table", t, "--key", "id=4471", "--expect-absent") == 0
+    assert last_evidence(claim)["details"] == {"store": sql_table.store, "record": "present"}
+    assert verdict_of(claim) == "refuted"
+
+
+# What can stand in a PostgreSQL table's place, or answer for part of it: (the setup, the
+# message). {t} is the table, {r} the reader role, {f} a CSV file of rows without 4471 and
+# with 4474.
+STAND_INS = {
+    "materialized view": (
+        "ALTER TABLE {t} RENAME TO {t}_real;"
+        " CREATE MATERIALIZED VIEW {t} AS SELECT * FROM {t}_real WHERE id <> 4471;"
+        " GRANT SELECT ON {t} TO {r}",
+        "public.{t} is a materialized view, not a table (or --allow-view {t})",
+    ),
+    "select rule": (
+        "ALTER TABLE {t} RENAME TO {t}_real; CREATE TABLE {t} (LIKE {t}_real);"
+        ' CREATE RULE "_RETURN" AS ON SELECT TO {t} DO INSTEAD'
+        " SELECT * FROM {t}_real WHERE id <> 4471; GRANT SELECT ON {t} TO {r}",
+        "public.{t} is a view, not a table",
+    ),
+    "foreign table": (
+        "ALTER TABLE {t} RENAME TO {t}_real;"
+        " CREATE FOREIGN TABLE {t} (id int, code text, zip text, zip_n int, amount numeric)"
+        " SERVER {t}_files OPTIONS (filename '{f}', format 'csv'); GRANT SELECT ON {t} TO {r}",
+        "public.{t} is a foreign table, not a table",
+    ),
+    "foreign child": (
+        "DELETE FROM {t} WHERE id = 4471;"
+        " CREATE FOREIGN TABLE {t}_child () INHERITS ({t})"
+        " SERVER {t}_files OPTIONS (filename '{f}', format 'csv')",
+        "rows of public.{t} come from public.{t}_child, a foreign table",
+    ),
+    "same name on the search path": (
+        # A schema named after the reader role is first on the default search path ("$user").
+        "CREATE SCHEMA {r}; GRANT USAGE ON SCHEMA {r} TO {r};"
+        " CREATE TABLE {r}.{t} AS SELECT * FROM {t} WHERE id <> 4471;"
+        " GRANT SELECT ON {r}.{t} TO {r}",
+        "{t} is {r}.{t} on this role's search path, and public.{t} is another relation of that"
+        " name (name the schema: {r}.{t})",
+    ),
+}
+
+
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("stand_in", sorted(STAND_INS))
+def test_attack_68_what_stands_in_a_postgresql_tables_place_is_refused(
+    postgres: Any,
+    server_table: SqlTable,
+    postgres_reader: Reader,
+    server_dir: Path,
+    claim: Path,
+    capsys: pytest.CaptureFixture[str],
+    stand_in: str,
+) -> None:
+    """A materialized view, a view made by a SELECT rule, a foreign table (file_fdw: rows from a
+    file), a foreign child table answering for part of the table, or a table of the same name
+    in a schema earlier on the reader's search path: each made the deletion of 4471 read as
+    done (it is not: 4471 is in the table, or the child brings it back)."""
+    t, r = server_table.table, postgres_reader.name
+    rows = server_dir / "rows.csv"
+    rows.write_text(
+        "4471,acct-4471,94107,94107,12.50\n"
+        if stand_in == "foreign child"
+        else "4472,acct-4472,10001,10001,99.99\n"
+    )
+    rows.chmod(0o644)
+    setup, message = STAND_INS[stand_in]
+    postgres.execute("CREATE EXTENSION IF NOT EXISTS file_fdw")  # kept: others may use it
+    postgres.execute(f"CREATE SERVER {t}_files FOREIGN DATA WRAPPER file_fdw")
+    try:
+        for statement in setup.format(t=t, r=r, f=rows).split("; "):
+            postgres.execute(statement)
+        query = f"SELECT id FROM {t} WHERE id = 4471"
+        expected = [(4471,)] if stand_in == "foreign child" else []
+        assert read_as_reader(server_table, query) == expected
+        before = claim.read_bytes()
+        if stand_in == "foreign child":  # the claim: 4471 written back
+            args = ["--key", "id=4471", "--expect", "zip=94107"]
+        else:
+            args = ["--key", "id=4471", "--expect-absent"]
+        assert readback(claim, server_table.url, "--table", t, *args) == 5
+        assert_not_the_table(claim, capsys, before, message.format(t=t, r=r))
+    finally:
+        postgres.execute(f"DROP SERVER {t}_files CASCADE")
+        postgres.execute(f"DROP SCHEMA IF EXISTS {r} CASCADE")
+        if postgres.execute("SELECT to_regclass(%s)", [f"{t}_real"]).fetchone() != (None,):
+            drop_relation(postgres, t)
+            postgres.execute(f"ALTER TABLE {t}_real RENAME TO {t}")
+
+
+def drop_relation(postgres: Any, name: str) -> None:
+    """Drop whatever relation ``name`` is, by its kind."""
+    found = postgres.execute(
+        "SELECT relkind FROM pg_class WHERE oid = to_regclass(%s)", [name]
+    ).fetchone()
+    if found is not None:
+        kind = {"r": "TABLE", "v": "VIEW", "m": "MATERIALIZED VIEW", "f": "FOREIGN TABLE"}
+        postgres.execute(f"DROP {kind[found[0]]} {name}")
+
+
+def test_a_view_the_operator_allows_is_read_and_recorded(
+    sql_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Control for attack 68: an operator who means to read a view says so, and the evidence
+    says it was a view."""
+    t, view = sql_table.table, unique("accounts_view")
+    sql_table.execute(f"CREATE VIEW {view} AS SELECT id, zip FROM {t}", [])
+    try:
+        sql_table.grant(view)
+        args = ["--table", view, "--key", "id=4471", "--expect", "zip=94107"]
+        before = claim.read_bytes()
+        assert readback(claim, sql_table.url, *args) == 5  # not without the operator's word
+        assert_not_the_table(claim, capsys, before, "is a view, not a table")
+        assert readback(claim, sql_table.url, *args, "--allow-view", view) == 0
+        item = last_evidence(claim)
+        assert item["details"]["views"] == [view]
+        assert item["observed_value"] == {"zip": "94107"}
+        assert verdict_of(claim) == "verified"
+        query = f"SELECT v.zip FROM {view} v JOIN {t} a ON a.id = v.id WHERE v.id = 4471"
+        args = ["--query", query, "--expect", "zip=94107", "--allow-view", view]
+        assert readback(claim, sql_table.url, *args) == 0
+        assert last_evidence(claim)["details"]["views"] == [view]
+    finally:
+        sql_table.execute(f"DROP VIEW {view}", [])
+
+
+def test_allow_view_names_a_table_the_readback_reads(
+    claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--table", "accounts", "--key", "id=1", "--expect", "zip=1", "--allow-view", "acct"]
+    assert readback(claim, "sqlite:///nowhere.db", *args) == 4
+    err = capsys.readouterr().err
+    assert "--allow-view acct: the readback reads no such table (it reads: accounts)" in err
+    redis_args = ["--key", "k", "--expect", "a=1", "--allow-view", "k"]
+    assert readback(claim, REDIS_URL, *redis_args) == 4
+    assert "--allow-view goes with a SQL readback" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("how", ["inherits", "partition of"])
+def test_a_table_whose_children_are_tables_still_reads(
+    postgres: Any, server_table: SqlTable, claim: Path, how: str
+) -> None:
+    """Control for attack 68: an inheritance child or a partition that is a table holds rows of
+    the table every reader sees alike."""
+    parent, child = unique("parent"), unique("child")
+    if how == "inherits":
+        postgres.execute(f"CREATE TABLE {parent} (id int PRIMARY KEY, zip text)")
+        postgres.execute(f"CREATE TABLE {child} () INHERITS ({parent})")
+    else:
+        postgres.execute(f"CREATE TABLE {parent} (id int, zip text) PARTITION BY RANGE (id)")
+        postgres.execute(
+            f"CREATE TABLE {child} PARTITION OF {parent} FOR VALUES FROM (0) TO (10000)"
+        )
+    try:
+        postgres.execute(f"INSERT INTO {child} VALUES (4474, '94107')")
+        server_table.grant(parent)
+        args = ["--table", parent, "--key", "id=4474", "--expect", "zip=94107"]
+        assert readback(claim, server_table.url, *args) == 0
+        assert verdict_of(claim) == "verified"
+    finally:
+        postgres.execute(f"DROP TABLE {parent} CASCADE")
+
+
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+def test_a_name_with_its_schema_reads_that_table_whatever_else_shares_the_name(
+    postgres: Any, server_table: SqlTable, postgres_reader: Reader, claim: Path
+) -> None:
+    """Control for attack 68: the name another schema also holds, written with its schema."""
+    t, r = server_table.table, postgres_reader.name
+    postgres.execute(f"CREATE SCHEMA {r}")
+    try:
+        postgres.execute(f"CREATE TABLE {r}.{t} (id int)")
+        args = ["--key", "id=4471", "--expect", "zip=94107"]
+        assert readback(claim, server_table.url, "--table", f"public.{t}", *args) == 0
+        assert verdict_of(claim) == "verified"
+        query = f"SELECT zip FROM public.{t} WHERE id = 4471"
+        assert readback(claim, server_table.url, "--query", query, "--expect", "zip=94107") == 0
+    finally:
+        postgres.execute(f"DROP SCHEMA {r} CASCADE")
+
+
 # --- Passwords ----------------------------------------------------------------------------
 
 
