@@ -933,8 +933,8 @@ def read_as_reader(table: SqlTable, query: str) -> list[tuple[Any, ...]]:
     if table.store == "postgresql":
         import psycopg
 
-        with psycopg.connect(table.url) as conn:
-            return list(conn.execute(query).fetchall())
+        with psycopg.connect(table.url) as server:
+            return list(server.execute(query).fetchall())
     if table.store == "mariadb":
         import pymysql
 
@@ -946,11 +946,11 @@ def read_as_reader(table: SqlTable, query: str) -> list[tuple[Any, ...]]:
                 return list(cursor.fetchall())
         finally:
             conn.close()
-    conn = sqlite3.connect(table.url.removeprefix("sqlite:///"))
+    store = sqlite3.connect(table.url.removeprefix("sqlite:///"))
     try:
-        return list(conn.execute(query).fetchall())
+        return list(store.execute(query).fetchall())
     finally:
-        conn.close()
+        store.close()
 
 
 def assert_not_the_table(
@@ -1174,6 +1174,22 @@ def drop_relation(postgres: Any, name: str) -> None:
     if found is not None:
         kind = {"r": "TABLE", "v": "VIEW", "m": "MATERIALIZED VIEW", "f": "FOREIGN TABLE"}
         postgres.execute(f"DROP {kind[found[0]]} {name}")
+
+
+@pytest.mark.parametrize("sql_table", ["sqlite"], indirect=True)
+def test_attack_68_an_sqlite_virtual_table_in_the_tables_place_is_refused(
+    sql_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A full-text (fts5) table of the same name, without the row the claim deleted."""
+    t = sql_table.table
+    sql_table.execute(f"ALTER TABLE {t} RENAME TO {t}_real", [])
+    sql_table.execute(f"CREATE VIRTUAL TABLE {t} USING fts5(id, zip)", [])
+    sql_table.execute(f"INSERT INTO {t} SELECT id, zip FROM {t}_real WHERE id <> 4471", [])
+    assert read_as_reader(sql_table, f"SELECT id FROM {t} WHERE id = 4471") == []  # it lies
+    before = claim.read_bytes()
+    args = ["--table", t, "--key", "id=4471", "--expect-absent"]
+    assert readback(claim, sql_table.url, *args) == 5
+    assert_not_the_table(claim, capsys, before, f"{t} is a virtual table, not a table")
 
 
 def test_a_view_the_operator_allows_is_read_and_recorded(

@@ -669,9 +669,8 @@ def sqlite_relations(
     url: str, conn: sqlite3.Connection, tables: tuple[Table, ...], allow_views: frozenset[Table]
 ) -> tuple[str, ...]:
     """Refuse (exit 5) a relation the readback reads that is not a table (a view, unless
-    ``--allow-view`` names it; a virtual table); return the views read under ``--allow-view``.
-    The kind is the one SQLite parsed from the schema (``pragma_table_list``), not the ``type``
-    column of ``sqlite_schema``, which a writable schema can set to anything."""
+    ``--allow-view`` names it; a virtual table, whose rows its module makes); return the views
+    read under ``--allow-view``. An unqualified name is checked in every schema that has it."""
     views: list[str] = []
     for table in tables:
         rows = conn.execute(
