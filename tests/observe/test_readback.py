@@ -868,6 +868,46 @@ def test_attack_56_a_schema_on_the_search_path_cannot_answer_for_pg_catalog(
 
 
 @pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+@pytest.mark.parametrize(
+    ("answer", "args"), [("true", ["--expect", "id=4471"]), ("false", ["--expect-absent"])]
+)
+def test_attack_56_a_key_lookup_cannot_be_answered_by_a_schemas_operator(
+    postgres: Any,
+    server_table: SqlTable,
+    claim: Path,
+    capsys: pytest.CaptureFixture[str],
+    answer: str,
+    args: list[str],
+) -> None:
+    """``--table T --key zip=...`` compares with ``=``: an operator ``=`` for varchar in the
+    reader role's schema matched any row (or none: a deletion read as done)."""
+    import psycopg
+
+    t, role = server_table.table, server_table.url.partition("://")[2].partition("@")[0]
+    postgres.execute(f"CREATE SCHEMA {role}")
+    try:
+        postgres.execute(f"GRANT USAGE ON SCHEMA {role} TO {role}")
+        postgres.execute(
+            f"CREATE FUNCTION {role}.answer(varchar, varchar) RETURNS boolean LANGUAGE sql AS"
+            f" $$ SELECT {answer} AND $1::text = '94107'::text $$"
+        )
+        postgres.execute(
+            f"CREATE OPERATOR {role}.= (LEFTARG = varchar, RIGHTARG = varchar,"
+            f" FUNCTION = {role}.answer)"
+        )
+        key = ["--table", t, "--key", "zip=" + ("written" if answer == "true" else "94107")]
+        with psycopg.connect(server_table.url) as conn:  # control: the role's lookup lies
+            found = conn.execute(f"SELECT id FROM {t} WHERE zip = %s", [key[-1][4:]]).fetchall()
+            assert found == ([(4471,)] if answer == "true" else [])
+        before = claim.read_bytes()
+        assert readback(claim, server_table.url, *key, *args) == 4
+        assert f"operator {role}.=, the database's own code" in capsys.readouterr().err
+        assert claim.read_bytes() == before
+    finally:
+        postgres.execute(f"DROP SCHEMA {role} CASCADE")
+
+
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
 def test_an_extension_a_superuser_installed_on_the_search_path_is_no_shadow(
     postgres: Any, server_table: SqlTable, claim: Path
 ) -> None:

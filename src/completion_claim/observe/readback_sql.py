@@ -228,13 +228,13 @@ def postgresql_shadows(
     varchar column calls ``public.lower(varchar)`` rather than pg_catalog's ``lower(text)``.
     Or a cast done by such a function: ``lower(mood)`` casts an enum to text by it.
     Members of an extension a superuser owns (citext's ``=``, PostGIS's) are the server's
-    code, not the database's: only the extension's owner could add a function to it."""
-    if not isinstance(lookup, QueryLookup):
-        return None
-    cursor.execute(
-        _SHADOWS,
-        {"functions": list(lookup.functions), "operators": list(lookup.operators)},
-    )
+    code, not the database's: only the extension's owner could add a function to it.
+    ``--table T --key COL=VALUE`` compares with ``=`` and calls nothing."""
+    if isinstance(lookup, QueryLookup):
+        functions, operators = list(lookup.functions), list(lookup.operators)
+    else:
+        functions, operators = [], ["="]
+    cursor.execute(_SHADOWS, {"functions": functions, "operators": operators})
     row = cursor.fetchone()
     return None if row is None else str(row[0])
 
