@@ -1120,6 +1120,26 @@ def test_attack_68_a_view_in_the_tables_place_is_refused(
     assert verdict_of(claim) == "refuted"
 
 
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+def test_attack_68_a_name_is_checked_as_the_server_reads_it(
+    postgres: Any, server_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """PostgreSQL folds only ASCII letters of an unquoted name: ``É`` stays ``É``. Checked as
+    ``é``, the view's name found nothing, and the check let the read through the view."""
+    t = server_table.table
+    view = f"{t}_É"
+    postgres.execute(f"CREATE VIEW {view} AS SELECT * FROM {t} WHERE id <> 4471")
+    try:
+        server_table.grant(view)
+        query = f"SELECT id FROM {view} WHERE id = 4471"
+        assert read_as_reader(server_table, query) == []  # it lies
+        before = claim.read_bytes()
+        assert readback(claim, server_table.url, "--query", query, "--expect-absent") == 5
+        assert_not_the_table(claim, capsys, before, f'public."{view}" is a view, not a table')
+    finally:
+        postgres.execute(f"DROP VIEW {view}")
+
+
 # What can stand in a PostgreSQL table's place, or answer for part of it: (the setup, the
 # message). {t} is the table, {r} the reader role, {f} a CSV file of rows without 4471 and
 # with 4474.

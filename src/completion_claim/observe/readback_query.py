@@ -460,7 +460,8 @@ def _tables_read(statement: exp.Expr, store: str) -> tuple[Table, ...]:
 
 
 def _server_name(identifier: exp.Expr, store: str) -> str:
-    """PostgreSQL folds an unquoted identifier to lower case; the others compare as written."""
+    """PostgreSQL folds an unquoted identifier's ASCII letters to lower case (``É`` stays); the
+    others compare as written."""
     name = identifier.name
     quoted = isinstance(identifier, exp.Identifier) and identifier.args.get("quoted")
-    return name.lower() if store == "postgresql" and not quoted else name
+    return _ascii_lower(name) if store == "postgresql" and not quoted else name

@@ -308,7 +308,11 @@ _PG_VIEWS = ("v", "m")
 
 
 def postgresql_relations(
-    url: str, cursor: psycopg.Cursor[Any], tables: tuple[Table, ...], allow_views: frozenset[Table]
+    url: str,
+    cursor: psycopg.Cursor[Any],
+    tables: tuple[Table, ...],
+    allow_views: frozenset[Table],
+    after_read: bool = False,
 ) -> tuple[str, ...]:
     """Refuse (exit 5) a relation the readback reads that is not a table, or is one whose rows
     depend on who reads it or where the name is looked up: a view or the like (unless
@@ -319,12 +323,17 @@ def postgresql_relations(
 
     Run before the read, so that no view's query runs unasked, and again after it, when the
     read's own locks keep every relation it read from being dropped, renamed or detached until
-    the transaction ends: what was read is what the second check sees."""
+    the transaction ends: what was read is what the second check sees (and a name it cannot
+    find then was not read as the check reads it)."""
     views: list[str] = []
     for table in tables:
         name = sql_identifier(cursor, table)
         cursor.execute(_RELATION, {"name": name, "bare": len(table) == 1})
         row = cursor.fetchone()
+        if row is None and after_read:
+            # The read found a relation by this name; a check that finds none has not
+            # checked what was read.
+            raise _not_the_table(url, f"{dotted(table)} names no relation the check can find")
         if row is None:
             continue  # no such relation: the read itself says so
         kind, shown, filtered, child, other = row
@@ -459,7 +468,7 @@ def read_postgresql(
             rows = cursor.fetchmany(ROWS_COUNTED + 1)
             # Again after the read: a shadow must come and go between the two checks to be missed.
             _refuse_shadows(url, cursor, lookup)
-            views = postgresql_relations(url, cursor, tables, allow_views)
+            views = postgresql_relations(url, cursor, tables, allow_views, after_read=True)
             return Reading(one_record(columns, rows), privileged, views)
     except psycopg.Error as error:
         message = error.diag.message_primary if error.diag.message_primary else str(error)
