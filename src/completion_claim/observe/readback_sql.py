@@ -556,10 +556,12 @@ def mariadb_relations(
     database: str | None,
     tables: tuple[Table, ...],
     allow_views: frozenset[Table],
+    after_read: bool = False,
 ) -> tuple[str, ...]:
     """Refuse (exit 5) a relation the readback reads that is not a table (a view, unless
     ``--allow-view`` names it; a sequence); return the views read under ``--allow-view``. Run
-    before the read and after it, when the read's metadata locks keep what it read in place."""
+    before the read and after it, when the read's metadata locks keep what it read in place
+    (and a name the check cannot find then was not read as the check reads it)."""
     views: list[str] = []
     for table in tables:
         schema = table[-2] if len(table) > 1 else database
@@ -568,7 +570,10 @@ def mariadb_relations(
             " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
             [schema, table[-1]],
         )
-        for (kind,) in cursor.fetchall():
+        kinds = cursor.fetchall()
+        if not kinds and after_read:
+            raise _not_the_table(url, f"{dotted(table)} names no relation the check can find")
+        for (kind,) in kinds:
             if kind == "VIEW" and table in allow_views:
                 views.append(dotted(table))
             elif kind not in MARIADB_TABLES:
@@ -653,7 +658,7 @@ def read_mariadb(
             for level, _, message in cursor.fetchall():
                 if level in ("Warning", "Error"):
                     raise _failed(url, f"the server converted a value: {message}")
-            views = mariadb_relations(url, cursor, database, tables, allow_views)
+            views = mariadb_relations(url, cursor, database, tables, allow_views, after_read=True)
             return Reading(one_record(columns, rows), privileged, views)
     except pymysql.err.MySQLError as error:
         raise _failed(url, _mysql_message(error)) from None
