@@ -171,7 +171,8 @@ def build_readback(
 
 def _views_allowed(lookup: Lookup, names: tuple[str, ...]) -> frozenset[Table]:
     """The tables read that ``--allow-view`` names, as the readback names them (``--table``, or
-    the query's text as the server reads it: PostgreSQL folds an unquoted name to lower case)."""
+    the query's text as the server reads it: PostgreSQL folds an unquoted name's ASCII letters
+    to lower case)."""
     if not names:
         return frozenset()
     if not isinstance(lookup, TableLookup | QueryLookup):

@@ -287,6 +287,7 @@ ORDER BY 1 LIMIT 1
 
 
 def dotted(table: Table) -> str:
+    """A table's name as the readback writes it (and ``--allow-view`` names it)."""
     return ".".join(table)
 
 
@@ -336,7 +337,7 @@ def postgresql_relations(
             raise _not_the_table(url, f"{dotted(table)} names no relation the check can find")
         if row is None:
             continue  # no such relation: the read itself says so
-        kind, shown, filtered, child, other = row
+        kind, shown, filtered, child, child_kind, other = row
         if kind in _PG_VIEWS and table in allow_views:
             views.append(dotted(table))
         elif kind not in _PG_TABLES:
@@ -344,9 +345,8 @@ def postgresql_relations(
             what = _PG_KINDS.get(kind, f"a relation of kind {kind!r}")
             raise _not_the_table(url, f"{shown} is {what}, not a table{allow}")
         if child is not None:
-            child_name, child_kind = child.rsplit(" ", 1)
             what = _PG_KINDS.get(child_kind, f"a relation of kind {child_kind!r}")
-            raise _not_the_table(url, f"rows of {shown} come from {child_name}, {what}")
+            raise _not_the_table(url, f"rows of {shown} come from {child}, {what}")
         if filtered:
             raise _not_the_table(
                 url,
@@ -385,20 +385,23 @@ WITH RECURSIVE rel AS (
     SELECT i.inhrelid FROM pg_inherits i JOIN rel ON i.inhparent = rel.oid
     UNION SELECT i.inhrelid FROM pg_inherits i JOIN tree ON i.inhparent = tree.oid
 )
-SELECT rel.kind, rel.shown, row_security_active(rel.oid),
-    (SELECT format('%%I.%%I %%s', n.nspname, c.relname, c.relkind)
-     FROM tree JOIN pg_class c ON c.oid = tree.oid
-     JOIN pg_namespace n ON n.oid = c.relnamespace
-     WHERE c.relkind NOT IN ('r', 'p') ORDER BY 1 LIMIT 1),
-    (SELECT format('%%I.%%I', n.nspname, c.relname)
-     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-     WHERE %(bare)s AND c.relname = rel.relname AND c.oid <> rel.oid
-     AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
-     AND n.nspname NOT IN ('pg_catalog', 'information_schema')
-     AND NOT starts_with(n.nspname, 'pg_toast') AND n.oid <> pg_my_temp_schema()
-     AND NOT pg_is_other_temp_schema(n.oid)
-     ORDER BY 1 LIMIT 1)
+SELECT rel.kind, rel.shown, row_security_active(rel.oid), child.shown, child.kind, other.shown
 FROM rel
+LEFT JOIN LATERAL (
+    SELECT format('%%I.%%I', n.nspname, c.relname) AS shown, c.relkind::text AS kind
+    FROM tree JOIN pg_class c ON c.oid = tree.oid JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.relkind NOT IN ('r', 'p') ORDER BY 1 LIMIT 1
+) child ON true
+LEFT JOIN LATERAL (
+    SELECT format('%%I.%%I', n.nspname, c.relname) AS shown
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE %(bare)s AND c.relname = rel.relname AND c.oid <> rel.oid
+    AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
+    AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+    AND NOT starts_with(n.nspname, 'pg_toast') AND n.oid <> pg_my_temp_schema()
+    AND NOT pg_is_other_temp_schema(n.oid)
+    ORDER BY 1 LIMIT 1
+) other ON true
 """
 
 
