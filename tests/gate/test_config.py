@@ -144,6 +144,18 @@ def test_a_check_the_observer_would_refuse_is_refused_at_load(tmp_path: Path) ->
     )
 
 
+def test_a_readback_may_allow_views_it_reads_and_only_those(tmp_path: Path) -> None:
+    text = FULL.replace('table = "accounts"\n', 'table = "accounts"\nallow_views = ["accounts"]\n')
+    readback = load_config(write(tmp_path, text), ENVIRON).checks[2]
+    assert isinstance(readback, StateReadbackCheck)
+    assert readback.allow_views == ("accounts",)
+    text = text.replace('allow_views = ["accounts"]', 'allow_views = ["acounts"]')
+    assert error_of(tmp_path, text) == (
+        "claim.toml:33: [[check]] 3 (state_readback): --allow-view acounts: the readback reads "
+        "no such table (it reads: accounts)"
+    )
+
+
 def test_a_missing_environment_variable_is_named(tmp_path: Path) -> None:
     environ = {"COMMIT": "4f2c1e"}
     assert error_of(tmp_path, FULL, environ) == (

@@ -536,6 +536,33 @@ def test_a_start_per_session_is_apart_from_the_repositorys(
     assert (other.verdict.state, same.verdict.state) == ("verified", "unverified")
 
 
+def test_attack_68_the_gate_sends_back_a_view_in_the_tables_place(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    """The agent puts a view that shows the expected status where the table was: the readback
+    is a failed attempt, so the agent is sent back, unless the operator's check allows a view
+    there (then the evidence says it read one)."""
+    repo = correct_project(tmp_path / "repo")
+    store = tmp_path / "bank.db"
+    url = sqlite_store(store, "open")
+    with sqlite3.connect(store) as conn:
+        conn.execute("ALTER TABLE accounts RENAME TO accounts_real")
+        conn.execute("CREATE VIEW accounts AS SELECT id, 'closed' AS status FROM accounts_real")
+    config = write_config(READBACK_POLICY + readback_check(url))
+
+    result = run_gate(config, repo, outcome="Closed account 4471.")
+
+    assert result.verdict.state == "unverified"
+    item = evidence_of(result.document, "state_readback")
+    assert "observed_value" not in item
+    assert "accounts is a view, not a table" in item["details"]["error"]
+
+    allowed = write_config(READBACK_POLICY + readback_check(url) + 'allow_views = ["accounts"]\n')
+    result = run_gate(allowed, repo, outcome="Closed account 4471.")
+    assert result.verdict.state == "verified"
+    assert evidence_of(result.document, "state_readback")["details"]["views"] == ["accounts"]
+
+
 def test_a_store_that_cannot_be_read_is_recorded_as_a_failed_attempt(
     tmp_path: Path, write_config: WriteConfig
 ) -> None:

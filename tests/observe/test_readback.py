@@ -43,6 +43,7 @@ from .conftest import (
     last_evidence,
     verdict_of,
 )
+from .test_readback_query import FINDING_45
 
 CLAIM = str(Path(sys.executable).parent / "claim")
 MakeClaim = Callable[..., Path]
@@ -448,7 +449,7 @@ def test_attack_08_postgresql_file_and_server_functions_are_refused(
     assert hostname  # control: a superuser can copy a server file into a result
     before = claim.read_bytes()
     assert privileged_query(claim, POSTGRES_URL, attack) == 4
-    assert_refused(claim, capsys, before, "is not allowed in a readback")
+    assert_refused(claim, capsys, before, "is not allowed (allowed: see docs/spec.md")
 
 
 def mariadb_status(mariadb: Any, query: str) -> Any:
@@ -655,19 +656,22 @@ def test_attack_08_mariadb_role_that_can_write_is_refused(
 def test_a_postgresql_function_that_writes_is_stopped_by_the_read_only_transaction(
     postgres: Any, server_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The query check passes a call to an unknown function; the read-only transaction still
+    """The query calls no function, but a view it reads does; the read-only transaction still
     stops a write inside it, even one the function makes with its owner's (superuser) rights."""
-    function = unique("writes")
+    function, view = unique("writes"), unique("writing_view")
     postgres.execute(
         f"CREATE FUNCTION {function}() RETURNS int LANGUAGE sql SECURITY DEFINER AS "
         f"$$ INSERT INTO {server_table.table} (id, zip) VALUES (9001, 'w') RETURNING 1 $$"
     )
+    postgres.execute(f"CREATE VIEW {view} AS SELECT {function}() AS x")
+    server_table.grant(view)
     try:
-        args = ["--query", f"SELECT {function}() AS x", "--expect", "x=1"]
+        args = ["--query", f"SELECT x FROM {view}", "--expect", "x=1", "--allow-view", view]
         assert readback(claim, server_table.url, *args) == 5
         assert "cannot execute INSERT in a read-only transaction" in capsys.readouterr().err
         assert len(server_table.rows()) == len(ROWS)
     finally:
+        postgres.execute(f"DROP VIEW {view}")
         postgres.execute(f"DROP FUNCTION {function}()")
 
 
@@ -675,21 +679,22 @@ def test_a_postgresql_function_that_writes_is_stopped_by_the_read_only_transacti
 def test_a_mariadb_function_that_writes_is_stopped_by_the_read_only_transaction(
     mariadb: Any, server_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    function = unique("writes")
-    role = server_table.url.partition("://")[2].partition("@")[0]
+    function, view = unique("writes"), unique("writing_view")
     with mariadb.cursor() as cursor:
         cursor.execute(
             f"CREATE FUNCTION {function}() RETURNS INT MODIFIES SQL DATA SQL SECURITY DEFINER "
             f"BEGIN INSERT INTO {server_table.table} (id, zip) VALUES (9001, 'w'); RETURN 1; END"
         )
-        cursor.execute(f"GRANT EXECUTE ON FUNCTION test.{function} TO '{role}'@'%'")
+        cursor.execute(f"CREATE SQL SECURITY DEFINER VIEW {view} AS SELECT {function}() AS x")
+    server_table.grant(view)
     try:
-        args = ["--query", f"SELECT {function}() AS x", "--expect", "x=1"]
+        args = ["--query", f"SELECT x FROM {view}", "--expect", "x=1", "--allow-view", view]
         assert readback(claim, server_table.url, *args) == 5
         assert "READ ONLY transaction" in capsys.readouterr().err
         assert len(server_table.rows()) == len(ROWS)
     finally:
         with mariadb.cursor() as cursor:
+            cursor.execute(f"DROP VIEW {view}")
             cursor.execute(f"DROP FUNCTION {function}")
 
 
@@ -700,11 +705,9 @@ def test_postgresql_reads_string_literals_as_the_query_check_does(
     """With standard_conforming_strings off, the server would read 'a\\' as an open string and
     code the parser took for text; the observer sets it on for its transaction."""
     postgres.execute(f"ALTER ROLE {postgres_reader.name} SET standard_conforming_strings = off")
-    query = "SELECT 'a\\' AS x, current_setting('standard_conforming_strings') AS s"
+    query = "SELECT 'a\\' AS x"
     assert readback(claim, server_table.url, "--query", query, "--expect", "x=a\\") == 0
-    assert last_evidence(claim)["observed_value"] == {"x": "a\\"}
-    args = ["--query", "SELECT current_setting('standard_conforming_strings') AS s"]
-    assert readback(claim, server_table.url, *args, "--expect", "s=on") == 0
+    assert last_evidence(claim)["observed_value"] == {"x": "a\\"}  # off, it would not end
     assert verdict_of(claim) == "verified"
 
 
@@ -715,6 +718,620 @@ def test_mariadb_reads_quotes_as_the_query_check_does(server_table: SqlTable, cl
     assert readback(claim, server_table.url, *args, "--expect", f"m={mode}") == 0
     assert last_evidence(claim)["observed_value"] == {"m": mode}
     assert verdict_of(claim) == "verified"
+
+
+# --- Functions by allow-list (issue 17, finding 6) -------------------------------------------
+
+UNICODE_FILE_READ = "SELECT U&\"\\0070g_read_file\"('/etc/hostname') AS f"
+
+
+@pytest.mark.parametrize(("query", "function"), FINDING_45)
+def test_attack_45_refused_before_any_connection(
+    claim: Path, capsys: pytest.CaptureFixture[str], query: str, function: str
+) -> None:
+    """Exit 4 and the function's name from a URL where nothing listens: no connection was
+    tried (one would fail with exit 5)."""
+    url = f"postgresql://postgres@127.0.0.1:{closed_port()}/test"
+    before = claim.read_bytes()
+    args = ["--query", query, "--expect", "f=x", "--record-failure"]
+    assert readback(claim, url, *args) == 4
+    assert_refused(claim, capsys, before, f"claim: --query: function {function} is not allowed")
+
+
+def test_attack_45_the_escaped_file_read_never_reaches_postgresql(
+    postgres: Any, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hostname = postgres.execute(UNICODE_FILE_READ).fetchone()[0]
+    assert hostname  # control: the server reads U&"\0070g_read_file" as pg_read_file
+    before = claim.read_bytes()
+    assert privileged_query(claim, POSTGRES_URL, UNICODE_FILE_READ.replace("AS f", "AS x")) == 4
+    captured = capsys.readouterr()
+    assert captured.err == (
+        "claim: --query: function pg_read_file is not allowed (allowed: see docs/spec.md, "
+        "section 7.3)\n"
+    )
+    assert hostname.strip() not in captured.out + claim.read_text()
+    assert claim.read_bytes() == before
+
+
+HONEST_QUERIES = {
+    "postgresql": "SELECT lower(a.code) AS code, coalesce(a.zip, 'none') AS zip,"
+    " (SELECT count(*) FROM {t}) AS n, '{\"s\": \"open\"}'::jsonb ->> 's' AS s,"
+    " date_part('year', DATE '2026-08-27')::int AS y, upper(b.code) AS b"
+    " FROM {t} a JOIN {t} b ON b.id = a.id WHERE a.id = :id",
+    "mariadb": "SELECT lower(a.code) AS code, coalesce(a.zip, 'none') AS zip,"
+    " (SELECT count(*) FROM {t}) AS n, JSON_UNQUOTE(JSON_EXTRACT('{\"s\": \"open\"}', '$.s'))"
+    " AS s, YEAR('2026-08-27') AS y, upper(b.code) AS b"
+    " FROM {t} a JOIN {t} b ON b.id = a.id WHERE a.id = :id",
+    "sqlite": "SELECT lower(a.code) AS code, coalesce(a.zip, 'none') AS zip,"
+    " (SELECT count(*) FROM {t}) AS n, json_extract('{\"s\": \"open\"}', '$.s') AS s,"
+    " CAST(strftime('%Y', '2026-08-27') AS INTEGER) AS y, upper(b.code) AS b"
+    " FROM {t} a JOIN {t} b ON b.id = a.id WHERE a.id = :id",
+}
+
+
+def test_attack_45_ordinary_functions_still_read(sql_table: SqlTable, claim: Path) -> None:
+    """Control: string, conditional, aggregate, JSON and date functions, a join and a subquery
+    pass the allow-list and read the record on each store."""
+    query = HONEST_QUERIES[sql_table.store].replace("{t}", sql_table.table)
+    expect = ["code=acct-4471", "zip=94107", "n=3", "s=open", "y=2026", "b=ACCT-4471"]
+    args = ["--query", query, "--param", "id=4471"]
+    for expectation in expect:
+        args += ["--expect", expectation]
+    assert readback(claim, sql_table.url, *args) == 0
+    assert last_evidence(claim)["observed_value"] == {
+        "code": "acct-4471",
+        "zip": "94107",
+        "n": 3,
+        "s": "open",
+        "y": 2026,
+        "b": "ACCT-4471",
+    }
+    assert verdict_of(claim) == "verified"
+
+
+SHADOWS = {
+    # lower(zip) on a varchar column: the schema's lower(varchar) matches better than
+    # pg_catalog's lower(text), wherever the schema stands on the search path.
+    "function": (
+        "CREATE FUNCTION {s}.lower(varchar) RETURNS text LANGUAGE sql AS $$ SELECT '94107' $$",
+        "SELECT lower(zip) AS zip FROM {t} WHERE id = 4472",
+        "zip=94107",
+        "function {s}.lower(character varying)",
+    ),
+    # zip = '...' on a varchar column: the schema's = (varchar, varchar) wins the same way.
+    "operator": (
+        "CREATE FUNCTION {s}.always(varchar, varchar) RETURNS boolean LANGUAGE sql AS"
+        " $$ SELECT true $$; CREATE OPERATOR {s}.= (LEFTARG = varchar, RIGHTARG = varchar,"
+        " FUNCTION = {s}.always)",
+        "SELECT code FROM {t} WHERE zip = 'written' ORDER BY id LIMIT 1",
+        "code=acct-4471",
+        "operator {s}.=",
+    ),
+    # a.state on a table without that column: PostgreSQL calls state(a).
+    "attribute": (
+        "CREATE FUNCTION {s}.state({t}) RETURNS text LANGUAGE sql AS $$ SELECT 'closed' $$",
+        "SELECT a.state FROM {t} a WHERE id = 4472",
+        "state=closed",
+        "function {s}.state({t})",
+    ),
+    # lower(m) for an enum m: the type's owner casts it to text implicitly by its own function.
+    "cast": (
+        "CREATE TYPE {s}.mood AS ENUM ('low'); CREATE FUNCTION {s}.lie({s}.mood) RETURNS text"
+        " LANGUAGE sql AS $$ SELECT '94107' $$; CREATE CAST ({s}.mood AS text) WITH FUNCTION"
+        " {s}.lie({s}.mood) AS IMPLICIT; CREATE TABLE {s}.moods (m {s}.mood);"
+        " INSERT INTO {s}.moods VALUES ('low'); GRANT SELECT ON {s}.moods TO {s}",
+        "SELECT lower(m) AS zip FROM {s}.moods",
+        "zip=94107",
+        "to text by {s}.lie",
+    ),
+}
+
+
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("shadow", sorted(SHADOWS))
+def test_attack_56_a_schema_on_the_search_path_cannot_answer_for_pg_catalog(
+    postgres: Any,
+    server_table: SqlTable,
+    claim: Path,
+    capsys: pytest.CaptureFixture[str],
+    shadow: str,
+) -> None:
+    """The agent creates a schema named after the reader role ("$user" on the default search
+    path) holding a function or operator of an allowed name that returns what the check
+    expects."""
+    import psycopg
+
+    create, query, expect, named = SHADOWS[shadow]
+    role = server_table.url.partition("://")[2].partition("@")[0]
+    query = query.format(t=server_table.table, s=role)
+    postgres.execute(f"CREATE SCHEMA {role}")
+    try:
+        postgres.execute(f"GRANT USAGE ON SCHEMA {role} TO {role}")
+        postgres.execute(create.format(s=role, t=server_table.table))
+        with psycopg.connect(server_table.url) as conn:  # control: the role's query lies
+            assert conn.execute(query).fetchone() == (expect.partition("=")[2],)
+        before = claim.read_bytes()
+        assert readback(claim, server_table.url, "--query", query, "--expect", expect) == 4
+        err = capsys.readouterr().err
+        shown = named.format(s=role, t=server_table.table)
+        assert f"{shown}, the database's own code" in err, err
+        assert claim.read_bytes() == before
+    finally:
+        postgres.execute(f"DROP SCHEMA {role} CASCADE")
+    # Without the schema the same query reads the record as it is, or fails: the table has no
+    # state column, and the table of moods is gone.
+    exit_code = readback(claim, server_table.url, "--query", query, "--expect", expect)
+    failed = shadow in ("attribute", "cast")
+    assert exit_code == (5 if failed else 0)
+    assert verdict_of(claim) == ("unverified" if failed else "refuted")
+
+
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+@pytest.mark.parametrize(
+    ("answer", "args"), [("true", ["--expect", "id=4471"]), ("false", ["--expect-absent"])]
+)
+def test_attack_56_a_key_lookup_cannot_be_answered_by_a_schemas_operator(
+    postgres: Any,
+    server_table: SqlTable,
+    claim: Path,
+    capsys: pytest.CaptureFixture[str],
+    answer: str,
+    args: list[str],
+) -> None:
+    """``--table T --key zip=...`` compares with ``=``: an operator ``=`` for varchar in the
+    reader role's schema matched any row (or none: a deletion read as done)."""
+    import psycopg
+
+    t, role = server_table.table, server_table.url.partition("://")[2].partition("@")[0]
+    postgres.execute(f"CREATE SCHEMA {role}")
+    try:
+        postgres.execute(f"GRANT USAGE ON SCHEMA {role} TO {role}")
+        postgres.execute(
+            f"CREATE FUNCTION {role}.answer(varchar, varchar) RETURNS boolean LANGUAGE sql AS"
+            f" $$ SELECT {answer} AND $1::text = '94107'::text $$"
+        )
+        postgres.execute(
+            f"CREATE OPERATOR {role}.= (LEFTARG = varchar, RIGHTARG = varchar,"
+            f" FUNCTION = {role}.answer)"
+        )
+        key = ["--table", t, "--key", "zip=" + ("written" if answer == "true" else "94107")]
+        with psycopg.connect(server_table.url) as conn:  # control: the role's lookup lies
+            found = conn.execute(f"SELECT id FROM {t} WHERE zip = %s", [key[-1][4:]]).fetchall()
+            assert found == ([(4471,)] if answer == "true" else [])
+        before = claim.read_bytes()
+        assert readback(claim, server_table.url, *key, *args) == 4
+        assert f"operator {role}.=, the database's own code" in capsys.readouterr().err
+        assert claim.read_bytes() == before
+    finally:
+        postgres.execute(f"DROP SCHEMA {role} CASCADE")
+
+
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+def test_an_extension_a_superuser_installed_on_the_search_path_is_no_shadow(
+    postgres: Any, server_table: SqlTable, claim: Path
+) -> None:
+    """Control for attack 56: seg's operators (=, <, ...) in a schema on the search path are
+    the server's code, installed by the superuser, and do not stop a readback."""
+    role = server_table.url.partition("://")[2].partition("@")[0]
+    postgres.execute(f"CREATE SCHEMA {role}")
+    try:
+        postgres.execute(f"GRANT USAGE ON SCHEMA {role} TO {role}")
+        postgres.execute(f"CREATE EXTENSION seg SCHEMA {role}")
+        query = f"SELECT zip FROM {server_table.table} WHERE id = 4471 AND zip >= '9'"
+        assert readback(claim, server_table.url, "--query", query, "--expect", "zip=94107") == 0
+        assert verdict_of(claim) == "verified"
+    finally:
+        postgres.execute(f"DROP SCHEMA {role} CASCADE")
+
+
+@pytest.mark.parametrize("server_table", ["mariadb"], indirect=True)
+@pytest.mark.parametrize("spelling", ["`sum`(zip_n)", "sum (zip_n)", "SUM\n(zip_n)"])
+def test_attack_57_mariadb_stored_function_named_like_a_built_in_is_not_reached(
+    mariadb: Any,
+    server_table: SqlTable,
+    claim: Path,
+    capsys: pytest.CaptureFixture[str],
+    spelling: str,
+) -> None:
+    """A stored function `sum` in the database answers ``sum (x)`` and `` `sum`(x) ``; only
+    ``sum(x)`` is the built-in."""
+    import pymysql
+
+    role = server_table.url.partition("://")[2].partition("@")[0]
+    query = f"SELECT {spelling} AS n FROM {server_table.table} WHERE id = 4472"
+    with mariadb.cursor() as cursor:
+        cursor.execute("CREATE FUNCTION `sum`(x INT) RETURNS INT DETERMINISTIC RETURN 94107")
+        cursor.execute(f"GRANT EXECUTE ON FUNCTION test.`sum` TO '{role}'@'%'")
+    try:
+        conn = pymysql.connect(host="127.0.0.1", user=role, database="test")
+        try:
+            with conn.cursor() as cursor:  # control: the role's query reaches the function
+                cursor.execute("SET SESSION sql_mode = %s", [readback_sql.MARIADB_SQL_MODE])
+                cursor.execute(query)
+                assert cursor.fetchone() == (94107,)
+        finally:
+            conn.close()
+        before = claim.read_bytes()
+        assert readback(claim, server_table.url, "--query", query, "--expect", "n=94107") == 4
+        assert "calls the database's stored function of that name" in capsys.readouterr().err
+        assert claim.read_bytes() == before
+        honest = query.replace(spelling, "sum(zip_n)")
+        assert readback(claim, server_table.url, "--query", honest, "--expect", "n=94107") == 0
+        assert last_evidence(claim)["observed_value"] == {"n": 10001}
+        assert verdict_of(claim) == "refuted"
+    finally:
+        with mariadb.cursor() as cursor:
+            cursor.execute("DROP FUNCTION `sum`")
+
+
+# --- A readback reads the table, not what the agent put in its place (attacks 67, 68) ------
+
+
+def read_as_reader(table: SqlTable, query: str) -> list[tuple[Any, ...]]:
+    """The rows the readback's own role gets for ``query``: what the observer would read."""
+    if table.store == "postgresql":
+        import psycopg
+
+        with psycopg.connect(table.url) as server:
+            return list(server.execute(query).fetchall())
+    if table.store == "mariadb":
+        import pymysql
+
+        role = table.url.partition("://")[2].partition("@")[0]
+        conn = pymysql.connect(host="127.0.0.1", user=role, database="test")
+        try:
+            with conn.cursor() as cursor:
+                cursor.execute(query)
+                return list(cursor.fetchall())
+        finally:
+            conn.close()
+    store = sqlite3.connect(table.url.removeprefix("sqlite:///"))
+    try:
+        return list(store.execute(query).fetchall())
+    finally:
+        store.close()
+
+
+def assert_not_the_table(
+    claim: Path, capsys: pytest.CaptureFixture[str], before: bytes, message: str
+) -> None:
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert "a readback reads the table itself" in err or "BYPASSRLS" in err, err
+    assert len(err.splitlines()) == 1
+    assert claim.read_bytes() == before  # nothing observed
+    assert verdict_of(claim) == "unverified"
+
+
+# Row-level security: (the policy's condition, the readback, what the role reads meanwhile).
+RLS_CASES = {
+    # A claimed deletion: the policy hides the row that is still there.
+    "deleted": ("id <> 4471", ["--key", "id=4471", "--expect-absent"], "id = 4471", []),
+    # A stale duplicate hidden, so that one record (the expected one) shows.
+    "stale": (
+        "id <> 4473",
+        ["--key", "zip_n=10001", "--expect", "id=4472"],
+        "zip_n = 10001",
+        [(4472,)],
+    ),
+}
+
+
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("case", sorted(RLS_CASES))
+def test_attack_67_row_level_security_cannot_hide_a_row(
+    postgres: Any,
+    server_table: SqlTable,
+    postgres_reader: Reader,
+    claim: Path,
+    capsys: pytest.CaptureFixture[str],
+    case: str,
+) -> None:
+    """The agent, owning the table, turns row-level security on with a policy that hides from
+    the reader role what contradicts its claim."""
+    policy, args, where, seen = RLS_CASES[case]
+    t = server_table.table
+    postgres.execute(f"ALTER TABLE {t} ENABLE ROW LEVEL SECURITY")
+    postgres.execute(f"CREATE POLICY hide ON {t} USING ({policy})")
+    assert read_as_reader(server_table, f"SELECT id FROM {t} WHERE {where}") == seen  # it lies
+    before = claim.read_bytes()
+    assert readback(claim, server_table.url, "--table", t, *args) == 5
+    assert_not_the_table(
+        claim, capsys, before, f"row-level security on public.{t} decides which of its rows"
+    )
+    # Control: a role that row-level security does not filter reads the table as it is: the
+    # deleted row is there, the stale one makes two.
+    postgres.execute(f"ALTER ROLE {postgres_reader.name} BYPASSRLS")
+    exit_code = readback(claim, server_table.url, "--table", t, *args)
+    if case == "deleted":
+        assert exit_code == 0
+        assert last_evidence(claim)["details"]["record"] == "present"
+        assert verdict_of(claim) == "refuted"
+    else:
+        assert exit_code == 5
+        assert "query returned 2 rows" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+def test_attack_67_row_level_security_behind_an_allowed_view_fails_the_read(
+    postgres: Any, server_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Through a view the operator allowed, the table's policies filter as the view's owner:
+    the observer reads with row_security off, so such a read fails rather than filters."""
+    t, view, owner = server_table.table, unique("accounts_view"), unique("view_owner")
+    postgres.execute(f"CREATE ROLE {owner}")
+    try:
+        postgres.execute(f"GRANT SELECT ON {t} TO {owner}")
+        postgres.execute(f"CREATE VIEW {view} AS SELECT id, zip FROM {t}")
+        postgres.execute(f"ALTER VIEW {view} OWNER TO {owner}")
+        server_table.grant(view)
+        postgres.execute(f"ALTER TABLE {t} ENABLE ROW LEVEL SECURITY")
+        postgres.execute(f"CREATE POLICY hide ON {t} TO {owner} USING (id <> 4471)")
+        assert read_as_reader(server_table, f"SELECT id FROM {view} WHERE id = 4471") == []
+        args = ["--table", view, "--key", "id=4471", "--expect-absent", "--allow-view", view]
+        before = claim.read_bytes()
+        assert readback(claim, server_table.url, *args) == 5
+        assert_not_the_table(
+            claim,
+            capsys,
+            before,
+            f'query would be affected by row-level security policy for table "{t}"',
+        )
+    finally:
+        postgres.execute(f"DROP POLICY IF EXISTS hide ON {t}")
+        postgres.execute(f"DROP VIEW IF EXISTS {view}")
+        postgres.execute(f"DROP OWNED BY {owner}")
+        postgres.execute(f"DROP ROLE {owner}")
+
+
+def test_attack_68_a_view_in_the_tables_place_is_refused(
+    sql_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The agent renames the table and puts a view of that name in its place, hiding the row it
+    claims to have deleted. PostgreSQL, MariaDB and SQLite alike."""
+    t = sql_table.table
+    rename = {"mariadb": "RENAME TABLE {a} TO {b}"}.get(
+        sql_table.store, "ALTER TABLE {a} RENAME TO {b}"
+    )
+    sql_table.execute(rename.format(a=t, b=f"{t}_real"), [])
+    try:
+        sql_table.execute(f"CREATE VIEW {t} AS SELECT * FROM {t}_real WHERE id <> 4471", [])
+        if sql_table.store == "postgresql":
+            sql_table.grant(t)  # MariaDB keeps the grant by name; SQLite has none
+        assert read_as_reader(sql_table, f"SELECT id FROM {t} WHERE id = 4471") == []  # it lies
+        before = claim.read_bytes()
+        args = ["--table", t, "--key", "id=4471", "--expect-absent"]
+        assert readback(claim, sql_table.url, *args) == 5
+        shown = f"public.{t}" if sql_table.store == "postgresql" else t
+        assert_not_the_table(
+            claim, capsys, before, f"{shown} is a view, not a table (or --allow-view {t})"
+        )
+        # The same refusal for a query reading it.
+        query = f"SELECT id FROM {t} WHERE id = 4471"
+        assert readback(claim, sql_table.url, "--query", query, "--expect-absent") == 5
+        assert_not_the_table(claim, capsys, before, f"{shown} is a view, not a table")
+    finally:
+        sql_table.execute(f"DROP VIEW IF EXISTS {t}", [])
+        sql_table.execute(rename.format(a=f"{t}_real", b=t), [])
+    # Control: the table itself shows the row.
+    assert readback(claim, sql_table.url, "--table", t, "--key", "id=4471", "--expect-absent") == 0
+    assert last_evidence(claim)["details"] == {"store": sql_table.store, "record": "present"}
+    assert verdict_of(claim) == "refuted"
+
+
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+def test_attack_68_a_name_is_checked_as_the_server_reads_it(
+    postgres: Any, server_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """PostgreSQL folds only ASCII letters of an unquoted name: ``É`` stays ``É``. Checked as
+    ``é``, the view's name found nothing, and the check let the read through the view."""
+    t = server_table.table
+    view = f"{t}_É"
+    postgres.execute(f"CREATE VIEW {view} AS SELECT * FROM {t} WHERE id <> 4471")
+    try:
+        server_table.grant(view)
+        query = f"SELECT id FROM {view} WHERE id = 4471"
+        assert read_as_reader(server_table, query) == []  # it lies
+        before = claim.read_bytes()
+        assert readback(claim, server_table.url, "--query", query, "--expect-absent") == 5
+        assert_not_the_table(claim, capsys, before, f'public."{view}" is a view, not a table')
+    finally:
+        postgres.execute(f"DROP VIEW {view}")
+
+
+# What can stand in a PostgreSQL table's place, or answer for part of it: (the setup, the
+# message). {t} is the table, {r} the reader role, {f} a CSV file of rows without 4471 and
+# with 4474.
+STAND_INS = {
+    "materialized view": (
+        "ALTER TABLE {t} RENAME TO {t}_real;"
+        " CREATE MATERIALIZED VIEW {t} AS SELECT * FROM {t}_real WHERE id <> 4471;"
+        " GRANT SELECT ON {t} TO {r}",
+        "public.{t} is a materialized view, not a table (or --allow-view {t})",
+    ),
+    "select rule": (
+        "ALTER TABLE {t} RENAME TO {t}_real; CREATE TABLE {t} (LIKE {t}_real);"
+        ' CREATE RULE "_RETURN" AS ON SELECT TO {t} DO INSTEAD'
+        " SELECT * FROM {t}_real WHERE id <> 4471; GRANT SELECT ON {t} TO {r}",
+        "public.{t} is a view, not a table",
+    ),
+    "foreign table": (
+        "ALTER TABLE {t} RENAME TO {t}_real;"
+        " CREATE FOREIGN TABLE {t} (id int, code text, zip text, zip_n int, amount numeric)"
+        " SERVER {t}_files OPTIONS (filename '{f}', format 'csv'); GRANT SELECT ON {t} TO {r}",
+        "public.{t} is a foreign table, not a table",
+    ),
+    "foreign child": (
+        "DELETE FROM {t} WHERE id = 4471;"
+        " CREATE FOREIGN TABLE {t}_child () INHERITS ({t})"
+        " SERVER {t}_files OPTIONS (filename '{f}', format 'csv')",
+        "rows of public.{t} come from public.{t}_child, a foreign table",
+    ),
+    "same name on the search path": (
+        # A schema named after the reader role is first on the default search path ("$user").
+        "CREATE SCHEMA {r}; GRANT USAGE ON SCHEMA {r} TO {r};"
+        " CREATE TABLE {r}.{t} AS SELECT * FROM {t} WHERE id <> 4471;"
+        " GRANT SELECT ON {r}.{t} TO {r}",
+        "{t} is {r}.{t} on this role's search path, and public.{t} is another relation of that"
+        " name (name the schema: {r}.{t})",
+    ),
+}
+
+
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("stand_in", sorted(STAND_INS))
+def test_attack_68_what_stands_in_a_postgresql_tables_place_is_refused(
+    postgres: Any,
+    server_table: SqlTable,
+    postgres_reader: Reader,
+    server_dir: Path,
+    claim: Path,
+    capsys: pytest.CaptureFixture[str],
+    stand_in: str,
+) -> None:
+    """A materialized view, a view made by a SELECT rule, a foreign table (file_fdw: rows from a
+    file), a foreign child table answering for part of the table, or a table of the same name
+    in a schema earlier on the reader's search path: each made the deletion of 4471 read as
+    done (it is not: 4471 is in the table, or the child brings it back)."""
+    t, r = server_table.table, postgres_reader.name
+    rows = server_dir / "rows.csv"
+    rows.write_text(
+        "4471,acct-4471,94107,94107,12.50\n"
+        if stand_in == "foreign child"
+        else "4472,acct-4472,10001,10001,99.99\n"
+    )
+    rows.chmod(0o644)
+    setup, message = STAND_INS[stand_in]
+    postgres.execute("CREATE EXTENSION IF NOT EXISTS file_fdw")  # kept: others may use it
+    postgres.execute(f"CREATE SERVER {t}_files FOREIGN DATA WRAPPER file_fdw")
+    try:
+        for statement in setup.format(t=t, r=r, f=rows).split("; "):
+            postgres.execute(statement)
+        query = f"SELECT id FROM {t} WHERE id = 4471"
+        expected = [(4471,)] if stand_in == "foreign child" else []
+        assert read_as_reader(server_table, query) == expected
+        before = claim.read_bytes()
+        if stand_in == "foreign child":  # the claim: 4471 written back
+            args = ["--key", "id=4471", "--expect", "zip=94107"]
+        else:
+            args = ["--key", "id=4471", "--expect-absent"]
+        assert readback(claim, server_table.url, "--table", t, *args) == 5
+        assert_not_the_table(claim, capsys, before, message.format(t=t, r=r))
+    finally:
+        postgres.execute(f"DROP SERVER {t}_files CASCADE")
+        postgres.execute(f"DROP SCHEMA IF EXISTS {r} CASCADE")
+        if postgres.execute("SELECT to_regclass(%s)", [f"{t}_real"]).fetchone() != (None,):
+            drop_relation(postgres, t)
+            postgres.execute(f"ALTER TABLE {t}_real RENAME TO {t}")
+
+
+def drop_relation(postgres: Any, name: str) -> None:
+    """Drop whatever relation ``name`` is, by its kind."""
+    found = postgres.execute(
+        "SELECT relkind FROM pg_class WHERE oid = to_regclass(%s)", [name]
+    ).fetchone()
+    if found is not None:
+        kind = {"r": "TABLE", "v": "VIEW", "m": "MATERIALIZED VIEW", "f": "FOREIGN TABLE"}
+        postgres.execute(f"DROP {kind[found[0]]} {name}")
+
+
+@pytest.mark.parametrize("sql_table", ["sqlite"], indirect=True)
+def test_attack_68_an_sqlite_virtual_table_in_the_tables_place_is_refused(
+    sql_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A full-text (fts5) table of the same name, without the row the claim deleted."""
+    t = sql_table.table
+    sql_table.execute(f"ALTER TABLE {t} RENAME TO {t}_real", [])
+    sql_table.execute(f"CREATE VIRTUAL TABLE {t} USING fts5(id, zip)", [])
+    sql_table.execute(f"INSERT INTO {t} SELECT id, zip FROM {t}_real WHERE id <> 4471", [])
+    assert read_as_reader(sql_table, f"SELECT id FROM {t} WHERE id = 4471") == []  # it lies
+    before = claim.read_bytes()
+    args = ["--table", t, "--key", "id=4471", "--expect-absent"]
+    assert readback(claim, sql_table.url, *args) == 5
+    assert_not_the_table(claim, capsys, before, f"{t} is a virtual table, not a table")
+
+
+def test_a_view_the_operator_allows_is_read_and_recorded(
+    sql_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Control for attack 68: an operator who means to read a view says so, and the evidence
+    says it was a view."""
+    t, view = sql_table.table, unique("accounts_view")
+    sql_table.execute(f"CREATE VIEW {view} AS SELECT id, zip FROM {t}", [])
+    try:
+        sql_table.grant(view)
+        args = ["--table", view, "--key", "id=4471", "--expect", "zip=94107"]
+        before = claim.read_bytes()
+        assert readback(claim, sql_table.url, *args) == 5  # not without the operator's word
+        assert_not_the_table(claim, capsys, before, "is a view, not a table")
+        assert readback(claim, sql_table.url, *args, "--allow-view", view) == 0
+        item = last_evidence(claim)
+        assert item["details"]["views"] == [view]
+        assert item["observed_value"] == {"zip": "94107"}
+        assert verdict_of(claim) == "verified"
+        query = f"SELECT v.zip FROM {view} v JOIN {t} a ON a.id = v.id WHERE v.id = 4471"
+        args = ["--query", query, "--expect", "zip=94107", "--allow-view", view]
+        assert readback(claim, sql_table.url, *args) == 0
+        assert last_evidence(claim)["details"]["views"] == [view]
+    finally:
+        sql_table.execute(f"DROP VIEW {view}", [])
+
+
+def test_allow_view_names_a_table_the_readback_reads(
+    claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--table", "accounts", "--key", "id=1", "--expect", "zip=1", "--allow-view", "acct"]
+    assert readback(claim, "sqlite:///nowhere.db", *args) == 4
+    err = capsys.readouterr().err
+    assert "--allow-view acct: the readback reads no such table (it reads: accounts)" in err
+    redis_args = ["--key", "k", "--expect", "a=1", "--allow-view", "k"]
+    assert readback(claim, REDIS_URL, *redis_args) == 4
+    assert "--allow-view goes with a SQL readback" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("how", ["inherits", "partition of"])
+def test_a_table_whose_children_are_tables_still_reads(
+    postgres: Any, server_table: SqlTable, claim: Path, how: str
+) -> None:
+    """Control for attack 68: an inheritance child or a partition that is a table holds rows of
+    the table every reader sees alike."""
+    parent, child = unique("parent"), unique("child")
+    if how == "inherits":
+        postgres.execute(f"CREATE TABLE {parent} (id int PRIMARY KEY, zip text)")
+        postgres.execute(f"CREATE TABLE {child} () INHERITS ({parent})")
+    else:
+        postgres.execute(f"CREATE TABLE {parent} (id int, zip text) PARTITION BY RANGE (id)")
+        postgres.execute(
+            f"CREATE TABLE {child} PARTITION OF {parent} FOR VALUES FROM (0) TO (10000)"
+        )
+    try:
+        postgres.execute(f"INSERT INTO {child} VALUES (4474, '94107')")
+        server_table.grant(parent)
+        args = ["--table", parent, "--key", "id=4474", "--expect", "zip=94107"]
+        assert readback(claim, server_table.url, *args) == 0
+        assert verdict_of(claim) == "verified"
+    finally:
+        postgres.execute(f"DROP TABLE {parent} CASCADE")
+
+
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+def test_a_name_with_its_schema_reads_that_table_whatever_else_shares_the_name(
+    postgres: Any, server_table: SqlTable, postgres_reader: Reader, claim: Path
+) -> None:
+    """Control for attack 68: the name another schema also holds, written with its schema."""
+    t, r = server_table.table, postgres_reader.name
+    postgres.execute(f"CREATE SCHEMA {r}")
+    try:
+        postgres.execute(f"CREATE TABLE {r}.{t} (id int)")
+        args = ["--key", "id=4471", "--expect", "zip=94107"]
+        assert readback(claim, server_table.url, "--table", f"public.{t}", *args) == 0
+        assert verdict_of(claim) == "verified"
+        query = f"SELECT zip FROM public.{t} WHERE id = 4471"
+        assert readback(claim, server_table.url, "--query", query, "--expect", "zip=94107") == 0
+    finally:
+        postgres.execute(f"DROP SCHEMA {r} CASCADE")
 
 
 # --- Passwords ----------------------------------------------------------------------------
@@ -1041,8 +1658,8 @@ def test_postgresql_values_keep_their_types(
 def test_postgresql_statement_timeout(
     postgres_reader: Reader, claim: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # pg_sleep is allowed in a readback: the statement timeout bounds it.
-    args = ["--query", "SELECT pg_sleep(5) AS slept", "--expect", "slept=null", "--timeout", "0.5"]
+    slow = "SELECT count(*) AS n FROM generate_series(1, 1000000000) AS g(i)"
+    args = ["--query", slow, "--expect", "n=0", "--timeout", "0.5"]
     assert readback(claim, postgres_reader.url, *args) == 5
     assert "statement timeout" in capsys.readouterr().err
 

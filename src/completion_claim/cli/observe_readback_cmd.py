@@ -26,7 +26,8 @@ from .observe_cmd import TIMEOUT, observe_group, record_and_report
     "--query",
     metavar="SQL",
     help="One plain SELECT returning exactly one row; parameters are written :name. No "
-    "comments, INTO, locking clause, writing CTE, or file, lock, sequence or dblink function.",
+    "comments, INTO, locking clause or writing CTE; functions only from the store's allow-list "
+    "(docs/spec.md, section 7.3).",
 )
 @click.option(
     "--param",
@@ -54,6 +55,14 @@ from .observe_cmd import TIMEOUT, observe_group, record_and_report
     help="Read as a role that can do more than read (a superuser, or one that can write to the "
     "table); recorded as details.privileged_role. Without it such a role is refused.",
 )
+@click.option(
+    "--allow-view",
+    "allow_views",
+    multiple=True,
+    metavar="NAME",
+    help="Let the table NAME (as --table or the query writes it) be a view: without it a readback "
+    "refuses any relation but a table. Recorded as details.views. Repeatable.",
+)
 @observer_options
 def readback_command(
     path: str,
@@ -66,6 +75,7 @@ def readback_command(
     expect_absent: bool,
     timeout: float,
     allow_privileged_role: bool,
+    allow_views: tuple[str, ...],
     **shared: Any,
 ) -> int:
     """Read one record from the store at URL (postgresql://, mysql://, sqlite:///, redis://,
@@ -73,8 +83,10 @@ def readback_command(
     digest as state_readback evidence in the claim in PATH.
 
     A missing record is recorded (it contradicts); a query matching several rows, a field the
-    record does not have, or a store that cannot be reached, is an error (exit 5). A query that
-    is not a plain SELECT, or a SQL role that can do more than read, is refused (exit 4).
+    record does not have, a relation read that is not a table (a view, a foreign table...) or
+    whose rows depend on who reads it (row-level security), or a store that cannot be reached,
+    is an error (exit 5). A query that is not a plain SELECT, or a SQL role that can do more than
+    read, is refused (exit 4).
     Passwords and secret options in URL are never recorded or printed.
     """
     # Imported here: only the store's own driver is needed, and build_readback names it.
@@ -82,8 +94,9 @@ def readback_command(
 
     settings = settings_from(path, shared)
     readback = build_readback(
-        url, table, keys, query, params, expect, timeout, expect_absent, allow_privileged_role
-    )
+        url, table, keys, query, params, expect, timeout, expect_absent, allow_privileged_role,
+        allow_views,
+    )  # fmt: skip
     return record_and_report(
         settings, CHECK_TYPE, partial(observe_readback, readback), readback.target,
         readback.failed_expected(),

@@ -93,6 +93,7 @@ class StateReadbackCheck:
     expect_absent: bool = False
     timeout_s: float = DEFAULT_PROBE_TIMEOUT_S
     allow_privileged_role: bool = False
+    allow_views: tuple[str, ...] = ()
     check_type: str = field(default=STATE_READBACK, init=False)
 
 
@@ -447,6 +448,7 @@ class _Reader:
             allow_privileged_role=bool(
                 self.optional(values, "check", index, "allow_privileged_role", bool)
             ),
+            allow_views=self.strings(values, "check", index, "allow_views"),
         )
 
     def dom_assertion(self, values: Mapping[str, Any], index: int, line: int) -> DomAssertionCheck:
@@ -522,6 +524,7 @@ def readback_arguments(check: StateReadbackCheck) -> tuple[Any, ...]:
         check.timeout_s,
         check.expect_absent,
         check.allow_privileged_role,
+        check.allow_views,
     )
 
 
@@ -569,7 +572,7 @@ _CHECK_KEYS = {
     },
     STATE_READBACK: {
         "url", "target", "table", "key", "query", "params", "expect", "expect_absent",
-        "timeout_s", "allow_privileged_role",
+        "timeout_s", "allow_privileged_role", "allow_views",
     },
     DOM_ASSERTION: {
         "url", "target", "locator", "expect_text", "expect_includes", "expect_attr",

@@ -19,7 +19,7 @@ from ..errors import ObservationFailed, UsageError
 from ..model import ABSENT
 from . import readback_sql
 from ._common import Observation
-from .readback_sql import QueryLookup, Reading, Record, TableLookup
+from .readback_sql import QueryLookup, Reading, Record, Table, TableLookup, dotted, tables_read
 from .values import (
     assignments,
     canonical_json,
@@ -77,6 +77,7 @@ class Readback:
     expect: dict[str, str]  # field -> VALUE as given; empty when the record must be absent
     timeout: float
     allow_privileged_role: bool = False
+    allow_views: frozenset[Table] = frozenset()  # tables read that may be views
 
     @property
     def expects_absence(self) -> bool:
@@ -120,6 +121,7 @@ def build_readback(
     timeout: float,
     expect_absent: bool = False,
     allow_privileged_role: bool = False,
+    allow_views: tuple[str, ...] = (),
 ) -> Readback:
     """Validate the options for the store the URL names; refuse what the store cannot do, and
     any --query that is not a plain SELECT, before connecting."""
@@ -162,8 +164,27 @@ def build_readback(
         check_url(url)
         lookup = ResourceLookup()
     return Readback(
-        url, store, lookup, assignments(expect, "--expect"), timeout, allow_privileged_role
-    )
+        url, store, lookup, assignments(expect, "--expect"), timeout, allow_privileged_role,
+        _views_allowed(lookup, allow_views),
+    )  # fmt: skip
+
+
+def _views_allowed(lookup: Lookup, names: tuple[str, ...]) -> frozenset[Table]:
+    """The tables read that ``--allow-view`` names, as the readback names them (``--table``, or
+    the query's text as the server reads it: PostgreSQL folds an unquoted name's ASCII letters
+    to lower case)."""
+    if not names:
+        return frozenset()
+    if not isinstance(lookup, TableLookup | QueryLookup):
+        raise UsageError("--allow-view goes with a SQL readback")
+    read = {dotted(table): table for table in tables_read(lookup)}
+    unknown = [name for name in names if name not in read]
+    if unknown:
+        listed = ", ".join(read) or "none"
+        raise UsageError(
+            f"--allow-view {unknown[0]}: the readback reads no such table (it reads: {listed})"
+        )
+    return frozenset(read[name] for name in names)
 
 
 def _check_url(url: str, store: str) -> None:
@@ -189,10 +210,16 @@ def _sql_lookup(
     if query is not None:
         if table is not None or keys:
             raise UsageError("--query replaces --table and --key; give one or the other")
-        from .readback_query import plain_select_tables  # noqa: PLC0415 - sqlglot
+        from .readback_query import check_query  # noqa: PLC0415 - sqlglot
 
-        tables = plain_select_tables(query, store)
-        return QueryLookup(query, tuple(assignments(params, "--param").items()), tables)
+        checked = check_query(query, store)
+        return QueryLookup(
+            query,
+            tuple(assignments(params, "--param").items()),
+            checked.tables,
+            checked.functions,
+            checked.operators,
+        )
     if params:
         raise UsageError("--param goes with --query")
     if table is None or not keys:
@@ -207,6 +234,8 @@ def observe_readback(readback: Readback) -> Observation:
     details: dict[str, Any] = {"store": readback.store}
     if reading.privileged_role:
         details["privileged_role"] = True
+    if reading.views:
+        details["views"] = list(reading.views)
     if record is None:
         details["record"] = "absent"
         return Observation(readback.target, readback.expected_for({}), None, details=details)
@@ -246,12 +275,17 @@ def _refuse_missing_fields(readback: Readback, record: Record) -> None:
 def _read(readback: Readback) -> Reading:
     lookup = readback.lookup
     if isinstance(lookup, TableLookup | QueryLookup):
-        read_sql: Callable[[str, TableLookup | QueryLookup, float, bool], Reading] = {
+        read_sql: Callable[
+            [str, TableLookup | QueryLookup, float, bool, frozenset[Table]], Reading
+        ] = {
             "postgresql": readback_sql.read_postgresql,
             "mariadb": readback_sql.read_mariadb,
             "sqlite": readback_sql.read_sqlite,
         }[readback.store]
-        return read_sql(readback.url, lookup, readback.timeout, readback.allow_privileged_role)
+        return read_sql(
+            readback.url, lookup, readback.timeout, readback.allow_privileged_role,
+            readback.allow_views,
+        )  # fmt: skip
     if isinstance(lookup, KeyLookup):
         from .readback_redis import read_redis  # noqa: PLC0415 - redis
 

@@ -4,9 +4,12 @@ Every read runs in a read-only transaction with a statement timeout (PostgreSQL 
 ONLY`` and ``statement_timeout``, MariaDB ``START TRANSACTION READ ONLY`` and
 ``max_statement_time``, SQLite opened with ``mode=ro`` and a progress handler), by a role that can
 only read (checked before the read: see :func:`postgresql_privileges` and
-:func:`mariadb_privileges`), and binds every value: key values
-and ``--param`` values are parameters, identifiers from ``--table``/``--key`` are quoted as
-identifiers, and nothing from the command line is formatted into SQL text. Exactly one
+:func:`mariadb_privileges`), from tables every reader reads alike (no view, foreign table or
+row-level security in their place, checked before and after the read: see
+:func:`postgresql_relations`, :func:`mariadb_relations`, :func:`sqlite_relations`), and binds
+every value: key values and ``--param`` values are parameters, identifiers from
+``--table``/``--key`` are quoted as identifiers, and nothing from the command line is
+formatted into SQL text. Exactly one
 statement is executed for the user, so a ``COMMIT`` cannot end the read-only transaction early
 and let a second statement write.
 
@@ -62,20 +65,24 @@ class TableLookup:
 
 @dataclass(frozen=True)
 class QueryLookup:
-    """``--query SQL --param NAME=VALUE ...``; ``tables`` are the tables the parser found."""
+    """``--query SQL --param NAME=VALUE ...``; ``tables`` are the tables the parser found,
+    ``functions`` and ``operators`` the names PostgreSQL resolves through the search path."""
 
     sql: str
     params: tuple[tuple[str, str], ...]
     tables: tuple[Table, ...] = ()
+    functions: tuple[str, ...] = ()
+    operators: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class Reading:
-    """What a SQL store returned, and whether a role that may do more than read returned it
-    (only with ``--allow-privileged-role``)."""
+    """What a SQL store returned, whether a role that may do more than read returned it (only
+    with ``--allow-privileged-role``), and the views it read (only those ``--allow-view`` names)."""
 
     record: Record | None
     privileged_role: bool = False
+    views: tuple[str, ...] = ()
 
 
 def tables_read(lookup: TableLookup | QueryLookup) -> tuple[Table, ...]:
@@ -190,9 +197,6 @@ def postgresql_privileges(cursor: psycopg.Cursor[Any], tables: tuple[Table, ...]
     """What the current role can do beyond reading: be (or become) a superuser, use the server's
     files or programs, or write to a table the readback reads (owning it, or holding INSERT,
     UPDATE, DELETE or TRUNCATE on it or on any of its columns)."""
-    with needs_extra("observe", POSTGRESQL):
-        from psycopg import sql  # noqa: PLC0415
-
     cursor.execute(
         "SELECT EXISTS (SELECT FROM pg_roles WHERE rolsuper"
         " AND pg_has_role(current_user, oid, 'MEMBER')),"
@@ -207,7 +211,7 @@ def postgresql_privileges(cursor: psycopg.Cursor[Any], tables: tuple[Table, ...]
         return ["is (or can become) a superuser"]
     found = [f"is a member of {name}" for name in file_roles]
     for parts in tables:
-        name = sql.Identifier(*parts).as_string(cursor.connection)
+        name = sql_identifier(cursor, parts)
         cursor.execute(
             "SELECT has_table_privilege(c, 'INSERT, UPDATE, DELETE, TRUNCATE')"
             " OR has_any_column_privilege(c, 'INSERT, UPDATE') FROM to_regclass(%s) AS c",
@@ -219,8 +223,197 @@ def postgresql_privileges(cursor: psycopg.Cursor[Any], tables: tuple[Table, ...]
     return found
 
 
+def postgresql_shadows(
+    cursor: psycopg.Cursor[Any], lookup: TableLookup | QueryLookup
+) -> str | None:
+    """A function or operator the query names that also names one outside pg_catalog on the
+    search path: PostgreSQL picks the best match among them all, so ``lower(zip)`` on a
+    varchar column calls ``public.lower(varchar)`` rather than pg_catalog's ``lower(text)``.
+    Or a cast done by such a function: ``lower(mood)`` casts an enum to text by it.
+    Members of an extension a superuser owns (citext's ``=``, PostGIS's) are the server's
+    code, not the database's: only the extension's owner could add a function to it.
+    ``--table T --key COL=VALUE`` compares with ``=`` and calls nothing."""
+    if isinstance(lookup, QueryLookup):
+        functions, operators = list(lookup.functions), list(lookup.operators)
+    else:
+        functions, operators = [], ["="]
+    cursor.execute(_SHADOWS, {"functions": functions, "operators": operators})
+    row = cursor.fetchone()
+    return None if row is None else str(row[0])
+
+
+def _refuse_shadows(
+    url: str, cursor: psycopg.Cursor[Any], lookup: TableLookup | QueryLookup
+) -> None:
+    shadow = postgresql_shadows(cursor, lookup)
+    if shadow is not None:
+        raise UsageError(
+            f"readback from {redact_url(url)}: the query can reach {shadow}, the database's own "
+            "code; a readback runs pg_catalog's functions, operators and casts only (drop that "
+            "one, or take its schema off the role's search_path)"
+        )
+
+
+# The first function or operator outside pg_catalog on the search path with a name the query
+# uses, or cast (in any schema: casts have no name to look up) done by a function outside
+# pg_catalog, unless the function or operator belongs to an extension a superuser owns.
+_SHADOWS = """
+SELECT 'function ' || n.nspname || '.' || p.proname || '('
+    || pg_get_function_identity_arguments(p.oid) || ')'
+FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE p.proname = ANY(%(functions)s) AND n.nspname = ANY(current_schemas(true))
+AND n.nspname <> 'pg_catalog' AND NOT EXISTS (
+    SELECT FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
+    JOIN pg_roles r ON r.oid = e.extowner
+    WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+    AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e' AND r.rolsuper)
+UNION ALL
+SELECT 'operator ' || n.nspname || '.' || o.oprname
+FROM pg_operator o JOIN pg_namespace n ON n.oid = o.oprnamespace
+WHERE o.oprname = ANY(%(operators)s) AND n.nspname = ANY(current_schemas(true))
+AND n.nspname <> 'pg_catalog' AND NOT EXISTS (
+    SELECT FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
+    JOIN pg_roles r ON r.oid = e.extowner
+    WHERE d.classid = 'pg_operator'::regclass AND d.objid = o.oid
+    AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e' AND r.rolsuper)
+UNION ALL
+SELECT 'a cast from ' || format_type(c.castsource, NULL) || ' to '
+    || format_type(c.casttarget, NULL) || ' by ' || n.nspname || '.' || p.proname
+FROM pg_cast c JOIN pg_proc p ON p.oid = c.castfunc JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE n.nspname <> 'pg_catalog' AND NOT EXISTS (
+    SELECT FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
+    JOIN pg_roles r ON r.oid = e.extowner
+    WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+    AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e' AND r.rolsuper)
+ORDER BY 1 LIMIT 1
+"""
+
+
+def dotted(table: Table) -> str:
+    """A table's name as the readback writes it (and ``--allow-view`` names it)."""
+    return ".".join(table)
+
+
+def _not_the_table(url: str, problem: str) -> ObservationFailed:
+    """What answers for a table the readback reads is not that table's rows as every reader
+    sees them: the agent may have put it there, so nothing is observed (exit 5)."""
+    return _failed(url, f"{problem}; a readback reads the table itself")
+
+
+# What a relation is when it is not a table a readback reads (pg_class.relkind).
+_PG_KINDS = {
+    "v": "a view",
+    "m": "a materialized view",
+    "f": "a foreign table",
+    "S": "a sequence",
+}
+_PG_TABLES = ("r", "p")  # a table, a partitioned table
+_PG_VIEWS = ("v", "m")
+
+
+def postgresql_relations(
+    url: str,
+    cursor: psycopg.Cursor[Any],
+    tables: tuple[Table, ...],
+    allow_views: frozenset[Table],
+    after_read: bool = False,
+) -> tuple[str, ...]:
+    """Refuse (exit 5) a relation the readback reads that is not a table, or is one whose rows
+    depend on who reads it or where the name is looked up: a view or the like (unless
+    ``--allow-view`` names it), a table with a child or partition that is not a table (a foreign
+    table), a table whose row-level security filters what this role reads, or a name without a
+    schema that another schema also holds (the role's search path may find another than the
+    application's). Returns the views read under ``--allow-view``.
+
+    Run before the read, so that no view's query runs unasked, and again after it, when the
+    read's own locks keep every relation it read from being dropped, renamed or detached until
+    the transaction ends: what was read is what the second check sees (and a name it cannot
+    find then was not read as the check reads it)."""
+    views: list[str] = []
+    for table in tables:
+        name = sql_identifier(cursor, table)
+        cursor.execute(_RELATION, {"name": name, "bare": len(table) == 1})
+        row = cursor.fetchone()
+        if row is None and after_read:
+            # The read found a relation by this name; a check that finds none has not
+            # checked what was read.
+            raise _not_the_table(url, f"{dotted(table)} names no relation the check can find")
+        if row is None:
+            continue  # no such relation: the read itself says so
+        kind, shown, filtered, child, child_kind, other = row
+        if kind in _PG_VIEWS and table in allow_views:
+            views.append(dotted(table))
+        elif kind not in _PG_TABLES:
+            allow = f" (or --allow-view {dotted(table)})" if kind in _PG_VIEWS else ""
+            what = _PG_KINDS.get(kind, f"a relation of kind {kind!r}")
+            raise _not_the_table(url, f"{shown} is {what}, not a table{allow}")
+        if child is not None:
+            what = _PG_KINDS.get(child_kind, f"a relation of kind {child_kind!r}")
+            raise _not_the_table(url, f"rows of {shown} come from {child}, {what}")
+        if filtered:
+            raise _not_the_table(
+                url,
+                f"row-level security on {shown} decides which of its rows this role reads "
+                "(read as a role with BYPASSRLS)",
+            )
+        if other is not None:
+            raise _not_the_table(
+                url,
+                f"{dotted(table)} is {shown} on this role's search path, and {other} is another "
+                f"relation of that name (name the schema: {shown})",
+            )
+    return tuple(views)
+
+
+def sql_identifier(cursor: psycopg.Cursor[Any], table: Table) -> str:
+    """The table's name quoted as PostgreSQL reads it (each part as written)."""
+    with needs_extra("observe", POSTGRESQL):
+        from psycopg import sql  # noqa: PLC0415
+
+    return sql.Identifier(*table).as_string(cursor.connection)
+
+
+# The relation a name resolves to (on the transaction's search path), its kind, whether
+# row-level security applies to the current role, its first descendant (inheritance child or
+# partition, at any depth) that is not a table, and, for a name without a schema, another
+# relation of that name in a schema other than the server's own (a temporary one is the
+# session's: the observer's holds none).
+_RELATION = """
+WITH RECURSIVE rel AS (
+    SELECT c.oid, c.relkind::text AS kind, c.relname,
+        format('%%I.%%I', n.nspname, c.relname) AS shown
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.oid = to_regclass(%(name)s)
+), tree(oid) AS (
+    SELECT i.inhrelid FROM pg_inherits i JOIN rel ON i.inhparent = rel.oid
+    UNION SELECT i.inhrelid FROM pg_inherits i JOIN tree ON i.inhparent = tree.oid
+)
+SELECT rel.kind, rel.shown, row_security_active(rel.oid), child.shown, child.kind, other.shown
+FROM rel
+LEFT JOIN LATERAL (
+    SELECT format('%%I.%%I', n.nspname, c.relname) AS shown, c.relkind::text AS kind
+    FROM tree JOIN pg_class c ON c.oid = tree.oid JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.relkind NOT IN ('r', 'p') ORDER BY 1 LIMIT 1
+) child ON true
+LEFT JOIN LATERAL (
+    SELECT format('%%I.%%I', n.nspname, c.relname) AS shown
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE %(bare)s AND c.relname = rel.relname AND c.oid <> rel.oid
+    AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
+    AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+    AND NOT starts_with(n.nspname, 'pg_toast') AND n.oid <> pg_my_temp_schema()
+    AND NOT pg_is_other_temp_schema(n.oid)
+    ORDER BY 1 LIMIT 1
+) other ON true
+"""
+
+
 def read_postgresql(
-    url: str, lookup: TableLookup | QueryLookup, timeout: float, allow_privileged_role: bool
+    url: str,
+    lookup: TableLookup | QueryLookup,
+    timeout: float,
+    allow_privileged_role: bool,
+    allow_views: frozenset[Table] = frozenset(),
 ) -> Reading:
     with needs_extra("observe", POSTGRESQL):
         import psycopg  # noqa: PLC0415
@@ -249,29 +442,44 @@ def read_postgresql(
         conn.read_only = True  # the transaction below begins READ ONLY
         with conn.cursor() as cursor:
             # The server must read string literals as the query check did (a backslash is a
-            # character), whatever the role or database sets.
+            # character), whatever the role or database sets; and a type or function the query
+            # names is pg_catalog's before any schema's the role or database puts first. With
+            # row_security off, a read that row-level security would filter fails instead.
             cursor.execute(
                 "SELECT set_config('statement_timeout', %s, true),"
-                " set_config('standard_conforming_strings', 'on', true), current_user::text",
+                " set_config('standard_conforming_strings', 'on', true),"
+                " set_config('search_path', 'pg_catalog, ' || current_setting('search_path'),"
+                " true),"
+                " set_config('row_security', 'off', true),"
+                " current_user::text",
                 [str(math.ceil(timeout * 1000))],
             )
             settings = cursor.fetchone()
             assert settings is not None  # a SELECT without FROM returns one row
             privileged = check_role(
                 url,
-                settings[2],
+                settings[4],
                 postgresql_privileges(cursor, tables_read(lookup)),
                 allow_privileged_role,
             )
+            _refuse_shadows(url, cursor, lookup)
+            tables = tables_read(lookup)
+            postgresql_relations(url, cursor, tables, allow_views)
             # prepare=True forces the extended protocol, which runs exactly one statement;
             # the simple protocol would run "COMMIT; UPDATE ..." as two.
             cursor.execute(query, params, prepare=True)
             if cursor.description is None:
                 raise _not_a_query(url)
             columns = [column.name for column in cursor.description]
-            return Reading(one_record(columns, cursor.fetchmany(ROWS_COUNTED + 1)), privileged)
+            rows = cursor.fetchmany(ROWS_COUNTED + 1)
+            # Again after the read: a shadow must come and go between the two checks to be missed.
+            _refuse_shadows(url, cursor, lookup)
+            views = postgresql_relations(url, cursor, tables, allow_views, after_read=True)
+            return Reading(one_record(columns, rows), privileged, views)
     except psycopg.Error as error:
         message = error.diag.message_primary if error.diag.message_primary else str(error)
+        if "row-level security" in message:
+            message += "; a readback reads every row of a table (read as a role with BYPASSRLS)"
         raise _failed(url, message) from None
     finally:
         conn.close()  # closing discards the transaction: a readback never commits
@@ -343,8 +551,51 @@ def _grant_applies(target: str, tables: list[tuple[str, str]]) -> bool:
     return any((db.lower(), name.lower()) == (schema.lower(), table.lower()) for db, name in tables)
 
 
+# information_schema.TABLES.TABLE_TYPE of what a MariaDB readback reads as a table (a
+# system-versioned table reads its current rows).
+MARIADB_TABLES = ("BASE TABLE", "SYSTEM VERSIONED")
+
+
+def mariadb_relations(
+    url: str,
+    cursor: Any,
+    database: str | None,
+    tables: tuple[Table, ...],
+    allow_views: frozenset[Table],
+    after_read: bool = False,
+) -> tuple[str, ...]:
+    """Refuse (exit 5) a relation the readback reads that is not a table (a view, unless
+    ``--allow-view`` names it; a sequence); return the views read under ``--allow-view``. Run
+    before the read and after it, when the read's metadata locks keep what it read in place
+    (and a name the check cannot find then was not read as the check reads it)."""
+    views: list[str] = []
+    for table in tables:
+        schema = table[-2] if len(table) > 1 else database
+        cursor.execute(
+            "SELECT TABLE_TYPE FROM information_schema.TABLES"
+            " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+            [schema, table[-1]],
+        )
+        kinds = cursor.fetchall()
+        if not kinds and after_read:
+            raise _not_the_table(url, f"{dotted(table)} names no relation the check can find")
+        for (kind,) in kinds:
+            if kind == "VIEW" and table in allow_views:
+                views.append(dotted(table))
+            elif kind not in MARIADB_TABLES:
+                allow = f" (or --allow-view {dotted(table)})" if kind == "VIEW" else ""
+                raise _not_the_table(
+                    url, f"{dotted(table)} is a {kind.lower()}, not a table{allow}"
+                )
+    return tuple(dict.fromkeys(views))
+
+
 def read_mariadb(
-    url: str, lookup: TableLookup | QueryLookup, timeout: float, allow_privileged_role: bool
+    url: str,
+    lookup: TableLookup | QueryLookup,
+    timeout: float,
+    allow_privileged_role: bool,
+    allow_views: frozenset[Table] = frozenset(),
 ) -> Reading:
     with needs_extra("observe", MARIADB):
         import pymysql  # noqa: PLC0415
@@ -395,10 +646,11 @@ def read_mariadb(
             role, database = identity
             cursor.execute("SHOW GRANTS")
             grants = [row[0] for row in cursor.fetchall()]
+            tables = tables_read(lookup)
             privileged = check_role(
-                url, role, mariadb_privileges(grants, database, tables_read(lookup)),
-                allow_privileged_role,
-            )  # fmt: skip
+                url, role, mariadb_privileges(grants, database, tables), allow_privileged_role
+            )
+            mariadb_relations(url, cursor, database, tables, allow_views)
             # PyMySQL sends one statement (no multi-statement flag). Parameters are always
             # given, even empty, so that the driver reads the doubled %% back as %.
             cursor.execute(text, params)
@@ -412,7 +664,8 @@ def read_mariadb(
             for level, _, message in cursor.fetchall():
                 if level in ("Warning", "Error"):
                     raise _failed(url, f"the server converted a value: {message}")
-            return Reading(one_record(columns, rows), privileged)
+            views = mariadb_relations(url, cursor, database, tables, allow_views, after_read=True)
+            return Reading(one_record(columns, rows), privileged, views)
     except pymysql.err.MySQLError as error:
         raise _failed(url, _mysql_message(error)) from None
     finally:
@@ -424,8 +677,44 @@ def _mysql_message(error: Exception) -> str:
     return str(error.args[1]) if len(error.args) > 1 else str(error)
 
 
+# What pragma_table_list calls a relation that is not a table.
+_SQLITE_KINDS = {
+    "view": "a view",
+    "virtual": "a virtual table",
+    "shadow": "a virtual table's shadow",
+}
+
+
+def sqlite_relations(
+    url: str, conn: sqlite3.Connection, tables: tuple[Table, ...], allow_views: frozenset[Table]
+) -> tuple[str, ...]:
+    """Refuse (exit 5) a relation the readback reads that is not a table (a view, unless
+    ``--allow-view`` names it; a virtual table, whose rows its module makes); return the views
+    read under ``--allow-view``. An unqualified name is checked in every schema that has it."""
+    views: list[str] = []
+    for table in tables:
+        rows = conn.execute(
+            "SELECT schema, type FROM pragma_table_list WHERE name = ? COLLATE NOCASE",
+            [table[-1]],
+        ).fetchall()
+        for schema, kind in rows:
+            if len(table) > 1 and schema.lower() != table[-2].lower():
+                continue
+            if kind == "view" and table in allow_views:
+                views.append(dotted(table))
+            elif kind != "table":
+                allow = f" (or --allow-view {dotted(table)})" if kind == "view" else ""
+                what = _SQLITE_KINDS.get(kind, f"of type {kind}")
+                raise _not_the_table(url, f"{dotted(table)} is {what}, not a table{allow}")
+    return tuple(dict.fromkeys(views))
+
+
 def read_sqlite(
-    url: str, lookup: TableLookup | QueryLookup, timeout: float, allow_privileged_role: bool
+    url: str,
+    lookup: TableLookup | QueryLookup,
+    timeout: float,
+    allow_privileged_role: bool,
+    allow_views: frozenset[Table] = frozenset(),
 ) -> Reading:
     """SQLite has no roles: the file is opened read-only, whoever may write it."""
     del allow_privileged_role
@@ -451,11 +740,14 @@ def read_sqlite(
     try:
         # Abort a statement that runs past the deadline (SQLite's busy timeout covers locks only).
         conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+        # One read transaction: the schema checked is the schema the query reads.
+        conn.execute("BEGIN")
+        views = sqlite_relations(url, conn, tables_read(lookup), allow_views)
         cursor = conn.execute(text, params)  # execute() refuses more than one statement
         if cursor.description is None:
             raise _not_a_query(url)
         columns = [column[0] for column in cursor.description]
-        return Reading(one_record(columns, cursor.fetchmany(ROWS_COUNTED + 1)))
+        return Reading(one_record(columns, cursor.fetchmany(ROWS_COUNTED + 1)), views=views)
     except sqlite3.Error as error:
         if time.monotonic() > deadline:
             raise _failed(url, f"no result within {timeout:g}s") from None
