@@ -95,7 +95,7 @@ def test_a_passing_run_is_recorded_and_verifies(
     (item,) = evidence(claim)
     assert item["covers"] == ["m1"]
     assert item["verifier"]["kind"] == "independent"
-    assert item["expected"] == {"exit_code": 0}
+    assert item["expected"] == {"exit_code": 0, "failed": 0, "errors": 0}
     assert item["observed_value"] == {
         "exit_code": 0,
         "passed": 3,
@@ -217,6 +217,8 @@ def test_a_required_test_that_was_deselected_refutes(
     (item,) = evidence(claim)
     assert item["expected"] == {
         "exit_code": 0,
+        "failed": 0,
+        "errors": 0,
         "tests": {
             "tests.test_calc::test_add": "passed",
             "tests.test_calc::test_add_zero": "passed",
