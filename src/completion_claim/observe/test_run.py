@@ -639,45 +639,51 @@ class Channel:
             os.close(fd)
 
     def results(self, stream: bytes) -> Results:
-        """The runner's records, when every one is bound to this run's key, in order, and the
-        last ends its session; otherwise no counts, and why."""
-        if len(stream) > MAX_REPORT_BYTES:
-            return _no_counts(f"its report was over {MAX_REPORT_BYTES} bytes")
-        if not stream:
-            return _no_counts("pytest reported nothing: it did not run, or not with the plugin")
-        lines = stream.split(b"\n")
-        nodes: dict[str, tuple[str, str]] = {}  # node id: worst outcome and its message
-        for number, line in enumerate(lines[:-1]):
-            try:
-                record = self._record(line, number)
-            except _Refused as refused:
-                return _no_counts(f"record {number + 1} {refused}")
+        return read_records(stream, self._key)
+
+
+def read_records(stream: bytes, key: bytes) -> Results:
+    """The runner's records, when every one is bound to this run's key, in order, and the last
+    ends its session; otherwise no counts, and why."""
+    if len(stream) > MAX_REPORT_BYTES:
+        return _no_counts(f"its report was over {MAX_REPORT_BYTES} bytes")
+    if not stream:
+        return _no_counts(
+            "pytest reported nothing: it did not run with the plugin, or did not reach its "
+            "session's end"
+        )
+    lines = stream.split(b"\n")
+    nodes: dict[str, tuple[str, str]] = {}  # node id: worst outcome and its message
+    for number, line in enumerate(lines[:-1]):
+        try:
+            record = _record(line, number, key)
             if record.get("end") is True:
                 if number != len(lines) - 2 or lines[-1]:
                     return _no_counts(f"record {number + 2} follows the session's end")
                 return _counted(nodes)
             node, outcome, message = _phase(record)
-            if outcome is not None and (
-                node not in nodes or _SEVERITY[outcome] > _SEVERITY[nodes[node][0]]
-            ):
-                nodes[node] = (outcome, message)
-        return _no_counts(
-            "pytest did not reach its session's end (the run exited, was killed or crashed first)"
-        )
-
-    def _record(self, line: bytes, number: int) -> dict[str, Any]:
-        mac, _, body = line.partition(b" ")
-        if not hmac.compare_digest(
-            mac, hmac.new(self._key, body, hashlib.sha256).hexdigest().encode()
+        except _Refused as refused:
+            return _no_counts(f"record {number + 1} {refused}")
+        if outcome is not None and (
+            node not in nodes or _SEVERITY[outcome] > _SEVERITY[nodes[node][0]]
         ):
-            raise _Refused("is not bound to this run: something else wrote to the runner's pipe")
-        try:
-            record = json.loads(body)
-        except ValueError:
-            raise _Refused("is not JSON") from None
-        if type(record) is not dict or record.get("seq") != number:
-            raise _Refused("is out of order")
-        return record
+            nodes[node] = (outcome, message)
+    return _no_counts(
+        "pytest did not reach its session's end (the run exited, was killed or crashed first)"
+    )
+
+
+def _record(line: bytes, number: int, key: bytes) -> dict[str, Any]:
+    mac, _, body = line.partition(b" ")
+    if not hmac.compare_digest(mac, hmac.new(key, body, hashlib.sha256).hexdigest().encode()):
+        raise _Refused("is not bound to this run: something else wrote to the runner's pipe")
+    try:
+        record = json.loads(body)
+    except ValueError:
+        raise _Refused("is not JSON") from None
+    if type(record) is not dict or record.get("seq") != number:
+        raise _Refused("is out of order")
+    return record
 
 
 class _Refused(Exception):
