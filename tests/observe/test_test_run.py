@@ -758,14 +758,8 @@ def test_attack_02_a_shadow_module_hidden_by_git_exclude_is_not_in_the_run(
     assert (observed["exit_code"], observed["failed"]) == (1, 2)
 
 
-FAKE_PYTEST = """\
-import os, sys
-options = os.environ.get('PYTEST_ADDOPTS', '').split() + sys.argv
-report = next(o.split('=', 1)[1] for o in options if o.startswith('--junitxml='))
-open(report, 'w').write('<testsuite><testcase classname="tests.test_calc" name="test_add"/>'
-                        '<testcase classname="tests.test_calc" name="test_add_zero"/></testsuite>')
-sys.exit(0)
-"""
+# It cannot load the observer's plugin, so the most it gets is an exit code.
+FAKE_PYTEST = "print('2 passed')\nraise SystemExit(0)\n"
 
 
 @pytest.mark.parametrize("trusted", [True, False], ids=["trusted-ref", "no-ref"])
@@ -781,8 +775,9 @@ def test_attack_02_a_fake_pytest_module_in_the_repo_does_not_decide_the_run(
     if trusted:  # removed: the real pytest runs and the broken code fails
         assert item["details"]["protected_restored"] == {"restored": [], "removed": ["pytest.py"]}
         assert (item["observed_value"]["exit_code"], item["observed_value"]["failed"]) == (1, 2)
-    else:  # it may fool the run, but it is on the signed record the verifier reads
+    else:  # it decides the exit code, and is on the signed record the verifier reads
         assert item["details"]["test_config_changed"] == ["pytest.py"]
+        assert item["observed_value"] == {"exit_code": 0}
 
 
 TRICKS = {
@@ -911,7 +906,7 @@ EXITS_EARLY = "import os\n\n\ndef test_exit():\n    os._exit(0)\n"
     ],
     ids=["python-B", "pytest-main", "make-test", "pytest-program", "true"],
 )
-def test_attack_04_any_command_gets_counts_from_the_injected_report_or_none(
+def test_attack_04_any_command_gets_counts_from_the_observers_plugin_or_none(
     tmp_path: Path, claim: Path, command: tuple[str, ...], observed: dict[str, int] | None
 ) -> None:
     repo = honest_fix(tmp_path, claim)
