@@ -5,13 +5,14 @@ name drawn for each run, and pytest loads it with ``-p`` from ``PYTEST_ADDOPTS``
 interpreter the operator chose. It imports nothing but the standard library, and does nothing
 unless the observer started the run.
 
-The observer hands the run two inherited pipes, named by ``CLAIM_REPORT_FDS``: one holding this
-run's key, which the plugin reads to the end and closes when pytest registers it (before any
-conftest or test module is imported, so the code under test never sees the key in a file, the
-environment or ``/proc``), and one for the records. Each record is one line, the HMAC-SHA256 of
-its JSON under the key, a space, and the JSON: a sequence number and either one test phase's
-outcome or, at this session's own end, ``{"end": true}``. A run that stops before that record
-(``os._exit``, a signal, a crash) has reported nothing the observer counts.
+The observer hands the run two inherited pipes, named by ``CLAIM_REPORT_FDS`` (each as
+``fd:inode``, so that a descriptor a wrapper closed and reused is never taken for one of them):
+one holding this run's key, which the plugin reads to the end and closes when pytest registers it
+(before any conftest or test module is imported, so the code under test never sees the key in a
+file, the environment or ``/proc``), and one for the records. Each record is one line, the
+HMAC-SHA256 of its JSON under the key, a space, and the JSON: a sequence number and either one
+test phase's outcome or, at this session's own end, ``{"end": true}``. A run that stops before
+that record (``os._exit``, a signal, a crash) has reported nothing the observer counts.
 """
 
 from __future__ import annotations
@@ -36,11 +37,15 @@ def pytest_addoption(pluginmanager: Any) -> None:
     if fds is None:
         return
     try:
-        key_fd, records_fd = (int(fd) for fd in fds.split())
+        (key_fd, key_pipe), (records_fd, records_pipe) = (
+            (int(number) for number in fd.split(":")) for fd in fds.split()
+        )
         # A wrapper that closed them (Python's subprocess does) may have left the numbers to
-        # files of its own: only pipes are used.
-        if not all(stat.S_ISFIFO(os.fstat(fd).st_mode) for fd in (key_fd, records_fd)):
-            return
+        # files of its own: only the observer's own pipes are used.
+        for fd, inode in ((key_fd, key_pipe), (records_fd, records_pipe)):
+            found = os.fstat(fd)
+            if not stat.S_ISFIFO(found.st_mode) or found.st_ino != inode:
+                return
         with os.fdopen(key_fd, "rb") as pipe:
             key = pipe.read(256)
         os.set_inheritable(records_fd, False)
@@ -76,6 +81,7 @@ class _Reporter:
     def pytest_sessionfinish(self) -> None:
         self._send({"end": True})
         os.close(self._fd)  # an atexit handler finds nothing left to write to
+        self._fd = -1
 
     def _phase(self, report: Any, when: str) -> None:
         self._send(
@@ -89,6 +95,8 @@ class _Reporter:
         )
 
     def _send(self, record: dict[str, Any]) -> None:
+        if self._fd < 0:
+            return  # the session was ended already (by a conftest calling the hook early)
         body = json.dumps({"seq": self._sequence, **record}, separators=(",", ":")).encode()
         self._sequence += 1
         mac = hmac.new(self._key, body, hashlib.sha256).hexdigest().encode()

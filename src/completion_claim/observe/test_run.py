@@ -85,6 +85,7 @@ _SECRET_NAME = re.compile("KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNO
 _SHORTEST_SECRET = 4  # shorter values would redact ordinary text
 _PASSED_THROUGH = ("LC_ALL", "TZ", "TERM")
 _QUERY_TIMEOUT_S = 30.0
+_POLL_S = 0.02  # how soon the end of a run is noticed while its pipe is read
 
 
 @dataclass(frozen=True)
@@ -404,7 +405,7 @@ def _environment(
     ours = "-p no:cacheprovider"
     if channel is not None and plugin_dir is not None:
         ours = f"-p {channel.module} {ours}"
-        env[REPORT_FDS] = " ".join(str(fd) for fd in channel.inherited)
+        env[REPORT_FDS] = " ".join(f"{fd}:{os.fstat(fd).st_ino}" for fd in channel.inherited)
         env["PYTHONPATH"] = ":".join(filter(None, [plugin_dir, env.get("PYTHONPATH")]))
     env["PYTEST_ADDOPTS"] = f"{env['PYTEST_ADDOPTS']} {ours}" if "PYTEST_ADDOPTS" in env else ours
     return env
@@ -546,21 +547,16 @@ def _wait_reading(process: subprocess.Popen[bytes], fd: int, timeout_s: float) -
     ends = time.monotonic() + timeout_s
     received = bytearray()
     os.set_blocking(fd, False)
-    exited = os.pidfd_open(process.pid)
-    try:
-        with selectors.DefaultSelector() as selector:
-            selector.register(exited, selectors.EVENT_READ)
-            selector.register(fd, selectors.EVENT_READ)
-            while process.poll() is None:
-                remaining = ends - time.monotonic()
-                if remaining <= 0:
-                    raise subprocess.TimeoutExpired(process.args, timeout_s)
-                ready = {key.fd for key, _ in selector.select(remaining)}
-                if fd in ready and not _drain(fd, received):
-                    selector.unregister(fd)  # every writer closed it
-        _drain(fd, received)
-    finally:
-        os.close(exited)
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while process.poll() is None:
+            remaining = ends - time.monotonic()
+            if remaining <= 0:
+                raise subprocess.TimeoutExpired(process.args, timeout_s)
+            # Once every writer closed the pipe, this only waits for the process.
+            if selector.select(min(remaining, _POLL_S)) and not _drain(fd, received):
+                selector.unregister(fd)
+    _drain(fd, received)
     return process.returncode, bytes(received)
 
 
