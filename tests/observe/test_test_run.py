@@ -1256,6 +1256,35 @@ def test_a_collection_error_is_an_errored_test(tmp_path: Path, claim: Path) -> N
     assert failure["message"].startswith("ImportError while importing test module")
 
 
+def test_min_tests_judges_the_counts_pytest_reported(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = honest_fix(tmp_path, claim)
+
+    assert observe(claim, repo, "--", *PYTEST) == 0
+
+    policy = {"id": "p", "requires": ["test_run"], "max_age_s": 300, "min_tests": 3}
+    code, result = verdict(claim, capsys, policy)
+    assert (code, reason_codes(result)) == (1, {"not_discriminating"})
+    assert verdict(claim, capsys, policy | {"min_tests": 2})[0] == 0
+
+
+def test_a_required_test_of_a_run_that_reported_nothing_is_a_failed_observation(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = {"calc.py": CALC, "tests/test_calc.py": TEST_CALC, "tests/test_000.py": EXITS_EARLY}
+    repo = make_repo(tmp_path / "repo", files)
+
+    assert (
+        observe(claim, repo, "--require-test", "tests/test_calc.py::test_add", "--", *PYTEST) == 5
+    )
+
+    err = capsys.readouterr().err
+    assert "--require-test needs the tests' results, and the run reported none (it exited 0;" in err
+    assert "did not reach its session's end" in err
+    assert evidence(claim) == []
+
+
 KEY = b"k" * 64
 
 
