@@ -80,6 +80,7 @@ _PYTHON = re.compile(r"(python|pypy)[0-9.]*")
 _PYTEST_PROGRAMS = frozenset({"pytest", "py.test"})
 _PYTEST_REPORT_OPTIONS = ("--junitxml", "--junit-xml")
 _PLUGIN = Path(__file__).with_name("pytest_reporter.py")
+_PLUGIN_FOLDER = "plugin"  # in the folder the observer owns
 _RECORD_FIELDS = {"seq", "node", "when", "outcome", "xfail", "message"}
 _SECRET_NAME = re.compile("KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 _SHORTEST_SECRET = 4  # shorter values would redact ordinary text
@@ -365,7 +366,8 @@ def _launcher(
     plugin_dir = None if channel is None else str(channel.folder)
     if sandbox is None:
         (owned / "home").mkdir()
-        env = _environment(interpreter, str(owned / "home"), request.env_names, channel, plugin_dir)
+        home, plugins = str(owned / "home"), str(owned / _PLUGIN_FOLDER)
+        env = _environment(interpreter, home, request.env_names, channel, plugins)
         return list(argv), env, NO_SANDBOX
     sandbox.check(interpreter.executable, str(run_dir), plugin_dir, interpreter.readable)
     deadline.check("starting the sandbox")
@@ -389,9 +391,10 @@ def _environment(
     home: str,
     passed: Iterable[str],
     channel: Channel | None,
-    plugin_dir: str | None,
+    plugin_dir: str,
 ) -> dict[str, str]:
-    """The allow-listed environment: nothing of the observer's reaches the run unless named."""
+    """The allow-listed environment: nothing of the observer's reaches the run unless named.
+    ``plugin_dir`` is the channel's folder as the run sees it."""
     env = {
         "PATH": f"{interpreter.bin_dir}:{SYSTEM_PATH}",
         "HOME": home,
@@ -403,7 +406,7 @@ def _environment(
     env |= {name: os.environ[name] for name in passed if name in os.environ}
     # However pytest is started (python -B -m pytest, pytest.main(), make), it reads these.
     ours = "-p no:cacheprovider"
-    if channel is not None and plugin_dir is not None:
+    if channel is not None:
         ours = f"-p {channel.module} {ours}"
         env[REPORT_FDS] = " ".join(f"{fd}:{os.fstat(fd).st_ino}" for fd in channel.inherited)
         env["PYTHONPATH"] = ":".join(filter(None, [plugin_dir, env.get("PYTHONPATH")]))
@@ -553,7 +556,7 @@ def _wait_reading(process: subprocess.Popen[bytes], fd: int, timeout_s: float) -
             remaining = ends - time.monotonic()
             if remaining <= 0:
                 raise subprocess.TimeoutExpired(process.args, timeout_s)
-            # Once every writer closed the pipe, this only waits for the process.
+            # Once the pipe is done with, this only waits for the process.
             if selector.select(min(remaining, _POLL_S)) and not _drain(fd, received):
                 selector.unregister(fd)
     _drain(fd, received)
@@ -561,16 +564,18 @@ def _wait_reading(process: subprocess.Popen[bytes], fd: int, timeout_s: float) -
 
 
 def _drain(fd: int, into: bytearray) -> bool:
-    """Read what is there (keeping one byte past the limit, to know it was passed); False at
-    the end of the stream."""
-    while True:
+    """Read what is there; False once nothing more will be read: at the end of the stream, or
+    past the limit (a stream that long counts for nothing, and a writer that fills the pipe
+    then waits out the timeout)."""
+    while len(into) <= MAX_REPORT_BYTES:
         try:
             chunk = os.read(fd, 1 << 16)
         except BlockingIOError:
             return True
         if not chunk:
             return False
-        into += chunk[: max(0, MAX_REPORT_BYTES + 1 - len(into))]
+        into += chunk
+    return False
 
 
 # --- pytest's report ------------------------------------------------------------------------
@@ -593,7 +598,7 @@ class Channel:
     plugin reads, and the pipe its records come through."""
 
     def __init__(self, owned: Path) -> None:
-        self.folder = owned / "plugin"
+        self.folder = owned / _PLUGIN_FOLDER
         self.module = f"claim_report_{token_hex(8)}"
         self._key = token_hex(32).encode()
         self._open: set[int] = set()
