@@ -10,20 +10,22 @@ from pathlib import Path
 import pytest
 
 from completion_claim.errors import ObservationFailed
-from completion_claim.observe.sandbox import REPORTS, SYSTEM_PATH, WORK, Sandbox
+from completion_claim.observe.sandbox import PLUGINS, SYSTEM_PATH, WORK, Sandbox
 
 
-def run_inside(tmp_path: Path, *command: str) -> subprocess.CompletedProcess[str]:
-    work, reports = tmp_path / "work", tmp_path / "report"
+def run_inside(
+    tmp_path: Path, *command: str, pass_fds: tuple[int, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    work, plugin = tmp_path / "work", tmp_path / "plugin"
     sandbox = Sandbox.find(network=False)
-    for folder in (work, reports):
+    for folder in (work, plugin):
         folder.mkdir(exist_ok=True)
         os.chown(folder, sandbox.uid, sandbox.uid)
     argv = sandbox.argv(
-        list(command), run_dir=str(work), report_dir=str(reports), cwd=WORK,
+        list(command), run_dir=str(work), plugin_dir=str(plugin), cwd=WORK,
         env={"PATH": SYSTEM_PATH}, readable=[], hidden=[],
     )  # fmt: skip
-    return subprocess.run(argv, capture_output=True, text=True, check=False)
+    return subprocess.run(argv, capture_output=True, text=True, check=False, pass_fds=pass_fds)
 
 
 def test_the_sandbox_sees_only_what_it_mounts(tmp_path: Path) -> None:
@@ -35,7 +37,7 @@ def test_the_sandbox_sees_only_what_it_mounts(tmp_path: Path) -> None:
     listing = done.stdout.split()
     assert "root" not in listing
     assert "home" not in listing
-    assert {"report", "work"} <= set(listing)
+    assert {"plugin", "work"} <= set(listing)
     assert beside.returncode != 0  # the folder beside the run is not there at all
     assert "No such file or directory" in beside.stderr
 
@@ -52,7 +54,7 @@ def test_a_key_inside_a_mounted_folder_is_refused(tmp_path: Path) -> None:
 
     with pytest.raises(ObservationFailed, match="lies inside"):
         sandbox.argv(
-            ["true"], run_dir="/x", report_dir="/y", cwd=WORK, env={},
+            ["true"], run_dir="/x", plugin_dir="/y", cwd=WORK, env={},
             readable=[str(tmp_path)], hidden=[str(tmp_path / "ci.key")],
         )  # fmt: skip
 
@@ -60,11 +62,10 @@ def test_a_key_inside_a_mounted_folder_is_refused(tmp_path: Path) -> None:
 def test_the_interpreter_probe_fails_closed(tmp_path: Path) -> None:
     sandbox = Sandbox.find(network=False)
     (tmp_path / "work").mkdir()
-    (tmp_path / "report").mkdir()
 
     # The interpreter's own prefix is not mounted: the probe cannot start it.
     with pytest.raises(ObservationFailed, match="cannot start"):
-        sandbox.check(sys.executable, str(tmp_path / "work"), str(tmp_path / "report"), [])
+        sandbox.check(sys.executable, str(tmp_path / "work"), None, [])
 
 
 def test_a_missing_bwrap_is_named_with_its_package() -> None:
@@ -76,8 +77,26 @@ def test_a_missing_bwrap_is_named_with_its_package() -> None:
     )
 
 
-def test_the_report_folder_is_at_its_fixed_path(tmp_path: Path) -> None:
-    done = run_inside(tmp_path, "sh", "-c", f"echo ok > {REPORTS}/r && cat {REPORTS}/r")
+def test_the_plugin_folder_is_read_only_at_its_fixed_path(tmp_path: Path) -> None:
+    (tmp_path / "plugin").mkdir()
+    (tmp_path / "plugin" / "p.py").write_text("X = 1\n")
 
-    assert done.stdout.strip() == "ok"
-    assert (tmp_path / "report" / "r").read_text() == "ok\n"
+    done = run_inside(tmp_path, "sh", "-c", f"cat {PLUGINS}/p.py; echo 2 > {PLUGINS}/p.py")
+
+    assert done.stdout == "X = 1\n"
+    assert "Read-only file system" in done.stderr
+    assert (tmp_path / "plugin" / "p.py").read_text() == "X = 1\n"
+
+
+def test_descriptors_passed_on_reach_the_command(tmp_path: Path) -> None:
+    """The plugin's pipes go through bwrap and, for a root observer, setpriv."""
+    read, write = os.pipe()
+    try:
+        os.write(write, b"through")
+        os.close(write)
+        script = f"import os; print(os.read({read}, 64).decode())"
+        done = run_inside(tmp_path, "/usr/bin/python3", "-c", script, pass_fds=(read,))
+    finally:
+        os.close(read)
+
+    assert done.stdout == "through\n"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import pwd
@@ -25,6 +27,7 @@ from completion_claim.observe.test_run import (
     MAX_FAILURES,
     junit_failures,
     parse_junit,
+    read_records,
     report_name,
 )
 from tests.fixtures.projects import (
@@ -95,7 +98,7 @@ def test_a_passing_run_is_recorded_and_verifies(
     (item,) = evidence(claim)
     assert item["covers"] == ["m1"]
     assert item["verifier"]["kind"] == "independent"
-    assert item["expected"] == {"exit_code": 0}
+    assert item["expected"] == {"exit_code": 0, "failed": 0, "errors": 0}
     assert item["observed_value"] == {
         "exit_code": 0,
         "passed": 3,
@@ -217,6 +220,8 @@ def test_a_required_test_that_was_deselected_refutes(
     (item,) = evidence(claim)
     assert item["expected"] == {
         "exit_code": 0,
+        "failed": 0,
+        "errors": 0,
         "tests": {
             "tests.test_calc::test_add": "passed",
             "tests.test_calc::test_add_zero": "passed",
@@ -753,14 +758,8 @@ def test_attack_02_a_shadow_module_hidden_by_git_exclude_is_not_in_the_run(
     assert (observed["exit_code"], observed["failed"]) == (1, 2)
 
 
-FAKE_PYTEST = """\
-import os, sys
-options = os.environ.get('PYTEST_ADDOPTS', '').split() + sys.argv
-report = next(o.split('=', 1)[1] for o in options if o.startswith('--junitxml='))
-open(report, 'w').write('<testsuite><testcase classname="tests.test_calc" name="test_add"/>'
-                        '<testcase classname="tests.test_calc" name="test_add_zero"/></testsuite>')
-sys.exit(0)
-"""
+# It cannot load the observer's plugin, so the most it gets is an exit code.
+FAKE_PYTEST = "print('2 passed')\nraise SystemExit(0)\n"
 
 
 @pytest.mark.parametrize("trusted", [True, False], ids=["trusted-ref", "no-ref"])
@@ -776,8 +775,9 @@ def test_attack_02_a_fake_pytest_module_in_the_repo_does_not_decide_the_run(
     if trusted:  # removed: the real pytest runs and the broken code fails
         assert item["details"]["protected_restored"] == {"restored": [], "removed": ["pytest.py"]}
         assert (item["observed_value"]["exit_code"], item["observed_value"]["failed"]) == (1, 2)
-    else:  # it may fool the run, but it is on the signed record the verifier reads
+    else:  # it decides the exit code, and is on the signed record the verifier reads
         assert item["details"]["test_config_changed"] == ["pytest.py"]
+        assert item["observed_value"] == {"exit_code": 0}
 
 
 TRICKS = {
@@ -906,7 +906,7 @@ EXITS_EARLY = "import os\n\n\ndef test_exit():\n    os._exit(0)\n"
     ],
     ids=["python-B", "pytest-main", "make-test", "pytest-program", "true"],
 )
-def test_attack_04_any_command_gets_counts_from_the_injected_report_or_none(
+def test_attack_04_any_command_gets_counts_from_the_observers_plugin_or_none(
     tmp_path: Path, claim: Path, command: tuple[str, ...], observed: dict[str, int] | None
 ) -> None:
     repo = honest_fix(tmp_path, claim)
@@ -931,6 +931,412 @@ def test_attack_04_a_test_calling_os_exit_records_no_counts(tmp_path: Path, clai
 
     # No counts: the verifier's min_tests can never read this as a green run of zero tests.
     assert evidence(claim)[0]["observed_value"] == {"exit_code": 0}
+
+
+# --- issue 17: reports the code under test cannot write -----------------------------------
+
+# The finding as reported: the code under test registers an exit handler that writes a passing
+# report where the run's options say pytest writes one, then ends the process with exit code 0.
+FORGES_AT_EXIT = """
+import atexit, os
+
+
+def _forge():
+    report = '/run/claim/report/junit.xml'
+    for option in os.environ.get('PYTEST_ADDOPTS', '').split():
+        if option.startswith('--junitxml='):
+            report = option.split('=', 1)[1]
+    try:
+        with open(report, 'w') as handle:
+            handle.write('<testsuite><testcase classname="tests.test_calc" name="test_add"/>'
+                         '</testsuite>')
+    except OSError:
+        pass
+    os._exit(0)
+
+
+atexit.register(_forge)
+"""
+PRINTS_PASSED_AT_EXIT = """
+import atexit, os
+
+
+def _claim_success():
+    print('=============== 2 passed in 0.01s ===============', flush=True)
+    os._exit(0)
+
+
+atexit.register(_claim_success)
+"""
+# Everything it can reach: the environment, /proc, every descriptor (each one reopened for
+# reading too, which empties a pipe); then a forged report and end record written to each.
+WRITES_TO_EVERY_FD = """
+import atexit, hashlib, hmac, os, re
+
+found = [value.encode() for value in os.environ.values()]
+descriptors = sorted(int(fd) for fd in os.listdir('/proc/self/fd'))
+sources = ['/proc/self/environ', '/proc/self/cmdline', '/proc/1/environ', '/proc/1/cmdline']
+sources += [f'/proc/{pid}/fd/{fd}' for pid in ('self', 1) for fd in range(64)]
+for source in sources:
+    try:
+        reader = os.open(source, os.O_RDONLY | os.O_NONBLOCK)
+        found += re.findall(rb'[0-9a-f]{64}', os.read(reader, 1 << 20))
+        os.close(reader)
+    except OSError:
+        pass
+print('CANDIDATE KEYS', len(found), flush=True)
+forged = b'<testsuite><testcase classname="tests.test_calc" name="test_add"/></testsuite>\\n'
+for key in [b'0' * 64, *found]:
+    for body in (b'{"seq":0,"end":true}', b'{"end":true,"seq":0}'):
+        forged += hmac.new(key, body, hashlib.sha256).hexdigest().encode() + b' ' + body + b'\\n'
+for fd in descriptors:
+    if fd > 2:
+        try:
+            os.write(fd, forged)
+        except OSError:
+            pass
+atexit.register(os._exit, 0)
+"""
+EXITS_DURING_COLLECTION = "\nimport os\nos._exit(0)\n"
+KILLS_ITS_RUNNER = (
+    "\n\ndef add(a, b):\n    import os, signal\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+)
+
+FORGERIES = {
+    "exit-handler-writes-junit": (FORGES_AT_EXIT, "refuted"),
+    "prints-passed-and-exits-0": (PRINTS_PASSED_AT_EXIT, "refuted"),
+    "writes-to-every-fd": (WRITES_TO_EVERY_FD, "not bound to this run"),
+    "os-exit-during-collection": (EXITS_DURING_COLLECTION, "did not reach its session's end"),
+    "kills-its-own-runner": (KILLS_ITS_RUNNER, "did not reach its session's end"),
+}
+
+
+@pytest.mark.parametrize("forgery", list(FORGERIES))
+def test_attack_47_the_code_under_test_cannot_forge_its_report(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str], forgery: str
+) -> None:
+    code, outcome = FORGERIES[forgery]
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC})
+    write_files(repo, {"calc.py": CALC_BUGGY + code})  # the tests are the trusted ones
+    capture(claim, repo)
+
+    assert observe(claim, repo, "--trusted-ref", "main", "--", *PYTEST) == 0
+
+    (item,) = evidence(claim)
+    observed = item["observed_value"]
+    state = verdict(claim, capsys)[1]["state"]
+    if outcome == "refuted":  # the session ended before the forgery: its failures stand
+        assert (observed["exit_code"], observed["passed"], observed["failed"]) == (0, 0, 2)
+        assert item["expected"] == {"exit_code": 0, "failed": 0, "errors": 0}
+        assert item["details"]["failures"][0]["test"] == "tests.test_calc::test_add"
+        assert state == "refuted"
+    else:  # nothing counts: an exit code alone never verifies a test run
+        assert set(observed) == {"exit_code"}
+        assert outcome in item["details"]["no_counts"]
+        assert state == "unverified"
+
+
+ENDS_THE_SESSION_EARLY = """
+import os
+
+sessions = []
+
+
+def pytest_sessionstart(session):
+    sessions.append(session)
+
+
+def pytest_runtest_logreport(report):
+    if report.failed:
+        sessions[0].config.hook.pytest_sessionfinish(session=sessions[0], exitstatus=0)
+        os._exit(0)
+"""
+
+
+@pytest.mark.parametrize("trusted", [True, False], ids=["trusted-ref", "no-ref"])
+def test_attack_47_a_conftest_ending_the_session_early_does_not_verify(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str], trusted: bool
+) -> None:
+    """A conftest runs inside the runner and can end its session whenever it likes: an
+    untrusted one is a protected path the agent changed, and the run does not count."""
+    passing = "def test_aaa():\n    pass\n"
+    trick = {"conftest.py": ENDS_THE_SESSION_EARLY, "tests/test_aaa.py": passing}
+    repo = broken_fix(tmp_path, claim, trick)
+    ref = ("--trusted-ref", "main") if trusted else ()
+
+    assert observe(claim, repo, *ref, "--", *PYTEST) == 0
+
+    (item,) = evidence(claim)
+    code, result = verdict(claim, capsys)
+    if trusted:  # removed: the real tests run to their end
+        assert (item["observed_value"]["exit_code"], item["observed_value"]["failed"]) == (1, 2)
+        assert result["state"] == "refuted"
+    else:
+        assert item["observed_value"]["passed"] == 1  # it did end the session early
+        assert item["details"]["test_config_changed"] == ["conftest.py", "tests/test_aaa.py"]
+        assert (code, reason_codes(result)) == (1, {"test_config_changed"})
+
+
+RUNS_ITS_OWN_SESSION = """
+import os, pathlib, subprocess, sys, tempfile
+
+folder = pathlib.Path(tempfile.mkdtemp())
+tests = 'def test_add():\\n    pass\\n\\n\\ndef test_add_zero():\\n    pass\\n'
+(folder / 'test_own.py').write_text(tests)
+if {in_process}:
+    import pytest
+    pytest.main(['-q', str(folder)])
+else:
+    subprocess.run([sys.executable, '-m', 'pytest', '-q', str(folder)])
+sys.stdout.flush()
+os._exit(0)
+"""
+
+
+@pytest.mark.parametrize("in_process", [True, False], ids=["pytest-main", "subprocess"])
+def test_attack_60_a_session_the_code_under_test_starts_reports_nothing(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str], in_process: bool
+) -> None:
+    """The code under test runs a passing suite of its own, with the run's options, then ends
+    the real run before its session does: only the session the observer started reports."""
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC})
+    write_files(repo, {"calc.py": CALC_BUGGY + RUNS_ITS_OWN_SESSION.format(in_process=in_process)})
+    capture(claim, repo)
+
+    assert observe(claim, repo, "--trusted-ref", "main", "--", *PYTEST_S) == 0
+
+    (item,) = evidence(claim)
+    assert "2 passed" in "\n".join(item["details"]["output_tail"])  # its own session ran
+    assert item["observed_value"] == {"exit_code": 0}
+    assert "did not reach its session's end" in item["details"]["no_counts"]
+    assert verdict(claim, capsys)[1]["state"] == "unverified"
+
+
+# A test held in the trusted ref judging the code from outside the runner's process: the child
+# runs the code under test, and must not reach the runner's memory (where the key is) or its
+# descriptors.
+JUDGES_FROM_A_CHILD = """\
+import os, subprocess, sys
+
+PROBE = '''
+import os
+parent = os.getppid()
+for what in ('mem', 'fd/0'):
+    try:
+        open(f'/proc/{parent}/{what}', 'rb').close()
+        print('REACHED', what)
+    except OSError as exc:
+        print('DENIED', what, exc.errno)
+import calc
+print('SUM', calc.add(2, 3))
+'''
+
+
+def test_add_in_a_child():
+    done = subprocess.run([sys.executable, '-c', PROBE], capture_output=True, text=True)
+    print(done.stdout, done.stderr)
+    assert 'REACHED' not in done.stdout
+    assert 'SUM 5' in done.stdout
+"""
+
+
+def test_attack_61_a_process_the_tests_start_cannot_reach_the_runner(
+    observer: Observer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    claim = observer.claim
+    files = {"calc.py": CALC_BUGGY, "tests/test_child.py": JUDGES_FROM_A_CHILD}
+    repo = make_repo(observer.place / "repo", files)
+    write_files(repo, {"calc.py": CALC})
+    capture(claim, repo)
+
+    assert observer.observe(claim, repo, "--trusted-ref", "main", "--", *PYTEST_S) == 0
+
+    (item,) = evidence(claim)
+    tail = "\n".join(item["details"]["output_tail"])
+    assert "DENIED mem" in tail
+    assert "DENIED fd/0" in tail
+    assert item["observed_value"]["tests"] == {"tests.test_child::test_add_in_a_child": "passed"}
+    assert verdict(claim, capsys)[1]["state"] == "verified"
+
+
+def test_a_failing_run_names_each_failure_with_its_first_line(tmp_path: Path, claim: Path) -> None:
+    repo = broken_fix(tmp_path, claim)
+
+    assert observe(claim, repo, "--", *PYTEST) == 0
+
+    (item,) = evidence(claim)
+    assert item["details"]["failures"] == [
+        {"test": "tests.test_calc::test_add", "outcome": "failed", "message": "assert -1 == 5"},
+        {
+            "test": "tests.test_calc::test_add_zero",
+            "outcome": "failed",
+            "message": "assert -4 == 4",
+        },
+    ]
+    assert "no_counts" not in item["details"]
+
+
+OUTCOMES = """\
+import pytest
+
+
+@pytest.fixture
+def broken():
+    raise RuntimeError('no database')
+
+
+@pytest.fixture
+def leaks():
+    yield
+    raise RuntimeError('left a mess')
+
+
+def test_passes():
+    pass
+
+
+def test_setup_errors(broken):
+    pass
+
+
+def test_teardown_errors(leaks):
+    pass
+
+
+@pytest.mark.skip(reason='not today')
+def test_skipped():
+    pass
+
+
+@pytest.mark.xfail
+def test_expected_to_fail():
+    assert False
+
+
+@pytest.mark.xfail(strict=True)
+def test_strictly_expected_to_fail():
+    pass
+
+
+@pytest.mark.parametrize('n', [1, 2])
+def test_param(n):
+    assert n == 1
+"""
+
+
+def test_outcomes_are_filed_as_pytests_junit_report_files_them(tmp_path: Path, claim: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"tests/test_outcomes.py": OUTCOMES})
+
+    assert observe(claim, repo, "--", *PYTEST) == 0
+
+    observed = evidence(claim)[0]["observed_value"]
+    name = "tests.test_outcomes::"
+    assert observed["tests"] == {
+        f"{name}test_passes": "passed",
+        f"{name}test_setup_errors": "error",
+        f"{name}test_teardown_errors": "error",
+        f"{name}test_skipped": "skipped",
+        f"{name}test_expected_to_fail": "skipped",
+        f"{name}test_strictly_expected_to_fail": "failed",
+        f"{name}test_param[1]": "passed",
+        f"{name}test_param[2]": "failed",
+    }
+    counts = {key: observed[key] for key in ("passed", "failed", "errors", "skipped")}
+    assert counts == {"passed": 2, "failed": 2, "errors": 2, "skipped": 2}
+
+
+def test_a_collection_error_is_an_errored_test(tmp_path: Path, claim: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"tests/test_broken.py": "import no_such_module\n"})
+
+    assert observe(claim, repo, "--", *PYTEST) == 0
+
+    item = evidence(claim)[0]
+    assert item["observed_value"]["tests"] == {"::tests.test_broken": "error"}
+    (failure,) = item["details"]["failures"]
+    assert failure["message"].startswith("ImportError while importing test module")
+
+
+def test_min_tests_judges_the_counts_pytest_reported(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = honest_fix(tmp_path, claim)
+
+    assert observe(claim, repo, "--", *PYTEST) == 0
+
+    policy = {"id": "p", "requires": ["test_run"], "max_age_s": 300, "min_tests": 3}
+    code, result = verdict(claim, capsys, policy)
+    assert (code, reason_codes(result)) == (1, {"not_discriminating"})
+    assert verdict(claim, capsys, policy | {"min_tests": 2})[0] == 0
+
+
+def test_a_required_test_of_a_run_that_reported_nothing_is_a_failed_observation(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = {"calc.py": CALC, "tests/test_calc.py": TEST_CALC, "tests/test_000.py": EXITS_EARLY}
+    repo = make_repo(tmp_path / "repo", files)
+
+    assert (
+        observe(claim, repo, "--require-test", "tests/test_calc.py::test_add", "--", *PYTEST) == 5
+    )
+
+    err = capsys.readouterr().err
+    assert "--require-test needs the tests' results, and the run reported none (it exited 0;" in err
+    assert "did not reach its session's end" in err
+    assert evidence(claim) == []
+
+
+KEY = b"k" * 64
+
+
+def record(seq: int, **fields: Any) -> bytes:
+    body = json.dumps({"seq": seq, **fields}, separators=(",", ":")).encode()
+    return hmac.new(KEY, body, hashlib.sha256).hexdigest().encode() + b" " + body + b"\n"
+
+
+PASSED = {"node": "t.py::a", "when": "call", "outcome": "passed", "xfail": False, "message": ""}
+FAILED = {**PASSED, "node": "t.py::b", "outcome": "failed", "message": "boom\nmore"}
+END = {"end": True}
+
+
+@pytest.mark.parametrize(
+    ("stream", "why"),
+    [
+        (b"", "pytest reported nothing"),
+        (record(0, **PASSED), "did not reach its session's end"),
+        (record(0, **PASSED) + record(1, **END)[:-1], "did not reach its session's end"),
+        (record(0, **PASSED) + record(2, **END), "record 2 is out of order"),
+        (record(1, **PASSED) + record(0, **END), "record 1 is out of order"),
+        (record(0, **END) + record(1, **FAILED), "record 2 follows the session's end"),
+        (record(0, **PASSED) + record(1, **END) + b"x", "record 3 follows the session's end"),
+        (b"0" * 64 + b' {"seq":0,"end":true}\n', "record 1 is not bound to this run"),
+        (record(0, **PASSED).replace(b"::a", b"::c") + record(1, **END), "not bound to this run"),
+        (record(0, **{**PASSED, "outcome": "won"}) + record(1, **END), "unknown outcome 'won'"),
+        (record(0, **{**PASSED, "extra": 1}) + record(1, **END), "is not a test phase"),
+    ],
+    ids=["empty", "no-end", "cut-end", "gap", "swapped", "after-end", "junk-after-end",
+         "unbound", "changed", "unknown-outcome", "extra-field"],
+)  # fmt: skip
+def test_records_count_only_when_all_bound_in_order_and_ended(stream: bytes, why: str) -> None:
+    results = read_records(stream, KEY)
+
+    assert (results.counts, results.failures) == ({}, [])
+    assert why in results.none_because
+
+
+def test_bound_records_in_order_with_an_end_count() -> None:
+    stream = record(0, **PASSED) + record(1, **FAILED) + record(2, **END)
+
+    results = read_records(stream, KEY)
+
+    assert results.counts == {
+        "passed": 1,
+        "failed": 1,
+        "errors": 0,
+        "skipped": 0,
+        "tests": {"t::a": "passed", "t::b": "failed"},
+    }
+    assert results.failures == [{"test": "t::b", "outcome": "failed", "message": "boom"}]
+    assert results.none_because == ""
 
 
 def test_attack_05_symlink_out_of_workspace_is_refused(

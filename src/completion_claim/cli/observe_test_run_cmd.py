@@ -23,8 +23,8 @@ DEFAULT_TIMEOUT_S = 600.0
 @click.option(
     "--junit",
     metavar="FILE",
-    help="JUnit XML report the command writes (relative to --cwd); not for pytest, which the "
-    "observer asks for its own report.",
+    help="JUnit XML report the command writes (relative to --cwd); not for pytest, which "
+    "reports to the observer through its own plugin.",
 )
 @click.option(
     "--require-test",
@@ -106,9 +106,11 @@ def test_run_command(
     The run gets a fresh copy of the workspace's listed files, which must be as the claim
     records them (run `claim capture-git` first), in a bubblewrap sandbox: no network, no
     access to the workspace or the signing key, every process killed when it ends.
-    Observed: the exit code, and from the JUnit report the counts and each test's outcome
-    (exit code only when the run wrote no report).
-    Expected: exit code 0, and `passed` for each --require-test.
+    Observed: the exit code, and the counts and each test's outcome as pytest reported them
+    through the observer's plugin (or the --junit report); exit code only when the run
+    reported none, or ended before its session did.
+    Expected: exit code 0, no failed or errored test when pytest reported counts, and
+    `passed` for each --require-test.
     The evidence is refused (exit 5) when the sandbox is missing, the files are not as the
     claim records them, the command is not found, times out, or writes an unreadable report.
 

@@ -1,13 +1,15 @@
 """The sandbox a test run executes in: bubblewrap (Debian's ``bubblewrap``), checked before use.
 
 Inside, the run sees only what is mounted: the system directories programs need (read-only), the
-interpreter's own prefixes (read-only), the run directory (a copy of the workspace) and the report
-folder, at fixed paths. The workspace, ``/root``, ``/home``, the host's ``/tmp`` and the signing
-key's folder are simply not there. The run has its own PID namespace (every process it starts dies
-with it), its own IPC and host name, no network unless asked, and a fresh ``/proc`` (the
-observer's command line is invisible). An observer running as root also drops to ``nobody`` inside
-(``setpriv``), with no capabilities and no way to regain them: a user namespace alone would leave
-a root-owned key readable to a process that could reach it.
+interpreter's own prefixes (read-only), the run directory (a copy of the workspace) and the folder
+holding the observer's pytest plugin (read-only), at fixed paths. The workspace, ``/root``,
+``/home``, the host's ``/tmp`` and the signing key's folder are simply not there. The run has its
+own PID namespace (every process it starts dies with it), its own IPC and host name, no network
+unless asked, and a fresh ``/proc`` (the observer's command line is invisible). An observer
+running as root also drops to ``nobody`` inside (``setpriv``), with no capabilities and no way to
+regain them: a user namespace alone would leave a root-owned key readable to a process that could
+reach it. Descriptors the caller passes on (the plugin's pipes) are kept through bwrap and
+setpriv.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 from ..errors import ObservationFailed
 
 WORK = "/run/claim/work"
-REPORTS = "/run/claim/report"
+PLUGINS = "/run/claim/plugin"
 NOBODY = 65534
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 MISSING = "bubblewrap (bwrap) is not installed: apt-get install bubblewrap, or pass --no-sandbox"
@@ -82,7 +84,7 @@ class Sandbox:
         command: Sequence[str],
         *,
         run_dir: str,
-        report_dir: str,
+        plugin_dir: str | None,
         cwd: str,
         env: Mapping[str, str],
         readable: Sequence[str],
@@ -91,7 +93,8 @@ class Sandbox:
         """The bwrap command running ``command`` in ``cwd`` (a path inside the sandbox).
 
         ``readable`` folders are mounted read-only at their own paths (the interpreter's
-        prefixes); none may hold a ``hidden`` path (the signing key)."""
+        prefixes); none may hold a ``hidden`` path (the signing key). ``plugin_dir``, when
+        given, is mounted read-only at PLUGINS."""
         for folder in readable:
             for secret in hidden:
                 if _inside(secret, folder):
@@ -116,11 +119,14 @@ class Sandbox:
         args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]  # noqa: S108
         # bwrap would copy a parent's host mode (0700 for /root) to the folders it creates on
         # the way to a mount point, and the dropped user could not pass them.
-        for parent in _ancestors([*readable, WORK, REPORTS]):
+        for parent in _ancestors([*readable, WORK, PLUGINS]):
             args += ["--perms", "0755", "--dir", parent]
         for folder in readable:
             args += ["--ro-bind", folder, folder]
-        args += ["--bind", run_dir, WORK, "--bind", report_dir, REPORTS, "--chdir", cwd]
+        args += ["--bind", run_dir, WORK]
+        if plugin_dir is not None:
+            args += ["--ro-bind", plugin_dir, PLUGINS]
+        args += ["--chdir", cwd]
         for name, value in sorted(env.items()):
             args += ["--setenv", name, value]
         args.append("--")
@@ -129,13 +135,15 @@ class Sandbox:
             args += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
         return args + list(command)
 
-    def check(self, python: str, run_dir: str, report_dir: str, readable: Sequence[str]) -> None:
+    def check(
+        self, python: str, run_dir: str, plugin_dir: str | None, readable: Sequence[str]
+    ) -> None:
         """Start the interpreter in the same sandbox: a sandbox that cannot start it is refused
         before the run, so a broken sandbox never passes for a failed test."""
         probe = self.argv(
             [python, "-I", "-c", ""],
             run_dir=run_dir,
-            report_dir=report_dir,
+            plugin_dir=plugin_dir,
             cwd=WORK,
             env={"PATH": SYSTEM_PATH},
             readable=readable,

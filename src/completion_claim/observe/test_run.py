@@ -1,21 +1,24 @@
 """test_run observed: run the tests once, outside the agent loop, and record what the run showed.
 
-Only two things are trusted: the command's exit code, and a JUnit XML report. Whatever the
-command, pytest is asked for one through ``PYTEST_ADDOPTS`` into a folder the observer owns
-outside the run directory; another runner's report is named with ``--junit``. With no report the
-run is recorded by its exit code alone (no counts), never as a run of zero tests. What the tests
-print is kept for people to read, redacted of secrets, and never judged.
+Only two things are trusted: the command's exit code, and the runner's report of its tests.
+Whatever the command, pytest loads the observer's plugin (:mod:`.pytest_reporter`, through
+``PYTEST_ADDOPTS``) under a module name drawn for the run; it reports each test's outcome through
+an inherited pipe, every record bound to a key only the plugin read, and counts only when its
+session reached its own end. Nothing the tests can write by path, or without the key, is read.
+Another runner's JUnit XML report is named with ``--junit``. With no report the run is recorded
+by its exit code alone (no counts), never as a run of zero tests. What the tests print is kept
+for people to read, redacted of secrets, and never judged.
 
 The run happens in a fresh copy of exactly the files the claim describes (:mod:`.run_tree`), with
 protected test paths from a ref the operator trusts when given, under the operator's interpreter
 and a scrubbed environment, in a sandbox (:mod:`.sandbox`) that cannot reach the workspace, the
 signing key or the network, and whose every process dies with it.
 
-Report names: a test is ``<classname>::<name>`` as the report spells them. A required test may be
-named that way or by its pytest node id (``tests/test_x.py::TestA::test_b[1]``), which is mapped
-the way pytest's junitxml plugin maps node ids (path separators become dots, ``.py`` is dropped,
-classes join the module: ``tests.test_x.TestA::test_b[1]``). Matching is exact: a test the report
-does not name is absent, and absent is not passed.
+Report names: a test is ``<classname>::<name>`` as a JUnit report spells them; pytest's node ids
+are mapped the way its junitxml plugin maps them (path separators become dots, ``.py`` is
+dropped, classes join the module: ``tests/test_x.py::TestA::test_b[1]`` is
+``tests.test_x.TestA::test_b[1]``). A required test may be named either way. Matching is exact: a
+test the report does not name is absent, and absent is not passed.
 """
 
 from __future__ import annotations
@@ -23,8 +26,12 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import hashlib
+import hmac
+import json
 import os
 import re
+import selectors
 import shlex
 import shutil
 import signal
@@ -38,12 +45,15 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from secrets import token_hex
+from types import TracebackType
 from typing import Any
 from xml.parsers import expat
 
 from ..errors import ObservationFailed, UsageError
 from ..model import Mutation
 from ._common import Observation
+from .pytest_reporter import ENVIRONMENT as REPORT_FDS
 from .run_tree import (
     Deadline,
     RunTree,
@@ -51,7 +61,7 @@ from .run_tree import (
     require_recorded,
     restore_protected,
 )
-from .sandbox import REPORTS, SYSTEM_PATH, WORK, Sandbox
+from .sandbox import PLUGINS, SYSTEM_PATH, WORK, Sandbox
 from .values import REDACTED, redact_url, url_secrets
 from .workspace import Workspace, config_digests, tree_digest
 
@@ -69,11 +79,14 @@ _OUTPUT_TAIL_BYTES = 64 * 1024
 _PYTHON = re.compile(r"(python|pypy)[0-9.]*")
 _PYTEST_PROGRAMS = frozenset({"pytest", "py.test"})
 _PYTEST_REPORT_OPTIONS = ("--junitxml", "--junit-xml")
-_REPORT_NAME = "junit.xml"
+_PLUGIN = Path(__file__).with_name("pytest_reporter.py")
+_PLUGIN_FOLDER = "plugin"  # in the folder the observer owns
+_RECORD_FIELDS = {"seq", "node", "when", "outcome", "xfail", "message"}
 _SECRET_NAME = re.compile("KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 _SHORTEST_SECRET = 4  # shorter values would redact ordinary text
 _PASSED_THROUGH = ("LC_ALL", "TZ", "TERM")
 _QUERY_TIMEOUT_S = 30.0
+_POLL_S = 0.02  # how soon the end of a run is noticed while its pipe is read
 
 
 @dataclass(frozen=True)
@@ -100,7 +113,14 @@ class RunRequest:
 
     @property
     def expected(self) -> dict[str, Any]:
+        return self.expected_of(counted=False)
+
+    def expected_of(self, *, counted: bool) -> dict[str, Any]:
+        """Exit code 0; no failed or errored test when pytest reported its tests (a run can
+        end with any exit code it likes after its session ended); the required tests passed."""
         expected: dict[str, Any] = {"exit_code": 0}
+        if counted:
+            expected |= {"failed": 0, "errors": 0}
         if self.required:
             expected["tests"] = dict.fromkeys(self.required, PASSED)
         return expected
@@ -117,11 +137,11 @@ def prepare(
 ) -> RunRequest:
     pytest = is_pytest(command)
     if pytest and junit is not None:
-        raise UsageError("--junit is for other commands: pytest is asked for its own report")
+        raise UsageError("--junit is for other commands: pytest reports to the observer itself")
     if pytest and any(arg.startswith(_PYTEST_REPORT_OPTIONS) for arg in command):
         raise UsageError(
-            "remove --junitxml from the pytest command: the observer asks pytest for its own "
-            "report, in a folder it owns"
+            "remove --junitxml from the pytest command: the observer reads pytest's results "
+            "through its own plugin, never a report file the tests could write"
         )
     return RunRequest(
         command=tuple(command),
@@ -149,10 +169,13 @@ def report_name(name: str) -> str:
             f"--require-test: {name!r} names no test; use a pytest node id "
             "(tests/test_x.py::test_a) or the report's classname::name"
         )
-    if not name.partition("::")[0].endswith(".py"):
-        return name
-    # pytest's junitxml mangle_test_address: parameters are kept verbatim.
-    address, bracket, params = name.partition("[")
+    return junit_name(name) if name.partition("::")[0].endswith(".py") else name
+
+
+def junit_name(node_id: str) -> str:
+    """The name pytest's junitxml gives a node id (its mangle_test_address): parameters are
+    kept verbatim."""
+    address, bracket, params = node_id.partition("[")
     parts = address.split("::")
     parts[0] = parts[0].replace("/", ".").removesuffix(".py")
     return ".".join(parts[:-1]) + "::" + parts[-1] + bracket + params
@@ -237,29 +260,43 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
     interpreter = Interpreter.chosen(request.python, workspace.root)
     sandbox = Sandbox.find(network=request.network) if request.sandboxed else None
     excluded = [rel for rel in (_relative(p, workspace.root) for p in request.excluded) if rel]
-    with tempfile.TemporaryDirectory(prefix="claim-test-run-") as owned_text:
-        owned = Path(owned_text)
-        run_dir, report_dir = owned / "work", owned / "report"
+    with contextlib.ExitStack() as stack:
+        owned = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="claim-test-run-")))
+        channel = None if request.junit is not None else stack.enter_context(Channel(owned))
+        run_dir = owned / "work"
         owner = sandbox.uid if sandbox is not None and sandbox.setpriv is not None else None
-        for folder in (run_dir, report_dir):
-            folder.mkdir()
-            if owner is not None:
-                os.chown(folder, owner, owner)
+        run_dir.mkdir()
+        if owner is not None:
+            os.chown(run_dir, owner, owner)
         tree = RunTree(os.fsencode(run_dir), owner)
         subject, details = _fill_run_tree(tree, request, workspace, mutations, excluded, deadline)
         argv = interpreter.command(request.command)
         started_argv, host_env, details["sandbox"] = _launcher(
-            request, sandbox, interpreter, argv, owned, cwd, deadline
+            request, sandbox, interpreter, argv, owned, cwd, channel, deadline
         )
         junit = None if request.junit is None else run_dir / cwd / request.junit
         junit_before = _signature(junit) if junit is not None else None
         started = time.monotonic()
-        exit_code = _run(
-            started_argv, run_dir / cwd, host_env, owned / "output.log", deadline.remaining()
-        )
+        exit_code, stream = _run(
+            started_argv, run_dir / cwd, host_env, owned / "output.log", deadline.remaining(),
+            channel,
+        )  # fmt: skip
         duration = time.monotonic() - started
-        observed, failures = _observed(request, exit_code, junit, junit_before, run_dir, report_dir)
+        if channel is not None:
+            results = channel.results(stream)
+        else:
+            assert junit is not None  # the channel is left out for --junit only
+            report = _read_fresh_report(junit, junit_before, exit_code, run_dir)
+            results = Results(parse_junit(report), junit_failures(report))
         tail = _tail(owned / "output.log")
+    observed = {"exit_code": exit_code} | results.counts
+    if request.required and not results.counts:
+        raise ObservationFailed(
+            f"--require-test needs the tests' results, and the run reported none "
+            f"(it exited {exit_code}; {results.none_because})"
+        )
+    if results.none_because:
+        details["no_counts"] = results.none_because
     # The child and everything it started are gone: only now is any key material read.
     secrets = environment_secrets(request.env_names) + key_material(request.secret_files)
     secrets += [secret for arg in request.command for secret in url_secrets(_url_of(arg))]
@@ -271,13 +308,14 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         "workspace_before": subject,
         "test_config": config_digests(tree.files),
     }
-    if failures:
+    if results.failures:
         details["failures"] = [
-            {**failure, "message": redact(failure["message"], secrets)} for failure in failures
+            {**failure, "message": redact(failure["message"], secrets)}
+            for failure in results.failures
         ]
     return Observation(
         target=shlex.join(redact_argv(request.command, secrets)),
-        expected=request.expected,
+        expected=request.expected_of(counted=channel is not None and bool(results.counts)),
         observed_value=observed,
         subject=subject,
         details=details,
@@ -320,24 +358,26 @@ def _launcher(
     argv: Sequence[str],
     owned: Path,
     cwd: str,
+    channel: Channel | None,
     deadline: Deadline,
 ) -> tuple[list[str], dict[str, str], str]:
     """What to start, with which environment, and how the run is confined."""
-    run_dir, report_dir = owned / "work", owned / "report"
+    run_dir = owned / "work"
+    plugin_dir = None if channel is None else str(channel.folder)
     if sandbox is None:
         (owned / "home").mkdir()
-        home, report = str(owned / "home"), str(report_dir / _REPORT_NAME)
-        env = _environment(interpreter, report, home, request.env_names)
+        home, plugins = str(owned / "home"), str(owned / _PLUGIN_FOLDER)
+        env = _environment(interpreter, home, request.env_names, channel, plugins)
         return list(argv), env, NO_SANDBOX
-    sandbox.check(interpreter.executable, str(run_dir), str(report_dir), interpreter.readable)
+    sandbox.check(interpreter.executable, str(run_dir), plugin_dir, interpreter.readable)
     deadline.check("starting the sandbox")
     home = "/tmp"  # noqa: S108 - the sandbox's own, empty tmpfs
-    env = _environment(interpreter, f"{REPORTS}/{_REPORT_NAME}", home, request.env_names)
+    env = _environment(interpreter, home, request.env_names, channel, PLUGINS)
     _require_program(argv[0], env["PATH"], run_dir / cwd)
     confined = sandbox.argv(
         argv,
         run_dir=str(run_dir),
-        report_dir=str(report_dir),
+        plugin_dir=plugin_dir,
         cwd=os.path.normpath(f"{WORK}/{cwd}"),
         env=env,
         readable=interpreter.readable,
@@ -346,36 +386,15 @@ def _launcher(
     return confined, {"PATH": SYSTEM_PATH}, sandbox.describe()
 
 
-def _observed(
-    request: RunRequest,
-    exit_code: int,
-    junit: Path | None,
-    junit_before: tuple[int, int, int, int] | None,
-    run_dir: Path,
-    report_dir: Path,
-) -> tuple[dict[str, Any], list[dict[str, str]]]:
-    """The exit code, with the counts of the report named by ``--junit`` or else of the one
-    pytest was asked for, when it was written; and the report's failures, for people."""
-    observed: dict[str, Any] = {"exit_code": exit_code}
-    injected = report_dir / _REPORT_NAME
-    report = None
-    if junit is not None:
-        report = _read_fresh_report(junit, junit_before, exit_code, run_dir)
-    elif injected.exists() or injected.is_symlink():
-        report = _read_report(injected, report_dir)
-    if report is not None:
-        observed |= parse_junit(report)
-    if request.required and "tests" not in observed:
-        raise ObservationFailed(
-            f"--require-test needs a report, and the run wrote none (it exited {exit_code})"
-        )
-    return observed, [] if report is None else junit_failures(report)
-
-
 def _environment(
-    interpreter: Interpreter, report: str, home: str, passed: Iterable[str]
+    interpreter: Interpreter,
+    home: str,
+    passed: Iterable[str],
+    channel: Channel | None,
+    plugin_dir: str,
 ) -> dict[str, str]:
-    """The allow-listed environment: nothing of the observer's reaches the run unless named."""
+    """The allow-listed environment: nothing of the observer's reaches the run unless named.
+    ``plugin_dir`` is the channel's folder as the run sees it."""
     env = {
         "PATH": f"{interpreter.bin_dir}:{SYSTEM_PATH}",
         "HOME": home,
@@ -385,8 +404,12 @@ def _environment(
     }
     env |= {name: os.environ[name] for name in _PASSED_THROUGH if name in os.environ}
     env |= {name: os.environ[name] for name in passed if name in os.environ}
-    # However pytest is started (python -B -m pytest, coverage, make, tox), it reads this.
-    ours = f"--junitxml={report} -p no:cacheprovider"
+    # However pytest is started (python -B -m pytest, pytest.main(), make), it reads these.
+    ours = "-p no:cacheprovider"
+    if channel is not None:
+        ours = f"-p {channel.module} {ours}"
+        env[REPORT_FDS] = " ".join(f"{fd}:{os.fstat(fd).st_ino}" for fd in channel.inherited)
+        env["PYTHONPATH"] = ":".join(filter(None, [plugin_dir, env.get("PYTHONPATH")]))
     env["PYTEST_ADDOPTS"] = f"{env['PYTEST_ADDOPTS']} {ours}" if "PYTEST_ADDOPTS" in env else ours
     return env
 
@@ -477,10 +500,16 @@ def _url_of(arg: str) -> str:
 
 
 def _run(
-    argv: Sequence[str], cwd: Path, env: Mapping[str, str], log: Path, timeout_s: float
-) -> int:
+    argv: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    log: Path,
+    timeout_s: float,
+    channel: Channel | None,
+) -> tuple[int, bytes]:
     """Run without a shell, in a session of its own, so a timeout ends everything it started;
-    whatever it leaves running is ended too, so nothing writes after the run is over."""
+    whatever it leaves running is ended too, so nothing writes after the run is over. The exit
+    code, and what came through the channel's pipe meanwhile."""
     if timeout_s <= 0:
         raise ObservationFailed("the observation ran out of time before the command started")
     with open(log, "wb") as output:
@@ -493,13 +522,17 @@ def _run(
                 stdout=output,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                pass_fds=() if channel is None else channel.inherited,
             )
         except FileNotFoundError:
             raise ObservationFailed(f"command not found: {argv[0]}") from None
         except OSError as exc:
             raise ObservationFailed(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
         try:
-            return process.wait(timeout=timeout_s)
+            if channel is None:
+                return process.wait(timeout=timeout_s), b""
+            channel.started()
+            return _wait_reading(process, channel.reader, timeout_s)
         except subprocess.TimeoutExpired:
             raise ObservationFailed(
                 f"the command ran longer than {timeout_s:g} s and was killed"
@@ -508,6 +541,198 @@ def _run(
             with contextlib.suppress(ProcessLookupError):  # the whole group already exited
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+
+
+def _wait_reading(process: subprocess.Popen[bytes], fd: int, timeout_s: float) -> tuple[int, bytes]:
+    """Wait for the process while reading ``fd``, so a full pipe never stalls the run. What a
+    process it left behind writes later is not waited for (outside the sandbox one may hold
+    the pipe open for ever): the runner's own records were all written before it exited."""
+    ends = time.monotonic() + timeout_s
+    received = bytearray()
+    os.set_blocking(fd, False)
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while process.poll() is None:
+            remaining = ends - time.monotonic()
+            if remaining <= 0:
+                raise subprocess.TimeoutExpired(process.args, timeout_s)
+            # Once the pipe is done with, this only waits for the process.
+            if selector.select(min(remaining, _POLL_S)) and not _drain(fd, received):
+                selector.unregister(fd)
+    _drain(fd, received)
+    return process.returncode, bytes(received)
+
+
+def _drain(fd: int, into: bytearray) -> bool:
+    """Read what is there; False once nothing more will be read: at the end of the stream, or
+    past the limit (a stream that long counts for nothing, and a writer that fills the pipe
+    then waits out the timeout)."""
+    while len(into) <= MAX_REPORT_BYTES:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return True
+        if not chunk:
+            return False
+        into += chunk
+    return False
+
+
+# --- pytest's report ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Results:
+    """What the runner reported of its tests: counts and ``tests`` (empty when nothing counts,
+    and then why), and its failed and errored tests for people."""
+
+    counts: dict[str, Any]
+    failures: list[dict[str, str]]
+    none_because: str = ""
+
+
+class Channel:
+    """How one pytest run reports to the observer (see :mod:`.pytest_reporter`): the plugin
+    under a module name drawn for the run (so no file of the work tree is imported in its
+    place, and no configuration can name it to switch it off), a pipe holding the key only the
+    plugin reads, and the pipe its records come through."""
+
+    def __init__(self, owned: Path) -> None:
+        self.folder = owned / _PLUGIN_FOLDER
+        self.module = f"claim_report_{token_hex(8)}"
+        self._key = token_hex(32).encode()
+        self._open: set[int] = set()
+        self.inherited: tuple[int, int] = (-1, -1)
+        self.reader = -1
+
+    def __enter__(self) -> Channel:
+        self.folder.mkdir()
+        shutil.copyfile(_PLUGIN, self.folder / f"{self.module}.py")
+        key_read, key_write = self._pipe()
+        os.write(key_write, self._key)  # far below a pipe's buffer: nothing blocks
+        self._close(key_write)
+        self.reader, records_write = self._pipe()
+        self.inherited = (key_read, records_write)
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        for fd in list(self._open):
+            self._close(fd)
+
+    def started(self) -> None:
+        """The child holds its ends now: the observer's copies go, so only the run has them."""
+        for fd in self.inherited:
+            self._close(fd)
+
+    def _pipe(self) -> tuple[int, int]:
+        read, write = os.pipe()
+        self._open |= {read, write}
+        return read, write
+
+    def _close(self, fd: int) -> None:
+        if fd in self._open:
+            self._open.discard(fd)
+            os.close(fd)
+
+    def results(self, stream: bytes) -> Results:
+        return read_records(stream, self._key)
+
+
+def read_records(stream: bytes, key: bytes) -> Results:
+    """The runner's records, when every one is bound to this run's key, in order, and the last
+    ends its session; otherwise no counts, and why."""
+    if len(stream) > MAX_REPORT_BYTES:
+        return _no_counts(f"its report was over {MAX_REPORT_BYTES} bytes")
+    if not stream:
+        return _no_counts(
+            "pytest reported nothing: it did not run with the plugin, or did not reach its "
+            "session's end"
+        )
+    lines = stream.split(b"\n")
+    nodes: dict[str, tuple[str, str]] = {}  # node id: worst outcome and its message
+    for number, line in enumerate(lines[:-1]):
+        try:
+            record = _record(line, number, key)
+            if record.get("end") is True:
+                if number != len(lines) - 2 or lines[-1]:
+                    return _no_counts(f"record {number + 2} follows the session's end")
+                return _counted(nodes)
+            node, outcome, message = _phase(record)
+        except _Refused as refused:
+            return _no_counts(f"record {number + 1} {refused}")
+        if outcome is not None and (
+            node not in nodes or _SEVERITY[outcome] > _SEVERITY[nodes[node][0]]
+        ):
+            nodes[node] = (outcome, message)
+    return _no_counts(
+        "pytest did not reach its session's end (the run exited, was killed or crashed first)"
+    )
+
+
+def _record(line: bytes, number: int, key: bytes) -> dict[str, Any]:
+    mac, _, body = line.partition(b" ")
+    if not hmac.compare_digest(mac, hmac.new(key, body, hashlib.sha256).hexdigest().encode()):
+        raise _Refused("is not bound to this run: something else wrote to the runner's pipe")
+    try:
+        record = json.loads(body)
+    except ValueError:
+        raise _Refused("is not JSON") from None
+    if type(record) is not dict or record.get("seq") != number:
+        raise _Refused("is out of order")
+    return record
+
+
+class _Refused(Exception):
+    """A record of the runner's pipe that cannot be counted."""
+
+
+def _phase(record: dict[str, Any]) -> tuple[str, str | None, str]:
+    """A test phase's node id, its outcome as pytest's junitxml would file it (None for a
+    passed setup or teardown), and its message."""
+    if set(record) != _RECORD_FIELDS or not all(
+        type(record[key]) is str for key in ("node", "when", "outcome", "message")
+    ):
+        raise _Refused("is not a test phase")
+    node, when, outcome = _text(record["node"]), record["when"], record["outcome"]
+    if outcome == "skipped":
+        found: str | None = SKIPPED
+    elif outcome == "failed" and when == "call":
+        found = SKIPPED if record["xfail"] is True else FAILED  # an xfail test that passed
+    elif outcome == "failed":
+        found = ERROR  # in setup, teardown or collection
+    elif outcome == "passed":
+        found = PASSED if when == "call" else None
+    else:
+        raise _Refused(f"has an unknown outcome {outcome!r}")
+    return node, found, _text(record["message"])
+
+
+def _counted(nodes: Mapping[str, tuple[str, str]]) -> Results:
+    counts: Counter[str] = Counter(outcome for outcome, _ in nodes.values())
+    tests: dict[str, str] = {}
+    failures: list[dict[str, str]] = []
+    for node, (outcome, message) in nodes.items():
+        name = junit_name(node)
+        if name not in tests or _SEVERITY[outcome] > _SEVERITY[tests[name]]:
+            tests[name] = outcome
+        if outcome in (FAILED, ERROR) and len(failures) < MAX_FAILURES:
+            failures.append({"test": name, "outcome": outcome, "message": _first_line(message)})
+    totals = {key: counts[outcome] for outcome, key in COUNT_KEYS.items()}
+    return Results(totals | {"tests": tests}, failures)
+
+
+def _no_counts(why: str) -> Results:
+    return Results({}, [], why)
+
+
+def _text(value: str) -> str:
+    """JSON may carry a lone surrogate (from a file name that is not UTF-8); a claim may not."""
+    return value.encode("utf-8", "replace").decode("utf-8")
 
 
 def _signature(path: Path) -> tuple[int, int, int, int] | None:
@@ -586,14 +811,18 @@ def junit_failures(data: bytes) -> list[dict[str, str]]:
         if element is None or outcome not in (FAILED, ERROR):
             continue
         text = element.get("message") or element.text or ""
-        first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-        if len(first) > MAX_FAILURE_CHARS:
-            first = first[: MAX_FAILURE_CHARS - 3] + "..."
         name = f"{case.get('classname', '')}::{case.get('name', '')}"
-        found.append({"test": name, "outcome": outcome, "message": first})
+        found.append({"test": name, "outcome": outcome, "message": _first_line(text)})
         if len(found) == MAX_FAILURES:
             break
     return found
+
+
+def _first_line(text: str) -> str:
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if len(first) > MAX_FAILURE_CHARS:
+        first = first[: MAX_FAILURE_CHARS - 3] + "..."
+    return first
 
 
 def _refuse_declarations(data: bytes) -> None:

@@ -1,0 +1,112 @@
+"""The pytest plugin a test run reports to the observer through (see :mod:`.test_run`).
+
+Standalone on purpose: the observer mounts this file read-only into the sandbox, under a module
+name drawn for each run, and pytest loads it with ``-p`` from ``PYTEST_ADDOPTS``, whatever
+interpreter the operator chose. It imports nothing but the standard library, and does nothing
+unless the observer started the run.
+
+The observer hands the run two inherited pipes, named by ``CLAIM_REPORT_FDS`` (each as
+``fd:inode``, so that a descriptor a wrapper closed and reused is never taken for one of them):
+one holding this run's key, which the plugin reads to the end and closes when pytest registers it
+(before any conftest or test module is imported, so the code under test never sees the key in a
+file, the environment or ``/proc``), and one for the records. Each record is one line, the
+HMAC-SHA256 of its JSON under the key, a space, and the JSON: a sequence number and either one
+test phase's outcome or, at this session's own end, ``{"end": true}``. A run that stops before
+that record (``os._exit``, a signal, a crash) has reported nothing the observer counts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import stat
+from typing import Any
+
+ENVIRONMENT = "CLAIM_REPORT_FDS"
+_MESSAGE_CHARS = 1000
+_PR_SET_DUMPABLE = 4
+
+
+def pytest_addoption(pluginmanager: Any) -> None:
+    """Called once, as pytest registers this module (and again for any session a test starts
+    in this process, which no longer finds the variable)."""
+    fds = os.environ.pop(ENVIRONMENT, None)
+    if fds is None:
+        return
+    try:
+        (key_fd, key_pipe), (records_fd, records_pipe) = (
+            (int(number) for number in fd.split(":")) for fd in fds.split()
+        )
+        # A wrapper that closed them (Python's subprocess does) may have left the numbers to
+        # files of its own: only the observer's own pipes are used.
+        for fd, inode in ((key_fd, key_pipe), (records_fd, records_pipe)):
+            found = os.fstat(fd)
+            if not stat.S_ISFIFO(found.st_mode) or found.st_ino != inode:
+                return
+        with os.fdopen(key_fd, "rb") as pipe:
+            key = pipe.read(256)
+        os.set_inheritable(records_fd, False)
+    except (OSError, ValueError):
+        return
+    if not key:
+        return  # another pytest of the same run took the key: only the first one reports
+    _not_dumpable()
+    pluginmanager.register(_Reporter(key, records_fd), "claim-reporter")
+
+
+def _not_dumpable() -> None:
+    """Other processes of the run's user (a test's child, a leftover) may not read this one's
+    memory, where the key now is, nor its descriptors."""
+    with contextlib.suppress(ImportError, OSError, AttributeError):
+        import ctypes  # noqa: PLC0415 - an interpreter may lack it; the report does not need it
+
+        ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+class _Reporter:
+    def __init__(self, key: bytes, fd: int) -> None:
+        self._key, self._fd, self._sequence = key, fd, 0
+
+    def pytest_collectreport(self, report: Any) -> None:
+        if not report.passed:
+            self._phase(report, "collect")
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.when == "call" or not report.passed:
+            self._phase(report, report.when)
+
+    def pytest_sessionfinish(self) -> None:
+        self._send({"end": True})
+        os.close(self._fd)  # an atexit handler finds nothing left to write to
+        self._fd = -1
+
+    def _phase(self, report: Any, when: str) -> None:
+        self._send(
+            {
+                "node": report.nodeid,
+                "when": when,
+                "outcome": report.outcome,
+                "xfail": hasattr(report, "wasxfail"),
+                "message": _message(report) if report.failed else "",
+            }
+        )
+
+    def _send(self, record: dict[str, Any]) -> None:
+        if self._fd < 0:
+            return  # the session was ended already (by a conftest calling the hook early)
+        body = json.dumps({"seq": self._sequence, **record}, separators=(",", ":")).encode()
+        self._sequence += 1
+        mac = hmac.new(self._key, body, hashlib.sha256).hexdigest().encode()
+        line = memoryview(mac + b" " + body + b"\n")
+        while line:
+            line = line[os.write(self._fd, line) :]
+
+
+def _message(report: Any) -> str:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = crash.message if crash is not None else str(report.longrepr)
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return first[:_MESSAGE_CHARS]
