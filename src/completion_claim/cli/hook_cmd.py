@@ -38,7 +38,7 @@ from ._server import (
     refuse_config_with_server,
 )
 
-_HARNESS = click.Choice(sorted(hooks.HARNESSES))
+_HARNESS = click.Choice(sorted([*hooks.HARNESSES, *hooks.ALIASES]))
 _REPO = click.option(
     "--repo",
     type=click.Path(file_okay=False, path_type=Path),
@@ -215,7 +215,9 @@ _SCOPE = click.option(
     show_default=True,
     help="The repository's settings file, or the user's.",
 )
-_INSTALL_HARNESS = click.option("--harness", required=True, type=click.Choice(sorted(TARGETS)))
+_INSTALL_HARNESS = click.option(
+    "--harness", required=True, type=click.Choice(sorted([*TARGETS, *hooks.ALIASES]))
+)
 
 
 @hooks_group.command("install")
@@ -245,6 +247,7 @@ def hooks_install(
 ) -> int:
     """Add the stop and session-start hooks; other keys and hooks are kept; twice adds nothing.
     At project scope the hooks judge this repository, whatever directory the agent is in."""
+    harness = target(harness).harness
     path = _settings(harness, scope)
     config = config_path.resolve() if config_path is not None else None
     repo = _project_root(Path.cwd()) if scope == "project" else None
@@ -270,6 +273,7 @@ def hooks_install(
 @json_option("Print {path, harness, removed} as JSON.")
 def hooks_uninstall(harness: str, scope: str, as_json: bool) -> int:
     """Remove the hooks ``claim hooks install`` added, and nothing else."""
+    harness = target(harness).harness
     path = _settings(harness, scope)
     removed = uninstall(path, harness)
     if as_json:
