@@ -20,6 +20,16 @@ from ..gate.payloads import documented_stop
 CLAIM = Path(sys.executable).parent / "claim"
 
 
+@pytest.fixture(autouse=True)
+def _harness_homes(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`claim hooks install` writes the harness's trust under the user's home: the test's."""
+    monkeypatch.setitem(GIT_ENV, "HOME", str(tmp_path_factory.mktemp("home")))
+    for variable in ("CODEX_HOME", "COPILOT_HOME", "CLAUDE_CONFIG_DIR"):
+        monkeypatch.delitem(GIT_ENV, variable, raising=False)
+
+
 def claim(
     *args: str, cwd: Path, stdin: str = "", env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:

@@ -26,6 +26,7 @@ from ..gate.config import (
     load_config,
 )
 from ..gate.install import SCOPES, TARGETS, Server, install, target, uninstall
+from ..gate.loading import Place, check, trust
 from ..gate.run import run_gate, start_gate
 from . import app
 from ._output import emit_json, json_option, say
@@ -236,17 +237,34 @@ _INSTALL_HARNESS = click.option(
     "running the gate as the agent's user.",
 )
 @TOKEN_FILE_OPTION
-@json_option("Print {path, harness, installed} as JSON (installed: false when already there).")
+@click.option(
+    "--no-trust",
+    is_flag=True,
+    help="Do not write the harness's trust for the hooks (Codex's config.toml, Copilot's and "
+    "Gemini's trusted folders); only say what is missing.",
+)
+@click.option(
+    "--strict", is_flag=True, help="Exit 1 when the harness will not run the hooks in some mode."
+)
+@json_option(
+    "Print {path, harness, installed, trusted, missing} as JSON (installed: false when already "
+    "there; trusted: what was written; missing: what keeps the hooks from running)."
+)
 def hooks_install(
     harness: str,
     scope: str,
     config_path: Path | None,
     server: str | None,
     token_file: Path | None,
+    no_trust: bool,
+    strict: bool,
     as_json: bool,
 ) -> int:
     """Add the stop and session-start hooks; other keys and hooks are kept; twice adds nothing.
-    At project scope the hooks judge this repository, whatever directory the agent is in."""
+    At project scope the hooks judge this repository, whatever directory the agent is in.
+    Then make the harness run them where a file outside the work tree says so (Codex's project
+    and hook trust, Copilot's and Gemini's trusted folders), and say, one line each, what else
+    keeps them from running."""
     harness = target(harness).harness
     path = _settings(harness, scope)
     config = config_path.resolve() if config_path is not None else None
@@ -258,13 +276,46 @@ def hooks_install(
     elif token_file is not None:
         raise UsageError("--token-file is for --server")
     installed = install(path, harness, _claim_executable(), config, repo, asked)
+    place = _place(harness, scope, path)
+    trusted = [] if no_trust else trust(place)
+    missing = check(place).lines
     if as_json:
-        emit_json({"path": str(path), "harness": harness, "installed": installed})
-    elif installed:
-        say(f"claim: {harness} hooks installed in {path}")
+        emit_json({"path": str(path), "harness": harness, "installed": installed,
+                   "trusted": trusted, "missing": missing})  # fmt: skip
     else:
-        say(f"claim: {harness} hooks already installed in {path}")
-    return 0
+        say(f"claim: {harness} hooks {'' if installed else 'already '}installed in {path}")
+        for line in trusted:
+            say(f"claim: {line}")
+        for line in missing:
+            click.echo(f"claim: the hooks will not run ({line})", err=True)
+    return 1 if strict and missing else 0
+
+
+@hooks_group.command("check")
+@_INSTALL_HARNESS
+@_SCOPE
+@json_option("Print {path, harness, interactive, non_interactive} as JSON (lists of problems).")
+def hooks_check(harness: str, scope: str, as_json: bool) -> int:
+    """Read the harness's configuration and say whether it will run the gate's hooks here, in
+    interactive and in non-interactive mode, and why not; exit 1 when it will not in either."""
+    harness = target(harness).harness
+    path = _settings(harness, scope)
+    found = check(_place(harness, scope, path))
+    if as_json:
+        emit_json({"path": str(path), "harness": harness, "interactive": found.interactive,
+                   "non_interactive": found.headless})  # fmt: skip
+    else:
+        for mode, problems in (("interactive", found.interactive),
+                               ("non-interactive", found.headless)):  # fmt: skip
+            verdict = "the hooks run" if not problems else "the hooks will NOT run"
+            say(f"claim: {harness} {mode}: {verdict}")
+            for problem in problems:
+                say(f"  - {problem}")
+    return 1 if found.interactive or found.headless else 0
+
+
+def _place(harness: str, scope: str, path: Path) -> Place:
+    return Place(target(harness), scope, path, _project_root(Path.cwd()), Path.home(), os.environ)
 
 
 @hooks_group.command("uninstall")
