@@ -286,8 +286,8 @@ def hooks_install(
         say(f"claim: {harness} hooks {'' if installed else 'already '}installed in {path}")
         for line in trusted:
             say(f"claim: {line}")
-        for line in missing:
-            click.echo(f"claim: the hooks will not run ({line})", err=True)
+    for line in missing:  # a warning, whatever the output format
+        click.echo(f"claim: the hooks will not run ({line})", err=True)
     return 1 if strict and missing else 0
 
 

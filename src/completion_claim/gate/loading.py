@@ -192,18 +192,25 @@ def _trust_codex(place: Place) -> list[str]:
     document = _read_toml(config, text)
     done = []
     for table, key, value in _codex_wanted(place):
-        if _toml_get(document, table, key) == value:
-            continue
+        current = _toml_get(document, table, key)
+        if current == value or (table[0] == "projects" and current is not None):
+            continue  # a project the operator marked otherwise stays so (check says it)
         text = _toml_set(text, table, key, value)
         done.append(f"{_toml_header(table)} {key} = {json.dumps(value)}")
     if not done:
         return []
-    written = _read_toml(config, text)
-    for table, key, value in _codex_wanted(place):
-        if _toml_get(written, table, key) != value:
+    try:
+        written: dict[str, Any] = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        written = {}
+    for line in done:
+        table_and_key, _, value = line.partition(" = ")
+        header, _, key = table_and_key.rpartition(" ")
+        table = next(t for t, k, _v in _codex_wanted(place) if _toml_header(t) == header)
+        if _toml_get(written, table, key) != json.loads(value):
             raise UsageError(
-                f"{config}: cannot set {_toml_header(table)} {key} by itself (the table is "
-                f"written another way there); add `{key} = {json.dumps(value)}` under it by hand"
+                f"{config}: cannot set {header} {key} by itself (the table is written another "
+                f"way there); add `{key} = {value}` under {header} by hand; not changed"
             )
     config.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(config, text.encode("utf-8"))
@@ -223,9 +230,10 @@ def _check_codex(place: Place, found: Readiness) -> None:
         if current == value:
             continue
         if table[0] == "projects":
+            has = "lacks" if current is None else f"has trust_level = {json.dumps(current)} in"
             found.both(
-                f"Codex loads {place.settings} only in a trusted project: {config} lacks "
-                f'{_toml_header(table)} trust_level = "trusted"'
+                f"Codex loads {place.settings} only in a trusted project: {config} {has} "
+                f'{_toml_header(table)}, not trust_level = "trusted"'
             )
         else:
             what = "is not trusted" if current is None else "changed since it was trusted"

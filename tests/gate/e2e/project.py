@@ -50,6 +50,7 @@ class Project:
     trusted: str  # the commit whose tests judge the agent
     installed: str = ""
     """What ``claim hooks install`` said (on stderr): what it did and what is left to do."""
+    install_exit: int = 0
 
     def claims(self) -> list[dict[str, Any]]:
         """Every claim the gate recorded, oldest first (run folders are named by time)."""
@@ -69,6 +70,7 @@ def make_project(
     harness: str = "claude-code",
     scope: str = "project",
     env: Mapping[str, str] | None = None,
+    install_flags: tuple[str, ...] = (),
 ) -> Project:
     """Commit ``files`` (the trusted commit), write the operator's claim.toml with ``checks``
     (``{trusted}`` is replaced by that commit), install the hooks of ``harness`` at ``scope``
@@ -101,14 +103,17 @@ def make_project(
     )
     installed = claim(
         "hooks", "install", "--harness", harness, "--scope", scope,
-        "--config", str(config), "--json", cwd=repo, env=env,
+        "--config", str(config), "--json", *install_flags, cwd=repo, env=env,
     )  # fmt: skip
-    assert installed.returncode == 0, installed.stderr
+    assert installed.returncode == 0 or "--strict" in install_flags, installed.stderr
     settings = Path(json.loads(installed.stdout)["path"])
     if settings.is_relative_to(repo):
         git(repo, "add", str(settings.relative_to(repo)))
         git(repo, "commit", "-q", "-m", "gate the agent's stops")
-    return Project(repo, config, operator / "runs", public_key, trusted, installed.stderr)
+    return Project(
+        repo, config, operator / "runs", public_key, trusted, installed.stderr,
+        installed.returncode,
+    )  # fmt: skip
 
 
 # The project's tests, run as in the trusted commit by the gate's own interpreter (which has

@@ -6,6 +6,7 @@ was told (the requests the CLI sent), what the run printed, and what the gate re
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -75,6 +76,7 @@ def gated(
     max_blocks: int,
     files: dict[str, str] = CALC_FILES,
     scope: str = "project",
+    install_flags: tuple[str, ...] = (),
 ) -> Iterator[tuple[Project, dict[str, str]]]:
     """The harness offline against ``script``, and a project gated for it by ``claim hooks
     install`` (run with the harness's home, as the operator would)."""
@@ -83,15 +85,26 @@ def gated(
         driver.offline(env, url)
         project = make_project(
             tmp_path, files, TESTS_CHECK, ("test_run",), max_blocks=max_blocks,
-            harness=driver.harness, scope=scope, env=env,
+            harness=driver.harness, scope=scope, env=env, install_flags=install_flags,
         )  # fmt: skip
         yield project, env
 
 
-def session(driver: Driver, tmp_path: Path, script: Script, *, max_blocks: int,
-            files: dict[str, str] = CALC_FILES) -> Session:  # fmt: skip
-    with gated(driver, tmp_path, script, max_blocks=max_blocks, files=files) as (project, env):
-        ran = Session(driver, project, script, driver.run(project.repo, TASK, env))
+def session(
+    driver: Driver,
+    tmp_path: Path,
+    script: Script,
+    *,
+    max_blocks: int,
+    files: dict[str, str] = CALC_FILES,
+    scope: str = "project",
+    install_flags: tuple[str, ...] = (),
+    extra: tuple[str, ...] = (),
+) -> Session:
+    """One non-interactive run (with ``extra`` arguments) in a project gated for ``driver``."""
+    with gated(driver, tmp_path, script, max_blocks=max_blocks, files=files, scope=scope,
+               install_flags=install_flags) as (project, env):  # fmt: skip
+        ran = Session(driver, project, script, driver.run(project.repo, TASK, env, extra))
     print(ran.story())  # pytest shows it when the test fails
     return ran
 
@@ -194,3 +207,36 @@ def test_claiming_success_without_changing_anything_is_not_verified(
         assert state(document) == "unverified"
         assert document["mutations"] == []
     assert GATE_REASON in next(iter(reasons))
+
+
+@pytest.mark.parametrize("driver", FAST, indirect=True)
+def test_hooks_installed_for_the_user_gate_every_project(driver: Driver, tmp_path: Path) -> None:
+    """No folder trust is written at user scope (Gemini CLI, which will not start in an
+    untrusted folder, is told to skip that check, which skips only a project's hooks)."""
+    extra = ("--skip-trust",) if driver.harness == "gemini" else ()
+    ran = session(driver, tmp_path, Script([[DONE]]), max_blocks=1, scope="user",
+                  files={**CALC_FILES, "calc.py": CALC_FIXED}, extra=extra)  # fmt: skip
+
+    assert any("nothing changed in the work tree" in r for r in ran.feedback())
+    assert [state(document) for document in ran.project.claims()] == ["unverified"] * 2
+    assert "will not run" not in ran.project.installed
+
+
+@pytest.mark.parametrize("driver", [_marked("codex"), _marked("copilot")], indirect=True)
+def test_an_install_that_cannot_make_the_hooks_run_says_so_before_the_run(
+    driver: Driver, tmp_path: Path
+) -> None:
+    """Without the trust, Codex and Copilot skip the hooks without a word, and the false "done"
+    goes through: the install said so first, and --strict failed."""
+    ran = session(driver, tmp_path, Script([[DONE]]), max_blocks=1,
+                  install_flags=("--no-trust", "--strict"))  # fmt: skip
+
+    assert ran.project.install_exit == 1
+    assert "the hooks will not run (non-interactive: " in ran.project.installed
+    env = driver.environment(tmp_path / "home")
+    checked = claim("hooks", "check", "--harness", driver.harness, "--json",
+                    cwd=ran.project.repo, env=env)  # fmt: skip
+    assert checked.returncode == 1
+    assert json.loads(checked.stdout)["non_interactive"]
+    assert ran.feedback() == []
+    assert ran.project.claims() == []  # the gate never heard of the stop
