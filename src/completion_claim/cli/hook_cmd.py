@@ -69,6 +69,7 @@ def hook_stop(
     else send the agent back with the reason (at most the config's max_blocks times in a row).
     With --server, the service runs the gate under its operator's config."""
     adapter = hooks.harness(harness)
+    hooks.note_stop(adapter.name, os.environ)
     data = sys.stdin.buffer.read(hooks.MAX_INPUT_BYTES + 1)
     request = hooks.read_stop(adapter, data, _absolute(repo))
     if isinstance(request, hooks.HookAnswer):

@@ -31,6 +31,20 @@ from .._files import write_atomic
 MAX_INPUT_BYTES = 1 << 20
 """Hook payloads are small; a larger one is not what any harness documents."""
 
+STOPS_ENV = "CLAIM_RUN_STOPS"
+"""Set by ``claim run`` for the agent (and so for the hooks its harness runs): a file each stop
+hook adds a line to, so ``claim run`` can tell a harness whose hooks never ran."""
+
+EXECUTABLES = {
+    "claude": "claude-code",
+    "codex": "codex",
+    "copilot": "copilot",
+    "gemini": "gemini",
+    "openhands": "openhands",
+    "cursor-agent": "cursor",
+}
+"""Each harness's command-line executable, for ``claim run`` to know a gated agent."""
+
 
 class DecidedVerdict(Protocol):
     """What an adapter reads of a verdict (a ``Verdict``, or the state and reason a service
@@ -412,6 +426,18 @@ class SessionState:
 
 # ----------------------------------------------------------------------------------------------
 # The stop
+
+
+def note_stop(harness: str, environ: Mapping[str, str]) -> None:
+    """Tell a ``claim run`` around the harness that its stop hook ran (best effort: the gate
+    judges the agent after it exits either way)."""
+    path = environ.get(STOPS_ENV)
+    if path:
+        try:
+            with open(path, "a", encoding="utf-8") as stops:
+                stops.write(f"{harness}\n")
+        except OSError:
+            pass
 
 
 def read_stop(

@@ -91,7 +91,7 @@ def trust(place: Place) -> list[str]:
 
 def check(place: Place) -> Readiness:
     found = Readiness()
-    installed = _installed(place)
+    installed = installed_hooks(place)
     if not installed:
         found.both(f"the gate's hooks are not in {place.settings} (run `claim hooks install`)")
         return found
@@ -128,7 +128,7 @@ def check(place: Place) -> Readiness:
     return found
 
 
-def _installed(place: Place) -> list[tuple[str, int, int, str]]:
+def installed_hooks(place: Place) -> list[tuple[str, int, int, str]]:
     """Our entries in the hooks file: (event, group index, handler index, command)."""
     try:
         document = json.loads(place.settings.read_text(encoding="utf-8"))
@@ -180,7 +180,7 @@ def _codex_wanted(place: Place) -> list[tuple[tuple[str, ...], str, str]]:
     wanted: list[tuple[tuple[str, ...], str, str]] = []
     if place.scope == "project":
         wanted.append((("projects", str(place.repo)), "trust_level", "trusted"))
-    for event, g, h, command in _installed(place):
+    for event, g, h, command in installed_hooks(place):
         state = f"{place.settings}:{_CODEX_EVENT_LABELS[event]}:{g}:{h}"
         wanted.append((("hooks", "state", state), "trusted_hash", codex_hook_hash(event, command)))
     return wanted
