@@ -20,8 +20,17 @@ from tests.needs import unavailable
 from .clis import InstallFailed
 from .harnesses import DRIVERS, Driver, Run
 from .model_server import Request, Script, Turn
-from .project import CALC_FIXED, CALC_WITH_BUG, TESTS, TESTS_CHECK, Project, claim, make_project
-from .wires import GATE_REASON, serve_wire
+from .project import (
+    CALC_FIXED,
+    CALC_WITH_BUG,
+    TESTS,
+    TESTS_CHECK,
+    Project,
+    claim,
+    git,
+    make_project,
+)
+from .wires import GATE_REASON, WireRequest, serve_wire
 
 TASK = "Fix add in calc.py so that the tests pass."
 DONE = "Done. All tests pass."
@@ -117,6 +126,30 @@ def state(document: dict[str, Any]) -> str:
 
 def file_targets(document: dict[str, Any]) -> list[str]:
     return [m["target"] for m in document["mutations"] if m["kind"] == "file_write"]
+
+
+@pytest.mark.parametrize("driver", ALL, indirect=True)
+def test_the_cli_offers_the_shell_tool_the_scripts_call_with_the_arguments_they_send(
+    driver: Driver, tmp_path: Path
+) -> None:
+    """Pins what the scenarios rely on, so an upgrade that renames the tool or its arguments
+    fails here, plainly, rather than as a puzzling verdict."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    script = Script([["Nothing to do."]], then=["Nothing to do."])
+    env = driver.environment(tmp_path / "home")
+    extra = ("--skip-trust",) if driver.harness == "gemini" else ()
+    with serve_wire(driver.wire, script) as url:
+        driver.offline(env, url)
+        ran = driver.run(repo, "Say hello", env, extra)
+
+    assert ran.returncode == 0, ran.output[-2000:]
+    request = script.agent_requests[0]
+    assert isinstance(request, WireRequest)
+    assert driver.shell_tool in request.tool_names
+    assert set(driver.shell("true").input) <= request.tool_parameters(driver.shell_tool)
+    assert any("Say hello" in text for text in request.texts())
 
 
 @pytest.mark.parametrize("driver", ALL, indirect=True)

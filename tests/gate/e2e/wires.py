@@ -50,6 +50,10 @@ class WireRequest(Request):
     def tool_names(self) -> list[str]:
         raise NotImplementedError
 
+    def tool_parameters(self, name: str) -> set[str]:
+        """The argument names the tool ``name`` offers."""
+        raise NotImplementedError
+
     def texts(self, role: str = "user") -> list[str]:
         return list(_strings(self.conversation))
 
@@ -68,6 +72,10 @@ class ResponsesRequest(WireRequest):
     def tool_names(self) -> list[str]:
         return [tool.get("name", tool.get("type", "")) for tool in self.body.get("tools", [])]
 
+    def tool_parameters(self, name: str) -> set[str]:
+        (tool,) = [tool for tool in self.body["tools"] if tool.get("name") == name]
+        return set(tool["parameters"]["properties"])
+
 
 class ChatRequest(WireRequest):
     @property
@@ -77,6 +85,10 @@ class ChatRequest(WireRequest):
     @property
     def tool_names(self) -> list[str]:
         return [tool["function"]["name"] for tool in self.body.get("tools", [])]
+
+    def tool_parameters(self, name: str) -> set[str]:
+        (tool,) = [t["function"] for t in self.body["tools"] if t["function"]["name"] == name]
+        return set(tool["parameters"]["properties"])
 
 
 class GeminiRequest(WireRequest):
@@ -91,6 +103,16 @@ class GeminiRequest(WireRequest):
             for tool in self.body.get("tools", [])
             for declaration in tool.get("functionDeclarations", [])
         ]
+
+    def tool_parameters(self, name: str) -> set[str]:
+        (declaration,) = [
+            declaration
+            for tool in self.body["tools"]
+            for declaration in tool.get("functionDeclarations", [])
+            if declaration["name"] == name
+        ]
+        schema = declaration.get("parametersJsonSchema") or declaration["parameters"]
+        return set(schema["properties"])
 
 
 def _call_id() -> str:
