@@ -1,4 +1,5 @@
-"""``claim hook start|stop --harness H`` (run by the harness) and ``claim hooks install|uninstall``.
+"""``claim hook start|stop --harness H`` (run by the harness) and
+``claim hooks install|uninstall|check``.
 
 A hook answers in its harness's contract, so its exit code is the harness's (0, or 2 where the
 harness blocks by exit code), not the verdict's: the verdict is in the answer and in the runs
@@ -207,7 +208,7 @@ def _emit(answer: hooks.HookAnswer) -> int:
 
 @app.group("hooks")
 def hooks_group() -> None:
-    """Install or remove the gate's hooks in a harness's settings file."""
+    """Install or remove the gate's hooks in a harness's settings file, or check it runs them."""
 
 
 _SCOPE = click.option(

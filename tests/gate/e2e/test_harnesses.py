@@ -178,7 +178,9 @@ def test_a_wrong_fix_is_sent_back_with_the_failing_test_then_the_real_fix_is_ver
     ran = session(driver, tmp_path, script, max_blocks=3)
 
     assert ran.run.returncode == 0
-    (reason,) = set(ran.feedback())
+    edit_done, said_done, told, _fixed = ran.script.agent_requests
+    assert edit_done.feedback() == said_done.feedback() == []
+    (reason,) = set(told.feedback())  # the request right after the false "done"
     assert "tests/test_calc.py::test_add failed" in reason
     assert calc.read_text() == CALC_FIXED
     sent_back, accepted = ran.project.claims()
