@@ -472,10 +472,11 @@ def test_openhands_project_dir_wins_over_working_dir(
 
 def test_copilot_reads_stop_hook_active_and_resets_a_stale_count(tmp_path: Path) -> None:
     gate = Gate("refuted", tmp_path / "c.json")
-    for attempt in range(MAX_BLOCKS):
-        stop("copilot", tmp_path, gate, stop_hook_active=attempt > 0)
+    for _ in range(MAX_BLOCKS + 1):  # each stop the first of a new turn: a new row each time
+        assert out(stop("copilot", tmp_path, gate, stop_hook_active=False))["decision"] == "block"
+    for _ in range(MAX_BLOCKS - 1):
+        assert out(stop("copilot", tmp_path, gate, stop_hook_active=True))["decision"] == "block"
     assert "decision" not in out(stop("copilot", tmp_path, gate, stop_hook_active=True))
-    assert out(stop("copilot", tmp_path, gate, stop_hook_active=False))["decision"] == "block"
 
 
 def test_copilot_judges_its_project_dir_not_the_agents_cwd(
