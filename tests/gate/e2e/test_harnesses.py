@@ -275,3 +275,18 @@ def test_an_install_that_cannot_make_the_hooks_run_says_so_before_the_run(
     assert json.loads(checked.stdout)["non_interactive"]
     assert ran.feedback() == []
     assert ran.project.claims() == []  # the gate never heard of the stop
+
+
+@pytest.mark.parametrize("driver", [_marked("gemini")], indirect=True)
+def test_gemini_in_a_folder_left_untrusted_refuses_to_run_loudly(
+    driver: Driver, tmp_path: Path
+) -> None:
+    """Gemini CLI does not skip a project's hooks silently in `-p` mode: it will not start."""
+    ran = session(driver, tmp_path, Script([[DONE]]), max_blocks=1,
+                  install_flags=("--no-trust", "--strict"))  # fmt: skip
+
+    assert ran.project.install_exit == 1
+    assert "`gemini -p` refuses to start" in ran.project.installed
+    assert ran.run.returncode != 0
+    assert "not running in a trusted directory" in ran.run.output
+    assert ran.script.agent_requests == []
