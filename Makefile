@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench schema vectors reference docs clean sandbox browser claude-code
+.PHONY: demo test lint bench schema vectors reference docs clean sandbox browser claude-code harnesses
 
 $(BIN)/claim: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -47,6 +47,11 @@ test: lint sandbox browser
 # install it themselves on first use, this only does it ahead (a CI cache step, say).
 claude-code: $(BIN)/claim
 	$(BIN)/python -m tests.gate.e2e.claude_code
+
+# Every harness CLI the end-to-end tests drive (Claude Code, Codex, Copilot, Gemini CLI from npm;
+# OpenHands from PyPI under Python 3.12), pinned and cached per machine in the same way.
+harnesses: $(BIN)/claim
+	$(BIN)/python -m tests.gate.e2e.clis
 
 bench: $(BIN)/claim sandbox
 	$(BIN)/python benchmarks/bench.py

@@ -20,6 +20,16 @@ from ..gate.payloads import documented_stop
 CLAIM = Path(sys.executable).parent / "claim"
 
 
+@pytest.fixture(autouse=True)
+def _harness_homes(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`claim hooks install` writes the harness's trust under the user's home: the test's."""
+    monkeypatch.setitem(GIT_ENV, "HOME", str(tmp_path_factory.mktemp("home")))
+    for variable in ("CODEX_HOME", "COPILOT_HOME", "CLAUDE_CONFIG_DIR"):
+        monkeypatch.delitem(GIT_ENV, variable, raising=False)
+
+
 def claim(
     *args: str, cwd: Path, stdin: str = "", env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
@@ -486,3 +496,56 @@ def test_install_refuses_a_settings_file_that_is_not_json(tmp_path: Path) -> Non
     assert len(done.stderr.strip().splitlines()) == 1
     assert "not valid JSON" in done.stderr
     assert settings.read_text() == "{ oops"
+
+
+def test_install_writes_codex_trust_and_check_then_says_the_hooks_run(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC})
+    home = {"HOME": str(tmp_path / "home")}
+    done = claim("hooks", "install", "--harness", "codex", cwd=repo, env=home)
+    assert done.returncode == 0, done.stderr
+    trusted = [line for line in done.stdout.splitlines() if "trusted in" in line]
+    assert len(trusted) == 3  # the project, and each of the two hooks
+    assert "will not run" not in done.stderr
+    checked = claim("hooks", "check", "--harness", "codex", cwd=repo, env=home)
+    assert checked.returncode == 0, checked.stdout
+    assert checked.stdout.splitlines() == [
+        "claim: codex interactive: the hooks run",
+        "claim: codex non-interactive: the hooks run",
+    ]
+
+
+def test_without_the_trust_each_missing_step_is_one_line_and_strict_fails(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC})
+    home = {"HOME": str(tmp_path / "home")}
+    done = claim("hooks", "install", "--harness", "codex", "--no-trust", "--strict",
+                 cwd=repo, env=home)  # fmt: skip
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert all(line.startswith("claim: the hooks will not run (") for line in lines)
+    assert any("only in a trusted project" in line for line in lines)
+    assert any("`codex exec` skips the hook" in line for line in lines)
+    assert not (tmp_path / "home" / ".codex" / "config.toml").exists()
+    checked = claim("hooks", "check", "--harness", "codex", "--json", cwd=repo, env=home)
+    assert checked.returncode == 1
+    report = json.loads(checked.stdout)
+    assert report["non_interactive"]
+    assert report["interactive"]
+
+
+def test_check_says_when_the_hooks_are_not_installed(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC})
+    checked = claim("hooks", "check", "--harness", "claude", cwd=repo)
+    assert checked.returncode == 1
+    assert "the gate's hooks are not in" in checked.stdout
+
+
+def test_claude_is_accepted_for_claude_code_by_hook_and_hooks(tmp_path: Path) -> None:
+    repo = project(tmp_path)
+    installed = claim("hooks", "install", "--harness", "claude", cwd=repo)
+    assert installed.returncode == 0, installed.stderr
+    assert "claim: claude-code hooks installed" in installed.stdout
+    done = claim("hook", "stop", "--harness", "claude", cwd=repo,
+                 stdin=stop_payload("claude-code", repo))  # fmt: skip
+    assert done.returncode == 0, done.stderr

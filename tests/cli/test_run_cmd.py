@@ -55,13 +55,15 @@ def setup(tmp_path: Path, body: str) -> tuple[Path, Path]:
     return repo, agent
 
 
-def claim_run(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def claim_run(
+    repo: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(CLAIM), "run", *args],
         cwd=repo,
         capture_output=True,
         text=True,
-        env=GIT_ENV,
+        env={**GIT_ENV, **(env or {})},
         timeout=300,
         check=False,
     )
@@ -167,3 +169,62 @@ def test_no_config_is_a_usage_error(tmp_path: Path) -> None:
 )
 def test_the_final_message_is_the_last_block_of_stdout(output: str, message: str) -> None:
     assert final_message(output) == message
+
+
+# ---- a harness whose hooks never ran
+
+RUNS_ITS_STOP_HOOK = (
+    "import json, subprocess\n"
+    f"open('calc.py', 'w').write({CALC!r})\n"
+    "hooks = json.load(open('.codex/hooks.json'))['hooks']['Stop']\n"
+    "payload = {'session_id': 's', 'cwd': os.getcwd(), 'hook_event_name': 'Stop',\n"
+    "           'stop_hook_active': False, 'last_assistant_message': 'Done.'}\n"
+    "subprocess.run(hooks[0]['hooks'][0]['command'], shell=True, input=json.dumps(payload),\n"
+    "               text=True, capture_output=True)\n"
+    "print('Done.')"
+)
+
+
+def harness_with_hooks(tmp_path: Path, body: str, name: str) -> tuple[Path, Path, dict[str, str]]:
+    """A scripted agent installed as the executable ``name``, in a repository whose codex hooks
+    ``claim hooks install`` wrote (without Codex's trust: they would not load in the real CLI)."""
+    repo, agent = setup(tmp_path, body)
+    executable = tmp_path / "bin" / name
+    executable.parent.mkdir()
+    executable.write_text(f"#!{sys.executable}\n" + agent.read_text())
+    executable.chmod(0o755)
+    env = {"HOME": str(tmp_path / "home")}
+    installed = subprocess.run(
+        [str(CLAIM), "hooks", "install", "--harness", "codex", "--no-trust"],
+        cwd=repo, env={**GIT_ENV, **env}, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert installed.returncode == 0, installed.stderr
+    return repo, executable, env
+
+
+def test_a_gated_harness_whose_stop_hook_never_ran_is_named_and_judged_here(
+    tmp_path: Path,
+) -> None:
+    repo, codex, env = harness_with_hooks(tmp_path, RIGHT, "codex")
+    done = claim_run(repo, "--", str(codex), env=env)
+    assert done.returncode == 0, done.stderr
+    assert (
+        "claim run: codex stopped and no stop hook reached the gate: its codex hooks did not "
+        "run (`claim hooks check --harness codex` says why)"
+    ) in done.stderr
+    assert "verified after 1 attempt" in done.stderr
+
+
+def test_a_harness_whose_stop_hook_ran_is_not_named(tmp_path: Path) -> None:
+    repo, codex, env = harness_with_hooks(tmp_path, RUNS_ITS_STOP_HOOK, "codex")
+    done = claim_run(repo, "--", str(codex), env=env)
+    assert done.returncode == 0, done.stderr
+    assert "no stop hook reached the gate" not in done.stderr
+    assert len(recorded(tmp_path)) == 2  # the hook's judgement, then claim run's
+
+
+def test_an_agent_that_is_no_harness_is_not_expected_to_run_hooks(tmp_path: Path) -> None:
+    repo, agent, env = harness_with_hooks(tmp_path, RIGHT, "my-agent")
+    done = claim_run(repo, "--", str(agent), env=env)
+    assert done.returncode == 0, done.stderr
+    assert "no stop hook reached the gate" not in done.stderr

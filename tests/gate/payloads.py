@@ -1,5 +1,7 @@
-"""Each harness's stop payload as its documentation shows it (docs/integrations.md cites the
-pages), shared by the adapter tests and the command-line hook tests."""
+"""Each harness's stop payload, shared by the adapter tests and the command-line hook tests: as
+the real CLI sent it (captured from the pinned releases tests/gate/e2e runs: Codex, Copilot,
+OpenHands, Gemini CLI), else as its documentation shows it (docs/integrations.md cites the
+pages)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ DEFAULT_SESSIONS = {
     "openhands": "oh-1",
     "cursor": "conv-1",
     "copilot": "cp-1",
+    "gemini": "gm-1",
 }
 
 
@@ -29,18 +32,29 @@ def documented_stop(harness: str, repo: Path, session: str | None = None) -> dic
             "stop_hook_active": False,
             "last_assistant_message": "Done. All tests pass.",
         },
+        # Codex CLI 0.171.0, `codex exec`
         "codex": {
             "session_id": session,
-            "turn_id": "t-1",
-            "transcript_path": None,
+            "turn_id": "01a231ee-eb44-70f0-83e2-bf072645cfc4",
+            "transcript_path": f"/home/u/.codex/sessions/2026/12/01/rollout-{session}.jsonl",
             "cwd": str(repo),
             "hook_event_name": "Stop",
-            "model": "gpt-5-codex",
-            "permission_mode": "default",
+            "model": "scripted-model",
+            "permission_mode": "bypassPermissions",
             "stop_hook_active": False,
             "last_assistant_message": "Done.",
         },
-        "openhands": {"session_id": session, "cwd": str(repo), "hook_event_name": "Stop"},
+        # OpenHands CLI 1.16.0 (SDK 1.21.0): not Claude's shape
+        "openhands": {
+            "event_type": "Stop",
+            "tool_name": None,
+            "tool_input": None,
+            "tool_response": None,
+            "message": None,
+            "session_id": session,
+            "working_dir": str(repo),
+            "metadata": {"reason": "agent_finished"},
+        },
         "cursor": {
             "conversation_id": session,
             "generation_id": "gen-1",
@@ -49,12 +63,25 @@ def documented_stop(harness: str, repo: Path, session: str | None = None) -> dic
             "loop_count": 0,
             "workspace_roots": [str(repo)],
         },
+        # Copilot CLI 1.0.102, `copilot -p`
         "copilot": {
-            "timestamp": 1704614750000,
-            "cwd": str(repo),
             "sessionId": session,
-            "transcriptPath": "/tmp/t.jsonl",
+            "timestamp": 1796134096863,
+            "cwd": str(repo),
+            "transcriptPath": f"/home/u/.copilot/session-state/{session}/events.jsonl",
             "stopReason": "end_turn",
+            "stop_hook_active": False,
+        },
+        # Gemini CLI 0.61.0, `gemini -p`
+        "gemini": {
+            "session_id": session,
+            "transcript_path": f"/home/u/.gemini/tmp/repo/chats/session-{session}.jsonl",
+            "cwd": str(repo),
+            "hook_event_name": "AfterAgent",
+            "timestamp": "2026-12-01T14:08:39.250Z",
+            "prompt": "Fix add",
+            "prompt_response": "Done.",
+            "stop_hook_active": False,
         },
     }
     return documented[harness]

@@ -23,8 +23,9 @@ MAX_BLOCKS = 3
 
 @pytest.fixture(autouse=True)
 def _no_project_dir_from_the_outer_harness(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
-    monkeypatch.delenv("OPENHANDS_PROJECT_DIR", raising=False)
+    for name in hooks.HARNESSES.values():
+        if name.project_dir_env is not None:
+            monkeypatch.delenv(name.project_dir_env, raising=False)
 
 
 def verdict(state: str) -> Verdict:
@@ -83,7 +84,7 @@ def out(answer: hooks.HookAnswer) -> dict[str, Any]:
     return body
 
 
-HARNESSES = ["claude-code", "codex", "openhands", "cursor", "copilot"]
+HARNESSES = ["claude-code", "codex", "openhands", "cursor", "copilot", "gemini"]
 
 
 # ---- verified: the stop goes through
@@ -177,7 +178,7 @@ def test_after_max_blocks_the_stop_is_let_through_with_the_verdict(
     harness: str, tmp_path: Path
 ) -> None:
     gate = Gate("refuted", tmp_path / "c.json")
-    flag = {"claude-code": "stop_hook_active", "codex": "stop_hook_active"}.get(harness)
+    flag = "stop_hook_active" if harness in ("claude-code", "codex", "copilot") else None
     answers = []
     for attempt in range(MAX_BLOCKS + 1):
         over: dict[str, Any] = {}
@@ -215,18 +216,18 @@ def test_claude_code_let_through_is_a_system_message(tmp_path: Path) -> None:
 def test_the_count_is_per_session(tmp_path: Path) -> None:
     gate = Gate("refuted", tmp_path / "c.json")
     for _ in range(MAX_BLOCKS):
-        stop("copilot", tmp_path, gate)
-    other = stop("copilot", tmp_path, gate, sessionId="another")
+        stop("gemini", tmp_path, gate)
+    other = stop("gemini", tmp_path, gate, session_id="another")
     assert out(other)["decision"] == "block"
-    assert "decision" not in out(stop("copilot", tmp_path, gate))
+    assert "decision" not in out(stop("gemini", tmp_path, gate))
 
 
 def test_a_verified_stop_resets_the_count(tmp_path: Path) -> None:
     refuted, verified = Gate("refuted", tmp_path / "c.json"), Gate("verified", tmp_path / "c.json")
     for _ in range(MAX_BLOCKS):
-        stop("copilot", tmp_path, refuted)
-    stop("copilot", tmp_path, verified)
-    assert out(stop("copilot", tmp_path, refuted))["decision"] == "block"
+        stop("gemini", tmp_path, refuted)
+    stop("gemini", tmp_path, verified)
+    assert out(stop("gemini", tmp_path, refuted))["decision"] == "block"
 
 
 def test_a_fresh_turn_resets_a_stale_count(tmp_path: Path) -> None:
@@ -377,6 +378,29 @@ def test_openhands_without_cwd_uses_its_project_dir(
 @pytest.mark.parametrize(
     ("harness", "doc", "session", "resumed"),
     [
+        (  # OpenHands 1.16.0 as captured
+            "openhands",
+            {"event_type": "SessionStart", "tool_name": None, "session_id": "o", "metadata": {}},
+            "o",
+            False,
+        ),
+        (  # Gemini CLI 0.61.0 as captured
+            "gemini",
+            {
+                "session_id": "g",
+                "hook_event_name": "SessionStart",
+                "source": "startup",
+                "timestamp": "2026-12-01T14:08:39.128Z",
+            },
+            "g",
+            False,
+        ),
+        (
+            "gemini",
+            {"session_id": "g", "hook_event_name": "SessionStart", "source": "resume"},
+            "g",
+            True,
+        ),
         (
             "claude-code",
             {"session_id": "a", "hook_event_name": "SessionStart", "source": "startup"},
@@ -403,11 +427,8 @@ def test_openhands_without_cwd_uses_its_project_dir(
 def test_session_start_payloads(
     harness: str, doc: dict[str, Any], session: str, resumed: bool, tmp_path: Path
 ) -> None:
-    doc = (
-        {**doc, "cwd": str(tmp_path)}
-        if harness != "cursor"
-        else {**doc, "workspace_roots": [str(tmp_path)]}
-    )
+    where = {"cursor": "workspace_roots", "openhands": "working_dir"}.get(harness, "cwd")
+    doc = {**doc, where: [str(tmp_path)] if harness == "cursor" else str(tmp_path)}
     request = hooks.read_start(hooks.harness(harness), json.dumps(doc).encode())
     assert isinstance(request, hooks.StartRequest)
     assert (request.session, request.repo, request.resumed) == (session, tmp_path, resumed)
@@ -418,3 +439,92 @@ def test_an_unreadable_start_payload_takes_no_baselines_and_says_so(tmp_path: Pa
     assert isinstance(answer, hooks.HookAnswer)
     assert answer.exit_code == 0
     assert "no baselines were taken" in answer.stderr
+
+
+# ---- what the harnesses really send (payloads captured from the pinned releases)
+
+
+def test_openhands_reads_its_own_shape_working_dir_and_event_type(tmp_path: Path) -> None:
+    gate = Gate("verified", tmp_path / "c.json")
+    stop("openhands", tmp_path, gate)
+    (request,) = gate.requests
+    assert (request.repo, request.session, request.outcome) == (tmp_path, "oh-1", "")
+
+
+def test_openhands_judges_only_its_stop_event(tmp_path: Path) -> None:
+    answer = stop("openhands", tmp_path, Gate("verified", tmp_path / "c.json"),
+                  event_type="PreToolUse")  # fmt: skip
+    assert answer.exit_code == 0
+    assert "'hook_event_name' is 'PreToolUse'" in answer.stderr
+
+
+def test_openhands_project_dir_wins_over_working_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.setenv("OPENHANDS_PROJECT_DIR", str(project))
+    gate = Gate("verified", tmp_path / "c.json")
+    stop("openhands", elsewhere, gate)
+    assert gate.requests[0].repo == project
+
+
+def test_copilot_reads_stop_hook_active_and_resets_a_stale_count(tmp_path: Path) -> None:
+    gate = Gate("refuted", tmp_path / "c.json")
+    for _ in range(MAX_BLOCKS + 1):  # each stop the first of a new turn: a new row each time
+        assert out(stop("copilot", tmp_path, gate, stop_hook_active=False))["decision"] == "block"
+    for _ in range(MAX_BLOCKS - 1):
+        assert out(stop("copilot", tmp_path, gate, stop_hook_active=True))["decision"] == "block"
+    assert "decision" not in out(stop("copilot", tmp_path, gate, stop_hook_active=True))
+
+
+def test_copilot_judges_its_project_dir_not_the_agents_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project, moved = tmp_path / "project", tmp_path / "moved"
+    project.mkdir()
+    moved.mkdir()
+    monkeypatch.setenv("COPILOT_PROJECT_DIR", str(project))
+    gate = Gate("verified", tmp_path / "c.json")
+    stop("copilot", moved, gate)
+    assert gate.requests[0].repo == project
+
+
+def test_gemini_blocks_with_decision_block_and_its_reason(tmp_path: Path) -> None:
+    gate = Gate("refuted", tmp_path / "c.json")
+    answer = stop("gemini", tmp_path, gate)
+    body = out(answer)
+    assert answer.exit_code == 0
+    assert body["decision"] == "block"
+    assert REASON in body["reason"]
+    assert gate.requests[0].outcome == "Done."
+    assert gate.requests[0].repo == tmp_path
+
+
+def test_gemini_counts_blocks_although_its_flag_says_fresh_turn(tmp_path: Path) -> None:
+    """Gemini CLI sends stop_hook_active false after a block whose retry made a tool call; a
+    count reset on it would send the agent back for ever."""
+    gate = Gate("refuted", tmp_path / "c.json")
+    for _ in range(MAX_BLOCKS):
+        assert out(stop("gemini", tmp_path, gate, stop_hook_active=False))["decision"] == "block"
+    let_through = stop("gemini", tmp_path, gate, stop_hook_active=False)
+    assert "decision" not in out(let_through)
+    assert "NOT verified" in out(let_through)["systemMessage"]
+    assert "NOT verified" in let_through.stderr
+
+
+def test_gemini_judges_its_project_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project, moved = tmp_path / "project", tmp_path / "moved"
+    project.mkdir()
+    moved.mkdir()
+    monkeypatch.setenv("GEMINI_PROJECT_DIR", str(project))
+    gate = Gate("verified", tmp_path / "c.json")
+    stop("gemini", moved, gate)
+    assert gate.requests[0].repo == project
+
+
+def test_claude_is_an_alias_of_claude_code() -> None:
+    assert hooks.harness("claude") is hooks.harness("claude-code")
+    with pytest.raises(ValueError, match="unknown harness 'claud'"):
+        hooks.harness("claud")

@@ -234,6 +234,8 @@ def test_a_settings_file_of_another_shape_is_refused_not_clobbered(
         ("cursor", "user", {}, "home/.cursor/hooks.json"),
         ("copilot", "project", {}, "repo/.github/hooks/completion-claim.json"),
         ("copilot", "user", {}, "home/.copilot/hooks/completion-claim.json"),
+        ("gemini", "project", {}, "repo/.gemini/settings.json"),
+        ("gemini", "user", {}, "home/.gemini/settings.json"),
     ],
 )
 def test_where_each_harness_reads_its_hooks(
@@ -248,3 +250,28 @@ def test_unknown_harness_and_scope_are_usage_errors(tmp_path: Path) -> None:
         target("aider")
     with pytest.raises(UsageError, match="unknown scope 'global'"):
         target("codex").settings_path("global", tmp_path, tmp_path, {})
+
+
+def test_gemini_entries_are_claudes_shape_with_the_timeout_in_milliseconds(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "settings.json"
+    install(path, "gemini", CLAIM, None)
+    document = read(path)
+    assert sorted(document["hooks"]) == ["AfterAgent", "SessionStart"]
+    (group,) = document["hooks"]["AfterAgent"]
+    assert group == {
+        "hooks": [{"type": "command", "command": f"{CLAIM} hook stop --harness gemini",
+                   "timeout": 600_000}]
+    }  # fmt: skip
+
+
+def test_claude_installs_and_uninstalls_as_claude_code(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    assert target("claude") is target("claude-code")
+    install(path, "claude", CLAIM, None)
+    assert commands("claude-code", read(path), "Stop") == [
+        f"{CLAIM} hook stop --harness claude-code"
+    ]
+    assert not install(path, "claude-code", CLAIM, None)
+    assert uninstall(path, "claude") == 2

@@ -1,4 +1,5 @@
-"""``claim hook start|stop --harness H`` (run by the harness) and ``claim hooks install|uninstall``.
+"""``claim hook start|stop --harness H`` (run by the harness) and
+``claim hooks install|uninstall|check``.
 
 A hook answers in its harness's contract, so its exit code is the harness's (0, or 2 where the
 harness blocks by exit code), not the verdict's: the verdict is in the answer and in the runs
@@ -26,6 +27,7 @@ from ..gate.config import (
     load_config,
 )
 from ..gate.install import SCOPES, TARGETS, Server, install, target, uninstall
+from ..gate.loading import Place, check, trust
 from ..gate.run import run_gate, start_gate
 from . import app
 from ._output import emit_json, json_option, say
@@ -39,7 +41,7 @@ from ._server import (
     refuse_config_with_server,
 )
 
-_HARNESS = click.Choice(sorted(hooks.HARNESSES))
+_HARNESS = click.Choice(sorted([*hooks.HARNESSES, *hooks.ALIASES]))
 _REPO = click.option(
     "--repo",
     type=click.Path(file_okay=False, path_type=Path),
@@ -69,6 +71,7 @@ def hook_stop(
     else send the agent back with the reason (at most the config's max_blocks times in a row).
     With --server, the service runs the gate under its operator's config."""
     adapter = hooks.harness(harness)
+    hooks.note_stop(adapter.name, os.environ)
     data = sys.stdin.buffer.read(hooks.MAX_INPUT_BYTES + 1)
     request = hooks.read_stop(adapter, data, _absolute(repo))
     if isinstance(request, hooks.HookAnswer):
@@ -210,7 +213,7 @@ def _emit(answer: hooks.HookAnswer) -> int:
 
 @app.group("hooks")
 def hooks_group() -> None:
-    """Install or remove the gate's hooks in a harness's settings file."""
+    """Install or remove the gate's hooks in a harness's settings file, or check it runs them."""
 
 
 _SCOPE = click.option(
@@ -220,7 +223,9 @@ _SCOPE = click.option(
     show_default=True,
     help="The repository's settings file, or the user's.",
 )
-_INSTALL_HARNESS = click.option("--harness", required=True, type=click.Choice(sorted(TARGETS)))
+_INSTALL_HARNESS = click.option(
+    "--harness", required=True, type=click.Choice(sorted([*TARGETS, *hooks.ALIASES]))
+)
 
 
 @hooks_group.command("install")
@@ -239,17 +244,35 @@ _INSTALL_HARNESS = click.option("--harness", required=True, type=click.Choice(so
     "running the gate as the agent's user.",
 )
 @TOKEN_FILE_OPTION
-@json_option("Print {path, harness, installed} as JSON (installed: false when already there).")
+@click.option(
+    "--no-trust",
+    is_flag=True,
+    help="Do not write the harness's trust for the hooks (Codex's config.toml, Copilot's and "
+    "Gemini's trusted folders); only say what is missing.",
+)
+@click.option(
+    "--strict", is_flag=True, help="Exit 1 when the harness will not run the hooks in some mode."
+)
+@json_option(
+    "Print {path, harness, installed, trusted, missing} as JSON (installed: false when already "
+    "there; trusted: what was written; missing: what keeps the hooks from running)."
+)
 def hooks_install(
     harness: str,
     scope: str,
     config_path: Path | None,
     server: str | None,
     token_file: Path | None,
+    no_trust: bool,
+    strict: bool,
     as_json: bool,
 ) -> int:
     """Add the stop and session-start hooks; other keys and hooks are kept; twice adds nothing.
-    At project scope the hooks judge this repository, whatever directory the agent is in."""
+    At project scope the hooks judge this repository, whatever directory the agent is in.
+    Then make the harness run them where a file outside the work tree says so (Codex's project
+    and hook trust, Copilot's and Gemini's trusted folders), and say, one line each, what else
+    keeps them from running."""
+    harness = target(harness).harness
     path = _settings(harness, scope)
     config = config_path.resolve() if config_path is not None else None
     repo = _project_root(Path.cwd()) if scope == "project" else None
@@ -260,19 +283,52 @@ def hooks_install(
     elif token_file is not None:
         raise UsageError("--token-file is for --server")
     installed = install(path, harness, _claim_executable(), config, repo, asked)
+    place = _place(harness, scope, path)
+    trusted = [] if no_trust else trust(place)
+    missing = check(place).lines
     if as_json:
-        emit_json({"path": str(path), "harness": harness, "installed": installed})
-    elif installed:
-        say(f"claim: {harness} hooks installed in {path}")
+        emit_json({"path": str(path), "harness": harness, "installed": installed,
+                   "trusted": trusted, "missing": missing})  # fmt: skip
     else:
-        say(f"claim: {harness} hooks already installed in {path}")
+        say(f"claim: {harness} hooks {'' if installed else 'already '}installed in {path}")
+        for line in trusted:
+            say(f"claim: {line}")
     if server is not None and not as_json:
         # The hook's token has no start scope: its start attempt is refused, in one line.
         say(
             "claim: the service takes a session's start only from a token with the start "
             "scope: start each session from the operator's side (docs/integrations.md)"
         )
-    return 0
+    for line in missing:  # a warning, whatever the output format
+        click.echo(f"claim: the hooks will not run ({line})", err=True)
+    return 1 if strict and missing else 0
+
+
+@hooks_group.command("check")
+@_INSTALL_HARNESS
+@_SCOPE
+@json_option("Print {path, harness, interactive, non_interactive} as JSON (lists of problems).")
+def hooks_check(harness: str, scope: str, as_json: bool) -> int:
+    """Read the harness's configuration and say whether it will run the gate's hooks here, in
+    interactive and in non-interactive mode, and why not; exit 1 when it will not in either."""
+    harness = target(harness).harness
+    path = _settings(harness, scope)
+    found = check(_place(harness, scope, path))
+    if as_json:
+        emit_json({"path": str(path), "harness": harness, "interactive": found.interactive,
+                   "non_interactive": found.headless})  # fmt: skip
+    else:
+        for mode, problems in (("interactive", found.interactive),
+                               ("non-interactive", found.headless)):  # fmt: skip
+            verdict = "the hooks run" if not problems else "the hooks will NOT run"
+            say(f"claim: {harness} {mode}: {verdict}")
+            for problem in problems:
+                say(f"  - {problem}")
+    return 1 if found.interactive or found.headless else 0
+
+
+def _place(harness: str, scope: str, path: Path) -> Place:
+    return Place(target(harness), scope, path, _project_root(Path.cwd()), Path.home(), os.environ)
 
 
 @hooks_group.command("uninstall")
@@ -281,6 +337,7 @@ def hooks_install(
 @json_option("Print {path, harness, removed} as JSON.")
 def hooks_uninstall(harness: str, scope: str, as_json: bool) -> int:
     """Remove the hooks ``claim hooks install`` added, and nothing else."""
+    harness = target(harness).harness
     path = _settings(harness, scope)
     removed = uninstall(path, harness)
     if as_json:

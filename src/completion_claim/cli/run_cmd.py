@@ -5,6 +5,10 @@ the gate over what it left, exit code = the verdict's. With ``--retries N`` the 
 again, at most N times, while the verdict is not verified; it learns why from the environment
 variable ``CLAIM_FEEDBACK`` (and, with ``--feedback-arg``, from one extra final argument, for
 agents that only read their command line, e.g. ``aider --message``).
+
+When AGENT is a harness whose hooks are installed for this repository (or its user), and no stop
+hook reached the gate while it ran, that is said: its hooks did not load (the gate still judges
+what it left, here).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,6 +27,9 @@ import click
 from .._files import read_limited
 from ..errors import UsageError
 from ..gate.config import find_config, load_config
+from ..gate.hooks import EXECUTABLES, STOPS_ENV
+from ..gate.install import SCOPES, target
+from ..gate.loading import Place, installed_hooks
 from ..gate.run import GateResult, run_gate, start_gate
 from . import app
 
@@ -74,21 +82,47 @@ def run_command(
     start_gate(config, repo, session=session)
     feedback = ""
     attempts = retries + 1
-    for attempt in range(1, attempts + 1):
-        argv = list(agent) + ([feedback] if feedback and feedback_arg else [])
-        env = {**os.environ, ATTEMPT_ENV: str(attempt), FEEDBACK_ENV: feedback}
-        status, output = run_agent(argv, env)
-        if status != 0:
-            _say(f"the agent exited with status {status}; judging what it left")
-        outcome = _outcome(outcome_file, output)
-        result = run_gate(config, repo, outcome=outcome, session=session)
-        if result.verdict.state == "verified" or attempt == attempts:
-            break
-        feedback = result.agent_reason or result.verdict.reason
-        _say(f"attempt {attempt} of {attempts}: {result.verdict.state}; running the agent again")
-        _say(feedback)
+    gated = _gated_harness(agent[0], repo)
+    with tempfile.TemporaryDirectory(prefix="claim-run-") as scratch:
+        stops = Path(scratch) / "stops"
+        for attempt in range(1, attempts + 1):
+            argv = list(agent) + ([feedback] if feedback and feedback_arg else [])
+            env = {**os.environ, ATTEMPT_ENV: str(attempt), FEEDBACK_ENV: feedback,
+                   STOPS_ENV: str(stops)}  # fmt: skip
+            stops.unlink(missing_ok=True)
+            status, output = run_agent(argv, env)
+            if status != 0:
+                _say(f"the agent exited with status {status}; judging what it left")
+            if gated is not None and not stops.exists():
+                _say(
+                    f"{Path(agent[0]).name} stopped and no stop hook reached the gate: its "
+                    f"{gated} hooks did not run (`claim hooks check --harness {gated}` says "
+                    "why); the gate judges what it left here"
+                )
+            outcome = _outcome(outcome_file, output)
+            result = run_gate(config, repo, outcome=outcome, session=session)
+            if result.verdict.state == "verified" or attempt == attempts:
+                break
+            feedback = result.agent_reason or result.verdict.reason
+            _say(
+                f"attempt {attempt} of {attempts}: {result.verdict.state}; running the agent again"
+            )
+            _say(feedback)
     _report(result, attempt)
     return result.exit_code
+
+
+def _gated_harness(executable: str, repo: Path) -> str | None:
+    """The harness ``executable`` is, when the gate's hooks are installed for it here."""
+    harness = EXECUTABLES.get(Path(executable).name)
+    if harness is None:
+        return None
+    spec = target(harness)
+    for scope in SCOPES:
+        settings = spec.settings_path(scope, repo, Path.home(), os.environ)
+        if installed_hooks(Place(spec, scope, settings, repo, Path.home(), os.environ)):
+            return harness
+    return None
 
 
 def run_agent(argv: Sequence[str], env: dict[str, str]) -> tuple[int, str]:

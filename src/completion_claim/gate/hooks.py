@@ -10,7 +10,9 @@ for all of them:
   ``max_blocks`` times in a row per session; the next stop is let through with the verdict
   printed, never silently. The count, not the harness's ``stop_hook_active``, bounds the loop:
   that flag only says whether the previous stop of this turn was blocked, so when the harness
-  reports a fresh turn (flag false, Cursor's ``loop_count`` 0) a stale count is reset.
+  reports a fresh turn (flag false, Cursor's ``loop_count`` 0) a stale count is reset. Where the
+  flag is false again after a blocked stop whose retry made a tool call (Gemini CLI), it is not
+  read at all: a reset there would never reach ``max_blocks``.
 - What the agent reads is the gate's ``agent_reason`` and nothing else from the gate.
 """
 
@@ -28,6 +30,20 @@ from .._files import write_atomic
 
 MAX_INPUT_BYTES = 1 << 20
 """Hook payloads are small; a larger one is not what any harness documents."""
+
+STOPS_ENV = "CLAIM_RUN_STOPS"
+"""Set by ``claim run`` for the agent (and so for the hooks its harness runs): a file each stop
+hook adds a line to, so ``claim run`` can tell a harness whose hooks never ran."""
+
+EXECUTABLES = {
+    "claude": "claude-code",
+    "codex": "codex",
+    "copilot": "copilot",
+    "gemini": "gemini",
+    "openhands": "openhands",
+    "cursor-agent": "cursor",
+}
+"""Each harness's command-line executable, for ``claim run`` to know a gated agent."""
 
 
 class DecidedVerdict(Protocol):
@@ -212,8 +228,9 @@ class Codex(Harness):
 
 
 class OpenHands(Harness):
-    """Claude-compatible input; a stop is refused with exit 2 and ``decision: deny``. Its page
-    lists no Stop payload fields; the project directory it exports to hooks names the tree."""
+    """OpenHands (SDK 1.21) sends its own shape, not Claude's: ``event_type``, ``session_id``,
+    ``working_dir``, ``metadata: {"reason": "agent_finished"}`` and no final message. A stop is
+    refused with exit 2 and ``decision: deny``; it exports the project directory to hooks."""
 
     name = "openhands"
     project_dir_env = "OPENHANDS_PROJECT_DIR"
@@ -221,10 +238,10 @@ class OpenHands(Harness):
     start_events = ("SessionStart", "UserPromptSubmit")
 
     def parse_stop(self, payload: Mapping[str, Any]) -> StopRequest:
-        return super().parse_stop(_with_project_dir(payload))
+        return super().parse_stop(_openhands_as_claude(payload))
 
     def parse_start(self, payload: Mapping[str, Any]) -> StartRequest:
-        return super().parse_start(_with_project_dir(payload))
+        return super().parse_start(_openhands_as_claude(payload))
 
     def allow(self, message: str) -> HookAnswer:
         return HookAnswer("{}", message, 0)
@@ -234,12 +251,17 @@ class OpenHands(Harness):
         return HookAnswer(body, f"{message}: {reason}", 2)
 
 
-def _with_project_dir(payload: Mapping[str, Any]) -> Mapping[str, Any]:
-    """Without a session id (OpenHands documents none), one count per project."""
-    project = os.environ.get("OPENHANDS_PROJECT_DIR") or payload.get("cwd")
-    if payload.get("session_id") is None and isinstance(project, str):
-        return {**payload, "session_id": f"openhands:{project}"}
-    return payload
+def _openhands_as_claude(payload: Mapping[str, Any]) -> Mapping[str, Any]:
+    """OpenHands' names in Claude's (earlier releases sent Claude's; either is read). Without a
+    session id, one count per project."""
+    renamed = dict(payload)
+    for theirs, ours in (("event_type", "hook_event_name"), ("working_dir", "cwd")):
+        if renamed.get(ours) is None and renamed.get(theirs) is not None:
+            renamed[ours] = renamed[theirs]
+    project = os.environ.get("OPENHANDS_PROJECT_DIR") or renamed.get("cwd")
+    if renamed.get("session_id") is None and isinstance(project, str):
+        renamed["session_id"] = f"openhands:{project}"
+    return renamed
 
 
 class Cursor(Harness):
@@ -290,19 +312,21 @@ def _workspace(payload: Mapping[str, Any]) -> Path:
 
 
 class Copilot(Harness):
-    """Copilot CLI's ``agentStop``: camelCase ``sessionId`` and ``cwd``, no final message; a
+    """Copilot CLI's ``agentStop`` (1.0.102): camelCase ``sessionId`` and ``cwd``, no final
+    message, and (undocumented) ``stop_hook_active``; hooks get ``COPILOT_PROJECT_DIR``. A
     ``decision: block`` answer queues ``reason`` as the next prompt."""
 
     name = "copilot"
-    project_dir_env = None
+    project_dir_env = "COPILOT_PROJECT_DIR"
 
     def parse_stop(self, payload: Mapping[str, Any]) -> StopRequest:
+        active = _flag(payload, "stop_hook_active")
         return StopRequest(
             harness=self.name,
             session=_text(payload, "sessionId"),
             repo=self._repo(payload),
             outcome="",
-            fresh_turn=None,
+            fresh_turn=None if active is None else not active,
         )
 
     def parse_start(self, payload: Mapping[str, Any]) -> StartRequest:
@@ -323,14 +347,51 @@ class Copilot(Harness):
         return HookAnswer("{}", "", 0)
 
 
+class Gemini(Harness):
+    """Gemini CLI (0.61): ``AfterAgent`` with Claude's ``session_id``, ``cwd`` and
+    ``hook_event_name``, the turn's text in ``prompt_response`` (it accumulates across retries),
+    and ``GEMINI_PROJECT_DIR`` for hooks. ``decision: block`` sends ``reason`` back as the next
+    prompt. Its ``stop_hook_active`` is false again after a block whenever the retry made a tool
+    call, so it is never read: the count alone bounds the loop."""
+
+    name = "gemini"
+    project_dir_env = "GEMINI_PROJECT_DIR"
+    stop_events = ("AfterAgent",)
+    start_events = ("SessionStart",)
+
+    def parse_stop(self, payload: Mapping[str, Any]) -> StopRequest:
+        self._check_event(payload, self.stop_events)
+        return StopRequest(
+            harness=self.name,
+            session=_text(payload, "session_id"),
+            repo=self._repo(payload),
+            outcome=_text(payload, "prompt_response", required=False),
+            fresh_turn=None,
+        )
+
+    def allow(self, message: str) -> HookAnswer:
+        body = {"systemMessage": message} if message else {}
+        return HookAnswer(json.dumps(body), message, 0)
+
+    def block(self, reason: str, message: str) -> HookAnswer:
+        body = {"decision": "block", "reason": reason, "systemMessage": message}
+        return HookAnswer(json.dumps(body), message, 0)
+
+
 HARNESSES: dict[str, Harness] = {
-    h.name: h for h in (Harness(), Codex(), OpenHands(), Cursor(), Copilot())
+    h.name: h for h in (Harness(), Codex(), OpenHands(), Cursor(), Copilot(), Gemini())
 }
+ALIASES = {"claude": "claude-code"}
+"""Other names accepted for a harness (what people type)."""
+
+
+def canonical(name: str) -> str:
+    return ALIASES.get(name, name)
 
 
 def harness(name: str) -> Harness:
     try:
-        return HARNESSES[name]
+        return HARNESSES[canonical(name)]
     except KeyError:
         raise ValueError(f"unknown harness {name!r}; one of: {', '.join(HARNESSES)}") from None
 
@@ -365,6 +426,18 @@ class SessionState:
 
 # ----------------------------------------------------------------------------------------------
 # The stop
+
+
+def note_stop(harness: str, environ: Mapping[str, str]) -> None:
+    """Tell a ``claim run`` around the harness that its stop hook ran (best effort: the gate
+    judges the agent after it exits either way)."""
+    path = environ.get(STOPS_ENV)
+    if path:
+        try:
+            with open(path, "a", encoding="utf-8") as stops:
+                stops.write(f"{harness}\n")
+        except OSError:
+            pass
 
 
 def read_stop(

@@ -16,6 +16,7 @@ from typing import Any
 
 from .._files import write_atomic
 from ..errors import UsageError
+from .hooks import canonical
 
 HOOK_TIMEOUT_S = 600
 """The gate runs the project's tests; the harnesses' defaults (30-60 s) would cut it off."""
@@ -44,6 +45,8 @@ class Target:
             return {"type": "command", "bash": command, "timeoutSec": HOOK_TIMEOUT_S}
         if self.harness == "cursor":
             return {"command": command, "timeout": HOOK_TIMEOUT_S}
+        if self.harness == "gemini":  # milliseconds
+            return {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S * 1000}
         return {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}
 
     def group(self, command: str) -> dict[str, Any]:
@@ -85,13 +88,17 @@ TARGETS: dict[str, Target] = {
             "hooks/completion-claim.json", "agentStop", "sessionStart",
             grouped=False, matcher=None, version=1,
         ),
+        Target(
+            "gemini", ".gemini/settings.json", None, ".gemini", "settings.json",
+            "AfterAgent", "SessionStart", grouped=True, matcher=None, version=None,
+        ),
     )
 }  # fmt: skip
 
 
 def target(harness: str) -> Target:
     try:
-        return TARGETS[harness]
+        return TARGETS[canonical(harness)]
     except KeyError:
         raise UsageError(f"unknown harness {harness!r}; one of: {', '.join(TARGETS)}") from None
 
@@ -155,7 +162,7 @@ def install(
     hooks = _hooks_table(document, path, create=True)
     assert hooks is not None
     for kind, event in (("stop", spec.stop_event), ("start", spec.start_event)):
-        command = hook_command(claim, kind, harness, config, repo, server)
+        command = hook_command(claim, kind, spec.harness, config, repo, server)
         entries = _event_list(hooks, event, path, create=True)
         assert entries is not None
         if any(_command_of(spec, entry) == command for entry in _entries(spec, entries)):

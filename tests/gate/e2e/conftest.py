@@ -14,7 +14,8 @@ import pytest
 from tests.needs import unavailable
 from tests.observe.conftest import postgres, postgres_reader  # noqa: F401 (fixtures)
 
-from .claude_code import InstallFailed, ensure_installed
+from .claude_code import ensure_installed
+from .clis import InstallFailed
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """A small project gated as an operator would set it up: a git repository the agent works in,
-and, outside it, the operator's claim.toml, signing key and runs directory; the Claude Code
-hooks installed with the real ``claim hooks install`` and committed.
+and, outside it, the operator's claim.toml, signing key and runs directory; the harness's hooks
+installed with the real ``claim hooks install`` (and committed, at project scope).
 """
 
 from __future__ import annotations
@@ -25,10 +25,13 @@ TESTS = (
 )
 
 
-def claim(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def claim(
+    *args: str, cwd: Path | None = None, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [CLAIM, *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
-    )
+        [CLAIM, *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False,
+        env=None if env is None else dict(env),
+    )  # fmt: skip
 
 
 def git(repo: Path, *args: str) -> str:
@@ -45,6 +48,9 @@ class Project:
     runs: Path
     public_key: str
     trusted: str  # the commit whose tests judge the agent
+    installed: str = ""
+    """What ``claim hooks install`` said (on stderr): what it did and what is left to do."""
+    install_exit: int = 0
 
     def claims(self) -> list[dict[str, Any]]:
         """Every claim the gate recorded, oldest first (run folders are named by time)."""
@@ -61,9 +67,14 @@ def make_project(
     requires: tuple[str, ...],
     *,
     max_blocks: int,
+    harness: str = "claude-code",
+    scope: str = "project",
+    env: Mapping[str, str] | None = None,
+    install_flags: tuple[str, ...] = (),
 ) -> Project:
     """Commit ``files`` (the trusted commit), write the operator's claim.toml with ``checks``
-    (``{trusted}`` is replaced by that commit), install the hooks and commit them."""
+    (``{trusted}`` is replaced by that commit), install the hooks of ``harness`` at ``scope``
+    (with ``env``: the harness's home) and commit them when they are in the repository."""
     repo, operator = root / "repo", root / "operator"
     repo.mkdir()
     operator.mkdir()
@@ -91,13 +102,18 @@ def make_project(
         f"max_blocks = {max_blocks}\n\n" + checks.replace("{trusted}", trusted)
     )
     installed = claim(
-        "hooks", "install", "--harness", "claude-code", "--scope", "project",
-        "--config", str(config), cwd=repo,
+        "hooks", "install", "--harness", harness, "--scope", scope,
+        "--config", str(config), "--json", *install_flags, cwd=repo, env=env,
     )  # fmt: skip
-    assert installed.returncode == 0, installed.stderr
-    git(repo, "add", ".claude/settings.json")
-    git(repo, "commit", "-q", "-m", "gate the agent's stops")
-    return Project(repo, config, operator / "runs", public_key, trusted)
+    assert installed.returncode == 0 or "--strict" in install_flags, installed.stderr
+    settings = Path(json.loads(installed.stdout)["path"])
+    if settings.is_relative_to(repo):
+        git(repo, "add", str(settings.relative_to(repo)))
+        git(repo, "commit", "-q", "-m", "gate the agent's stops")
+    return Project(
+        repo, config, operator / "runs", public_key, trusted, installed.stderr,
+        installed.returncode,
+    )  # fmt: skip
 
 
 # The project's tests, run as in the trusted commit by the gate's own interpreter (which has

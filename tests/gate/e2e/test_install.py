@@ -10,7 +10,8 @@ import pytest
 
 from tests.observe.conftest import closed_port
 
-from .claude_code import InstallFailed, cache_dir, ensure_installed
+from .claude_code import cache_dir, ensure_installed
+from .clis import InstallFailed
 
 pytestmark = pytest.mark.claude_code
 
