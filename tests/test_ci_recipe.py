@@ -39,16 +39,9 @@ from tests.fixtures.projects import (
 CLAIM = Path(sys.executable).with_name("claim")
 OBSERVER = "ci-runner/1"
 PYTEST = (sys.executable, "-m", "pytest", "-q")
-FAKE_PYTEST = (
-    "import os, sys\n"
-    "for arg in os.environ.get('PYTEST_ADDOPTS', '').split():\n"
-    "    if arg.startswith('--junitxml='):\n"
-    "        open(arg.split('=', 1)[1], 'w').write(\n"
-    '            \'<testsuite><testcase classname="tests.test_calc" name="test_add"/>\'\n'
-    '            \'<testcase classname="tests.test_calc" name="test_add_zero"/></testsuite>\')\n'
-    "print('2 passed')\n"
-    "sys.exit(0)\n"
-)
+# A module named pytest in the work tree, standing in for the real one: it prints what a passing
+# run prints and exits 0 (it cannot load the observer's plugin, so it has no results to give).
+FAKE_PYTEST = "print('2 passed')\nraise SystemExit(0)\n"
 
 
 @dataclass(frozen=True)
