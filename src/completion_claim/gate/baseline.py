@@ -2,7 +2,10 @@
 agent worked, so that a value that already held does not count as the agent's doing.
 
 A start record lives in the runs directory, per repository (``start/repo.json``) or per session
-(``start/session-<sha256(id)[:16]>.json``); ``claim gate --start`` replaces it. A snapshot is
+(``start/session-<sha256(id)[:16]>.json``); ``claim gate --start`` replaces it. Besides the base
+commit and the snapshots it holds the trust anchors taken at the start (``anchors``): each
+trusted ref's commit, and manifests of the protected files and configuration files copied into
+the operator's store. A snapshot is
 matched to a check by its check type and mutation target and by the observer's target (the
 redacted URL and lookup), so a check changed since the start gets no baseline rather than a
 wrong one.
@@ -11,7 +14,7 @@ wrong one.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -115,12 +118,20 @@ def take_snapshots(config: GateConfig) -> list[dict[str, Any]]:
     return snapshots
 
 
-def write_start_record(path: Path, base: str | None, snapshots: list[dict[str, Any]]) -> None:
+def write_start_record(
+    path: Path,
+    base: str | None,
+    snapshots: list[dict[str, Any]],
+    anchors: Mapping[str, Any] | None = None,
+) -> None:
+    """``anchors``: the trusted refs resolved, and the manifests of what the operator's store
+    copied (``anchors.start_anchors``)."""
     record = {
         "version": RECORD_VERSION,
         "taken_at": format_time(datetime.now(UTC)),
         "base": base,
         "snapshots": snapshots,
+        **(anchors or {}),
     }
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     write_atomic(path, (dumps(record, indent=2) + "\n").encode())

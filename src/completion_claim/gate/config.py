@@ -33,6 +33,7 @@ from ..model import (
     load_policy,
     parse_policy,
 )
+from ..observe.repository import object_format_of
 
 CONFIG_NAME = "claim.toml"
 DEFAULT_MAX_BLOCKS = 3
@@ -131,8 +132,14 @@ class GateConfig:
     sign_key: Path | None
     runs_dir: Path
     max_blocks: int = DEFAULT_MAX_BLOCKS
-    base: str | None = None
+    base: str | None = None  # a full commit id
     timeout_s: float | None = None  # the whole gate run; None: the sum of the checks' own
+    # Every file the configuration was read from or names for the gate to read, claim.toml
+    # first: inside the work tree each is the operator's, changed or not.
+    files: tuple[Path, ...] = ()
+    # What ${NAME} was replaced from, to read the operator's own copy again when the agent
+    # changed the one in the work tree.
+    environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
 
 def default_runs_dir(environ: Mapping[str, str]) -> Path:
@@ -157,9 +164,12 @@ def find_config(start: Path) -> Path | None:
         folder = folder.parent
 
 
-def load_config(path: Path, environ: Mapping[str, str]) -> GateConfig:
+def load_config(
+    path: Path, environ: Mapping[str, str], read: Callable[[Path], bytes] = Path.read_bytes
+) -> GateConfig:
+    """``read`` gives each file's bytes (the gate passes the operator's stored copies)."""
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read(path).decode("utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
@@ -172,7 +182,7 @@ def load_config(path: Path, environ: Mapping[str, str]) -> GateConfig:
         where = found.group(1) if found else "1"
         problem = re.sub(r"\s*\(at line \d+, column \d+\)$", "", str(exc))
         raise ConfigError(f"{path.name}:{where}: not valid TOML: {problem}") from None
-    return _Reader(path, text, environ).config(document)
+    return _Reader(path, text, environ, read).config(document)
 
 
 class _Lines:
@@ -211,10 +221,14 @@ class _Lines:
 
 
 class _Reader:
-    def __init__(self, path: Path, text: str, environ: Mapping[str, str]) -> None:
+    def __init__(
+        self, path: Path, text: str, environ: Mapping[str, str], read: Callable[[Path], bytes]
+    ) -> None:
         self.path = path
         self.lines = _Lines(text)
         self.environ = environ
+        self.read = read
+        self.files = [path]
 
     def error(
         self,
@@ -237,17 +251,29 @@ class _Reader:
         if max_blocks is not None and max_blocks < 0:
             raise self.error("gate", 0, "max_blocks", "max_blocks must be 0 or more")
         timeout_s = self.seconds(gate, "gate", 0, "timeout_s")
+        base = self.optional(gate, "gate", 0, "base", str)
+        if base is not None and object_format_of(base) is None:
+            raise self.error(
+                "gate", 0, "base",
+                f"base must be a full commit id (git rev-parse {base}), not {base!r}: a name in "
+                "the agent's repository is the agent's to move",
+            )  # fmt: skip
+        policy = self.policy(document, checks)
+        self.files += [Path(c.storage_state) for c in checks
+                       if isinstance(c, DomAssertionCheck) and c.storage_state]  # fmt: skip
         return GateConfig(
             path=self.path,
-            policy=self.policy(document, checks),
+            policy=policy,
             checks=checks,
             sign_key=None if sign_key is None else self.relative(sign_key),
             runs_dir=default_runs_dir(self.environ)
             if runs_dir is None
             else self.relative(runs_dir),
             max_blocks=DEFAULT_MAX_BLOCKS if max_blocks is None else max_blocks,
-            base=self.optional(gate, "gate", 0, "base", str),
+            base=base,
             timeout_s=timeout_s,
+            files=tuple(dict.fromkeys(self.files)),
+            environ=dict(self.environ),
         )
 
     # --- values ---------------------------------------------------------------------------
@@ -349,8 +375,9 @@ class _Reader:
             return Policy("claim-gate/default", requires, DEFAULT_POLICY_MAX_AGE_S)
         if isinstance(given, str):
             path = self.relative(self.substitute(given, "", 0, "policy"))
+            self.files.append(path)
             try:
-                return load_policy(path.read_bytes())
+                return load_policy(self.read(path))
             except OSError as exc:
                 raise self.error(
                     "", 0, "policy", f"policy: cannot read {path}: {exc.strerror or exc}"

@@ -39,11 +39,19 @@ from ..model import (
 )
 from ..observe._common import Observation, ObserverSettings, run_observer
 from ..observe.git_capture import capture, mutation_record, repository_root
-from ..observe.repository import git_process
+from ..observe.repository import git_process, object_format_of
 from ..report import render_report
 from ..timefmt import format_time
 from ..trust import check_signatures
 from ..verify import Unmet, Verdict, verify
+from .anchors import (
+    NO_TRUSTED_BASE,
+    in_tree,
+    operator_config,
+    pinned_trusted_ref,
+    start_anchors,
+    stored_content,
+)
 from .baseline import (
     baseline_details,
     probe,
@@ -65,7 +73,6 @@ from .reason import CAPTURE_FAILED, GATE_CONFIG_CHANGED, NO_CHANGES, agent_reaso
 GATE_VERIFIER_ID = f"claim-gate/{__version__}"
 NO_OUTCOME = "(no outcome given)"
 CLAIM_NAME = "claim.json"
-DEFAULT_BRANCHES = ("origin/HEAD", "main", "master")
 EXIT_FOR_STATE = {"verified": 0, "unverified": 1, "refuted": 2}  # cli/__init__.py's EXIT_*
 RUN_KEY = "run"
 """``details.run`` of a page check: its run folder under the runs directory, where its
@@ -95,17 +102,19 @@ class GateResult:
 
 @dataclass(frozen=True)
 class _Base:
-    revision: str
+    revision: str | None  # a full commit id; None: the repository had no commit at the start
     source: str  # how it was chosen, for the report
 
 
 def start_gate(config: GateConfig, repo: Path, session: str | None = None) -> Path:
-    """Record the base commit and a snapshot of each readback, endpoint and page; the record
-    path."""
+    """Record the base commit, the trust anchors (trusted refs resolved, the operator's copies
+    of protected and configuration files) and a snapshot of each readback, endpoint and page;
+    the record path."""
     root = repository_root(repo)
     _refuse_runs_dir_inside(config, root)
     path = start_record_path(config, root, session)
-    write_start_record(path, _head_commit(root), take_snapshots(config))
+    anchors = start_anchors(config, root)
+    write_start_record(path, _head_commit(root), take_snapshots(config), anchors)
     return path
 
 
@@ -124,31 +133,57 @@ def run_gate(
     check's own (CI passes the pull request's base branch)."""
     events = events or _Silent()
     root = repository_root(repo)
+    for name, given in (("--base", base), ("--trusted-ref", trusted_ref)):
+        if given is not None and object_format_of(given) is None:
+            raise UsageError(
+                f"{name}: {given!r} is not a full commit id; a name in the agent's repository "
+                f"is the agent's to move: pass the commit (git rev-parse {given}) instead"
+            )
+    _refuse_runs_dir_inside(config, root)
+    record = read_start_record(start_record_path(config, root, session))
+    chosen = _choose_base(config, root, base, record)
+    capture_error = None
+    try:
+        # The configuration the agent may have edited has named the start record and the base
+        # so far; from here on, the operator's copy does.
+        operators = operator_config(
+            config, root, record, None if chosen is None else chosen.revision
+        )
+    except ObservationFailed as failure:
+        capture_error = str(failure)
+    else:
+        if operators.runs_dir != config.runs_dir:
+            record = read_start_record(start_record_path(operators, root, session))
+        config = operators
+        chosen = _choose_base(config, root, base, record)
     _refuse_runs_dir_inside(config, root)
     if config.sign_key is not None and not config.sign_key.is_file():
         # Checked before any work; the key itself is read after the checks ran.
         raise UsageError(f"{config.path.name}: [gate].sign_key {config.sign_key} is not a file")
-    record = read_start_record(start_record_path(config, root, session))
-    chosen = _choose_base(root, base, config.base, record)
-    events.step("base", f"{chosen.revision} ({chosen.source})")
+    if chosen is None:
+        chosen, capture_error = _Base(None, "none"), capture_error or NO_TRUSTED_BASE
+    events.step("base", f"{chosen.revision or 'no commit'} ({chosen.source})")
     started = datetime.now(UTC)
     deadline = None if config.timeout_s is None else started.timestamp() + config.timeout_s
     run_dir = _new_run_dir(config, root, started)
     claim_path = run_dir / CLAIM_NAME
-    capture_error = None
+    mutations: list[Mutation] = []
     try:
+        if capture_error is not None:
+            raise ObservationFailed(capture_error)
         mutations = _capture(root, chosen.revision, config.checks, started)
     except ObservationFailed as failure:
         # The work tree is the agent's: one that cannot be read honestly (a link out of it, a
-        # file name git cannot record) is the agent's to fix, and nothing is observed.
-        capture_error, mutations = str(failure), []
-        events.step("capture", f"could not read the work tree: {failure}")
+        # file name git cannot record, a base whose objects were tampered with) is the agent's
+        # to fix, and nothing is observed; so is a run with nothing trusted to measure from.
+        capture_error = str(failure)
+        events.step("capture", f"could not capture the change: {failure}")
     else:
         files = sum(1 for m in mutations if m.kind == FILE_WRITE)
         events.step(
             "capture", f"{files} changed file(s), {len(mutations) - files} configured target(s)"
         )
-    task = task_id or f"{root.name}@{chosen.revision[:12]}@{format_time(started)}"
+    task = task_id or f"{root.name}@{(chosen.revision or 'empty')[:12]}@{format_time(started)}"
     baselines = "taken at start" if record is not None else "not taken (no claim gate --start)"
     create_claim(
         claim_path,
@@ -238,7 +273,9 @@ def policy_json(policy: Policy) -> dict[str, Any]:
 # --- capture ---------------------------------------------------------------------------------
 
 
-def _capture(root: Path, base: str, checks: Sequence[CheckConfig], at: datetime) -> list[Mutation]:
+def _capture(
+    root: Path, base: str | None, checks: Sequence[CheckConfig], at: datetime
+) -> list[Mutation]:
     """The work tree's changes against ``base``, and against HEAD (what was committed and
     reverted since the base still differs from HEAD, and the test run checks against HEAD), then
     one mutation per configured state and deploy target."""
@@ -276,33 +313,28 @@ def _head_commit(root: Path) -> str | None:
     return done.stdout.decode().strip() if done.returncode == 0 else None
 
 
-def _resolves(root: Path, revision: str) -> str | None:
-    done = git_process(
-        root, ("rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"), UsageError
-    )
-    return done.stdout.decode().strip() if done.returncode == 0 else None
-
-
 def _choose_base(
-    root: Path, given: str | None, configured: str | None, record: dict[str, Any] | None
-) -> _Base:
-    """--base, else [gate].base, else the start record's commit, else the merge-base with the
-    default branch, else HEAD."""
+    config: GateConfig, root: Path, given: str | None, record: dict[str, Any] | None
+) -> _Base | None:
+    """--base, else [gate].base of a claim.toml outside the work tree, else the start record's
+    commit; None when there is none. Never a ref the agent can move: no merge-base with a
+    default branch, no HEAD; and a [gate].base the agent could have edited counts for nothing."""
     if given is not None:
         return _Base(given, "--base")
-    if configured is not None:
-        return _Base(configured, "[gate].base")
-    if record is not None and isinstance(record.get("base"), str):
-        return _Base(record["base"], "the start record")
-    if _head_commit(root) is None:
-        return _Base("HEAD", "no commit yet")
-    for branch in DEFAULT_BRANCHES:
-        if _resolves(root, branch) is None:
-            continue
-        done = git_process(root, ("merge-base", "HEAD", branch), UsageError)
-        if done.returncode == 0 and done.stdout.strip():
-            return _Base(done.stdout.decode().strip(), f"merge-base with {branch}")
-    return _Base("HEAD", "HEAD: no default branch")
+    if config.base is not None and not _inside(config.path, root):
+        return _Base(config.base, "[gate].base")
+    if record is not None and "base" in record:
+        commit = record["base"]
+        if commit is None:
+            return _Base(None, "the start record: no commit yet, every file is new")
+        if isinstance(commit, str) and object_format_of(commit) is not None:
+            return _Base(commit, "the start record")
+    return None
+
+
+def _inside(path: Path, root: Path) -> bool:
+    real, tree = os.path.realpath(path), os.path.realpath(root)
+    return real.startswith(tree.rstrip("/") + "/")
 
 
 def _new_run_dir(config: GateConfig, root: Path, at: datetime) -> Path:
@@ -350,7 +382,7 @@ def _observe(
     if isinstance(check, TestRunCheck):
         covers = tuple(m.id for m in mutations if m.kind == FILE_WRITE)
         target, expected, observe = _test_run(config, check, root, claim_path, timeout,
-                                              trusted_ref)  # fmt: skip
+                                              trusted_ref, record)  # fmt: skip
     else:
         covers = tuple(m.id for m in mutations if m.target == check.target
                        and m.kind != FILE_WRITE)  # fmt: skip
@@ -395,17 +427,27 @@ def _test_run(
     claim_path: Path,
     timeout: float,
     trusted_ref: str | None,
+    record: dict[str, Any] | None,
 ) -> tuple[str, Any, Callable[[], Observation]]:
     from ..observe import test_run  # noqa: PLC0415
 
+    problem = commit = stored = None
+    try:
+        commit = pinned_trusted_ref(trusted_ref or check.trusted_ref, record)
+    except ObservationFailed as failure:
+        problem = str(failure)
+    if commit is not None:
+        stored = stored_content(config, root, record, commit, check.protect)
     request = test_run.prepare(
         check.command, root, check.junit, check.require_tests, max(timeout, 0.001), (),
         python=check.python, env_names=check.env, sandboxed=True, network=check.network,
-        trusted_ref=trusted_ref or check.trusted_ref, protect=check.protect,
+        trusted_ref=commit, trusted_content=stored, protect=check.protect,
         secret_files=() if config.sign_key is None else (str(config.sign_key),),
     )  # fmt: skip
 
     def observe() -> Observation:
+        if problem is not None:
+            raise ObservationFailed(problem)
         if timeout <= 0:
             raise ObservationFailed("the gate ran out of time ([gate].timeout_s)")
         _, claim = read_claim(claim_path)
@@ -440,9 +482,9 @@ def _gate_rules(
     elif not claim.mutations:
         unmet.append(Unmet(NO_CHANGES))
         reasons.append("nothing changed: there is no change to verify")
-    config_path = os.path.relpath(os.path.realpath(config.path), os.path.realpath(root))
+    config_paths = in_tree(config, root)
     for mutation in claim.mutations:
-        if mutation.kind == FILE_WRITE and mutation.target == Path(config_path).as_posix():
+        if mutation.kind == FILE_WRITE and mutation.target in config_paths:
             unmet.append(Unmet(GATE_CONFIG_CHANGED, mutation=mutation.id))
             reasons.append(f"the gate's configuration {mutation.target} was changed")
     if not unmet:

@@ -51,9 +51,15 @@ def repository_root(directory: Path) -> Path:
 
 
 def capture(
-    root: Path, base: str, recorded: Sequence[Mutation], now: datetime, excluded: Iterable[Path]
+    root: Path,
+    base: str | None,
+    recorded: Sequence[Mutation],
+    now: datetime,
+    excluded: Iterable[Path],
 ) -> list[FileChange]:
-    """The changes in the work tree at ``root`` that ``recorded`` does not already hold, by path.
+    """The changes in the work tree at ``root`` that ``recorded`` does not already hold, by path;
+    against the commit ``base`` names (None: no commit, every file is new). The base commit's
+    tree is read object by object, each checked against its id (``VerifiedObjects``).
 
     ``excluded`` are the claim files: neither they nor their temporary files are changes. ``now``
     dates deletions: when a file went is unknown, and the latest possible moment is the one that
@@ -65,7 +71,8 @@ def capture(
         return is_byproduct(rel) or any(_belongs_to(rel, claim) for claim in claim_files)
 
     root_bytes = os.fsencode(root)
-    current = changed_files(root, _resolve(root, base), ObservationFailed, left_out)
+    commit = None if base is None else _resolve(root, base)
+    current = changed_files(root, commit, ObservationFailed, left_out)
     latest = {target: m.digest for target, m in latest_file_writes(recorded).items()}
     for target, digest in latest.items():
         rel = target.encode()

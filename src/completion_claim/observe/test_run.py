@@ -46,8 +46,11 @@ from ..model import Mutation
 from ._common import Observation
 from .run_tree import (
     Deadline,
+    GitContent,
     RunTree,
+    TrustedContent,
     changed_protected,
+    pinned_commit,
     require_recorded,
     restore_protected,
 )
@@ -90,7 +93,8 @@ class RunRequest:
     env_names: tuple[str, ...] = ()  # variables passed through to the run
     sandboxed: bool = True
     network: bool = False
-    trusted_ref: str | None = None
+    trusted_ref: str | None = None  # a full commit id (names are the agent's to move)
+    trusted_content: TrustedContent | None = None  # the operator's copy of trusted_ref's files
     protect: tuple[str, ...] = ()  # globs of further protected paths
     secret_files: tuple[str, ...] = ()  # read after the run, to redact their material
 
@@ -303,9 +307,10 @@ def _fill_run_tree(
         return subject, {
             "test_config_changed": changed_protected(tree, head, mutations, request.protect)
         }
-    commit, restored = restore_protected(
-        tree, workspace.root, request.trusted_ref, request.protect, hash_name, deadline
+    source = request.trusted_content or GitContent(
+        workspace.root, pinned_commit(workspace.root, request.trusted_ref)
     )
+    commit, restored = restore_protected(tree, source, request.protect, hash_name, deadline)
     return subject, {
         "trusted_ref": commit,
         "protected_restored": restored,

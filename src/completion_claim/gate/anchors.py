@@ -1,0 +1,202 @@
+"""Trust anchors: what the gate believes about a repository the agent controls, and where from.
+
+Every ref, object and file in the agent's repository is the agent's to write. The gate believes:
+
+- a **commit id** the operator gave (``--base``, ``--trusted-ref``, ``[gate].base`` of a claim.toml
+  outside the work tree), or one ``claim gate --start`` resolved and recorded before the agent
+  worked. A branch or tag name is resolved only at the start, never when judging;
+- **content** the operator's store copied at the start (``content_store``), else objects of a
+  pinned commit whose bytes hash to their ids (``VerifiedObjects``);
+- **configuration files** inside the work tree only as the start record's copies (else as the
+  pinned base commit holds them): one the agent changed is read as the operator's copy.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import ClaimError, ObservationFailed, UsageError
+from ..observe.content_store import (
+    ContentStore,
+    StoredContent,
+    StoredFile,
+    manifest_json,
+    stored_files,
+)
+from ..observe.repository import VerifiedObjects, git_process, object_format_of
+from ..observe.run_tree import GitContent, TrustedContent, is_protected
+from .baseline import repository_id
+from .config import GateConfig, TestRunCheck, load_config
+
+STORE_FOLDER = "store"
+NO_TRUSTED_BASE = (
+    "no trusted base: run `claim gate --start` before the agent works, or pass --base with a "
+    "full commit id"
+)
+
+
+def content_store(config: GateConfig, root: Path) -> ContentStore:
+    return ContentStore(config.runs_dir / repository_id(root) / STORE_FOLDER)
+
+
+def in_tree(config: GateConfig, root: Path) -> dict[str, Path]:
+    """The configuration's files inside the work tree, by their path in it."""
+    tree = os.path.realpath(root)
+    found = {}
+    for path in config.files:
+        real = os.path.realpath(path)
+        if real.startswith(tree.rstrip("/") + "/"):
+            found[Path(os.path.relpath(real, tree)).as_posix()] = path
+    return found
+
+
+# --- at the start ------------------------------------------------------------------------------
+
+
+def start_anchors(config: GateConfig, root: Path) -> dict[str, Any]:
+    """What a start record holds besides the base and the baselines: each test_run's trusted
+    ref resolved to its commit, the protected files of that commit and the configuration files
+    in the work tree, copied into the operator's store."""
+    store = content_store(config, root)
+    trusted_refs: dict[str, str] = {}
+    protected = []
+    for check in config.checks:
+        if not isinstance(check, TestRunCheck) or check.trusted_ref is None:
+            continue
+        commit = trusted_refs.get(check.trusted_ref) or _resolve_now(root, check.trusted_ref)
+        trusted_refs[check.trusted_ref] = commit
+        source = GitContent(root, commit)
+        kept = [rel for rel in source.entries() if is_protected(rel, check.protect)]
+        files = {}
+        for rel, data in source.contents(kept).items():
+            mode, blob = source.entries()[rel]
+            files[rel] = StoredFile(mode, store.put(data), blob)
+        protected.append(
+            {"commit": commit, "protect": list(check.protect), "files": manifest_json(files)}
+        )
+    config_files = {}
+    for name, path in in_tree(config, root).items():
+        try:
+            config_files[name] = store.put(path.read_bytes())
+        except OSError as exc:
+            raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return {"trusted_refs": trusted_refs, "protected": protected, "config_files": config_files}
+
+
+def _resolve_now(root: Path, ref: str) -> str:
+    """``ref``'s commit now, before the agent works (replace refs and grafts off), checked
+    against its bytes."""
+    if object_format_of(ref) is not None:
+        VerifiedObjects(root, ref, UsageError).commit_tree(ref)
+        return ref
+    if ref.startswith("-"):
+        raise UsageError(f"trusted_ref: {ref!r} is not a revision")
+    done = git_process(root, ("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"), UsageError)
+    commit = done.stdout.decode().strip()
+    if done.returncode != 0 or object_format_of(commit) is None:
+        raise UsageError(f"trusted_ref: no commit {ref!r} in {root}")
+    VerifiedObjects(root, commit, UsageError).commit_tree(commit)
+    return commit
+
+
+# --- when judging ------------------------------------------------------------------------------
+
+
+def pinned_trusted_ref(ref: str | None, record: Mapping[str, Any] | None) -> str | None:
+    """The commit a test_run's trusted ref stands for: a full commit id as given, a name as the
+    start record resolved it; a name nobody resolved before the agent worked fails the check."""
+    if ref is None or object_format_of(ref) is not None:
+        return ref
+    resolved = {} if record is None else record.get("trusted_refs")
+    commit = resolved.get(ref) if isinstance(resolved, dict) else None
+    if isinstance(commit, str) and object_format_of(commit) is not None:
+        return commit
+    raise ObservationFailed(
+        f"trusted_ref {ref!r} is a name the agent can move, and no start record resolved it: "
+        "run `claim gate --start` before the agent works, or give the full commit id"
+    )
+
+
+def stored_content(
+    config: GateConfig,
+    root: Path,
+    record: Mapping[str, Any] | None,
+    commit: str,
+    protect: tuple[str, ...],
+) -> TrustedContent | None:
+    """The start record's copy of ``commit``'s protected files under these globs, if it took
+    one."""
+    for entry in [] if record is None else record.get("protected") or []:
+        if (
+            isinstance(entry, dict)
+            and entry.get("commit") == commit
+            and entry.get("protect") == list(protect)
+        ):
+            files = stored_files(entry.get("files"), "the start record's protected files")
+            return StoredContent(commit, files, content_store(config, root))
+    return None
+
+
+def operator_config(
+    config: GateConfig, root: Path, record: Mapping[str, Any] | None, base: str | None
+) -> GateConfig:
+    """The configuration as the operator left it. A file of it inside the work tree that
+    differs from the start record's copy (else from the pinned base commit) was changed by
+    someone other than the operator's start: the configuration is read again from the
+    operator's copies. Without either, there is nothing to compare with (and no trusted base:
+    the run fails anyway)."""
+    files = in_tree(config, root)
+    trusted: dict[str, bytes | None]
+    if not files:
+        return config
+    if record is not None:
+        trusted = _recorded_copies(config, root, record, files)
+    elif base is None:
+        return config
+    else:
+        source = GitContent(root, base)
+        present = [rel.encode() for rel in files if rel.encode() in source.entries()]
+        found = source.contents(present)
+        trusted = {rel: found.get(rel.encode()) for rel in files}
+    if all(trusted.get(rel) == _current(path) for rel, path in files.items()):
+        return config
+    by_path = {os.path.realpath(path): rel for rel, path in files.items()}
+
+    def read(path: Path) -> bytes:
+        rel = by_path.get(os.path.realpath(path))
+        if rel is None:
+            return path.read_bytes()
+        copy = trusted.get(rel)
+        if copy is None:
+            raise FileNotFoundError(2, "not in the work tree at the start", str(path))
+        return copy
+
+    try:
+        return load_config(config.path, config.environ, read)
+    except (ClaimError, OSError) as error:
+        raise ObservationFailed(
+            f"the gate's configuration in the work tree was changed, and the operator's copy "
+            f"cannot be read: {error}"
+        ) from None
+
+
+def _recorded_copies(
+    config: GateConfig, root: Path, record: Mapping[str, Any], files: Mapping[str, Path]
+) -> dict[str, bytes | None]:
+    recorded = record.get("config_files")
+    digests = recorded if isinstance(recorded, dict) else {}
+    store = content_store(config, root)
+    return {
+        rel: store.get(digest) if isinstance(digest := digests.get(rel), str) else None
+        for rel in files
+    }
+
+
+def _current(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
