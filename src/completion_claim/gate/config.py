@@ -625,9 +625,15 @@ class RepoFacts:
     default_branch: str | None
     dockerfile: bool
     database: bool
+    trusted_commit: str | None = None  # the default branch's commit, as claim init found it
 
 
-def look_at(root: Path, environ: Mapping[str, str], default_branch: str | None) -> RepoFacts:
+def look_at(
+    root: Path,
+    environ: Mapping[str, str],
+    default_branch: str | None,
+    trusted_commit: str | None = None,
+) -> RepoFacts:
     def has(name: str, marker: str) -> bool:
         try:
             return marker in (root / name).read_text(errors="replace")
@@ -645,7 +651,8 @@ def look_at(root: Path, environ: Mapping[str, str], default_branch: str | None) 
                for folder in ("tests", "test"))
     )  # fmt: skip
     database = "DATABASE_URL" in environ or any(name.startswith("PG") for name in environ)
-    return RepoFacts(root.name, pytest, default_branch, (root / "Dockerfile").is_file(), database)
+    dockerfile = (root / "Dockerfile").is_file()
+    return RepoFacts(root.name, pytest, default_branch, dockerfile, database, trusted_commit)
 
 
 def starter_config(facts: RepoFacts) -> str:
@@ -669,7 +676,10 @@ def starter_config(facts: RepoFacts) -> str:
         '# runs_dir = "~/.local/state/completion-claim/runs"  # the default: outside the work tree',
         '# sign_key = "/etc/claim/gate.key"  # claim keygen --out FILE; signs evidence, verdicts',
         "max_blocks = 3                 # times a stop hook may send the agent back",
-        '# base = "main"                # what changes are measured against (default: see docs)',
+        "# What changes are measured against: the commit `claim gate --start` recorded before",
+        "# the agent worked (the hooks take it at session start), or a full commit id here or in",
+        "# --base. A branch name is never used: in the agent's repository it is the agent's.",
+        '# base = "<full commit id>"',
         "# timeout_s = 900              # the whole gate run",
         "",
     ]
@@ -677,9 +687,12 @@ def starter_config(facts: RepoFacts) -> str:
         "[[check]]",
         'type = "test_run"',
         'command = ["python", "-m", "pytest", "-q"]',
-        f'trusted_ref = "{facts.default_branch}"  # the tests run as in this ref'
-        if facts.default_branch
-        else '# trusted_ref = "main"  # the tests run as in this ref',
+        "# The tests run as in this commit, whatever the agent did to them. A branch name",
+        "# (\"main\") is resolved by `claim gate --start` (the hooks' session start), never",
+        "# when judging; a commit id needs no start.",
+        f'trusted_ref = "{facts.trusted_commit}"  # {facts.default_branch} at claim init'
+        if facts.default_branch and facts.trusted_commit
+        else '# trusted_ref = "<full commit id>"',
         '# python = "/usr/bin/python3"  # with the project installed; never one in the repo',
         '# protect = ["fixtures/**"]     # more paths the agent may not change',
         "# env = []                      # variables passed to the tests",
