@@ -274,3 +274,21 @@ def test_attack_an_edit_after_the_signed_run_is_never_verified(pipeline: Pipelin
         "verify", "claim.json", "--policy", "policy.json", "--workspace", str(pipeline.workspace)
     )
     assert verified.returncode == 1, verified.stdout
+
+
+def test_attack_40_a_trusted_ref_given_as_a_branch_name_is_refused(pipeline: Pipeline) -> None:
+    """``main`` in the agent's work tree is wherever the agent moved it: the observer takes only
+    the commit CI resolved."""
+    write_files(pipeline.workspace, {"calc.py": CALC_BUGGY + "# fixed\n"})
+    weakened_test_committed_to_main(pipeline.workspace)
+    assert (
+        pipeline.claim("new", "claim.json", "--task-id", "t", "--outcome", "Done.").returncode == 0
+    )
+    pipeline.claim("capture-git", "claim.json", "--repo", str(pipeline.workspace))
+    observed = pipeline.claim(
+        "observe", "test-run", "claim.json", "--cwd", str(pipeline.workspace),
+        "--verifier-id", OBSERVER, "--sign-key", str(pipeline.ci / "ci.key"),
+        "--trusted-ref", "main", "--", *PYTEST,
+    )  # fmt: skip
+    assert observed.returncode == 4
+    assert "--trusted-ref: 'main' is not a full commit id" in observed.stderr
