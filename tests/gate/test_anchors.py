@@ -125,9 +125,10 @@ def test_a_name_given_as_the_base_or_trusted_ref_is_refused(
 
     repo = correct_project(tmp_path / "repo")
     config = write_config(POLICY + TEST_RUN_CHECK)
-    for option in ({"base": "main"}, {"trusted_ref": "main"}):
-        with pytest.raises(UsageError, match="not a full commit id"):
-            run_gate(config, repo, outcome="Done.", **option)
+    with pytest.raises(UsageError, match="--base: 'main' is not a full commit id"):
+        run_gate(config, repo, outcome="Done.", base="main")
+    with pytest.raises(UsageError, match="--trusted-ref: 'main' is not a full commit id"):
+        run_gate(config, repo, outcome="Done.", trusted_ref="main")
 
 
 # --- 41, 50: objects the agent can write are not believed -------------------------------------
@@ -273,7 +274,8 @@ def test_an_in_tree_claim_toml_the_agent_loosened_is_judged_under_the_operators_
         {"calc.py": CALC, "tests/test_calc.py": TEST_CALC, "claim.toml": strict},
     )
     start_gate(load_config(repo / "claim.toml", {}), repo)
-    lenient = f'[gate]\nruns_dir = "{runs}"\n[policy]\nid = "agent"\nrequires = []\nmax_age_s = 600\n'
+    lenient = f'[gate]\nruns_dir = "{runs}"\n[policy]\nid = "agent"\nrequires = []\n'
+    lenient += "max_age_s = 600\n"
     write_files(repo, {"calc.py": CALC_BUGGY, "claim.toml": lenient})
 
     result = run_gate(load_config(repo / "claim.toml", {}), repo, outcome="Done.")

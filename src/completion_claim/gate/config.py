@@ -688,7 +688,7 @@ def starter_config(facts: RepoFacts) -> str:
         'type = "test_run"',
         'command = ["python", "-m", "pytest", "-q"]',
         "# The tests run as in this commit, whatever the agent did to them. A branch name",
-        "# (\"main\") is resolved by `claim gate --start` (the hooks' session start), never",
+        "# (main) is resolved by `claim gate --start` (the hooks session start), never",
         "# when judging; a commit id needs no start.",
         f'trusted_ref = "{facts.trusted_commit}"  # {facts.default_branch} at claim init'
         if facts.default_branch and facts.trusted_commit
