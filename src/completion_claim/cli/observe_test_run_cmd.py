@@ -113,8 +113,7 @@ def test_run_command(
     claim records them, the command is not found, times out, or writes an unreadable report.
 
     \b
-    Example: claim observe test-run claim.json --trusted-ref "$(git rev-parse origin/main)" --
-    python -m pytest -q
+    Example: claim observe test-run claim.json --trusted-ref "$BASE_SHA" -- python -m pytest -q
     """
     settings = settings_from(path, options)
     request = test_run.prepare(
