@@ -296,3 +296,43 @@ def test_an_honest_fix_with_the_policy_file_in_the_work_tree_verifies(tmp_path: 
 
     assert result.verdict.state == "verified", result.report
     assert result.document["policy"]["id"] == "ops/in-tree"
+
+
+def test_a_base_commit_gone_from_the_object_store_is_unverified_not_a_gate_error(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    """A gate that cannot run lets the stop through: an object the agent deleted is its doing."""
+    repo = correct_project(tmp_path / "repo")
+    config = write_config(POLICY + TEST_RUN_CHECK)
+    base = head_commit(repo)
+    start_gate(config, repo)
+    write_files(repo, {"calc.py": CALC_BUGGY})
+    git(repo, "commit", "-qam", "agent")
+    (repo / ".git" / "objects" / base[:2] / base[2:]).unlink()
+
+    result = run_gate(config, repo, outcome="Done.")
+
+    assert result.verdict.state == "unverified"
+    assert unmet_codes(result)[-1] == "capture_failed"
+    assert f"git object {base} is missing" in result.verdict.reason
+
+
+def test_attack_44_an_in_tree_claim_toml_naming_another_policy_file_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    """The operator's claim.toml is read again, and so is the policy file it names, from the
+    operator's copies: never the file on disk the agent also edited."""
+    repo = in_tree_policy_project(tmp_path / "repo", tmp_path / "runs")
+    start_gate(load_config(repo / "claim.toml", {}), repo)
+    lenient = json.dumps({"id": "agent", "requires": [], "max_age_s": 600,
+                          "allow_test_changes": True})  # fmt: skip
+    toml = (repo / "claim.toml").read_text().replace("policy.json", "lenient.json")
+    write_files(repo, {"tests/test_calc.py": TEST_CALC_AGREEING_WITH_BUG,
+                       "calc.py": CALC_BUGGY + "# fixed\n", "claim.toml": toml,
+                       "lenient.json": lenient, "policy.json": lenient})  # fmt: skip
+
+    result = run_gate(load_config(repo / "claim.toml", {}), repo, outcome="Done.")
+
+    assert result.verdict.state == "unverified", result.report
+    assert result.document["policy"]["id"] == "ops/in-tree"
+    assert result.document["policy"]["allow_test_changes"] is False

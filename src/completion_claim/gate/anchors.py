@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import ClaimError, ObservationFailed, UsageError
+from .._files import open_regular, read_opened
+from ..errors import ClaimError, InvalidDocument, ObservationFailed, UsageError
 from ..observe.content_store import (
     ContentStore,
     StoredContent,
@@ -32,6 +33,7 @@ from .baseline import repository_id
 from .config import GateConfig, TestRunCheck, load_config
 
 STORE_FOLDER = "store"
+MAX_CONFIG_BYTES = 16 << 20
 NO_TRUSTED_BASE = (
     "no trusted base: run `claim gate --start` before the agent works, or pass --base with a "
     "full commit id"
@@ -44,13 +46,22 @@ def content_store(config: GateConfig, root: Path) -> ContentStore:
 
 def in_tree(config: GateConfig, root: Path) -> dict[str, Path]:
     """The configuration's files inside the work tree, by their path in it."""
-    tree = os.path.realpath(root)
     found = {}
     for path in config.files:
-        real = os.path.realpath(path)
-        if real.startswith(tree.rstrip("/") + "/"):
-            found[Path(os.path.relpath(real, tree)).as_posix()] = path
+        rel = _tree_path(path, root)
+        if rel is not None:
+            found[rel] = path
     return found
+
+
+def _tree_path(path: Path, root: Path) -> str | None:
+    """``path``'s place in the work tree, None outside it. The entry itself, not what a link
+    there leads to: a claim.toml swapped for a link is a changed claim.toml."""
+    tree = os.path.realpath(root)
+    real = os.path.join(os.path.realpath(path.parent), path.name)
+    if not real.startswith(tree.rstrip("/") + "/"):
+        return None
+    return Path(os.path.relpath(real, tree)).as_posix()
 
 
 # --- at the start ------------------------------------------------------------------------------
@@ -146,32 +157,23 @@ def operator_config(
     """The configuration as the operator left it. A file of it inside the work tree that
     differs from the start record's copy (else from the pinned base commit) was changed by
     someone other than the operator's start: the configuration is read again from the
-    operator's copies. Without either, there is nothing to compare with (and no trusted base:
-    the run fails anyway)."""
+    operator's copies, every file inside the work tree from them, whichever files the copy
+    names. Without either, there is nothing to compare with (and no trusted base: the run fails
+    anyway)."""
     files = in_tree(config, root)
-    trusted: dict[str, bytes | None]
-    if not files:
+    if not files or (record is None and base is None):
         return config
-    if record is not None:
-        trusted = _recorded_copies(config, root, record, files)
-    elif base is None:
+    copies = _OperatorCopies(config, root, record, base)
+    if all(copies.get(rel) == _current(path) for rel, path in files.items()):
         return config
-    else:
-        source = GitContent(root, base)
-        present = [rel.encode() for rel in files if rel.encode() in source.entries()]
-        found = source.contents(present)
-        trusted = {rel: found.get(rel.encode()) for rel in files}
-    if all(trusted.get(rel) == _current(path) for rel, path in files.items()):
-        return config
-    by_path = {os.path.realpath(path): rel for rel, path in files.items()}
 
     def read(path: Path) -> bytes:
-        rel = by_path.get(os.path.realpath(path))
+        rel = _tree_path(path, root)
         if rel is None:
             return path.read_bytes()
-        copy = trusted.get(rel)
+        copy = copies.get(rel)
         if copy is None:
-            raise FileNotFoundError(2, "not in the work tree at the start", str(path))
+            raise FileNotFoundError(2, "the operator has no copy of it", rel)
         return copy
 
     try:
@@ -183,20 +185,32 @@ def operator_config(
         ) from None
 
 
-def _recorded_copies(
-    config: GateConfig, root: Path, record: Mapping[str, Any], files: Mapping[str, Path]
-) -> dict[str, bytes | None]:
-    recorded = record.get("config_files")
-    digests = recorded if isinstance(recorded, dict) else {}
-    store = content_store(config, root)
-    return {
-        rel: store.get(digest) if isinstance(digest := digests.get(rel), str) else None
-        for rel in files
-    }
+class _OperatorCopies:
+    """Configuration files as the operator left them: the start record's stored copies, else
+    the blobs of the pinned base commit."""
+
+    def __init__(
+        self, config: GateConfig, root: Path, record: Mapping[str, Any] | None, base: str | None
+    ) -> None:
+        recorded = None if record is None else record.get("config_files")
+        self.digests = recorded if isinstance(recorded, dict) else {}
+        self.store = content_store(config, root)
+        self.source = None if record is not None or base is None else GitContent(root, base)
+
+    def get(self, rel: str) -> bytes | None:
+        if self.source is None:
+            digest = self.digests.get(rel)
+            return self.store.get(digest) if isinstance(digest, str) else None
+        if rel.encode() not in self.source.entries():
+            return None
+        return self.source.contents([rel.encode()])[rel.encode()]
 
 
 def _current(path: Path) -> bytes | None:
+    """The file as the work tree holds it now; None for anything but a readable regular file
+    (a FIFO the agent put there must not stall the gate)."""
     try:
-        return path.read_bytes()
-    except OSError:
+        with open_regular(path) as handle:
+            return read_opened(handle, MAX_CONFIG_BYTES, str(path))
+    except (UsageError, InvalidDocument):
         return None

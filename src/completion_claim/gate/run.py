@@ -150,7 +150,9 @@ def run_gate(
             config, root, record, None if chosen is None else chosen.revision
         )
     except ObservationFailed as failure:
-        capture_error = str(failure)
+        # No operator's configuration to judge under: nothing runs, and nothing is signed with
+        # a key the agent's copy names.
+        capture_error, config = str(failure), replace(config, sign_key=None)
     else:
         if operators.runs_dir != config.runs_dir:
             record = read_start_record(start_record_path(operators, root, session))

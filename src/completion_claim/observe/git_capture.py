@@ -23,10 +23,12 @@ from ..model import FILE_WRITE, Mutation, Timestamp
 from ..timefmt import format_time
 from .repository import (
     SYMLINK_PREFIX,
+    VerifiedObjects,
     changed_files,
     content_digest,
     git_process,
     git_toplevel,
+    object_format_of,
 )
 from .workspace import is_byproduct
 
@@ -121,7 +123,12 @@ def mutation_record(mutation: Mutation) -> dict[str, str | None]:
 
 
 def _resolve(root: Path, base: str) -> str | None:
-    """The commit ``base`` names; None for HEAD in a repository without commits."""
+    """The commit ``base`` names; None for HEAD in a repository without commits. A full commit
+    id must be there, its bytes hashing to it: one missing or rewritten fails the observation,
+    as the agent's doing, rather than the command."""
+    if object_format_of(base) is not None:
+        VerifiedObjects(root, base, ObservationFailed).commit_tree(base)
+        return base
     if base.startswith("-"):
         raise UsageError(f"--base: {base!r} is not a revision")
     found = git_process(
