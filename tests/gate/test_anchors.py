@@ -284,6 +284,9 @@ def test_an_in_tree_claim_toml_the_agent_loosened_is_judged_under_the_operators_
     assert result.verdict.state == "refuted", result.report
     assert result.document["policy"]["id"] == "ops/gate"
     assert "gate_config_changed" in unmet_codes(result)
+    # An operator who changed it reads why the change had no effect.
+    assert "claim.toml: not the operator's copy" in result.report
+    assert "run claim gate --start again" in result.report
 
 
 def test_an_honest_fix_with_the_policy_file_in_the_work_tree_verifies(tmp_path: Path) -> None:

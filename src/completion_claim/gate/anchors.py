@@ -153,19 +153,20 @@ def stored_content(
 
 def operator_config(
     config: GateConfig, root: Path, record: Mapping[str, Any] | None, base: str | None
-) -> GateConfig:
+) -> tuple[GateConfig, list[str]]:
     """The configuration as the operator left it. A file of it inside the work tree that
     differs from the start record's copy (else from the pinned base commit) was changed by
     someone other than the operator's start: the configuration is read again from the
     operator's copies, every file inside the work tree from them, whichever files the copy
-    names. Without either, there is nothing to compare with (and no trusted base: the run fails
-    anyway)."""
+    names; and the files that differed. Without either, there is nothing to compare with (and
+    no trusted base: the run fails anyway)."""
     files = in_tree(config, root)
     if not files or (record is None and base is None):
-        return config
+        return config, []
     copies = _OperatorCopies(config, root, record, base)
-    if all(copies.get(rel) == _current(path) for rel, path in files.items()):
-        return config
+    changed = [rel for rel, path in files.items() if copies.get(rel) != _current(path)]
+    if not changed:
+        return config, []
 
     def read(path: Path) -> bytes:
         rel = _tree_path(path, root)
@@ -177,7 +178,7 @@ def operator_config(
         return copy
 
     try:
-        return load_config(config.path, config.environ, read)
+        return load_config(config.path, config.environ, read), changed
     except (ClaimError, OSError) as error:
         raise ObservationFailed(
             f"the gate's configuration in the work tree was changed, and the operator's copy "

@@ -142,11 +142,11 @@ def run_gate(
     _refuse_runs_dir_inside(config, root)
     record = read_start_record(start_record_path(config, root, session))
     chosen = _choose_base(config, root, base, record)
-    capture_error = None
+    capture_error, notes = None, []
     try:
         # The configuration the agent may have edited has named the start record and the base
         # so far; from here on, the operator's copy does.
-        operators = operator_config(
+        operators, changed = operator_config(
             config, root, record, None if chosen is None else chosen.revision
         )
     except ObservationFailed as failure:
@@ -158,6 +158,15 @@ def run_gate(
             record = read_start_record(start_record_path(operators, root, session))
         config = operators
         chosen = _choose_base(config, root, base, record)
+        if changed:
+            # An operator who edits the configuration after the start would otherwise wonder
+            # why the edit has no effect.
+            notes.append(
+                f"  {', '.join(changed)}: not the operator's copy (taken by claim gate --start, "
+                "else at the base); judged under that copy. After changing the configuration, "
+                "run claim gate --start again"
+            )
+            events.step("configuration", notes[-1])
     _refuse_runs_dir_inside(config, root)
     if config.sign_key is not None and not config.sign_key.is_file():
         # Checked before any work; the key itself is read after the checks ran.
@@ -220,7 +229,7 @@ def run_gate(
     raw = _with_verdict(raw, verdict, config)
     write_atomic(claim_path, render(raw))
     events.step("verdict", f"{verdict.state}: {verdict.reason}")
-    notes = [f"  base {chosen.revision} ({chosen.source}); baselines {baselines}"]
+    notes.insert(0, f"  base {chosen.revision} ({chosen.source}); baselines {baselines}")
     # The gate observes by itself: its next step for the agent is its agent_reason, not a
     # `claim observe` command.
     report = render_report(claim, verdict, str(claim_path), steps=False) + "\n".join(notes) + "\n"
