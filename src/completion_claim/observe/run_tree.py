@@ -28,7 +28,7 @@ from ..errors import ObservationFailed, UsageError
 from ..model import Mutation
 from .git_capture import DELETED, latest_file_writes
 from .repository import VerifiedObjects, content_digest, display, object_format_of
-from .workspace import Files, Workspace, is_byproduct, is_test_config
+from .workspace import Files, Workspace, is_byproduct, is_test_config, tree_entries
 
 MAX_FILE_BYTES = 1 << 30
 MAX_TREE_BYTES = 4 << 30
@@ -37,7 +37,6 @@ _TEST_FOLDERS = frozenset({b"tests", b"test"})
 # A module by one of these names, anywhere pytest puts on sys.path, replaces pytest itself.
 _PYTEST_OWN = frozenset({b"pytest", b"_pytest", b"py", b"pluggy", b"iniconfig"})
 _SYMLINK_MODE = "120000"
-_SUBMODULE_MODE = b"160000"
 _EXECUTABLE_MODE = "100755"
 
 
@@ -306,11 +305,7 @@ class GitContent:
     def __init__(self, root: Path, commit: str) -> None:
         self.objects = VerifiedObjects(root, commit, ObservationFailed)
         self.commit = commit
-        self._entries = {
-            rel: (mode.decode(), oid)
-            for rel, (mode, oid) in self.objects.entries(commit).items()
-            if mode != _SUBMODULE_MODE
-        }
+        self._entries = tree_entries(root, commit)
 
     def entries(self) -> Mapping[bytes, tuple[str, str]]:
         return self._entries
