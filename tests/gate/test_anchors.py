@@ -339,3 +339,23 @@ def test_attack_44_an_in_tree_claim_toml_naming_another_policy_file_changes_noth
     assert result.verdict.state == "unverified", result.report
     assert result.document["policy"]["id"] == "ops/in-tree"
     assert result.document["policy"]["allow_test_changes"] is False
+
+
+def test_a_changed_configuration_without_the_operators_copy_is_unverified(
+    tmp_path: Path,
+) -> None:
+    runs = tmp_path / "runs"
+    strict = f'[gate]\nruns_dir = "{runs}"\n{POLICY}{TEST_RUN_CHECK}'
+    repo = make_repo(
+        tmp_path / "repo", {"calc.py": CALC, "tests/test_calc.py": TEST_CALC, "claim.toml": strict}
+    )
+    record = json.loads(start_gate(load_config(repo / "claim.toml", {}), repo).read_text())
+    next(runs.rglob(record["config_files"]["claim.toml"])).unlink()
+    write_files(repo, {"calc.py": CALC_BUGGY, "claim.toml": strict.replace("600", "601")})
+
+    result = run_gate(load_config(repo / "claim.toml", {}), repo, outcome="Done.")
+
+    assert result.verdict.state == "unverified"
+    assert unmet_codes(result)[-1] == "capture_failed"
+    assert "(claim.toml) is not the operator's copy" in result.verdict.reason
+    assert result.document["evidence"] == []

@@ -181,8 +181,9 @@ def operator_config(
         return load_config(config.path, config.environ, read), changed
     except (ClaimError, OSError) as error:
         raise ObservationFailed(
-            f"the gate's configuration in the work tree was changed, and the operator's copy "
-            f"cannot be read: {error}"
+            f"the gate's configuration in the work tree ({', '.join(changed)}) is not the "
+            f"operator's copy, and that copy cannot be read ({error}): an operator who changed "
+            "it runs claim gate --start again"
         ) from None
 
 
