@@ -129,8 +129,8 @@ def run_gate(
     task_id: str | None = None,
     trusted_ref: str | None = None,
 ) -> GateResult:
-    """Capture, observe, verify and record one change. ``trusted_ref`` replaces every test_run
-    check's own (CI passes the pull request's base branch)."""
+    """Capture, observe, verify and record one change. ``trusted_ref`` (a full commit id)
+    replaces every test_run check's own (CI passes the pull request's base commit)."""
     events = events or _Silent()
     root = repository_root(repo)
     for name, given in (("--base", base), ("--trusted-ref", trusted_ref)):
@@ -139,40 +139,10 @@ def run_gate(
                 f"{name}: {given!r} is not a full commit id; a name in the agent's repository "
                 f"is the agent's to move: pass the commit (git rev-parse {given}) instead"
             )
-    _refuse_runs_dir_inside(config, root)
-    record = read_start_record(start_record_path(config, root, session))
-    chosen = _choose_base(config, root, base, record)
-    capture_error, notes = None, []
-    try:
-        # The configuration the agent may have edited has named the start record and the base
-        # so far; from here on, the operator's copy does.
-        operators, changed = operator_config(
-            config, root, record, None if chosen is None else chosen.revision
-        )
-    except ObservationFailed as failure:
-        # No operator's configuration to judge under: nothing runs, and nothing is signed with
-        # a key the agent's copy names.
-        capture_error, config = str(failure), replace(config, sign_key=None)
-    else:
-        if operators.runs_dir != config.runs_dir:
-            record = read_start_record(start_record_path(operators, root, session))
-        config = operators
-        chosen = _choose_base(config, root, base, record)
-        if changed:
-            # An operator who edits the configuration after the start would otherwise wonder
-            # why the edit has no effect.
-            notes.append(
-                f"  {', '.join(changed)}: not the operator's copy (taken by claim gate --start, "
-                "else at the base); judged under that copy. After changing the configuration, "
-                "run claim gate --start again"
-            )
-            events.step("configuration", notes[-1])
-    _refuse_runs_dir_inside(config, root)
+    config, record, chosen, capture_error, notes = _anchored(config, root, base, session, events)
     if config.sign_key is not None and not config.sign_key.is_file():
         # Checked before any work; the key itself is read after the checks ran.
         raise UsageError(f"{config.path.name}: [gate].sign_key {config.sign_key} is not a file")
-    if chosen is None:
-        chosen, capture_error = _Base(None, "none"), capture_error or NO_TRUSTED_BASE
     events.step("base", f"{chosen.revision or 'no commit'} ({chosen.source})")
     started = datetime.now(UTC)
     deadline = None if config.timeout_s is None else started.timestamp() + config.timeout_s
@@ -241,6 +211,46 @@ def run_gate(
         exit_code=EXIT_FOR_STATE[verdict.state],
         report=report,
     )
+
+
+def _anchored(
+    config: GateConfig, root: Path, base: str | None, session: str | None, events: GateEvents
+) -> tuple[GateConfig, dict[str, Any] | None, _Base, str | None, list[str]]:
+    """What the run trusts: the operator's configuration, the start record, the base; the
+    reason nothing can be trusted (no base, no operator's copy of a changed configuration), and
+    notes for the report."""
+    _refuse_runs_dir_inside(config, root)
+    record = read_start_record(start_record_path(config, root, session))
+    chosen = _choose_base(config, root, base, record)
+    error, notes = None, []
+    try:
+        # The configuration the agent may have edited has named the start record and the base
+        # so far; from here on, the operator's copy does.
+        operators, changed = operator_config(
+            config, root, record, None if chosen is None else chosen.revision
+        )
+    except ObservationFailed as failure:
+        # No operator's configuration to judge under: nothing runs, and nothing is signed with
+        # a key the agent's copy names.
+        error, config = str(failure), replace(config, sign_key=None)
+    else:
+        if operators.runs_dir != config.runs_dir:
+            record = read_start_record(start_record_path(operators, root, session))
+        config = operators
+        chosen = _choose_base(config, root, base, record)
+        if changed:
+            # An operator who edits the configuration after the start would otherwise wonder
+            # why the edit has no effect.
+            notes.append(
+                f"  {', '.join(changed)}: not the operator's copy (taken by claim gate --start, "
+                "else at the base); judged under that copy. After changing the configuration, "
+                "run claim gate --start again"
+            )
+            events.step("configuration", notes[-1])
+        _refuse_runs_dir_inside(config, root)
+    if chosen is None:
+        return config, record, _Base(None, "none"), error or NO_TRUSTED_BASE, notes
+    return config, record, chosen, error, notes
 
 
 def gate_policy(config: GateConfig) -> Policy:
