@@ -6,8 +6,11 @@ own signing key, and verifies under the operator's signed policy, re-reading the
 
     claim capture-git claim.json --repo ws
     claim observe test-run claim.json --cwd ws --verifier-id ci-runner/1 --sign-key ci.key \
-        [--trusted-ref main] -- python -m pytest -q
-    claim verify claim.json --policy policy.json --workspace ws
+        [--trusted-ref BASE] -- python -m pytest -q
+    claim verify claim.json --policy policy.json --workspace ws --base BASE
+
+BASE is the commit CI judges against (the pull request's base), resolved by CI itself: never a
+branch name the agent's work tree can move.
 
 Every trick below once turned a broken fix into ``verified``; each must now end anything else.
 The honest fix must still verify, with independence proven, so that refusing everything fails.
@@ -19,6 +22,7 @@ import json
 import os
 import subprocess
 import sys
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +36,7 @@ from tests.fixtures.projects import (
     CONFTEST_FORCING_PASSES,
     TEST_CALC,
     git,
+    head_commit,
     make_repo,
     write_files,
 )
@@ -50,6 +55,7 @@ class Pipeline:
 
     ci: Path
     workspace: Path
+    base: str  # the commit CI judges against, resolved by CI before the agent's branch is read
 
     def claim(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -62,17 +68,19 @@ class Pipeline:
         """CI's three steps; the verdict's exit code and JSON (exit 5: no verdict)."""
         started = self.claim("new", "claim.json", "--task-id", "fix-add", "--outcome", "Done.")
         assert started.returncode == 0, started.stderr
-        captured = self.claim("capture-git", "claim.json", "--repo", str(self.workspace))
+        captured = self.claim(
+            "capture-git", "claim.json", "--repo", str(self.workspace), "--base", self.base
+        )
         assert captured.returncode in (0, 5), captured.stderr
         observe = ["observe", "test-run", "claim.json", "--cwd", str(self.workspace)]
         observe += ["--verifier-id", OBSERVER, "--sign-key", str(self.ci / "ci.key")]
         if trusted_ref:
-            observe += ["--trusted-ref", "main"]
+            observe += ["--trusted-ref", self.base]
         observed = self.claim(*observe, "--", *command)
         assert observed.returncode in (0, 5), observed.stderr
         verified = self.claim(
             "verify", "claim.json", "--json", "--policy", "policy.json",
-            "--workspace", str(self.workspace),
+            "--workspace", str(self.workspace), "--base", self.base,
         )  # fmt: skip
         if verified.returncode == 5:  # the work tree itself could not be read honestly
             return 5, {"state": "not judged", "reason": verified.stderr}
@@ -86,7 +94,7 @@ def pipeline(tmp_path: Path) -> Pipeline:
     workspace = make_repo(tmp_path / "ws", {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC})
     ci = tmp_path / "ci"
     ci.mkdir()
-    done = Pipeline(ci, workspace)
+    done = Pipeline(ci, workspace, head_commit(workspace))
     keygen = done.claim("keygen", "--out", "ci.key")
     assert keygen.returncode == 0, keygen.stderr
     public_key = done.claim("pubkey", "ci.key").stdout.strip()
@@ -162,6 +170,42 @@ def symlink_out_of_the_workspace(ws: Path) -> None:
     (ws / "calc.py").symlink_to(outside)
 
 
+TEST_CALC_AGREEING_WITH_BUG = TEST_CALC.replace("== 5", "== -1").replace("== 4", "== -4")
+
+
+def weakened_test_committed_to_main(ws: Path) -> None:
+    """Moves ``main``, and HEAD with it, to a commit whose test agrees with the bug."""
+    write_files(ws, {"tests/test_calc.py": TEST_CALC_AGREEING_WITH_BUG})
+    git(ws, "commit", "-q", "-m", "tests", "tests/test_calc.py")
+
+
+def replace_ref_swapping_the_test(ws: Path) -> None:
+    """``git replace`` makes the committed test's blob read as one agreeing with the bug."""
+    write_files(ws, {"tests/test_calc.py": TEST_CALC_AGREEING_WITH_BUG})
+    weakened = git(ws, "hash-object", "-w", "tests/test_calc.py").strip()
+    git(ws, "replace", git(ws, "rev-parse", "HEAD:tests/test_calc.py").strip(), weakened)
+
+
+def replace_ref_rewriting_the_base_commit(ws: Path) -> None:
+    """``git replace`` makes HEAD read as a commit whose tree holds the weakened test, so a
+    capture against it sees no change to the test."""
+    write_files(ws, {"tests/test_calc.py": TEST_CALC_AGREEING_WITH_BUG})
+    git(ws, "add", "tests/test_calc.py")
+    fake = git(ws, "commit-tree", git(ws, "write-tree").strip(), "-m", "base").strip()
+    git(ws, "replace", "-f", git(ws, "rev-parse", "HEAD").strip(), fake)
+
+
+def loose_object_rewritten_in_place(ws: Path) -> None:
+    """The committed test's loose object file now holds the weakened test, under the old id
+    (git does not hash an object it reads)."""
+    blob = git(ws, "rev-parse", "HEAD:tests/test_calc.py").strip()
+    path = ws / ".git" / "objects" / blob[:2] / blob[2:]
+    weakened = TEST_CALC_AGREEING_WITH_BUG.encode()
+    path.chmod(0o644)
+    path.write_bytes(zlib.compress(b"blob %d\0" % len(weakened) + weakened))
+    write_files(ws, {"tests/test_calc.py": TEST_CALC_AGREEING_WITH_BUG})
+
+
 def key_stealing_conftest(ws: Path) -> None:
     thief = (
         "import glob, shutil\n"
@@ -186,6 +230,10 @@ TRICKS: dict[str, Plant] = {
     "git-clean-filter": clean_filter_hiding_the_edit,
     "symlink-out": symlink_out_of_the_workspace,
     "key-stealing-conftest": key_stealing_conftest,
+    "weakened-test-committed-to-main": weakened_test_committed_to_main,
+    "replace-ref-swapping-the-test": replace_ref_swapping_the_test,
+    "replace-ref-rewriting-the-base-commit": replace_ref_rewriting_the_base_commit,
+    "loose-object-rewritten-in-place": loose_object_rewritten_in_place,
 }
 
 
@@ -219,3 +267,21 @@ def test_attack_an_edit_after_the_signed_run_is_never_verified(pipeline: Pipelin
         "verify", "claim.json", "--policy", "policy.json", "--workspace", str(pipeline.workspace)
     )
     assert verified.returncode == 1, verified.stdout
+
+
+def test_attack_40_a_trusted_ref_given_as_a_branch_name_is_refused(pipeline: Pipeline) -> None:
+    """``main`` in the agent's work tree is wherever the agent moved it: the observer takes only
+    the commit CI resolved."""
+    write_files(pipeline.workspace, {"calc.py": CALC_BUGGY + "# fixed\n"})
+    weakened_test_committed_to_main(pipeline.workspace)
+    assert (
+        pipeline.claim("new", "claim.json", "--task-id", "t", "--outcome", "Done.").returncode == 0
+    )
+    pipeline.claim("capture-git", "claim.json", "--repo", str(pipeline.workspace))
+    observed = pipeline.claim(
+        "observe", "test-run", "claim.json", "--cwd", str(pipeline.workspace),
+        "--verifier-id", OBSERVER, "--sign-key", str(pipeline.ci / "ci.key"),
+        "--trusted-ref", "main", "--", *PYTEST,
+    )  # fmt: skip
+    assert observed.returncode == 4
+    assert "--trusted-ref: 'main' is not a full commit id" in observed.stderr

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.fixtures.projects import CALC, CALC_BUGGY, TEST_CALC, make_repo, write_files
+from tests.fixtures.projects import CALC, CALC_BUGGY, TEST_CALC, head_commit, make_repo, write_files
 
 CLAIM = Path(sys.executable).with_name("claim")  # the console script this environment installed
 # Bytecode is written as on a developer's machine, so the observer must tell it from edits.
@@ -19,7 +19,7 @@ ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRIT
 PYTEST = (sys.executable, "-m", "pytest", "-q")
 # The tests that judge the change are the ones on main before it: the agent's own new test
 # file is not run (and, without a trusted ref, would make the run not count).
-OBSERVE = ("observe", "test-run", "claim.json", "--trusted-ref", "main", "--")
+OBSERVE = ("observe", "test-run", "claim.json", "--trusted-ref")
 NEGATIVE_TEST = "from calc import add\n\n\ndef test_negative():\n    assert add(-1, -2) == -3\n"
 
 
@@ -37,6 +37,7 @@ def verify(repo: Path) -> tuple[int, dict[str, Any]]:
 
 def test_a_claim_is_verified_then_superseded_then_refuted(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "project", {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC})
+    main = head_commit(repo)  # resolved before the agent works: a name is the agent's to move
     started = claim(repo, "new", "claim.json", "--task-id", "fix-add", "--outcome", "Fixed add()")
     assert started.returncode == 0, started.stderr
 
@@ -47,7 +48,7 @@ def test_a_claim_is_verified_then_superseded_then_refuted(tmp_path: Path) -> Non
     assert "recorded m1: file_write calc.py" in captured.stdout
     assert "recorded m2: file_write tests/test_negative.py" in captured.stdout
 
-    observed = claim(repo, *OBSERVE, *PYTEST)
+    observed = claim(repo, *OBSERVE, main, "--", *PYTEST)
     assert observed.returncode == 0, observed.stderr
     assert "recorded e1: test_run exit code 0, 2 passed" in observed.stdout
 
@@ -70,7 +71,7 @@ def test_a_claim_is_verified_then_superseded_then_refuted(tmp_path: Path) -> Non
     # the agent breaks the code; the next observed run contradicts the claim
     write_files(repo, {"calc.py": CALC_BUGGY})
     assert claim(repo, "capture-git", "claim.json").returncode == 0
-    observed = claim(repo, *OBSERVE, *PYTEST)
+    observed = claim(repo, *OBSERVE, main, "--", *PYTEST)
     assert observed.returncode == 0, observed.stderr
     assert "exit code 1" in observed.stdout
     code, result = verify(repo)

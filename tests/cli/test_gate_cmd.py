@@ -13,6 +13,7 @@ import pytest
 
 from completion_claim.cli import run
 from completion_claim.gate.config import load_config
+from completion_claim.gate.run import start_gate
 from tests.fixtures.projects import (
     CALC,
     CALC_BUGGY,
@@ -48,6 +49,11 @@ def config(tmp_path: Path) -> Path:
     return path
 
 
+def started(config: Path, repo: Path) -> None:
+    """``claim gate --start`` before the agent works (the hooks take it at session start)."""
+    start_gate(load_config(config, os.environ), repo)
+
+
 @pytest.fixture(autouse=True)
 def _no_github(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
@@ -70,7 +76,8 @@ def test_init_writes_a_working_configuration_for_a_pytest_repository(
     config = load_config(repo / "claim.toml", {"HOME": str(tmp_path)})
     (check,) = config.checks
     assert check.check_type == "test_run"
-    assert getattr(check, "trusted_ref", None) == "main"
+    # main's commit: a name would be the agent's to move.
+    assert getattr(check, "trusted_ref", None) == git(repo, "rev-parse", "main").strip()
     assert config.policy.requires == ("test_run",)
     assert config.runs_dir == tmp_path / ".local" / "state" / "completion-claim" / "runs"
     text = (repo / "claim.toml").read_text()
@@ -88,14 +95,16 @@ def test_init_says_to_commit_the_file_the_gate_will_then_accept(
     repo = make_repo(tmp_path / "repo", {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC})
     assert run(["init", "--repo", str(repo)]) == 0
     assert "commit it (git add claim.toml && git commit)" in capsys.readouterr().out
-    write_files(repo, {"calc.py": CALC})
     monkeypatch.chdir(repo)
+    assert run(["gate", "--start"]) == 0
+    write_files(repo, {"calc.py": CALC})
 
     assert run(["gate", "--outcome", "Fixed add()."]) == 1  # claim.toml is not committed yet
     assert "a change to a target the policy protects (claim.toml)" in capsys.readouterr().out
 
     git(repo, "add", "claim.toml")
     git(repo, "commit", "-qm", "gate")
+    assert run(["gate", "--start"]) == 0  # the operator's commit is the new start
     assert run(["gate", "--outcome", "Fixed add()."]) == 0
 
 
@@ -136,6 +145,7 @@ def test_gate_exits_with_the_verdict_and_prints_json(
     tmp_path: Path, config: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo = calc_project(tmp_path / "repo")
+    started(config, repo)
     write_files(repo, {"calc.py": CALC_BUGGY})
 
     code = run(["gate", "--config", str(config), "--repo", str(repo), "--json",
@@ -161,13 +171,15 @@ def test_gate_prints_the_report_and_the_reason_for_the_agent(
     outcome = tmp_path / "outcome.txt"
     outcome.write_text("Nothing to do.\n")
 
+    started(config, repo)
+
     code = run(["gate", "--config", str(config), "--repo", str(repo),
                 "--outcome-file", str(outcome)])  # fmt: skip
 
     out = capsys.readouterr().out
     assert code == 1
     assert out.startswith("UNVERIFIED  ")
-    assert "baselines not taken" in out
+    assert "baselines taken at start" in out
     assert out.endswith("For the agent:\nnothing changed in the work tree: make the change the "
                         "task asks for, then stop\n")  # fmt: skip
 
@@ -176,6 +188,7 @@ def test_gate_writes_the_ci_outputs(
     tmp_path: Path, config: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo = calc_project(tmp_path / "repo")
+    started(config, repo)
     write_files(repo, {"calc.py": CALC_BUGGY})
     summary = tmp_path / "github_summary.md"
     summary.write_text("before\n")
@@ -236,7 +249,9 @@ def test_gate_finds_the_configuration_in_the_repository(
     (repo / "claim.toml").write_text(CONFIG.format(runs=tmp_path / "runs"))
     git(repo, "add", "claim.toml")
     git(repo, "commit", "-qm", "gate")
+    assert run(["gate", "--repo", str(repo / "tests"), "--start"]) == 0
     write_files(repo, {"calc.py": CALC_BUGGY})
+    capsys.readouterr()
     assert run(["gate", "--repo", str(repo / "tests"), "--json"]) == 2
     assert json.loads(capsys.readouterr().out)["verdict"] == "refuted"
 
@@ -251,6 +266,7 @@ def test_gate_appends_its_decision_to_the_ledger_signed_with_the_ledger_key(
     from completion_claim.trust.keys import SigningKey, write_private_key
 
     repo = calc_project(tmp_path / "repo")
+    started(config, repo)
     write_files(repo, {"calc.py": CALC_BUGGY})
     key = SigningKey.generate()
     write_private_key(str(tmp_path / "ledger.key"), key)
@@ -288,6 +304,7 @@ def test_gate_ledger_key_defaults_to_the_gates_sign_key(
         )
     )
     repo = calc_project(tmp_path / "repo")
+    started(signed, repo)
     write_files(repo, {"calc.py": CALC + "\n"})
     url = str(tmp_path / "ledger.sqlite")  # a plain path is a SQLite file
 
@@ -396,6 +413,7 @@ def test_gate_appends_to_a_postgresql_ledger(
     url = f"{server}?options=-csearch_path%3D{schema}"
     write_private_key(str(tmp_path / "ledger.key"), SigningKey.generate())
     repo = calc_project(tmp_path / "repo")
+    started(config, repo)
     write_files(repo, {"calc.py": CALC_BUGGY})
     with admin:
         admin.execute(f"CREATE SCHEMA {schema}".encode())

@@ -79,6 +79,6 @@ def test_help_text_is_escaped_outside_code_spans_and_kept_inside() -> None:
 def test_a_paragraph_click_keeps_unwrapped_keeps_its_lines() -> None:
     page = cli_page()
     assert (
-        "```text\nExample: claim observe test-run claim.json --trusted-ref main -- "
+        '```text\nExample: claim observe test-run claim.json --trusted-ref "$BASE_SHA" -- '
         "python -m pytest -q\n```"
     ) in page

@@ -31,7 +31,7 @@ min_tests = 2
 runs_dir = "runs"
 sign_key = "keys/gate.key"
 max_blocks = 5
-base = "main"
+base = "9f2c1e0000000000000000000000000000000000"
 timeout_s = 1200
 
 [[check]]
@@ -75,6 +75,9 @@ def error_of(tmp_path: Path, text: str, environ: dict[str, str] | None = None) -
     return str(caught.value)
 
 
+BASE = "9f2c1e0000000000000000000000000000000000"
+
+
 def test_a_full_configuration_is_read_into_the_gate_interface(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, FULL), ENVIRON)
 
@@ -83,7 +86,7 @@ def test_a_full_configuration_is_read_into_the_gate_interface(tmp_path: Path) ->
     assert config.policy.min_tests == 2
     assert config.runs_dir == tmp_path / "runs"
     assert config.sign_key == tmp_path / "keys" / "gate.key"
-    assert (config.max_blocks, config.base, config.timeout_s) == (5, "main", 1200.0)
+    assert (config.max_blocks, config.base, config.timeout_s) == (5, BASE, 1200.0)
     test_run, endpoint, readback = config.checks
     assert test_run == gate_config.TestRunCheck(
         line=15, command=("python", "-m", "pytest", "-q"), trusted_ref="main",
@@ -163,6 +166,14 @@ def test_a_missing_environment_variable_is_named(tmp_path: Path) -> None:
     )
 
 
+def test_a_base_that_is_a_name_is_refused_naming_its_line(tmp_path: Path) -> None:
+    """A branch name in the agent's repository points wherever the agent moved it."""
+    assert error_of(tmp_path, FULL.replace(BASE, "main")) == (
+        "claim.toml:12: base must be a full commit id (git rev-parse main), not 'main': a name "
+        "in the agent's repository is the agent's to move"
+    )
+
+
 def test_invalid_toml_names_the_line_tomllib_reports(tmp_path: Path) -> None:
     text = FULL.replace("max_blocks = 5", "max_blocks = ")
     assert error_of(tmp_path, text).startswith("claim.toml:11: not valid TOML: ")
@@ -191,6 +202,8 @@ def test_a_policy_file_is_read_relative_to_the_configuration(tmp_path: Path) -> 
     start = FULL.index("[gate]")
     config = load_config(write(tmp_path, 'policy = "ops/policy.json"\n' + FULL[start:]), ENVIRON)
     assert (config.policy.id, config.policy.max_age_s) == ("ops/file", 60)
+    # Every file the gate reads is listed, claim.toml first: in a work tree, each is protected.
+    assert config.files == (tmp_path / "claim.toml", tmp_path / "ops" / "policy.json")
 
 
 def test_without_a_policy_every_configured_check_type_is_required(tmp_path: Path) -> None:
@@ -268,6 +281,7 @@ def test_a_dom_assertion_check_is_read(tmp_path: Path) -> None:
     assert check.storage_state == str(tmp_path / "auth" / "state.json")
     assert (check.allow_hosts, check.timeout_s) == (("sso.example",), 20.0)
     assert config.policy.requires == ("dom_assertion",)
+    assert config.files == (tmp_path / "claim.toml", tmp_path / "auth" / "state.json")
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,15 @@ from completion_claim.gate.run import (
 )
 from tests.fixtures.pages import Site as WebApp
 from tests.fixtures.pages import needs_chromium, served_site
-from tests.fixtures.projects import CALC, CALC_BUGGY, TEST_CALC, git, make_repo, write_files
+from tests.fixtures.projects import (
+    CALC,
+    CALC_BUGGY,
+    TEST_CALC,
+    git,
+    head_commit,
+    make_repo,
+    write_files,
+)
 from tests.gate.conftest import POLICY, TEST_RUN_CHECK, WriteConfig
 from tests.observe.conftest import Reader, Site, closed_port
 from tests.test_ci_recipe import TRICKS, Plant
@@ -61,6 +69,7 @@ def test_an_honest_fix_is_verified_and_the_mutations_are_the_real_edits(
 ) -> None:
     repo = buggy_project(tmp_path / "repo")
     config = write_config(POLICY + TEST_RUN_CHECK)
+    start_gate(config, repo)
     write_files(repo, {"calc.py": CALC})
 
     result = run_gate(config, repo, outcome="Fixed add().")
@@ -87,6 +96,7 @@ def test_a_broken_edit_is_refuted_and_the_reason_names_the_failing_test(
 ) -> None:
     repo = correct_project(tmp_path / "repo")
     config = write_config(POLICY + TEST_RUN_CHECK)
+    start_gate(config, repo)
     write_files(repo, {"calc.py": CALC_BUGGY})
 
     result = run_gate(config, repo, outcome="Done. All tests pass.")
@@ -108,6 +118,7 @@ def test_no_change_is_unverified_even_when_the_tests_pass(
 ) -> None:
     repo = correct_project(tmp_path / "repo")
     config = write_config(POLICY + TEST_RUN_CHECK)
+    start_gate(config, repo)
 
     result = run_gate(config, repo, outcome="Done.")
 
@@ -127,6 +138,7 @@ def test_a_test_edited_to_agree_with_a_bug_is_run_as_the_trusted_ref_has_it(
 ) -> None:
     repo = correct_project(tmp_path / "repo")
     config = write_config(POLICY + TEST_RUN_CHECK + 'trusted_ref = "main"\n')
+    start_gate(config, repo)
     write_files(repo, {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC_AGREEING_WITH_BUG})
 
     result = run_gate(config, repo, outcome="Done.")
@@ -143,6 +155,7 @@ def test_a_test_edited_to_agree_with_a_bug_does_not_count_without_a_trusted_ref(
 ) -> None:
     repo = correct_project(tmp_path / "repo")
     config = write_config(POLICY + TEST_RUN_CHECK)
+    start_gate(config, repo)
     write_files(repo, {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC_AGREEING_WITH_BUG})
 
     result = run_gate(config, repo, outcome="Done.")
@@ -155,12 +168,13 @@ def test_a_test_edited_to_agree_with_a_bug_does_not_count_without_a_trusted_ref(
 def test_the_trusted_ref_option_replaces_the_checks_own(
     tmp_path: Path, write_config: WriteConfig
 ) -> None:
-    """CI passes the pull request's base branch: the agent's branch cannot pick the tests."""
+    """CI passes the pull request's base commit: the agent's branch cannot pick the tests."""
     repo = correct_project(tmp_path / "repo")
     config = write_config(POLICY + TEST_RUN_CHECK)
+    base = head_commit(repo)
     write_files(repo, {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC_AGREEING_WITH_BUG})
 
-    result = run_gate(config, repo, outcome="Done.", trusted_ref="main")
+    result = run_gate(config, repo, outcome="Done.", base=base, trusted_ref=base)
 
     assert result.verdict.state == "refuted"
 
@@ -181,6 +195,7 @@ def test_evidence_the_agent_wrote_into_the_work_tree_is_never_read(
                       "expected": {"exit_code": 0}, "observed_value": {"exit_code": 0}}],
         "verdict": {"state": "verified"},
     }  # fmt: skip
+    start_gate(config, repo)
     write_files(repo, {"calc.py": CALC_BUGGY, "claim.json": json.dumps(forged)})
 
     result = run_gate(config, repo, outcome="Done.")
@@ -208,19 +223,20 @@ def test_an_agent_commit_is_captured_against_the_start_commit(
     assert "the start record" in result.document["task"]["description"]
 
 
-def test_without_a_start_the_base_is_the_merge_base_with_the_default_branch(
+def test_without_a_start_a_base_given_as_a_commit_id_is_measured_from(
     tmp_path: Path, write_config: WriteConfig
 ) -> None:
     repo = correct_project(tmp_path / "repo")
     config = write_config(POLICY + TEST_RUN_CHECK)
+    base = head_commit(repo)
     git(repo, "checkout", "-q", "-b", "agent")
     write_files(repo, {"calc.py": CALC_BUGGY})
     git(repo, "commit", "-qam", "fix")
 
-    result = run_gate(config, repo, outcome="Done.")
+    result = run_gate(config, repo, outcome="Done.", base=base)
 
     assert result.verdict.state == "refuted"
-    assert "merge-base with main" in result.report
+    assert f"base {base} (--base)" in result.report
 
 
 def test_a_changed_gate_configuration_in_the_work_tree_is_not_verified(
@@ -233,6 +249,7 @@ def test_a_changed_gate_configuration_in_the_work_tree_is_not_verified(
         tmp_path / "repo",
         {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC, "claim.toml": strict},
     )
+    start_gate(load_config(repo / "claim.toml", {}), repo)
     write_files(repo, {"calc.py": CALC, "claim.toml": strict.replace("600", "601")})
 
     result = run_gate(load_config(repo / "claim.toml", {}), repo, outcome="Done.")
@@ -434,6 +451,7 @@ def test_a_configuration_reached_through_a_link_it_was_not_changed_through_verif
 def test_the_default_outcome_says_none_was_given(tmp_path: Path, write_config: WriteConfig) -> None:
     repo = correct_project(tmp_path / "repo")
     config = write_config(POLICY + TEST_RUN_CHECK)
+    start_gate(config, repo)
     write_files(repo, {"README": "x\n"})
     assert run(["gate", "--config", str(config.path), "--repo", str(repo), "--json"]) == 0
     claims = list(config.runs_dir.rglob("claim.json"))
@@ -513,7 +531,7 @@ def test_without_a_start_the_gate_says_baselines_were_not_taken(
     store = tmp_path / "bank.db"
     config = write_config(READBACK_POLICY + readback_check(sqlite_store(store, "closed")))
 
-    result = run_gate(config, repo, outcome="Closed account 4471.")
+    result = run_gate(config, repo, outcome="Closed account 4471.", base=head_commit(repo))
 
     # Nothing to compare with: the value counts, and the record says so.
     assert result.verdict.state == "verified"
@@ -530,7 +548,7 @@ def test_a_start_per_session_is_apart_from_the_repositorys(
     config = write_config(READBACK_POLICY + readback_check(sqlite_store(store, "closed")))
     start_gate(config, repo, session="s-1")
 
-    other = run_gate(config, repo, outcome="Closed.", session="s-2")
+    other = run_gate(config, repo, outcome="Closed.", session="s-2", base=head_commit(repo))
     same = run_gate(config, repo, outcome="Closed.", session="s-1")
 
     assert (other.verdict.state, same.verdict.state) == ("verified", "unverified")
@@ -570,7 +588,7 @@ def test_a_store_that_cannot_be_read_is_recorded_as_a_failed_attempt(
     url = f"postgresql://reader@127.0.0.1:{closed_port()}/test"
     config = write_config(READBACK_POLICY + readback_check(url))
 
-    result = run_gate(config, repo, outcome="Closed.")
+    result = run_gate(config, repo, outcome="Closed.", base=head_commit(repo))
 
     assert result.verdict.state == "unverified"
     item = evidence_of(result.document, "state_readback")
@@ -671,7 +689,7 @@ def test_the_gate_time_limit_stops_checks_and_records_why(
         + readback_check(sqlite_store(store, "closed"))
     )
 
-    result = run_gate(config, repo, outcome="Closed.")
+    result = run_gate(config, repo, outcome="Closed.", base=head_commit(repo))
 
     assert result.verdict.state == "unverified"
     item = evidence_of(result.document, "state_readback")
@@ -713,6 +731,7 @@ def test_a_signed_run_passes_check_verdict_with_the_gate_key(
 ) -> None:
     config, public = signed_config(tmp_path, write_config)
     repo = buggy_project(tmp_path / "repo")
+    start_gate(config, repo)
     write_files(repo, {"calc.py": CALC})
 
     result = run_gate(config, repo, outcome="Fixed add().")
@@ -728,6 +747,7 @@ def test_a_signed_refusal_is_refuted_under_check_verdict(
 ) -> None:
     config, public = signed_config(tmp_path, write_config)
     repo = correct_project(tmp_path / "repo")
+    start_gate(config, repo)
     write_files(repo, {"calc.py": CALC_BUGGY})
 
     result = run_gate(config, repo, outcome="Done.")
@@ -751,6 +771,7 @@ def test_an_operator_trust_list_without_the_gate_key_proves_nothing(
         f'[gate]\nruns_dir = "{runs}"\nsign_key = "{key}"\n{POLICY}{trust}{TEST_RUN_CHECK}'
     )
     repo = buggy_project(tmp_path / "repo")
+    start_gate(config, repo)
     write_files(repo, {"calc.py": CALC})
 
     result = run_gate(config, repo, outcome="Fixed add().")
@@ -770,6 +791,7 @@ def test_a_broken_fix_with_a_planted_trick_is_never_verified_by_the_gate(
     """The CI recipe's tricks, through the gate: signed, no trusted ref (the harder case)."""
     config, public = signed_config(tmp_path, write_config)
     repo = buggy_project(tmp_path / "ws")
+    start_gate(config, repo)
     write_files(repo, {"calc.py": CALC_BUGGY + "# fixed\n"})
     plant(repo)
 
@@ -848,6 +870,7 @@ def test_a_policy_without_experimental_checks_does_not_count_the_page(
         '[policy]\nid = "ops/ui"\nrequires = []\nmax_age_s = 600\nexperimental_checks = false\n'
     )
     config = write_config(policy + dom_check(web_app.url))
+    start_gate(config, repo)
     web_app.respond("POST", "/settings", b"name=Bob", "")
 
     result = run_gate(config, repo, outcome="Renamed the account to Bob.")

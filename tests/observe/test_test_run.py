@@ -37,6 +37,7 @@ from tests.fixtures.projects import (
     TEST_CALC,
     calc_project,
     git,
+    head_commit,
     make_repo,
     write_files,
 )
@@ -767,7 +768,7 @@ def test_attack_02_a_fake_pytest_module_in_the_repo_does_not_decide_the_run(
     tmp_path: Path, claim: Path, trusted: bool
 ) -> None:
     repo = broken_fix(tmp_path, claim, {"pytest.py": FAKE_PYTEST})
-    ref = ("--trusted-ref", "main") if trusted else ()
+    ref = ("--trusted-ref", head_commit(repo)) if trusted else ()
 
     assert observe(claim, repo, *ref, "--", *PYTEST) == 0
 
@@ -816,7 +817,7 @@ def test_attack_02_protected_paths_are_run_as_in_the_trusted_ref(
 ) -> None:
     repo = broken_fix(tmp_path, claim, TRICKS[trick])
 
-    assert observe(claim, repo, "--trusted-ref", "main", "--", *PYTEST) == 0
+    assert observe(claim, repo, "--trusted-ref", head_commit(repo), "--", *PYTEST) == 0
 
     item = evidence(claim)[0]
     assert (item["observed_value"]["exit_code"], item["observed_value"]["failed"]) == (1, 2)
@@ -1431,7 +1432,7 @@ def test_an_honest_fix_observed_in_the_sandbox_verifies(
 ) -> None:
     claim = observer.claim
     repo = honest_fix(observer.place, claim)
-    ref = ("--trusted-ref", "main") if trusted else ()
+    ref = ("--trusted-ref", head_commit(repo)) if trusted else ()
 
     assert observer.observe(claim, repo, *ref, "--", *PYTEST) == 0
 
@@ -1481,7 +1482,7 @@ def test_attack_02_protect_globs_cover_the_operators_own_paths(
     repo = make_repo(tmp_path / "repo", files)
     write_files(repo, {"golden/sum.txt": "-1\n"})  # what the broken add returns
     capture(claim, repo)
-    ref = ("--trusted-ref", "main") if trusted else ()
+    ref = ("--trusted-ref", head_commit(repo)) if trusted else ()
 
     assert observe(claim, repo, *ref, "--protect", "golden/*", "--", *PYTEST) == 0
 

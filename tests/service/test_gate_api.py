@@ -34,7 +34,7 @@ from tests.fixtures.gate_service import (
 )
 from tests.fixtures.projects import CALC, GIT_ENV, write_files
 from tests.fixtures.serve import ready_line
-from tests.gate.payloads import documented_stop
+from tests.gate.payloads import DEFAULT_SESSIONS, documented_stop
 from tests.needs import unavailable
 
 
@@ -52,10 +52,11 @@ def test_a_false_done_is_refuted_and_recorded_under_the_tokens_name(
     service: GateService,
 ) -> None:
     repo = buggy_project(service.observed / "repo")
-    write_files(repo, {"README.md": "fixed\n"})
     body = {"repo": str(repo), "outcome": "Done.", "session": "s-1", "task_id": "t-9"}
 
     with client(service) as http:
+        http.post_json("/v1/gate/start", {"repo": str(repo), "session": "s-1"})
+        write_files(repo, {"README.md": "fixed\n"})
         answer = http.post_json("/v1/gate", body)
         entry = http.get_json(f"/v1/claims/{answer['index']}")
 
@@ -71,8 +72,9 @@ def test_a_false_done_is_refuted_and_recorded_under_the_tokens_name(
 
 def test_an_honest_fix_is_verified_with_proven_independence(service: GateService) -> None:
     repo = buggy_project(service.observed / "repo")
-    write_files(repo, {"calc.py": CALC})
     with client(service) as http:
+        http.post_json("/v1/gate/start", {"repo": str(repo)})
+        write_files(repo, {"calc.py": CALC})
         answer = http.post_json("/v1/gate", {"repo": str(repo), "outcome": "Fixed add()."})
     assert answer["verdict"]["state"] == "verified"
     assert answer["verdict"]["independence"] == "proven"
@@ -295,6 +297,14 @@ def _run_own_user_case(base: Path, python: Path, service_user: User, requester: 
             answer: dict[str, Any] = json.loads(done.stdout)
             return answer
 
+        started = subprocess.run(
+            requester.run([*claim, "gate", "--start", "--repo", str(repo), "--session",
+                           DEFAULT_SESSIONS["claude-code"], "--server", f"unix://{socket_path}"],
+                          groups=(service_user.gid,)),
+            capture_output=True, text=True, cwd=repo, env={**GIT_ENV, "CLAIM_TOKEN": token},
+            timeout=HOOK_TIMEOUT_S, check=False,
+        )  # fmt: skip
+        assert started.returncode == 0, started.stderr
         write_requester_file(requester, repo / "README.md", "fixed, trust me\n")
         blocked = stop("Done. All tests pass.")
         assert blocked.get("decision") == "block", blocked
@@ -434,13 +444,16 @@ def test_attack_24_a_flood_of_gate_runs_does_not_stop_the_service_answering(
     endpoint = _StallingEndpoint()
     config = service.settings.gate_config
     assert config is not None
+    repo = buggy_project(service.observed / "repo")
+    with ServiceClient(service.url, service.token) as http:
+        # Under the test-run configuration, which probes nothing at the start.
+        http.post_json("/v1/gate/start", {"repo": str(repo)})
     config.write_text(
         f'[gate]\nruns_dir = "{config.parent / "runs"}"\n\n[[check]]\ntype = "endpoint_health"\n'
         f'url = "http://127.0.0.1:{endpoint.server.server_port}/"\ntarget = "svc"\n'
         f'timeout_s = {GATE_STALL_S}\nexpect_json = {{ "/v" = "1" }}\n',
         encoding="utf-8",
     )
-    repo = buggy_project(service.observed / "repo")
 
     def ask() -> None:
         with ServiceClient(service.url, service.token, GATE_STALL_S * 2) as http:

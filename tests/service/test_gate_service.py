@@ -247,6 +247,7 @@ def test_a_false_done_is_refuted_under_the_operators_config_and_recorded(
 ) -> None:
     """The agent's own claim.toml asks for nothing; the operator's runs the tests."""
     repo = buggy_project(observed / "repo")
+    start(settings, ledger, GateRequest(str(repo), session="s-1"), submitted_by="ops", now=NOW)
     write_files(repo, {"README.md": "fixed, promise\n"})
 
     asked = GateRequest(str(repo), "Done. All tests pass.", "s-1", "task-9")
@@ -269,6 +270,7 @@ def test_an_honest_fix_is_verified_with_evidence_signed_by_the_service_key(
     settings: ServiceSettings, ledger: Ledger, observed: Path
 ) -> None:
     repo = buggy_project(observed / "repo")
+    start(settings, ledger, GateRequest(str(repo)), submitted_by="ops", now=NOW)
     write_files(repo, {"calc.py": CALC})
 
     decision = decide(settings, ledger, GateRequest(str(repo), "Fixed add()."),

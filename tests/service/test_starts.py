@@ -104,7 +104,8 @@ def test_attack_43_the_agents_token_cannot_restart_its_session(
     write_files(repo, {"calc.py": CALC_BUGGY + "# touched\n"})
     after = gate(service, repo, "s1", agent)
     assert after["verdict"] == "unverified"
-    unstarted = gate(service, repo, "s2", agent)  # s2 has no start: its entry names none
+    unstarted = gate(service, repo, "s2", agent)  # s2 has no start: no trusted base, no start
+    assert unstarted["verdict"] == "unverified"
     with ServiceClient(service.url) as http:
         entry = http.get_json(f"/v1/claims/{after['ledger_index']}")
         start = http.get_json("/v1/starts/0")

@@ -40,12 +40,13 @@ class _StderrEvents:
 @json_option("Print {path, found} as JSON.")
 def init_command(repo: str, force: bool, as_json: bool) -> int:
     """Write a commented starter claim.toml at the repository's root, from what is there:
-    pytest (a test_run check, its tests taken from the default branch), a Dockerfile (an
+    pytest (a test_run check, its tests taken from the default branch's commit), a Dockerfile (an
     endpoint_health example), a database URL in the environment (a state_readback example).
     """
     root = repository_root(Path(repo))
     path = root / CONFIG_NAME
-    facts = look_at(root, os.environ, _default_branch(root))
+    branch = _default_branch(root)
+    facts = look_at(root, os.environ, branch, None if branch is None else _commit_of(root, branch))
     write_atomic(path, starter_config(facts).encode(), exclusive=not force)
     found = [name for name, on in (("pytest", facts.pytest), ("Dockerfile", facts.dockerfile),
                                    ("a database URL", facts.database)) if on]  # fmt: skip
@@ -57,6 +58,7 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
     # refuses every verdict: the operator's file must be part of the base the agent starts from.
     say(f"next: review it, commit it (git add {path.name} && git commit), then:")
     say("      claim hooks install --harness claude-code")
+    say("      (or, by hand: claim gate --start before the agent works, claim gate after)")
     return EXIT_VERIFIED
 
 
@@ -68,14 +70,18 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
     "--repo", default=".", show_default=True, metavar="DIR", help="The work tree to judge."
 )
 @click.option(
-    "--base", metavar="REV", help="Measure changes against REV (see docs for the default)."
+    "--base",
+    metavar="COMMIT",
+    help="Measure changes against COMMIT, a full commit id (default: the start record's).",
 )
 @click.option("--outcome", help="What the agent says it achieved.")
 @click.option("--outcome-file", metavar="FILE", help="Read the outcome from FILE.")
 @click.option("--task-id", help="The claim's task id (default: repo name, base and time).")
 @click.option("--session", metavar="ID", help="The agent session (its start record and baselines).")
 @click.option(
-    "--trusted-ref", metavar="REF", help="Run every test_run's protected tests as in REF."
+    "--trusted-ref",
+    metavar="COMMIT",
+    help="Run every test_run's protected tests as in COMMIT, a full commit id.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print {verdict, claim_path, agent_reason}.")
 @click.option(
@@ -287,6 +293,13 @@ def _outcome(outcome: str | None, outcome_file: str | None) -> str:
         text = read_limited(outcome_file, MAX_OUTCOME_BYTES).decode("utf-8", "replace").strip()
         return text or NO_OUTCOME
     return outcome.strip() if outcome and outcome.strip() else NO_OUTCOME
+
+
+def _commit_of(root: Path, branch: str) -> str | None:
+    """The commit ``branch`` names now, while the operator sets the repository up."""
+    done = git_process(root, ("rev-parse", "--verify", "--quiet", f"{branch}^{{commit}}"),
+                       UsageError)  # fmt: skip
+    return done.stdout.decode().strip() or None
 
 
 def _default_branch(root: Path) -> str | None:

@@ -67,9 +67,9 @@ DEFAULT_TIMEOUT_S = 600.0
 )
 @click.option(
     "--trusted-ref",
-    metavar="REF",
-    help="Commit the operator trusts (e.g. the base branch): protected test paths are run "
-    "exactly as in it.",
+    metavar="COMMIT",
+    help="The full id of a commit the operator trusts (e.g. the base branch's, resolved by CI): "
+    "protected test paths are run exactly as in it. A branch name is refused: the agent moves it.",
 )
 @click.option(
     "--protect",
@@ -115,7 +115,7 @@ def test_run_command(
     claim records them, the command is not found, times out, or writes an unreadable report.
 
     \b
-    Example: claim observe test-run claim.json --trusted-ref main -- python -m pytest -q
+    Example: claim observe test-run claim.json --trusted-ref "$BASE_SHA" -- python -m pytest -q
     """
     settings = settings_from(path, options)
     request = test_run.prepare(

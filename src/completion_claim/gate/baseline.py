@@ -5,15 +5,17 @@ A start record lives in the runs directory, per repository (``start/repo.json``)
 (``start/session-<sha256(id)[:16]>.json``). It is written once: a second start of the same
 session is refused (:class:`StartExists`), since a start taken again after the agent worked would
 make its work the base; only the operator's explicit ``claim gate --start --restart`` replaces
-it. A snapshot is matched to a check by its check type and mutation target and by the
-observer's target (the redacted URL and lookup), so a check changed since the start gets no
-baseline rather than a wrong one.
+it. Besides the base commit and the snapshots it holds the trust anchors taken at the start:
+each trusted ref's commit, and manifests of the protected files and configuration files copied
+into the operator's store. A snapshot is matched to a check by its check type and mutation
+target and by the observer's target (the redacted URL and lookup), so a check changed since the
+start gets no baseline rather than a wrong one.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -128,15 +130,23 @@ def take_snapshots(config: GateConfig) -> list[dict[str, Any]]:
 
 
 def write_start_record(
-    path: Path, base: str | None, snapshots: list[dict[str, Any]], *, replace: bool = False
+    path: Path,
+    base: str | None,
+    snapshots: list[dict[str, Any]],
+    anchors: Mapping[str, Any] | None = None,
+    *,
+    replace: bool = False,
 ) -> None:
     """Write the record once (``replace``: the operator's explicit restart). Linked into place,
-    so of two starts at once exactly one wins and the other gets :class:`StartExists`."""
+    so of two starts at once exactly one wins and the other gets :class:`StartExists`.
+    ``anchors``: the trusted refs resolved, and the manifests of what the operator's store
+    copied (``anchors.start_anchors``)."""
     record = {
         "version": RECORD_VERSION,
         "taken_at": format_time(datetime.now(UTC)),
         "base": base,
         "snapshots": snapshots,
+        **(anchors or {}),
     }
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     data = (dumps(record, indent=2) + "\n").encode()

@@ -33,6 +33,7 @@ from ..model import (
     load_policy,
     parse_policy,
 )
+from ..observe.repository import object_format_of
 
 CONFIG_NAME = "claim.toml"
 DEFAULT_MAX_BLOCKS = 3
@@ -132,8 +133,14 @@ class GateConfig:
     sign_key: Path | None
     runs_dir: Path
     max_blocks: int = DEFAULT_MAX_BLOCKS
-    base: str | None = None
+    base: str | None = None  # a full commit id
     timeout_s: float | None = None  # the whole gate run; None: the sum of the checks' own
+    # Every file the configuration was read from or names for the gate to read, claim.toml
+    # first: inside the work tree each is the operator's, changed or not.
+    files: tuple[Path, ...] = ()
+    # What ${NAME} was replaced from, to read the operator's own copy again when the agent
+    # changed the one in the work tree.
+    environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
 
 def default_runs_dir(environ: Mapping[str, str]) -> Path:
@@ -158,9 +165,12 @@ def find_config(start: Path) -> Path | None:
         folder = folder.parent
 
 
-def load_config(path: Path, environ: Mapping[str, str]) -> GateConfig:
+def load_config(
+    path: Path, environ: Mapping[str, str], read: Callable[[Path], bytes] = Path.read_bytes
+) -> GateConfig:
+    """``read`` gives each file's bytes (the gate passes the operator's stored copies)."""
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read(path).decode("utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
@@ -173,7 +183,7 @@ def load_config(path: Path, environ: Mapping[str, str]) -> GateConfig:
         where = found.group(1) if found else "1"
         problem = re.sub(r"\s*\(at line \d+, column \d+\)$", "", str(exc))
         raise ConfigError(f"{path.name}:{where}: not valid TOML: {problem}") from None
-    return _Reader(path, text, environ).config(document)
+    return _Reader(path, text, environ, read).config(document)
 
 
 class _Lines:
@@ -212,10 +222,14 @@ class _Lines:
 
 
 class _Reader:
-    def __init__(self, path: Path, text: str, environ: Mapping[str, str]) -> None:
+    def __init__(
+        self, path: Path, text: str, environ: Mapping[str, str], read: Callable[[Path], bytes]
+    ) -> None:
         self.path = path
         self.lines = _Lines(text)
         self.environ = environ
+        self.read = read
+        self.files = [path]
 
     def error(
         self,
@@ -238,17 +252,29 @@ class _Reader:
         if max_blocks is not None and max_blocks < 0:
             raise self.error("gate", 0, "max_blocks", "max_blocks must be 0 or more")
         timeout_s = self.seconds(gate, "gate", 0, "timeout_s")
+        base = self.optional(gate, "gate", 0, "base", str)
+        if base is not None and object_format_of(base) is None:
+            raise self.error(
+                "gate", 0, "base",
+                f"base must be a full commit id (git rev-parse {base}), not {base!r}: a name in "
+                "the agent's repository is the agent's to move",
+            )  # fmt: skip
+        policy = self.policy(document, checks)
+        self.files += [Path(c.storage_state) for c in checks
+                       if isinstance(c, DomAssertionCheck) and c.storage_state]  # fmt: skip
         return GateConfig(
             path=self.path,
-            policy=self.policy(document, checks),
+            policy=policy,
             checks=checks,
             sign_key=None if sign_key is None else self.relative(sign_key),
             runs_dir=default_runs_dir(self.environ)
             if runs_dir is None
             else self.relative(runs_dir),
             max_blocks=DEFAULT_MAX_BLOCKS if max_blocks is None else max_blocks,
-            base=self.optional(gate, "gate", 0, "base", str),
+            base=base,
             timeout_s=timeout_s,
+            files=tuple(dict.fromkeys(self.files)),
+            environ=dict(self.environ),
         )
 
     # --- values ---------------------------------------------------------------------------
@@ -350,8 +376,9 @@ class _Reader:
             return Policy("claim-gate/default", requires, DEFAULT_POLICY_MAX_AGE_S)
         if isinstance(given, str):
             path = self.relative(self.substitute(given, "", 0, "policy"))
+            self.files.append(path)
             try:
-                return load_policy(path.read_bytes())
+                return load_policy(self.read(path))
             except OSError as exc:
                 raise self.error(
                     "", 0, "policy", f"policy: cannot read {path}: {exc.strerror or exc}"
@@ -601,9 +628,15 @@ class RepoFacts:
     default_branch: str | None
     dockerfile: bool
     database: bool
+    trusted_commit: str | None = None  # the default branch's commit, as claim init found it
 
 
-def look_at(root: Path, environ: Mapping[str, str], default_branch: str | None) -> RepoFacts:
+def look_at(
+    root: Path,
+    environ: Mapping[str, str],
+    default_branch: str | None,
+    trusted_commit: str | None = None,
+) -> RepoFacts:
     def has(name: str, marker: str) -> bool:
         try:
             return marker in (root / name).read_text(errors="replace")
@@ -621,7 +654,8 @@ def look_at(root: Path, environ: Mapping[str, str], default_branch: str | None) 
                for folder in ("tests", "test"))
     )  # fmt: skip
     database = "DATABASE_URL" in environ or any(name.startswith("PG") for name in environ)
-    return RepoFacts(root.name, pytest, default_branch, (root / "Dockerfile").is_file(), database)
+    dockerfile = (root / "Dockerfile").is_file()
+    return RepoFacts(root.name, pytest, default_branch, dockerfile, database, trusted_commit)
 
 
 def starter_config(facts: RepoFacts) -> str:
@@ -645,7 +679,10 @@ def starter_config(facts: RepoFacts) -> str:
         '# runs_dir = "~/.local/state/completion-claim/runs"  # the default: outside the work tree',
         '# sign_key = "/etc/claim/gate.key"  # claim keygen --out FILE; signs evidence, verdicts',
         "max_blocks = 3                 # times a stop hook may send the agent back",
-        '# base = "main"                # what changes are measured against (default: see docs)',
+        "# What changes are measured against: the commit `claim gate --start` recorded before",
+        "# the agent worked (the hooks take it at session start), or a full commit id here or in",
+        "# --base. A branch name is never used: in the agent's repository it is the agent's.",
+        '# base = "<full commit id>"',
         "# timeout_s = 900              # the whole gate run",
         "",
     ]
@@ -653,9 +690,12 @@ def starter_config(facts: RepoFacts) -> str:
         "[[check]]",
         'type = "test_run"',
         'command = ["python", "-m", "pytest", "-q"]',
-        f'trusted_ref = "{facts.default_branch}"  # the tests run as in this ref'
-        if facts.default_branch
-        else '# trusted_ref = "main"  # the tests run as in this ref',
+        "# The tests run as in this commit, whatever the agent did to them. A branch name",
+        "# (main) is resolved by `claim gate --start` (the hooks session start), never",
+        "# when judging; a commit id needs no start.",
+        f'trusted_ref = "{facts.trusted_commit}"  # {facts.default_branch} at claim init'
+        if facts.default_branch and facts.trusted_commit
+        else '# trusted_ref = "<full commit id>"',
         '# python = "/usr/bin/python3"  # with the project installed; never one in the repo',
         '# protect = ["fixtures/**"]     # more paths the agent may not change',
         "# env = []                      # variables passed to the tests",

@@ -40,11 +40,18 @@ from ..model import (
 )
 from ..observe._common import Observation, ObserverSettings, run_observer
 from ..observe.git_capture import capture, mutation_record, repository_root
-from ..observe.repository import git_process
+from ..observe.repository import git_process, object_format_of
 from ..report import render_report
 from ..timefmt import format_time
 from ..trust import check_signatures
 from ..verify import Verdict, verify
+from .anchors import (
+    NO_TRUSTED_BASE,
+    operator_config,
+    pinned_trusted_ref,
+    start_anchors,
+    stored_content,
+)
 from .baseline import (
     StartExists,
     already_started,
@@ -68,7 +75,6 @@ from .reason import agent_reason
 GATE_VERIFIER_ID = f"claim-gate/{__version__}"
 NO_OUTCOME = "(no outcome given)"
 CLAIM_NAME = "claim.json"
-DEFAULT_BRANCHES = ("origin/HEAD", "main", "master")
 EXIT_FOR_STATE = {"verified": 0, "unverified": 1, "refuted": 2}  # cli/__init__.py's EXIT_*
 MAX_LINK_HOPS = 40  # as the kernel's limit on links followed in one path
 WHOLE_TREE = "."
@@ -101,23 +107,28 @@ class GateResult:
 
 @dataclass(frozen=True)
 class _Base:
-    revision: str
+    revision: str | None  # a full commit id; None: the repository had no commit at the start
     source: str  # how it was chosen, for the report
 
 
 def start_gate(
     config: GateConfig, repo: Path, session: str | None = None, *, restart: bool = False
 ) -> Path:
-    """Record the base commit and a snapshot of each readback, endpoint and page; the record
-    path. Once per session: ``restart`` (the operator's explicit say) replaces a record."""
+    """Record the base commit, the trust anchors (trusted refs resolved, the operator's copies
+    of protected and configuration files) and a snapshot of each readback, endpoint and page;
+    the record path. Once per session: ``restart`` (the operator's explicit say) replaces a
+    record."""
     root = repository_root(repo)
     _refuse_runs_dir_inside(config, root)
     path = start_record_path(config, root, session)
     refused = already_started(session, str(path), "claim gate --start --restart replaces it")
     if not restart and path.exists():  # fails before the snapshots; the write decides races
         raise refused
+    anchors = start_anchors(config, root)
     try:
-        write_start_record(path, _head_commit(root), take_snapshots(config), replace=restart)
+        write_start_record(
+            path, _head_commit(root), take_snapshots(config), anchors, replace=restart
+        )
     except StartExists:
         raise refused from None
     return path
@@ -134,38 +145,45 @@ def run_gate(
     task_id: str | None = None,
     trusted_ref: str | None = None,
 ) -> GateResult:
-    """Capture, observe, verify and record one change. ``trusted_ref`` replaces every test_run
-    check's own (CI passes the pull request's base branch)."""
+    """Capture, observe, verify and record one change. ``trusted_ref`` (a full commit id)
+    replaces every test_run check's own (CI passes the pull request's base commit)."""
     events = events or _Silent()
     root = repository_root(repo)
-    _refuse_runs_dir_inside(config, root)
+    for name, given in (("--base", base), ("--trusted-ref", trusted_ref)):
+        if given is not None and object_format_of(given) is None:
+            raise UsageError(
+                f"{name}: {given!r} is not a full commit id; a name in the agent's repository "
+                f"is the agent's to move: pass the commit (git rev-parse {given}) instead"
+            )
+    config, record, chosen, capture_error, notes = _anchored(config, root, base, session, events)
     if config.sign_key is not None and not config.sign_key.is_file():
         # Checked before any work; the key itself is read after the checks ran.
         raise UsageError(f"{config.path.name}: [gate].sign_key {config.sign_key} is not a file")
-    record = read_start_record(start_record_path(config, root, session))
-    chosen = _choose_base(root, base, config.base, record)
-    events.step("base", f"{chosen.revision} ({chosen.source})")
+    events.step("base", f"{chosen.revision or 'no commit'} ({chosen.source})")
     started = datetime.now(UTC)
     deadline = None if config.timeout_s is None else started.timestamp() + config.timeout_s
     run_dir = _new_run_dir(config, root, started)
     claim_path = run_dir / CLAIM_NAME
-    capture_error = None
+    mutations: list[Mutation] = []
     try:
+        if capture_error is not None:
+            raise ObservationFailed(capture_error)
         mutations = _capture(root, chosen.revision, config.checks, started)
     except ObservationFailed as failure:
         # The work tree is the agent's: one that cannot be read honestly (a link out of it, a
-        # file name git cannot record) is the agent's to fix, and nothing is observed. The
+        # file name git cannot record, a base whose objects were tampered with) is the agent's
+        # to fix, and nothing is observed; so is a run with nothing trusted to measure from. The
         # claim records it as a change of a kind nothing may cover, so that whoever verifies
         # the recorded claim reaches the gate's verdict.
         capture_error = str(failure)
         mutations = [Mutation("m1", UNCAPTURED, WHOLE_TREE, Timestamp.of(started), None)]
-        events.step("capture", f"could not read the work tree: {failure}")
+        events.step("capture", f"could not capture the change: {failure}")
     else:
         files = sum(1 for m in mutations if m.kind == FILE_WRITE)
         events.step(
             "capture", f"{files} changed file(s), {len(mutations) - files} configured target(s)"
         )
-    task = task_id or f"{root.name}@{chosen.revision[:12]}@{format_time(started)}"
+    task = task_id or f"{root.name}@{(chosen.revision or 'empty')[:12]}@{format_time(started)}"
     baselines = "taken at start" if record is not None else "not taken (no claim gate --start)"
     uncaptured = (
         "" if capture_error is None else f"; the work tree could not be captured: {capture_error}"
@@ -201,7 +219,7 @@ def run_gate(
     raw = _with_verdict(raw, verdict, config)
     write_atomic(claim_path, render(raw))
     events.step("verdict", f"{verdict.state}: {verdict.reason}")
-    notes = [f"  base {chosen.revision} ({chosen.source}); baselines {baselines}"]
+    notes.insert(0, f"  base {chosen.revision} ({chosen.source}); baselines {baselines}")
     # The gate observes by itself: its next step for the agent is its agent_reason, not a
     # `claim observe` command.
     report = render_report(claim, verdict, str(claim_path), steps=False) + "\n".join(notes) + "\n"
@@ -213,6 +231,46 @@ def run_gate(
         exit_code=EXIT_FOR_STATE[verdict.state],
         report=report,
     )
+
+
+def _anchored(
+    config: GateConfig, root: Path, base: str | None, session: str | None, events: GateEvents
+) -> tuple[GateConfig, dict[str, Any] | None, _Base, str | None, list[str]]:
+    """What the run trusts: the operator's configuration, the start record, the base; the
+    reason nothing can be trusted (no base, no operator's copy of a changed configuration), and
+    notes for the report."""
+    _refuse_runs_dir_inside(config, root)
+    record = read_start_record(start_record_path(config, root, session))
+    chosen = _choose_base(config, root, base, record)
+    error, notes = None, []
+    try:
+        # The configuration the agent may have edited has named the start record and the base
+        # so far; from here on, the operator's copy does.
+        operators, changed = operator_config(
+            config, root, record, None if chosen is None else chosen.revision
+        )
+    except ObservationFailed as failure:
+        # No operator's configuration to judge under: nothing runs, and nothing is signed with
+        # a key the agent's copy names.
+        error, config = str(failure), replace(config, sign_key=None)
+    else:
+        if operators.runs_dir != config.runs_dir:
+            record = read_start_record(start_record_path(operators, root, session))
+        config = operators
+        chosen = _choose_base(config, root, base, record)
+        if changed:
+            # An operator who edits the configuration after the start would otherwise wonder
+            # why the edit has no effect.
+            notes.append(
+                f"  {', '.join(changed)}: not the operator's copy (taken by claim gate --start, "
+                "else at the base); judged under that copy. After changing the configuration, "
+                "run claim gate --start again"
+            )
+            events.step("configuration", notes[-1])
+        _refuse_runs_dir_inside(config, root)
+    if chosen is None:
+        return config, record, _Base(None, "none"), error or NO_TRUSTED_BASE, notes
+    return config, record, chosen, error, notes
 
 
 def gate_policy(config: GateConfig, root: Path) -> Policy:
@@ -240,11 +298,6 @@ def gate_policy(config: GateConfig, root: Path) -> Policy:
     return structs.replace(policy, trust=Trust("signed", (observer,), ()))
 
 
-def configuration_files(config: GateConfig) -> tuple[Path, ...]:
-    """Every file the gate's configuration is read from."""
-    return (config.path,)
-
-
 def protected_targets(config: GateConfig, root: Path) -> tuple[str, ...]:
     """The configuration's files that lie in the work tree, as the capture names them (POSIX
     paths relative to the root): the agent works there, and they are the operator's. A file
@@ -252,7 +305,7 @@ def protected_targets(config: GateConfig, root: Path) -> tuple[str, ...]:
     file the agent can re-point at another one it never changed."""
     trees = tuple(dict.fromkeys((Path(os.path.abspath(root)), Path(os.path.realpath(root)))))
     found: dict[str, None] = {}
-    for path in configuration_files(config):
+    for path in config.files:
         for name in _names(Path(os.path.abspath(path))):
             for tree in trees:
                 if name != tree and name.is_relative_to(tree):
@@ -306,7 +359,9 @@ def policy_json(policy: Policy) -> dict[str, Any]:
 # --- capture ---------------------------------------------------------------------------------
 
 
-def _capture(root: Path, base: str, checks: Sequence[CheckConfig], at: datetime) -> list[Mutation]:
+def _capture(
+    root: Path, base: str | None, checks: Sequence[CheckConfig], at: datetime
+) -> list[Mutation]:
     """The work tree's changes against ``base``, and against HEAD (what was committed and
     reverted since the base still differs from HEAD, and the test run checks against HEAD), then
     one mutation per configured state and deploy target."""
@@ -344,33 +399,28 @@ def _head_commit(root: Path) -> str | None:
     return done.stdout.decode().strip() if done.returncode == 0 else None
 
 
-def _resolves(root: Path, revision: str) -> str | None:
-    done = git_process(
-        root, ("rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"), UsageError
-    )
-    return done.stdout.decode().strip() if done.returncode == 0 else None
-
-
 def _choose_base(
-    root: Path, given: str | None, configured: str | None, record: dict[str, Any] | None
-) -> _Base:
-    """--base, else [gate].base, else the start record's commit, else the merge-base with the
-    default branch, else HEAD."""
+    config: GateConfig, root: Path, given: str | None, record: dict[str, Any] | None
+) -> _Base | None:
+    """--base, else [gate].base of a claim.toml outside the work tree, else the start record's
+    commit; None when there is none. Never a ref the agent can move: no merge-base with a
+    default branch, no HEAD; and a [gate].base the agent could have edited counts for nothing."""
     if given is not None:
         return _Base(given, "--base")
-    if configured is not None:
-        return _Base(configured, "[gate].base")
-    if record is not None and isinstance(record.get("base"), str):
-        return _Base(record["base"], "the start record")
-    if _head_commit(root) is None:
-        return _Base("HEAD", "no commit yet")
-    for branch in DEFAULT_BRANCHES:
-        if _resolves(root, branch) is None:
-            continue
-        done = git_process(root, ("merge-base", "HEAD", branch), UsageError)
-        if done.returncode == 0 and done.stdout.strip():
-            return _Base(done.stdout.decode().strip(), f"merge-base with {branch}")
-    return _Base("HEAD", "HEAD: no default branch")
+    if config.base is not None and not _inside(config.path, root):
+        return _Base(config.base, "[gate].base")
+    if record is not None and "base" in record:
+        commit = record["base"]
+        if commit is None:
+            return _Base(None, "the start record: no commit yet, every file is new")
+        if isinstance(commit, str) and object_format_of(commit) is not None:
+            return _Base(commit, "the start record")
+    return None
+
+
+def _inside(path: Path, root: Path) -> bool:
+    real, tree = os.path.realpath(path), os.path.realpath(root)
+    return real.startswith(tree.rstrip("/") + "/")
 
 
 def _new_run_dir(config: GateConfig, root: Path, at: datetime) -> Path:
@@ -418,7 +468,7 @@ def _observe(
     if isinstance(check, TestRunCheck):
         covers = tuple(m.id for m in mutations if m.kind == FILE_WRITE)
         target, expected, observe = _test_run(config, check, root, claim_path, timeout,
-                                              trusted_ref)  # fmt: skip
+                                              trusted_ref, record)  # fmt: skip
     else:
         covers = tuple(m.id for m in mutations if m.target == check.target
                        and m.kind != FILE_WRITE)  # fmt: skip
@@ -463,17 +513,27 @@ def _test_run(
     claim_path: Path,
     timeout: float,
     trusted_ref: str | None,
+    record: dict[str, Any] | None,
 ) -> tuple[str, Any, Callable[[], Observation]]:
     from ..observe import test_run  # noqa: PLC0415
 
+    problem = commit = stored = None
+    try:
+        commit = pinned_trusted_ref(trusted_ref or check.trusted_ref, record)
+    except ObservationFailed as failure:
+        problem = str(failure)
+    if commit is not None:
+        stored = stored_content(config, root, record, commit, check.protect)
     request = test_run.prepare(
         check.command, root, check.junit, check.require_tests, max(timeout, 0.001), (),
         python=check.python, env_names=check.env, sandboxed=True, network=check.network,
-        trusted_ref=trusted_ref or check.trusted_ref, protect=check.protect,
+        trusted_ref=commit, trusted_content=stored, protect=check.protect,
         secret_files=() if config.sign_key is None else (str(config.sign_key),),
     )  # fmt: skip
 
     def observe() -> Observation:
+        if problem is not None:
+            raise ObservationFailed(problem)
         if timeout <= 0:
             raise ObservationFailed("the gate ran out of time ([gate].timeout_s)")
         _, claim = read_claim(claim_path)

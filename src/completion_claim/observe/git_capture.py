@@ -23,10 +23,12 @@ from ..model import FILE_WRITE, Mutation, Timestamp
 from ..timefmt import format_time
 from .repository import (
     SYMLINK_PREFIX,
+    VerifiedObjects,
     changed_files,
     content_digest,
     git_process,
     git_toplevel,
+    object_format_of,
 )
 from .workspace import is_byproduct
 
@@ -51,9 +53,15 @@ def repository_root(directory: Path) -> Path:
 
 
 def capture(
-    root: Path, base: str, recorded: Sequence[Mutation], now: datetime, excluded: Iterable[Path]
+    root: Path,
+    base: str | None,
+    recorded: Sequence[Mutation],
+    now: datetime,
+    excluded: Iterable[Path],
 ) -> list[FileChange]:
-    """The changes in the work tree at ``root`` that ``recorded`` does not already hold, by path.
+    """The changes in the work tree at ``root`` that ``recorded`` does not already hold, by path;
+    against the commit ``base`` names (None: no commit, every file is new). The base commit's
+    tree is read object by object, each checked against its id (``VerifiedObjects``).
 
     ``excluded`` are the claim files: neither they nor their temporary files are changes. ``now``
     dates deletions: when a file went is unknown, and the latest possible moment is the one that
@@ -65,7 +73,8 @@ def capture(
         return is_byproduct(rel) or any(_belongs_to(rel, claim) for claim in claim_files)
 
     root_bytes = os.fsencode(root)
-    current = changed_files(root, _resolve(root, base), ObservationFailed, left_out)
+    commit = None if base is None else _resolve(root, base)
+    current = changed_files(root, commit, ObservationFailed, left_out)
     latest = {target: m.digest for target, m in latest_file_writes(recorded).items()}
     for target, digest in latest.items():
         rel = target.encode()
@@ -114,7 +123,12 @@ def mutation_record(mutation: Mutation) -> dict[str, str | None]:
 
 
 def _resolve(root: Path, base: str) -> str | None:
-    """The commit ``base`` names; None for HEAD in a repository without commits."""
+    """The commit ``base`` names; None for HEAD in a repository without commits. A full commit
+    id must be there, its bytes hashing to it: one missing or rewritten fails the observation,
+    as the agent's doing, rather than the command."""
+    if object_format_of(base) is not None:
+        VerifiedObjects(root, base, ObservationFailed).commit_tree(base)
+        return base
     if base.startswith("-"):
         raise UsageError(f"--base: {base!r} is not a revision")
     found = git_process(

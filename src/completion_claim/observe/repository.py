@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 import subprocess
 from collections.abc import Callable, Iterable
@@ -47,7 +48,12 @@ _NO_PROGRAMS = (
     "diff.external=",
     "protocol.allow=never",
 )
-_GIT = ("git", "--no-pager", *(arg for key in _NO_PROGRAMS for arg in ("-c", key)))
+_GIT = (
+    "git",
+    "--no-pager",
+    "--no-replace-objects",
+    *(arg for key in _NO_PROGRAMS for arg in ("-c", key)),
+)
 
 # Programs the caller's environment may name for git to run (the GIT_* ones go as a group).
 _CALLER_PROGRAMS = frozenset({"PAGER", "EDITOR", "VISUAL", "SSH_ASKPASS"})
@@ -60,6 +66,9 @@ _ISOLATED = {
     "GIT_OPTIONAL_LOCKS": "0",
     "GIT_TERMINAL_PROMPT": "0",
     "GIT_NO_LAZY_FETCH": "1",
+    # Replace refs and grafts are the agent's to write: with them, one object reads as another.
+    "GIT_NO_REPLACE_OBJECTS": "1",
+    "GIT_GRAFT_FILE": os.devnull,
 }
 
 # Git refuses to find a repository another user owns, lest its configuration run programs as
@@ -76,14 +85,18 @@ _MAX_LINK_HOPS = 40  # as the kernel's own limit
 _CHUNK = 1 << 20
 
 SYMLINK_PREFIX = "symlink:"
+_TREE_MODE = b"40000"
+_HEX = re.compile(r"[0-9a-f]+")
+_FORMATS = {40: "sha1", 64: "sha256"}
+_OBJECT_ID_BYTES = {"sha1": 20, "sha256": 32}
 
 
 def git_process(
-    root: Path, args: Iterable[str], failure: type[ClaimError]
+    root: Path, args: Iterable[str], failure: type[ClaimError], stdin: bytes | None = None
 ) -> subprocess.CompletedProcess[bytes]:
     """Run git (no shell) on the repository whose work tree is ``root``, named explicitly."""
     pinned = ("--git-dir", os.path.join(root, ".git"), "--work-tree", str(root))
-    return _git(root, pinned, tuple(args), failure)
+    return _git(root, pinned, tuple(args), failure, stdin)
 
 
 def run_git(root: Path, *args: str, failure: type[ClaimError] = ObservationFailed) -> bytes:
@@ -122,7 +135,11 @@ def split_z(output: bytes) -> list[bytes]:
 
 
 def _git(
-    cwd: Path, options: tuple[str, ...], args: tuple[str, ...], failure: type[ClaimError]
+    cwd: Path,
+    options: tuple[str, ...],
+    args: tuple[str, ...],
+    failure: type[ClaimError],
+    stdin: bytes | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run ``git [options] <args>``: ``options`` go before the command, ``args`` name it."""
     try:
@@ -130,7 +147,8 @@ def _git(
             [*_GIT, *options, *args],
             cwd=cwd,
             env=_environment(),
-            stdin=subprocess.DEVNULL,
+            input=stdin,
+            stdin=subprocess.DEVNULL if stdin is None else None,
             capture_output=True,
             check=False,
             timeout=GIT_TIMEOUT_S,
@@ -316,11 +334,112 @@ def _differs(committed: tuple[bytes, str], now: WorkTreeFile) -> bool:
 
 
 def _tree(root: Path, commit: str, failure: type[ClaimError]) -> dict[bytes, tuple[bytes, str]]:
-    """Path -> (mode, object id) of every entry in the commit's tree."""
-    listing = run_git(root, "ls-tree", "-r", "-z", "--full-tree", commit, failure=failure)
-    entries = {}
-    for entry in split_z(listing):
-        header, rel = entry.split(b"\t", 1)
-        mode, _kind, object_id = header.split(b" ")
-        entries[rel] = (mode, object_id.decode())
-    return entries
+    """Path -> (mode, object id) of every entry in the commit's tree, each object checked."""
+    return VerifiedObjects(root, commit, failure).entries(commit)
+
+
+# --- objects checked against their ids ---------------------------------------------------------
+
+
+def object_format_of(object_id: str) -> str | None:
+    """The hash a full object id is written in (``sha1``, ``sha256``), or None when the text is
+    not one (a name, an abbreviation, upper case)."""
+    if not _HEX.fullmatch(object_id):
+        return None
+    return _FORMATS.get(len(object_id))
+
+
+class VerifiedObjects:
+    """Objects read from the agent's object store and believed only when their bytes hash to the
+    id they were asked by, as git names objects (``<type> <size>\0<bytes>``).
+
+    The store is the agent's: a replace ref, a graft, a shallow file or a loose object rewritten
+    in place under a trusted id would otherwise make the agent's version read as the trusted one.
+    Replace refs and grafts are off for every git call here (``git_process``), and every object
+    read is hashed; trees are parsed here, not listed by ``ls-tree``. A missing object or one
+    whose bytes do not match fails the observation: never the agent's version instead.
+    """
+
+    def __init__(self, root: Path, pinned: str, failure: type[ClaimError]) -> None:
+        found = object_format_of(pinned)
+        if found is None:
+            raise failure(f"{pinned!r} is not a full commit id")
+        self.root = root
+        self.object_format = found
+        self.failure = failure
+
+    def read(self, object_ids: Iterable[str], kind: bytes) -> dict[str, bytes]:
+        """Each object's bytes, checked to be a ``kind`` whose content hashes to its id."""
+        wanted = list(dict.fromkeys(object_ids))
+        if not wanted:
+            return {}
+        for object_id in wanted:
+            if object_format_of(object_id) != self.object_format:
+                raise self.failure(f"{object_id!r} is not a {self.object_format} object id")
+        request = "".join(f"{object_id}\n" for object_id in wanted).encode()
+        done = git_process(self.root, ("cat-file", "--batch"), self.failure, request)
+        if done.returncode != 0:
+            raise self.failure(f"git cat-file failed on the object store of {self.root}")
+        found: dict[str, bytes] = {}
+        output, at = done.stdout, 0
+        for object_id in wanted:
+            end = output.find(b"\n", at)
+            header = output[at:end].split(b" ") if end >= 0 else []
+            if len(header) != 3 or header[0].decode(errors="replace") != object_id:
+                raise self.failure(f"git object {object_id} is missing from {self.root}")
+            if header[1] != kind:
+                raise self.failure(f"git object {object_id} is a {display(header[1])}, not a "
+                                   f"{display(kind)}")  # fmt: skip
+            size = int(header[2])
+            content = output[end + 1 : end + 1 + size]
+            at = end + 2 + size
+            digest = hashlib.new(self.object_format, b"%s %d\0" % (kind, size) + content)
+            if len(content) != size or digest.hexdigest() != object_id:
+                raise self.failure(
+                    f"git object {object_id} in {self.root} does not hash to its id: the object "
+                    "store was tampered with"
+                )
+            found[object_id] = content
+        return found
+
+    def commit_tree(self, commit: str) -> str:
+        content = self.read((commit,), b"commit")[commit]
+        first = content.split(b"\n", 1)[0]
+        tree = first.removeprefix(b"tree ").decode(errors="replace")
+        if not first.startswith(b"tree ") or object_format_of(tree) != self.object_format:
+            raise self.failure(f"commit {commit} names no tree")
+        return tree
+
+    def entries(self, commit: str) -> dict[bytes, tuple[bytes, str]]:
+        """Path -> (mode, object id) of every entry below the commit's tree that is not itself
+        a tree (files, links, submodules), as ``ls-tree -r`` lists them."""
+        entries: dict[bytes, tuple[bytes, str]] = {}
+        # (tree id, path prefix): one subtree can sit at two paths, and each path is listed.
+        level = [(self.commit_tree(commit), b"")]
+        size = _OBJECT_ID_BYTES[self.object_format]
+        while level:
+            trees = self.read((tree_id for tree_id, _ in level), b"tree")
+            below = []
+            for tree_id, prefix in level:
+                for mode, name, object_id in self._parse_tree(trees[tree_id], size, tree_id):
+                    if mode == _TREE_MODE:
+                        below.append((object_id, prefix + name + b"/"))
+                    else:
+                        entries[prefix + name] = (mode, object_id)
+            level = below
+        return entries
+
+    def _parse_tree(
+        self, content: bytes, size: int, tree_id: str
+    ) -> Iterable[tuple[bytes, bytes, str]]:
+        at = 0
+        while at < len(content):
+            space = content.find(b" ", at)
+            nul = content.find(b"\0", space + 1)
+            if space < 0 or nul < 0 or nul + 1 + size > len(content):
+                raise self.failure(f"tree {tree_id} is malformed")
+            mode, name = content[at:space], content[space + 1 : nul]
+            if not name or b"/" in name or name in (b".", b"..", b".git"):
+                raise self.failure(f"tree {tree_id} holds the entry {display(name)!r}")
+            yield mode, name, content[nul + 1 : nul + 1 + size].hex()
+            at = nul + 1 + size

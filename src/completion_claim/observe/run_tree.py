@@ -7,8 +7,9 @@ with the same digest, or the run is refused: the agent cannot add a file the cla
 mentions. A symbolic link that leaves the workspace is refused; one inside is copied as the link.
 
 Protected paths (test configuration, the test files pytest collects, what would shadow pytest
-itself, and the operator's ``--protect`` globs) are either made exactly as in a ref the operator
-trusts, or, without one, listed when the agent changed them.
+itself, and the operator's ``--protect`` globs) are either made exactly as in a commit the
+operator pinned (read from the operator's store, or from git with every object checked against
+its id), or, without one, listed when the agent changed them.
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from ..errors import ObservationFailed, UsageError
 from ..model import Mutation
 from .git_capture import DELETED, latest_file_writes
-from .repository import content_digest, display, git_process, run_git
+from .repository import VerifiedObjects, content_digest, display, object_format_of
 from .workspace import Files, Workspace, is_byproduct, is_test_config, tree_entries
 
 MAX_FILE_BYTES = 1 << 30
@@ -281,34 +282,74 @@ def changed_protected(
     return sorted(display(rel) for rel in changed if is_protected(rel, globs))
 
 
+class TrustedContent(Protocol):
+    """Where the content of protected paths comes from: a commit the operator pinned, read as
+    its objects hash (``GitContent``), or the copy the operator's store took at the start."""
+
+    @property
+    def commit(self) -> str: ...
+
+    def entries(self) -> Mapping[bytes, tuple[str, str]]:
+        """Path -> (mode, git blob id) of every file and link."""
+        ...
+
+    def contents(self, paths: Sequence[bytes]) -> dict[bytes, bytes]:
+        """The bytes of each path, each checked against what ``entries`` says of it."""
+        ...
+
+
+class GitContent:
+    """A pinned commit read from the repository's object store, every object checked against
+    its id (``VerifiedObjects``)."""
+
+    def __init__(self, root: Path, commit: str) -> None:
+        self.objects = VerifiedObjects(root, commit, ObservationFailed)
+        self.commit = commit
+        self._entries = tree_entries(root, commit)
+
+    def entries(self) -> Mapping[bytes, tuple[str, str]]:
+        return self._entries
+
+    def contents(self, paths: Sequence[bytes]) -> dict[bytes, bytes]:
+        blobs = self.objects.read((self._entries[rel][1] for rel in paths), b"blob")
+        return {rel: blobs[self._entries[rel][1]] for rel in paths}
+
+
 def restore_protected(
-    tree: RunTree, root: Path, ref: str, globs: Sequence[str], hash_name: str, deadline: Deadline
+    tree: RunTree, source: TrustedContent, globs: Sequence[str], hash_name: str, deadline: Deadline
 ) -> tuple[str, dict[str, list[str]]]:
-    """Make every protected path exactly as in the trusted ``ref``: the commit, and what was
-    restored or removed. Content is read with plumbing that runs no filter."""
-    commit = resolve_commit(root, ref)
-    entries = tree_entries(root, commit)
-    trusted = {rel: entry for rel, entry in entries.items() if is_protected(rel, globs)}
+    """Make every protected path exactly as the trusted ``source`` has it: its commit, and what
+    was restored or removed."""
+    trusted = {rel: entry for rel, entry in source.entries().items() if is_protected(rel, globs)}
     removed = sorted(rel for rel in tree.files if is_protected(rel, globs) and rel not in trusted)
     for rel in removed:
         tree.remove(rel)
-    restored = []
-    for rel, (mode, oid) in sorted(trusted.items()):
+    wanted = [
+        rel
+        for rel, (mode, oid) in sorted(trusted.items())
+        if tree.object_ids.get(rel) != oid or mode == _SYMLINK_MODE
+    ]
+    deadline.check("restoring protected paths")
+    contents = source.contents(wanted)
+    for rel in wanted:
         deadline.check("restoring protected paths")
-        if tree.object_ids.get(rel) == oid and mode != _SYMLINK_MODE:
-            continue
-        tree.write(rel, run_git(root, "cat-file", "blob", oid), mode, hash_name)
-        restored.append(rel)
-    return commit, {
-        "restored": [display(rel) for rel in restored],
+        tree.write(rel, contents[rel], trusted[rel][0], hash_name)
+    return source.commit, {
+        "restored": [display(rel) for rel in wanted],
         "removed": [display(rel) for rel in removed],
     }
 
 
-def resolve_commit(root: Path, ref: str) -> str:
-    if ref.startswith("-"):
-        raise UsageError(f"--trusted-ref: {ref!r} is not a revision")
-    found = git_process(root, ("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"), UsageError)
-    if found.returncode != 0:
-        raise UsageError(f"--trusted-ref: no commit {ref!r} in {root}")
-    return found.stdout.decode().strip()
+def pinned_commit(root: Path, ref: str) -> str:
+    """``ref`` when it is a full commit id the repository holds (checked against its bytes). A
+    branch or tag name is refused: in the agent's repository it names whatever the agent made it
+    name (``git branch -f main``); it is resolved only where the agent cannot move it (``claim
+    gate --start``, the operator's CI)."""
+    if object_format_of(ref) is None:
+        raise UsageError(
+            f"--trusted-ref: {ref!r} is not a full commit id; a branch or tag name in the "
+            "agent's repository is the agent's to move: give the commit id the operator resolved "
+            "(git rev-parse), or let claim gate --start resolve it"
+        )
+    VerifiedObjects(root, ref, ObservationFailed).commit_tree(ref)
+    return ref

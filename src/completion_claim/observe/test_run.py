@@ -56,8 +56,11 @@ from ._common import Observation
 from .pytest_reporter import ENVIRONMENT as REPORT_FDS
 from .run_tree import (
     Deadline,
+    GitContent,
     RunTree,
+    TrustedContent,
     changed_protected,
+    pinned_commit,
     require_recorded,
     restore_protected,
 )
@@ -103,7 +106,8 @@ class RunRequest:
     env_names: tuple[str, ...] = ()  # variables passed through to the run
     sandboxed: bool = True
     network: bool = False
-    trusted_ref: str | None = None
+    trusted_ref: str | None = None  # a full commit id (names are the agent's to move)
+    trusted_content: TrustedContent | None = None  # the operator's copy of trusted_ref's files
     protect: tuple[str, ...] = ()  # globs of further protected paths
     secret_files: tuple[str, ...] = ()  # read after the run, to redact their material
 
@@ -341,9 +345,10 @@ def _fill_run_tree(
         return subject, {
             "test_config_changed": changed_protected(tree, head, mutations, request.protect)
         }
-    commit, restored = restore_protected(
-        tree, workspace.root, request.trusted_ref, request.protect, hash_name, deadline
+    source = request.trusted_content or GitContent(
+        workspace.root, pinned_commit(workspace.root, request.trusted_ref)
     )
+    commit, restored = restore_protected(tree, source, request.protect, hash_name, deadline)
     return subject, {
         "trusted_ref": commit,
         "protected_restored": restored,

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..errors import ObservationFailed
 from .repository import (
+    VerifiedObjects,
     display,
     git_process,
     git_toplevel,
@@ -85,7 +86,8 @@ class Workspace:
         if not self.in_git:
             return None
         done = git_process(self.root, ("rev-parse", "--verify", "-q", "HEAD"), ObservationFailed)
-        return tree_entries(self.root, "HEAD") if done.returncode == 0 else {}
+        head = done.stdout.decode().strip()
+        return tree_entries(self.root, head) if done.returncode == 0 else {}
 
     def object_format(self) -> str:
         """The hash git names objects with (``sha1`` or ``sha256``)."""
@@ -95,15 +97,10 @@ class Workspace:
 
 
 def tree_entries(root: Path, commit: str) -> dict[bytes, tuple[str, str]]:
-    """``path -> (mode, object id)`` for every file (blob) in ``commit``, read with plumbing that
-    runs no filter."""
-    entries = {}
-    for line in split_z(run_git(root, "ls-tree", "-r", "-z", "--full-tree", commit)):
-        meta, _, rel = line.partition(b"\t")
-        mode, kind, oid = meta.decode().split()
-        if kind == "blob":
-            entries[rel] = (mode, oid)
-    return entries
+    """``path -> (mode, object id)`` for every file (blob: files and links) in ``commit`` (a
+    full id), each object checked against its id (``VerifiedObjects``)."""
+    entries = VerifiedObjects(root, commit, ObservationFailed).entries(commit)
+    return {rel: (mode.decode(), oid) for rel, (mode, oid) in entries.items() if mode != b"160000"}
 
 
 def _walk(root: bytes) -> Iterator[bytes]:
