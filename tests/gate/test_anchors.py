@@ -41,6 +41,15 @@ def unmet_codes(result: GateResult) -> list[str]:
     return [u.code for u in result.verdict.unmet]
 
 
+def nothing_captured(result: GateResult) -> bool:
+    """The run recorded an ``uncaptured`` change, which nothing may cover, and observed nothing."""
+    kinds = {m["id"]: m["kind"] for m in result.document["mutations"]}
+    return not result.document["evidence"] and any(
+        u.code == "mutation_kind_unmapped" and kinds.get(str(u.mutation)) == "uncaptured"
+        for u in result.verdict.unmet
+    )
+
+
 # --- 40: a trusted ref is resolved where the agent cannot move it ----------------------------
 
 
@@ -95,8 +104,8 @@ def test_attack_40_without_a_start_or_a_pinned_base_nothing_is_verified(
     result = run_gate(config, repo, outcome="Done.")
 
     assert result.verdict.state == "unverified"
-    assert unmet_codes(result)[-1] == "capture_failed"
-    assert "no trusted base: run `claim gate --start`" in result.verdict.reason
+    assert nothing_captured(result)
+    assert "no trusted base: run `claim gate --start`" in result.agent_reason
     assert result.document["evidence"] == []
 
 
@@ -257,8 +266,8 @@ def test_attack_44_a_policy_file_in_the_work_tree_is_protected_like_claim_toml(
     result = run_gate(config, repo, outcome="Done.")
 
     assert result.verdict.state == "unverified", result.report
-    assert "gate_config_changed" in unmet_codes(result)
-    assert "the gate's configuration policy.json was changed" in result.verdict.reason
+    assert "protected_target_changed" in unmet_codes(result)
+    assert "a change to a target the policy protects (policy.json)" in result.verdict.reason
     # Judged and recorded under the operator's copy, never the agent's.
     assert result.document["policy"]["allow_test_changes"] is False
     assert [path.name for path in config.files] == ["claim.toml", "policy.json"]
@@ -283,7 +292,7 @@ def test_an_in_tree_claim_toml_the_agent_loosened_is_judged_under_the_operators_
     # The operator's check ran and refuted the bug; the agent's policy was never used.
     assert result.verdict.state == "refuted", result.report
     assert result.document["policy"]["id"] == "ops/gate"
-    assert "gate_config_changed" in unmet_codes(result)
+    assert "protected_target_changed" in unmet_codes(result)
     # An operator who changed it reads why the change had no effect.
     assert "claim.toml: not the operator's copy" in result.report
     assert "run claim gate --start again" in result.report
@@ -316,8 +325,8 @@ def test_a_base_commit_gone_from_the_object_store_is_unverified_not_a_gate_error
     result = run_gate(config, repo, outcome="Done.")
 
     assert result.verdict.state == "unverified"
-    assert unmet_codes(result)[-1] == "capture_failed"
-    assert f"git object {base} is missing" in result.verdict.reason
+    assert nothing_captured(result)
+    assert f"git object {base} is missing" in result.agent_reason
 
 
 def test_attack_44_an_in_tree_claim_toml_naming_another_policy_file_changes_nothing(
@@ -356,6 +365,6 @@ def test_a_changed_configuration_without_the_operators_copy_is_unverified(
     result = run_gate(load_config(repo / "claim.toml", {}), repo, outcome="Done.")
 
     assert result.verdict.state == "unverified"
-    assert unmet_codes(result)[-1] == "capture_failed"
-    assert "(claim.toml) is not the operator's copy" in result.verdict.reason
+    assert nothing_captured(result)
+    assert "(claim.toml) is not the operator's copy" in result.agent_reason
     assert result.document["evidence"] == []

@@ -15,7 +15,7 @@ from tests.test_ci_recipe import replace_ref_swapping_the_test
 
 
 def gate_with_trusted_commit(service: GateService, *, fix: bool) -> dict[str, Any]:
-    """The operator pins the trusted ref to a commit; the start goes through the service; then
+    """The operator pins the trusted ref to a commit and starts the session through the service; then
     the agent either fixes add() or breaks it and swaps the trusted test with ``git replace``."""
     repo = make_repo(
         service.observed / "repo",
@@ -24,8 +24,9 @@ def gate_with_trusted_commit(service: GateService, *, fix: bool) -> dict[str, An
     config = service.settings.gate_config
     assert config is not None
     config.write_text(config.read_text() + f'trusted_ref = "{head_commit(repo)}"\n')
+    with ServiceClient(service.url, service.operator_token) as operator:
+        operator.post_json("/v1/gate/start", {"repo": str(repo)})
     with ServiceClient(service.url, service.token) as http:
-        http.post_json("/v1/gate/start", {"repo": str(repo)})
         if fix:
             write_files(repo, {"calc.py": CALC})
         else:

@@ -305,6 +305,7 @@ def test_attack_48_a_run_where_nothing_changed_is_not_verified_in_the_ledger(
     """The tests pass and nothing changed: the ledger entry is unverified, and its claim under
     its policy re-verifies so (it said "verified, covering 0 mutations")."""
     repo = make_repo(observed / "repo", {"calc.py": CALC, "tests/test_calc.py": TEST_CALC})
+    start(settings, ledger, GateRequest(str(repo)), submitted_by="ops", now=NOW)
 
     decision = decide(settings, ledger, GateRequest(str(repo), "Done."),
                       submitted_by="agent-1", now=NOW)  # fmt: skip
