@@ -15,8 +15,9 @@ from tests.test_ci_recipe import replace_ref_swapping_the_test
 
 
 def gate_with_trusted_commit(service: GateService, *, fix: bool) -> dict[str, Any]:
-    """The operator pins the trusted ref to a commit and starts the session through the service; then
-    the agent either fixes add() or breaks it and swaps the trusted test with ``git replace``."""
+    """The operator pins the trusted ref to a commit and starts the session through the service;
+    then the agent either fixes add() or breaks it and swaps the trusted test with
+    ``git replace``."""
     repo = make_repo(
         service.observed / "repo",
         {"calc.py": CALC if not fix else CALC_BUGGY, "tests/test_calc.py": TEST_CALC},
