@@ -632,6 +632,42 @@ def test_a_postgresql_readback_with_a_password_from_the_environment(
         postgres.execute(f"DROP TABLE {table}")
 
 
+def test_attack_63_a_reader_role_the_agent_let_write_fails_the_check_not_the_gate(
+    tmp_path: Path, write_config: WriteConfig, postgres: Any, postgres_reader: Reader
+) -> None:
+    """The agent owns the table and grants the gate's reader INSERT on it: the readback refuses
+    a role that can write (exit 4 from `claim observe readback`). Inside the gate that refusal is
+    the check's failed attempt, recorded, and the agent is sent back; raised out of the gate it
+    stopped the run, and the hook let the stop through."""
+    table = f"accounts_{uuid.uuid4().hex[:10]}"
+    postgres.execute(f"CREATE TABLE {table} (id INTEGER PRIMARY KEY, status TEXT)")
+    try:
+        postgres.execute(f"INSERT INTO {table} VALUES (4471, 'open')")
+        postgres_reader.grant(table)
+        url = postgres_reader.url_with(postgres_reader.name)
+        config = write_config(
+            READBACK_POLICY + readback_check(url).replace('"accounts"', f'"{table}"')
+        )
+        repo = correct_project(tmp_path / "repo")
+        start_gate(config, repo)
+        postgres.execute(f"UPDATE {table} SET status = 'closed' WHERE id = 4471")
+        postgres.execute(f"GRANT INSERT ON {table} TO {postgres_reader.name}")
+
+        result = run_gate(config, repo, outcome="Closed account 4471.")
+
+        assert result.verdict.state == "unverified"
+        item = evidence_of(result.document, "state_readback")
+        assert "observed_value" not in item
+        assert item["details"]["error"].startswith("refused: ")
+        assert "a readback needs a role that can only read" in item["details"]["error"]
+        assert "could not run" in result.agent_reason
+
+        postgres.execute(f"REVOKE INSERT ON {table} FROM {postgres_reader.name}")
+        assert run_gate(config, repo, outcome="Closed account 4471.").verdict.state == "verified"
+    finally:
+        postgres.execute(f"DROP TABLE {table}")
+
+
 def endpoint_check(url: str) -> str:
     return f"""
 [[check]]

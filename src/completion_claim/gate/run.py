@@ -499,11 +499,26 @@ def _observe(
     )
     events.step(name, f"observing {target}")
     try:
-        item = run_observer(settings, check.check_type, observe, target, expected)
+        item = run_observer(settings, check.check_type, _refusal_fails(observe), target, expected)
     except ObservationFailed as failure:
         events.step(name, f"could not observe: {failure}")
         return
     events.step(name, _summary(item))
+
+
+def _refusal_fails(observe: Callable[[], Observation]) -> Callable[[], Observation]:
+    """An observer's refusal met while observing is this check's failed attempt. Some are the
+    agent's to provoke (it grants the reader role a write, it puts a function of its own on the
+    search path): raised out of the gate, they would stop the run, and the hook lets a stop
+    through when the gate cannot run (attack 63)."""
+
+    def observed() -> Observation:
+        try:
+            return observe()
+        except UsageError as refused:
+            raise ObservationFailed(f"refused: {refused}") from None
+
+    return observed
 
 
 def _test_run(
