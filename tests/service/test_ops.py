@@ -91,6 +91,33 @@ def test_metrics_move_with_real_requests(tmp_path: Path, key: Path) -> None:
         assert service.stop()[0] == 0
 
 
+def test_attack_69_labels_a_client_chooses_make_no_new_series(tmp_path: Path, key: Path) -> None:
+    ledger = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+    args = ("--ledger", ledger, "--key", str(key), "--port", "0", "--access-log")
+    with (
+        served(*args, "--log-format", "json") as service,
+        httpx.Client(base_url=service.url, timeout=10) as client,
+    ):
+        for n in range(5):
+            client.request(f"BREW{n}", f"/v1/claims/{n}")
+            client.request(f"BREW{n}", f"/scan/{n}")
+        assert client.get("/v1/claims/0%0AINFO:%20forged").status_code == 422
+        after = scrape(client)
+        count = "claim_http_request_duration_seconds_count"
+        series = {labels for name, labels in after if name == count}
+        methods = {dict(labels)["method"] for labels in series}
+        routes = {dict(labels)["route"] for labels in series}
+        assert methods == {"GET", "other"}
+        assert routes == {"/v1/claims/{index}", "unmatched"}
+        assert sum(value(after, count, **dict(labels)) for labels in series
+                   if dict(labels)["method"] == "other") == 10  # fmt: skip
+        code, err = service.stop()
+    assert code == 0
+    # The access log keeps the path as sent: a %0A in it starts no line of its own.
+    paths = [json.loads(line).get("path") for line in err.splitlines()]
+    assert "/v1/claims/0%0AINFO:%20forged" in paths
+
+
 def test_a_gate_run_is_counted_and_timed(tmp_path: Path) -> None:
     ops, observed = tmp_path / "ops", tmp_path / "agents"
     ops.mkdir()

@@ -35,9 +35,12 @@ from .ledger import Ledger
 ACCESS_LOGGER = "completion_claim.access"
 _access = logging.getLogger(ACCESS_LOGGER)
 
-# A path no route matched is counted under this one label: a scan of random paths must not
-# make a series per path.
+# Every label value comes from a fixed set: a series is kept for the life of the process, so a
+# label a client chooses (a path, a made-up method) would grow the service's memory, and every
+# scrape, with each new value. A path no route matched is this one route:
 UNMATCHED = "unmatched"
+METHODS = frozenset(("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"))
+OTHER_METHOD = "other"
 # A gate run takes as long as the operator's checks (a test suite): seconds to minutes.
 GATE_BUCKETS = (0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)
 GATE_FAILED = "error"  # the label of a gate run that reached no verdict
@@ -197,12 +200,15 @@ class RequestTimer:
             await self.app(scope, receive, send_status)
         finally:
             seconds = time.perf_counter() - started
-            method, route = scope["method"], route_template(scope)
-            self.metrics.requests.labels(method=method, route=route, status=str(status)).observe(
+            method = scope["method"]
+            known = method if method in METHODS else OTHER_METHOD
+            route = route_template(scope)
+            self.metrics.requests.labels(method=known, route=route, status=str(status)).observe(
                 seconds
             )
             if _access.isEnabledFor(logging.INFO):
-                path = scope["path"]
+                # As sent (percent-encoded): a decoded %0A would start a forged line of its own.
+                path = scope.get("raw_path", scope["path"].encode()).decode("latin-1")
                 duration_ms = round(seconds * 1000, 1)
                 _access.info(
                     "%s %s %d %.1fms", method, path, status, duration_ms,
