@@ -4,11 +4,14 @@ Prometheus numbers scraped before and after real requests."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +24,7 @@ from tests.cli.test_serve_cmd import JSON, fresh_claim
 from tests.fixtures.gate_service import buggy_project, write_operator
 from tests.fixtures.serve import ready_line, served
 from tests.needs import service_unavailable, unique
-from tests.service.conftest import CONNECT_TIMEOUT, POSTGRES_URL
+from tests.service.conftest import CONNECT_TIMEOUT, POSTGRES_URL, postgres_schema_url
 from tests.service.test_gate_api import User, as_root_in_ci, own, shared_python, spare_ids
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -233,6 +236,68 @@ def test_readiness_follows_a_postgresql_database_that_is_dropped(
         assert probe(client, "/healthz") == (200, {"status": "ok"})
         assert value(scrape(client), "claim_ledger_up") == 0
         assert service.stop()[0] == 0
+
+
+def test_readiness_follows_a_postgresql_port_that_closes(postgres_schema: str, key: Path) -> None:
+    with Forwarder(("127.0.0.1", 5432)) as forwarder:
+        url = postgres_schema_url(postgres_schema).replace(":5432/", f":{forwarder.port}/")
+        with (
+            served("--ledger", url, "--key", str(key), "--port", "0") as service,
+            httpx.Client(base_url=service.url, timeout=30) as client,
+        ):
+            assert probe(client, "/readyz") == (200, {"status": "ready"})
+            forwarder.close()
+            status, body = probe(client, "/readyz")
+            assert status == 503
+            assert str(forwarder.port) in body["error"]
+            assert "refused" in body["error"].lower()
+            assert probe(client, "/healthz") == (200, {"status": "ok"})
+            assert service.stop()[0] == 0
+
+
+class Forwarder:
+    """A port of its own relaying to ``target`` until the test closes it, connections and all:
+    the ledger's database port going away while the service runs."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.open: list[socket.socket] = []
+        self.closed = threading.Event()
+        self.port: int = self.listener.getsockname()[1]
+
+    def __enter__(self) -> Forwarder:
+        threading.Thread(target=self._accept, daemon=True).start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.closed.set()
+        for connection in [self.listener, *self.open]:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+            connection.close()
+
+    def _accept(self) -> None:
+        while not self.closed.is_set():
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.target)
+            self.open += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=_pump, args=(source, sink), daemon=True).start()
+
+
+def _pump(source: socket.socket, sink: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        while chunk := source.recv(65536):
+            sink.sendall(chunk)
+    with contextlib.suppress(OSError):
+        sink.shutdown(socket.SHUT_WR)
 
 
 class ServedAs:
