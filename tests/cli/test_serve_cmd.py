@@ -393,6 +393,16 @@ def test_a_key_without_a_ledger_signs_the_default_ledger(tmp_path: Path) -> None
             assert client.get("/v1/tree-head").json()["log_key"] == signing.public.text
         assert service.stop()[0] == 0
     assert not (data / "completion-claim" / "service-key.pem").exists()  # none made beside it
+    other = tmp_path / "other-key.pem"
+    write_private_key(str(other), SigningKey.generate())
+    done = subprocess.run(
+        [str(CLAIM), "serve", "--key", str(other), "--port", "0"],
+        capture_output=True, text=True, timeout=30, check=False,
+        env={**os.environ, "XDG_DATA_HOME": str(data)},
+    )  # fmt: skip
+    assert done.returncode != 0  # a ledger is signed by one key only
+    assert done.stderr.count("\n") == 1
+    assert f"signed by {signing.public.text}, not by the key given" in done.stderr
 
 
 def test_a_missing_key_without_a_ledger_is_refused(tmp_path: Path) -> None:
