@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import socket
@@ -48,7 +49,8 @@ def ledger_in(folder: Path) -> str:
 
 
 def test_serve_on_a_free_port_verifies_and_records(tmp_path: Path, key: Path) -> None:
-    with served("--ledger", ledger_in(tmp_path), "--key", str(key), "--port", "0") as service:
+    args = ("--ledger", ledger_in(tmp_path), "--key", str(key), "--port", "0", "--access-log")
+    with served(*args) as service:
         assert re.fullmatch(r"http://127\.0\.0\.1:\d+", service.url)
         assert not service.url.endswith(":0")
         assert service.ledger == ledger_in(tmp_path)
@@ -63,7 +65,7 @@ def test_serve_on_a_free_port_verifies_and_records(tmp_path: Path, key: Path) ->
     assert code == 0
     assert "Traceback" not in err
     assert service.rest_of_stdout == ""  # the ready line alone: the access log is on stderr
-    assert '"POST /v1/claims HTTP/1.1" 201' in err
+    assert re.search(r"^INFO: +POST /v1/claims 201 \d+\.\dms$", err, re.MULTILINE), err
 
 
 def test_concurrent_posts_each_get_one_entry(tmp_path: Path, key: Path) -> None:
@@ -376,3 +378,89 @@ def test_loopback() -> None:
     assert is_loopback("::1")
     assert not is_loopback("0.0.0.0")
     assert not is_loopback("no-such-host.invalid")
+
+
+# --- the key without --ledger (issue 21, defect 2) ---------------------------------------------
+
+
+def test_a_key_without_a_ledger_signs_the_default_ledger(tmp_path: Path) -> None:
+    signing = SigningKey.generate()
+    key_file = tmp_path / "operator-key.pem"
+    write_private_key(str(key_file), signing)
+    data = tmp_path / "data"
+    with served("--key", str(key_file), "--port", "0", env={"XDG_DATA_HOME": str(data)}) as service:
+        with httpx.Client(base_url=service.url, timeout=10) as client:
+            assert client.get("/v1/tree-head").json()["log_key"] == signing.public.text
+        assert service.stop()[0] == 0
+    assert not (data / "completion-claim" / "service-key.pem").exists()  # none made beside it
+    other = tmp_path / "other-key.pem"
+    write_private_key(str(other), SigningKey.generate())
+    done = subprocess.run(
+        [str(CLAIM), "serve", "--key", str(other), "--port", "0"],
+        capture_output=True, text=True, timeout=30, check=False,
+        env={**os.environ, "XDG_DATA_HOME": str(data)},
+    )  # fmt: skip
+    assert done.returncode != 0  # a ledger is signed by one key only
+    assert done.stderr.count("\n") == 1
+    assert f"signed by {signing.public.text}, not by the key given" in done.stderr
+
+
+def test_a_missing_key_without_a_ledger_is_refused(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-key.pem"
+    done = subprocess.run(
+        [str(CLAIM), "serve", "--key", str(missing), "--port", "0"],
+        capture_output=True, text=True, timeout=30, check=False,
+        env={**os.environ, "XDG_DATA_HOME": str(tmp_path / "data")},
+    )  # fmt: skip
+    assert done.returncode == EXIT_USAGE
+    assert done.stdout == ""  # nothing served
+    assert done.stderr.count("\n") == 1
+    assert "cannot read key" in done.stderr
+    assert str(missing) in done.stderr
+
+
+# --- logs (issue 21, defect 8) -----------------------------------------------------------------
+
+
+def post_one(url: str) -> None:
+    answer = httpx.post(f"{url}/v1/claims", content=json.dumps(fresh_claim()), headers=JSON)
+    assert answer.status_code == 201, answer.text
+
+
+def test_no_line_per_request_unless_asked(tmp_path: Path, key: Path) -> None:
+    with served("--ledger", ledger_in(tmp_path), "--key", str(key), "--port", "0") as service:
+        post_one(service.url)
+        code, err = service.stop()
+    assert code == 0
+    assert "/v1/claims" not in err
+    assert "Started server process" in err  # the default level, info, keeps the start
+
+
+def test_the_log_level_drops_what_is_below_it(tmp_path: Path, key: Path) -> None:
+    args = ("--ledger", ledger_in(tmp_path), "--key", str(key), "--port", "0")
+    with served(*args, "--log-level", "warning") as service:
+        post_one(service.url)
+        code, err = service.stop()
+    assert code == 0
+    assert err == ""
+
+
+def test_json_logs_with_the_access_log(tmp_path: Path, key: Path) -> None:
+    args = ("--ledger", ledger_in(tmp_path), "--key", str(key), "--port", "0")
+    with served(*args, "--access-log", "--log-format", "json") as service:
+        post_one(service.url)
+        assert httpx.get(f"{service.url}/v1/claims/9").status_code == 404
+        code, err = service.stop()
+    assert code == 0
+    lines = [json.loads(line) for line in err.splitlines()]
+    for line in lines:
+        assert {"time", "level", "logger", "message"} <= line.keys()
+        assert datetime.fromisoformat(line["time"]).tzinfo is not None
+    access = [line for line in lines if "method" in line]
+    assert [(a["method"], a["path"], a["status"]) for a in access] == [
+        ("POST", "/v1/claims", 201),
+        ("GET", "/v1/claims/9", 404),
+    ]
+    assert all(isinstance(a["duration_ms"], float) and a["duration_ms"] >= 0 for a in access)
+    assert any(line["message"].startswith("Started server process") for line in lines)
+    assert service.rest_of_stdout == ""  # stdout: the ready line alone

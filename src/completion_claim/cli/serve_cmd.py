@@ -31,6 +31,7 @@ from .verify_cmd import read_policy
 DATA_DIR_NAME = "completion-claim"
 DEFAULT_LEDGER_NAME = "ledger.sqlite"
 DEFAULT_KEY_NAME = "service-key.pem"
+LOG_LEVELS = ("debug", "info", "warning", "error")
 SOCKET_MODE = 0o660  # the service's user and group: put requesters in the group to let them in
 
 
@@ -129,7 +130,9 @@ def token_revoke_command(name: str, tokens_path: Path, as_json: bool) -> int:
     "--ledger",
     "ledger_url",
     metavar="URL",
-    help="sqlite:///FILE, a file path, or postgresql://... "
+    envvar="CLAIM_SERVE_LEDGER",
+    help="sqlite:///FILE, a file path, or postgresql://... (also $CLAIM_SERVE_LEDGER, which keeps "
+    "a password off the command line). "
     "Default: $XDG_DATA_HOME/completion-claim/ledger.sqlite, created on first start.",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
@@ -147,16 +150,19 @@ def token_revoke_command(name: str, tokens_path: Path, as_json: bool) -> int:
     "--tokens",
     "tokens_path",
     metavar="FILE",
+    envvar="CLAIM_SERVE_TOKENS",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Require a bearer token from this file (`claim token add`) to post claims.",
+    help="Require a bearer token from this file (`claim token add`) to post claims "
+    "(also $CLAIM_SERVE_TOKENS).",
 )
 @click.option(
     "--key",
     "key_path",
     metavar="FILE",
+    envvar="CLAIM_SERVE_KEY",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="The service's Ed25519 key (`claim keygen`); required with --ledger. Default: "
-    "service-key.pem beside the default ledger, generated on first start.",
+    help="The service's Ed25519 key (`claim keygen`; also $CLAIM_SERVE_KEY); required with "
+    "--ledger. Default: service-key.pem beside the default ledger, generated on first start.",
 )
 @click.option(
     "--policy",
@@ -181,6 +187,27 @@ def token_revoke_command(name: str, tokens_path: Path, as_json: bool) -> int:
     type=click.IntRange(min=1),
     help="Largest request body accepted, in bytes. Default: 1 MiB.",
 )
+@click.option(
+    "--log-level",
+    type=click.Choice(LOG_LEVELS),
+    default="info",
+    show_default=True,
+    help="The least severe log line written to stderr (info: the start, each gate step and "
+    "every unexpected error; no line per request).",
+)
+@click.option(
+    "--access-log",
+    is_flag=True,
+    help="Also log one line per request: method, path, status, duration.",
+)
+@click.option(
+    "--log-format",
+    type=click.Choice(("text", "json")),
+    default="text",
+    show_default=True,
+    help="json: one JSON object per line (time, level, logger, message; an access line adds "
+    "method, path, status, duration_ms).",
+)
 def serve_command(
     ledger_url: str | None,
     host: str,
@@ -192,6 +219,9 @@ def serve_command(
     observe_root: Path | None,
     gate_config: Path | None,
     max_bytes: int | None,
+    log_level: str,
+    access_log: bool,
+    log_format: str,
 ) -> int:
     """Run the verification service until SIGINT or SIGTERM.
 
@@ -215,7 +245,9 @@ def serve_command(
             "claim.toml on repositories under the observe root"
         )
     if ledger_url is None:
-        ledger_url, key_path = default_ledger(os.environ)
+        # A key given is the one the default ledger is signed with: none is made beside it.
+        ledger_url, default_key = default_ledger(os.environ, make_key=key_path is None)
+        key_path = key_path or default_key
     elif key_path is None:
         raise UsageError(
             "--ledger needs --key FILE: every process serving one ledger signs with one key"
@@ -244,7 +276,12 @@ def serve_command(
         with _listening(host, port, socket_path) as (listener, url):
             ready = f"claim serve: listening on {url} (ledger {redact_url(ledger_url)})"
             config = uvicorn.Config(
-                application, lifespan="off", log_level="info", log_config=_log_config()
+                application,
+                lifespan="off",
+                log_level=log_level,
+                # The app writes the access log itself (service.metrics), with the duration.
+                access_log=False,
+                log_config=_log_config(log_level, access_log, log_format),
             )
             _server_class()(config, ready).run(sockets=[listener])
     finally:
@@ -263,8 +300,9 @@ def is_loopback(host: str) -> bool:
     )
 
 
-def default_ledger(environ: Mapping[str, str]) -> tuple[str, Path]:
-    """The SQLite ledger under the user's data folder, and its key file (made on first start)."""
+def default_ledger(environ: Mapping[str, str], *, make_key: bool = True) -> tuple[str, Path]:
+    """The SQLite ledger under the user's data folder, and its key file (made on first start,
+    unless ``make_key`` is false)."""
     from ..trust.keys import SigningKey, write_private_key  # noqa: PLC0415
 
     base = environ.get("XDG_DATA_HOME", "")
@@ -275,7 +313,7 @@ def default_ledger(environ: Mapping[str, str]) -> tuple[str, Path]:
     except OSError as exc:
         raise UsageError(f"cannot create {folder}: {exc.strerror or exc}") from None
     key_path = folder / DEFAULT_KEY_NAME
-    if not key_path.exists():
+    if make_key and not key_path.exists():
         with contextlib.suppress(UsageError):  # another process made it first: use theirs
             write_private_key(str(key_path), SigningKey.generate())
     return f"sqlite:///{folder / DEFAULT_LEDGER_NAME}", key_path
@@ -342,17 +380,27 @@ def _answers(path: Path) -> bool:
     return True
 
 
-def _log_config() -> dict[str, Any]:
-    """uvicorn's logging with the access log on stderr too: stdout carries the ready line
-    alone, so a script can read the URL from it. The service's own log (each gate step, the
-    details of an unexpected error that the client is not shown) goes to stderr beside it."""
+def _log_config(level: str, access_log: bool, log_format: str) -> dict[str, Any]:
+    """uvicorn's logging, every line on stderr: stdout carries the ready line alone, so a
+    script can read the URL from it. The service's own log (each gate step, the details of an
+    unexpected error that the client is not shown) goes beside uvicorn's; the access log is off
+    unless asked for, whatever the level, since a line per request drowns the rest."""
     from uvicorn.config import LOGGING_CONFIG  # noqa: PLC0415
 
+    from ..service.metrics import ACCESS_LOGGER  # noqa: PLC0415
+
     config = copy.deepcopy(LOGGING_CONFIG)
-    config["handlers"]["access"]["stream"] = "ext://sys.stderr"
+    if log_format == "json":
+        json_formatter = {"()": "completion_claim.service.logs.JsonFormatter"}
+        config["formatters"] = {"default": json_formatter, "access": json_formatter}
     config["loggers"]["completion_claim"] = {
         "handlers": ["default"],
-        "level": "INFO",
+        "level": level.upper(),
+        "propagate": False,
+    }
+    config["loggers"][ACCESS_LOGGER] = {
+        "handlers": ["default"] if access_log else [],
+        "level": "INFO" if access_log else "CRITICAL",
         "propagate": False,
     }
     return config

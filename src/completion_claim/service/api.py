@@ -26,6 +26,7 @@ from ..trust import check_signatures
 from ..verify import verify
 from .errors import BadParameter, BodyTooLarge, MalformedBody, NotFound, WrongContentType
 from .ledger import Ledger
+from .metrics import metrics_of
 from .records import START_VIA, Entry, EntryFilter, NewEntry, StateCounts, Stats, judged_part
 from .settings import ServiceSettings
 from .tokens import ScopeMissing, TokenStore
@@ -215,6 +216,7 @@ async def post_claim(request: Request) -> dict[str, Any]:
         submitted_by,
         datetime.now(UTC),
     )
+    metrics_of(request.app).claim_recorded(entry.verdict["state"], "api")
     base = str(request.base_url).rstrip("/")
     return {
         "index": entry.index,

@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from .. import __version__
-from . import api, dashboard, errors, gate_api
+from . import api, dashboard, errors, gate_api, metrics
 from .ledger import Ledger
 from .settings import ServiceSettings
 from .tokens import TokenStore
@@ -38,6 +38,7 @@ def create_app(settings: ServiceSettings, ledger: Ledger) -> FastAPI:
     app.state.ledger = ledger
     app.state.tokens = None if settings.tokens_path is None else TokenStore(settings.tokens_path)
     errors.install(app)
+    metrics.install(app, ledger)
     app.include_router(api.router)
     app.include_router(dashboard.router)
     if settings.observe_root is not None:  # the gate runs only where the operator enabled it

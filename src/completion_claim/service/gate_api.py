@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from . import gate_service
 from .api import read_capped, requester, require_json, strict_json
+from .metrics import metrics_of
 from .settings import ServiceSettings
 
 router = APIRouter(prefix="/v1", tags=["gate"])
@@ -93,7 +94,16 @@ async def post_gate(request: Request) -> dict[str, Any]:
         submitted_by=submitted_by,
         now=datetime.now(UTC),
     )
-    decision = await to_thread.run_sync(decide, limiter=_gate_runs(request))
+    metrics = metrics_of(request.app)
+
+    def timed() -> gate_service.GateDecision:
+        # Timed in the worker thread: a run waiting its turn is not yet running.
+        with metrics.gate_run() as outcome:
+            made = decide()
+            outcome.append(made.entry.verdict["state"])
+        return made
+
+    decision = await to_thread.run_sync(timed, limiter=_gate_runs(request))
     result = decision.result
     return {
         "index": decision.entry.index,
