@@ -272,7 +272,9 @@ def claim_verify(claim_path: Path) -> tuple[int, dict[str, Any]]:
 
 
 def nothing_changed(tmp_path: Path, write_config: WriteConfig) -> tuple[GateConfig, Path]:
-    return write_config(POLICY + TEST_RUN_CHECK), correct_project(tmp_path / "repo")
+    config, repo = write_config(POLICY + TEST_RUN_CHECK), correct_project(tmp_path / "repo")
+    start_gate(config, repo)
+    return config, repo
 
 
 def config_changed(tmp_path: Path, write_config: WriteConfig) -> tuple[GateConfig, Path]:
@@ -282,18 +284,22 @@ def config_changed(tmp_path: Path, write_config: WriteConfig) -> tuple[GateConfi
         tmp_path / "repo",
         {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC, "claim.toml": strict},
     )
+    config = load_config(repo / "claim.toml", {})
+    start_gate(config, repo)
     write_files(repo, {"calc.py": CALC, "claim.toml": strict.replace("600", "601")})
-    return load_config(repo / "claim.toml", {}), repo
+    return config, repo
 
 
 def capture_failed(tmp_path: Path, write_config: WriteConfig) -> tuple[GateConfig, Path]:
     """A work tree the gate cannot read honestly: calc.py is a link out of it."""
     repo = buggy_project(tmp_path / "repo")
+    config = write_config(POLICY + TEST_RUN_CHECK)
+    start_gate(config, repo)
     outside = tmp_path / "outside.py"
     outside.write_text(CALC, encoding="utf-8")
     (repo / "calc.py").unlink()
     (repo / "calc.py").symlink_to(outside)
-    return write_config(POLICY + TEST_RUN_CHECK), repo
+    return config, repo
 
 
 REFUSALS = {
