@@ -17,13 +17,14 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from markupsafe import escape
 from playwright.sync_api import Browser, Dialog, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page as BrowserPage
 
 from completion_claim.service import _pages
 from completion_claim.service.app import create_app
-from completion_claim.service.charts import STATE_COLOURS
+from completion_claim.service.charts import STATE_COLOURS, cut
 from completion_claim.service.ledger import Ledger
 from completion_claim.service.records import Entry, Page, StateCounts, Stats
 from completion_claim.service.settings import ServiceSettings
@@ -93,8 +94,10 @@ def test_every_claim_string_in_the_list_is_text_and_rows_carry_their_state() -> 
         Page(entries, next_before=None), {"agent": HOSTILE, "task": HOSTILE}, older_url=None
     )
     parsed = assert_inert(page)
-    # The outcome and agent cells, the task link, and the two filter inputs refilled.
-    assert parsed.text.count(HOSTILE) == 3
+    # The task, outcome and agent cells show it cut short (no word breaks in the table), and
+    # whole in their titles; the two filter inputs are refilled with it.
+    assert parsed.text.count(cut(HOSTILE, 28)) == 3  # the outcome's first word is as long
+    assert page.count(f'title="{escape(HOSTILE)}"') == 3
     assert page.count('value="&lt;script&gt;') == 2
     for index, state in ((2, "refuted"), (1, "verified"), (0, "unverified")):
         assert f'<tr class="state-{state}" data-index="{index}">' in page
