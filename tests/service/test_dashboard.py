@@ -18,8 +18,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 from markupsafe import escape
-from playwright.sync_api import Browser, Dialog, sync_playwright
-from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import Browser
 from playwright.sync_api import Page as BrowserPage
 
 from completion_claim.service import _pages
@@ -33,8 +32,7 @@ from completion_claim.timefmt import format_time
 from completion_claim.trust.canonical import canonical_bytes
 from completion_claim.trust.keys import SigningKey, write_private_key
 from tests.builders import at, claim_doc, evidence, mutation
-from tests.needs import unavailable
-from tests.service.conftest import LOG_KEY, fresh_entry
+from tests.service.conftest import LOG_KEY, fresh_entry, record_dialog
 
 from ._dashboard import HOSTILE, Parsed, assert_inert, decision, failing_test_run, serving
 
@@ -136,11 +134,6 @@ def test_the_stats_page_escapes_agents_and_unmet_codes_in_charts_and_tables() ->
 
 SCRIPT_OUTCOME = "<script>alert(1)</script>"
 FILLER = 51  # verified claims first, so the list has a second page (PAGE_SIZE is 50)
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    *("--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"),
-    *("--disable-background-networking", "--disable-component-update", "--disable-sync"),
-]
 
 
 @dataclass(frozen=True)
@@ -185,44 +178,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
             )
     finally:
         ledger.close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        unavailable(f"{CHROMIUM} is missing: apt-get install chromium (make browser)")
-    with sync_playwright() as playwright:
-        try:
-            launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        except PlaywrightError as error:
-            unavailable(f"Chromium did not start: {error}")
-        try:
-            yield launched
-        finally:
-            launched.close()
-
-
-@pytest.fixture
-def dialogs() -> list[str]:
-    """The message of every dialog a page opened: none may ever open, the pages have no script."""
-    return []
-
-
-@pytest.fixture
-def page(browser: Browser, dialogs: list[str]) -> Iterator[BrowserPage]:
-    context = browser.new_context()
-    opened = context.new_page()
-    opened.on("dialog", lambda dialog: record_dialog(dialog, dialogs))
-    try:
-        yield opened
-    finally:
-        context.close()
-    assert dialogs == []
-
-
-def record_dialog(dialog: Dialog, seen: list[str]) -> None:
-    seen.append(dialog.message)
-    dialog.dismiss()
 
 
 def screenshot(page: BrowserPage, folder: Path, name: str) -> None:

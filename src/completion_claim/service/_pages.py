@@ -252,9 +252,9 @@ def _cell(field: str, value: str) -> dict[str, str]:
     }
 
 
-def _short_words(text: str, limit: int = _CELL_CHARS) -> str:
-    """``text`` with every word longer than ``limit`` cut: the spaces stay, so it wraps there."""
-    return " ".join(charts.cut(word, limit) for word in text.split(" "))
+def _short_words(text: str, limit: int = _CELL_CHARS) -> list[str]:
+    """The words of ``text``, each longer than ``limit`` cut: the list wraps between them."""
+    return [charts.cut(word, limit) for word in text.split()]
 
 
 def _failures(entry: Entry) -> list[dict[str, str]]:

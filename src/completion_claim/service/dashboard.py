@@ -248,6 +248,7 @@ def parse_filter(form: Mapping[str, str]) -> EntryFilter:
         policy=form.get("policy") or None,
         agent=form.get("agent") or None,
         task=form.get("task") or None,
+        unmet=form.get("unmet") or None,
         since=_moment(form.get("since", ""), "since"),
         until=_moment(form.get("until", ""), "until"),
     )
