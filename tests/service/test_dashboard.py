@@ -310,7 +310,13 @@ def test_an_unknown_claim_is_a_404_page(served: Served, page: BrowserPage, tmp_p
     screenshot(page, tmp_path, "not-found")
 
 
-@pytest.mark.parametrize("path", ["/", "/claims/0", "/stats", "/claims/nope", "/?state=maybe"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        *("/", "/claims/0", "/stats", "/claims/nope", "/?state=maybe", "/?unmet=contradicted"),
+        *("/stats?since=2026-08-27", "/agent?agent=agent-b", "/agent", "/agent?agent=%3Cscript%3E"),
+    ],
+)
 def test_every_page_forbids_scripts(served: Served, path: str) -> None:
     answer = httpx.get(served.base + path)
     assert answer.headers["content-type"].startswith("text/html")

@@ -181,6 +181,7 @@ def test_the_exports_are_attachments_streamed_a_page_at_a_time(
             assert answer.status_code == 200
             assert answer.headers["content-disposition"] == f'attachment; filename="claims.{kind}"'
             assert answer.headers["x-content-type-options"] == "nosniff"
+            assert answer.headers["content-security-policy"] == "default-src 'none'"
             # Sent as it is read: no length known in advance.
             assert "content-length" not in answer.headers
             assert answer.headers["transfer-encoding"] == "chunked"

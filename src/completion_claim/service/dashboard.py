@@ -99,6 +99,7 @@ def _export(request: Request, kind: str) -> Response:
         media_type=media,
         headers={
             "Content-Disposition": f'attachment; filename="claims.{kind}"',
+            "Content-Security-Policy": "default-src 'none'",  # a file to save, never a page
             "X-Content-Type-Options": "nosniff",
             "Referrer-Policy": "no-referrer",
         },
