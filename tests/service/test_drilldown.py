@@ -11,6 +11,8 @@ import io
 import json
 import re
 import shutil
+import sqlite3
+import tracemalloc
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from html.parser import HTMLParser
@@ -428,3 +430,47 @@ def test_counts_filters_and_exports_read_either_backend(
         agent = Parsed(httpx.get(base + "/agent?agent=ci-runner-2").text).text
         assert "1 of 1 claims that said done were refuted" in agent
         assert json.loads(httpx.get(base + "/claims.json?agent=nobody").text) == []
+
+
+# --- a large ledger -----------------------------------------------------------------------------
+
+LARGE = 20_000
+
+
+def test_an_export_of_a_large_ledger_holds_one_page_in_memory(tmp_path: Path) -> None:
+    """20,000 claims of 10 KiB (one real entry's row copied below it: the export reads rows, not
+    proofs), 200 MiB of leaves, export whole while the process's memory grows by a page's worth.
+    (100,000 claims of 2 KiB measure the same, in three minutes here.)"""
+    database = tmp_path / "ledger.sqlite"
+    key_path = tmp_path / "service.key"
+    write_private_key(str(key_path), LOG_KEY)
+    ledger = Ledger.open(f"sqlite:///{database}", LOG_KEY)
+    ledger.append(fresh_entry("refuted", outcome="done " + "x" * 10_000))
+    with sqlite3.connect(database) as conn:
+        row = conn.execute("SELECT * FROM ledger_entries WHERE entry_index = 0").fetchone()
+        marks = ",".join("?" * len(row))
+        conn.executemany(
+            f"INSERT INTO ledger_entries VALUES ({marks})",
+            ((index, *row[1:]) for index in range(1, LARGE)),
+        )
+        leaves = conn.execute("SELECT sum(length(leaf)) FROM ledger_entries").fetchone()[0]
+    conn.close()
+    assert leaves > 200 * 1024 * 1024
+    settings = ServiceSettings(ledger_url=f"sqlite:///{database}", key_path=key_path)
+    try:
+        with serving(create_app(settings, ledger)) as base:
+            assert f'<span class="count">{LARGE} claims</span>' in httpx.get(base + "/").text
+            tracemalloc.start()
+            try:
+                lines = 0
+                with httpx.stream("GET", base + "/claims.csv", timeout=600) as answer:
+                    for chunk in answer.iter_lines():
+                        lines += bool(chunk)
+                _, peak = tracemalloc.get_traced_memory()
+            finally:
+                tracemalloc.stop()
+    finally:
+        ledger.close()
+    assert lines == LARGE + 1  # the header and every claim
+    # Here: under 10 MiB; the same export holding every row at once peaked at 220 MiB.
+    assert peak < 32 * 1024 * 1024, peak
