@@ -26,6 +26,7 @@ from playwright.sync_api import Browser
 from playwright.sync_api import Page as BrowserPage
 
 from completion_claim.service import dashboard
+from completion_claim.service._pages import agent_url
 from completion_claim.service.app import create_app
 from completion_claim.service.ledger import Ledger
 from completion_claim.service.records import NewStart
@@ -367,6 +368,8 @@ def test_the_list_breaks_no_word_and_fits_the_window(
             (f"/claims/{served.claims['gate']}", "claim"),
             ("/stats", "stats"),
             ("/agent?agent=gate", "agent"),
+            (f"/claims/{served.claims['long']}", "claim-long"),
+            (agent_url(LONG_AGENT), "agent-long"),
         ):
             page.goto(served.base + path)
             assert page.evaluate(PAGE_OVERFLOW) <= 0, path
