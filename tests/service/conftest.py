@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
@@ -26,7 +26,11 @@ from completion_claim.service.ledger import Ledger
 from completion_claim.service.records import NewEntry, Via
 from completion_claim.trust.keys import SigningKey
 from tests.builders import claim_doc, evidence
-from tests.needs import service_unavailable, unique
+from tests.needs import service_unavailable, unavailable, unique
+
+if TYPE_CHECKING:  # the browser extra is imported when a test asks for the browser
+    from playwright.sync_api import Browser, Dialog
+    from playwright.sync_api import Page as BrowserPage
 
 POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"  # a superuser, trust auth
 CONNECT_TIMEOUT = 3
@@ -152,3 +156,53 @@ def fresh_entry(
         via=via,
         recorded_at=recorded_at,
     )
+
+
+# --- Debian's Chromium, for the dashboard -----------------------------------------------------
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    *("--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"),
+    *("--disable-background-networking", "--disable-component-update", "--disable-sync"),
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import sync_playwright
+
+    if not CHROMIUM.exists():
+        unavailable(f"{CHROMIUM} is missing: apt-get install chromium (make browser)")
+    with sync_playwright() as playwright:
+        try:
+            launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        except PlaywrightError as error:
+            unavailable(f"Chromium did not start: {error}")
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def dialogs() -> list[str]:
+    """The message of every dialog a page opened: none may ever open, the pages have no script."""
+    return []
+
+
+@pytest.fixture
+def page(browser: Browser, dialogs: list[str]) -> Iterator[BrowserPage]:
+    context = browser.new_context()
+    opened = context.new_page()
+    opened.on("dialog", lambda dialog: record_dialog(dialog, dialogs))
+    try:
+        yield opened
+    finally:
+        context.close()
+    assert dialogs == []
+
+
+def record_dialog(dialog: Dialog, seen: list[str]) -> None:
+    seen.append(dialog.message)
+    dialog.dismiss()

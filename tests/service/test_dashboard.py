@@ -17,13 +17,13 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Dialog, sync_playwright
-from playwright.sync_api import Error as PlaywrightError
+from markupsafe import escape
+from playwright.sync_api import Browser
 from playwright.sync_api import Page as BrowserPage
 
 from completion_claim.service import _pages
 from completion_claim.service.app import create_app
-from completion_claim.service.charts import STATE_COLOURS
+from completion_claim.service.charts import STATE_COLOURS, cut
 from completion_claim.service.ledger import Ledger
 from completion_claim.service.records import Entry, Page, StateCounts, Stats
 from completion_claim.service.settings import ServiceSettings
@@ -32,8 +32,7 @@ from completion_claim.timefmt import format_time
 from completion_claim.trust.canonical import canonical_bytes
 from completion_claim.trust.keys import SigningKey, write_private_key
 from tests.builders import at, claim_doc, evidence, mutation
-from tests.needs import unavailable
-from tests.service.conftest import LOG_KEY, fresh_entry
+from tests.service.conftest import LOG_KEY, fresh_entry, record_dialog
 
 from ._dashboard import HOSTILE, Parsed, assert_inert, decision, failing_test_run, serving
 
@@ -93,8 +92,10 @@ def test_every_claim_string_in_the_list_is_text_and_rows_carry_their_state() -> 
         Page(entries, next_before=None), {"agent": HOSTILE, "task": HOSTILE}, older_url=None
     )
     parsed = assert_inert(page)
-    # The outcome and agent cells, the task link, and the two filter inputs refilled.
-    assert parsed.text.count(HOSTILE) == 3
+    # The task, outcome and agent cells show it cut short (no word breaks in the table), and
+    # whole in their titles; the two filter inputs are refilled with it.
+    assert parsed.text.count(cut(HOSTILE, 28)) == 3  # the outcome's first word is as long
+    assert page.count(f'title="{escape(HOSTILE)}"') == 3
     assert page.count('value="&lt;script&gt;') == 2
     for index, state in ((2, "refuted"), (1, "verified"), (0, "unverified")):
         assert f'<tr class="state-{state}" data-index="{index}">' in page
@@ -133,11 +134,6 @@ def test_the_stats_page_escapes_agents_and_unmet_codes_in_charts_and_tables() ->
 
 SCRIPT_OUTCOME = "<script>alert(1)</script>"
 FILLER = 51  # verified claims first, so the list has a second page (PAGE_SIZE is 50)
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    *("--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"),
-    *("--disable-background-networking", "--disable-component-update", "--disable-sync"),
-]
 
 
 @dataclass(frozen=True)
@@ -182,44 +178,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
             )
     finally:
         ledger.close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        unavailable(f"{CHROMIUM} is missing: apt-get install chromium (make browser)")
-    with sync_playwright() as playwright:
-        try:
-            launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        except PlaywrightError as error:
-            unavailable(f"Chromium did not start: {error}")
-        try:
-            yield launched
-        finally:
-            launched.close()
-
-
-@pytest.fixture
-def dialogs() -> list[str]:
-    """The message of every dialog a page opened: none may ever open, the pages have no script."""
-    return []
-
-
-@pytest.fixture
-def page(browser: Browser, dialogs: list[str]) -> Iterator[BrowserPage]:
-    context = browser.new_context()
-    opened = context.new_page()
-    opened.on("dialog", lambda dialog: record_dialog(dialog, dialogs))
-    try:
-        yield opened
-    finally:
-        context.close()
-    assert dialogs == []
-
-
-def record_dialog(dialog: Dialog, seen: list[str]) -> None:
-    seen.append(dialog.message)
-    dialog.dismiss()
 
 
 def screenshot(page: BrowserPage, folder: Path, name: str) -> None:
@@ -352,7 +310,13 @@ def test_an_unknown_claim_is_a_404_page(served: Served, page: BrowserPage, tmp_p
     screenshot(page, tmp_path, "not-found")
 
 
-@pytest.mark.parametrize("path", ["/", "/claims/0", "/stats", "/claims/nope", "/?state=maybe"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        *("/", "/claims/0", "/stats", "/claims/nope", "/?state=maybe", "/?unmet=contradicted"),
+        *("/stats?since=2026-08-27", "/agent?agent=agent-b", "/agent", "/agent?agent=%3Cscript%3E"),
+    ],
+)
 def test_every_page_forbids_scripts(served: Served, path: str) -> None:
     answer = httpx.get(served.base + path)
     assert answer.headers["content-type"].startswith("text/html")

@@ -27,12 +27,18 @@ from .screenshots import screenshot_reference
 
 _VALUE_CHARS = 400  # an expected or observed value longer than this is cut on the page
 _OUTCOME_CHARS = 120  # in the list; the claim page shows it whole
+# In the list, a name (agent, task, policy) longer than this is cut, and so is any word of the
+# outcome: seven columns at 1280 px then never need to break a word (the full text is the
+# cell's title, and the claim page's).
+_CELL_CHARS = 28
+_TITLE_CHARS = 400
 _OBSERVATION = {
     "matches": "the observation matches the expectation",
     "differs": "the observation contradicts the expectation",
     "absent": "no observation",
 }
-FILTER_FIELDS = ("state", "policy", "agent", "task", "since", "until")
+FILTER_FIELDS = ("state", "policy", "agent", "task", "unmet", "since", "until")
+RANGE_FIELDS = ("since", "until")
 
 _ENV = Environment(
     loader=PackageLoader("completion_claim.service", "templates"),
@@ -53,30 +59,41 @@ class ProofStatus:
     text: str
 
 
-def render_list(page: Page, form: Mapping[str, str], older_url: str | None) -> str:
+def render_list(
+    page: Page, form: Mapping[str, str], older_url: str | None, count: int | None = None
+) -> str:
     """The claims list, newest first; ``form`` refills the filter inputs as the reader typed
-    them; ``older_url`` is the next page's link, None on the last page."""
+    them; ``older_url`` is the next page's link, None on the last page; ``count`` is how many
+    claims the filters match."""
     rows = [
         {
             "index": entry.index,
             "state": _state(entry),
-            "task": _text(entry.claim.get("task", {}).get("id")),
-            "agent": entry.submitted_by,
-            "policy": _text(entry.verdict.get("policy_id")),
-            "recorded_at": format_time(entry.recorded_at),
-            "outcome": charts.cut(entry.outcome, _OUTCOME_CHARS),
+            "task": _cell("task", _text(entry.claim.get("task", {}).get("id"))),
+            "agent": _cell("agent", entry.submitted_by),
+            "policy": _cell("policy", _text(entry.verdict.get("policy_id"))),
+            "recorded_at": format_time(entry.recorded_at).replace("T", " ").rstrip("Z"),
+            "outcome": _short_words(charts.cut(entry.outcome, _OUTCOME_CHARS)),
+            "outcome_title": charts.cut(entry.outcome, _TITLE_CHARS),
         }
         for entry in page.items
     ]
     values = {name: form.get(name, "") for name in FILTER_FIELDS}
     return _ENV.get_template("list.html").render(
-        rows=rows, form=values, older_url=older_url, filtered=any(values.values())
+        rows=rows,
+        form=values,
+        older_url=older_url,
+        filtered=any(values.values()),
+        count=count,
+        csv_url=export_url(values, "csv"),
+        json_url=export_url(values, "json"),
     )
 
 
-def render_claim(entry: Entry, proof: ProofStatus) -> str:
-    """One entry: what was claimed, how each mutation is covered, why each evidence item counts
-    or not, what is unmet, who sent it, and whether the log provably holds it."""
+def render_claim(entry: Entry, proof: ProofStatus, for_agent: Sequence[str] = ()) -> str:
+    """One entry: what was claimed, the failed tests, what the gate would tell the agent
+    (``for_agent``), how each mutation is covered, why each evidence item counts or not, what
+    is unmet, who sent it, and whether the log provably holds it."""
     verdict = entry.verdict
     task = entry.claim.get("task", {})
     results = {_text(r.get("evidence")): r for r in verdict.get("evidence", ())}
@@ -93,6 +110,7 @@ def render_claim(entry: Entry, proof: ProofStatus) -> str:
     unmet = [
         {
             "code": _text(item.get("code")),
+            "url": list_url(unmet=_text(item.get("code"))),
             "text": describe_unmet(
                 Unmet(
                     code=_text(item.get("code")),
@@ -109,6 +127,11 @@ def render_claim(entry: Entry, proof: ProofStatus) -> str:
         state=_state(entry),
         reason=_text(verdict.get("reason")),
         task_id=_text(task.get("id")),
+        task_url=list_url(task=_text(task.get("id"))),
+        agent_url=agent_url(entry.submitted_by),
+        policy_url=list_url(policy=_text(verdict.get("policy_id"))),
+        failures=_failures(entry),
+        for_agent=for_agent,
         task_description=_text(task.get("description")),
         outcome=entry.outcome,
         policy=_text(verdict.get("policy_id")),
@@ -127,11 +150,19 @@ def render_claim(entry: Entry, proof: ProofStatus) -> str:
 
 
 def render_stats(
-    stats: Stats, *, standalone: bool = False, generated_at: datetime | None = None
+    stats: Stats,
+    *,
+    standalone: bool = False,
+    generated_at: datetime | None = None,
+    form: Mapping[str, str] | None = None,
+    agent: str | None = None,
 ) -> str:
-    """The stats page. ``standalone`` is the report file: no links back into a service that
-    may not be there, and the time it was written."""
+    """The stats page, or with ``agent`` one agent's page. ``standalone`` is the report file: no
+    links back into a service that may not be there, no form, and the time it was written.
+    ``form`` is the date range as the reader typed it."""
     rate = stats.false_success_rate
+    dates = {name: (form or {}).get(name, "") for name in RANGE_FIELDS}
+    scope = {"agent": agent or ""}
     return _ENV.get_template("stats.html").render(
         stats=stats,
         total=stats.total,
@@ -141,9 +172,21 @@ def render_stats(
         unmet_chart=charts.top_unmet_codes(stats.top_unmet),
         by_day=[(day.isoformat(), counts) for day, counts in stats.by_day],
         by_agent=[
-            (agent, counts, _percent(counts.refuted, counts.total))
-            for agent, counts in stats.by_agent
+            (name, counts, _percent(counts.refuted, counts.total), agent_url(name, **dates))
+            for name, counts in stats.by_agent
         ],
+        by_policy=[
+            (policy, counts, list_url(**scope, policy=policy, **dates))
+            for policy, counts in stats.by_policy
+        ],
+        top_unmet=[
+            (code, count, list_url(**scope, unmet=code, **dates)) for code, count in stats.top_unmet
+        ],
+        agent=agent,
+        agent_list_url=None if agent is None else list_url(agent=agent, **dates),
+        range_action="/stats" if agent is None else "/agent",
+        form=dates,
+        ranged=any(dates.values()),
         standalone=standalone,
         generated_at=None if generated_at is None else format_time(generated_at),
     )
@@ -155,8 +198,81 @@ def render_error(status: int, message: str) -> str:
 
 def older_url(form: Mapping[str, str], before: int) -> str:
     """The list's next page: the same filters, entries below ``before``."""
-    kept = [(name, form[name]) for name in FILTER_FIELDS if form.get(name)]
-    return "/?" + urlencode([*kept, ("before", str(before))])
+    return "/?" + urlencode([*_kept(form), ("before", str(before))])
+
+
+def list_url(**filters: str) -> str:
+    """The claims list under these filters (empty ones left out). Every link to a filtered view
+    is built here, from the values themselves: an agent's name or a task id is the submitter's
+    text, and ``urlencode`` leaves no ``&``, ``#``, quote or space of it to end the parameter."""
+    kept = _kept(filters)
+    return "/?" + urlencode(kept) if kept else "/"
+
+
+def agent_url(agent: str, **dates: str) -> str:
+    """The agent's own page (``dates`` the range it covers)."""
+    return "/agent?" + urlencode([("agent", agent), *_kept(dates)])
+
+
+def export_url(form: Mapping[str, str], extension: str) -> str:
+    """The export of the list as filtered: ``/claims.csv`` or ``/claims.json``."""
+    kept = _kept(form)
+    return f"/claims.{extension}" + ("?" + urlencode(kept) if kept else "")
+
+
+def export_row(entry: Entry) -> dict[str, Any]:
+    """One claim as the exports write it: what the list shows, whole, and where its page is."""
+    return {
+        "index": entry.index,
+        "recorded_at": format_time(entry.recorded_at),
+        "state": _state(entry),
+        "agent": entry.submitted_by,
+        "task": _text(entry.claim.get("task", {}).get("id")),
+        "policy": _text(entry.verdict.get("policy_id")),
+        "via": entry.via,
+        "start_index": entry.start_index,
+        "unmet": list(entry.unmet_codes),
+        "outcome": entry.outcome,
+        "url": f"/claims/{entry.index}",
+    }
+
+
+def _kept(form: Mapping[str, str]) -> list[tuple[str, str]]:
+    return [(name, form[name]) for name in FILTER_FIELDS if form.get(name)]
+
+
+def _cell(field: str, value: str) -> dict[str, str]:
+    """A name in the list: shown cut, whole in its title, and a link to the list filtered by it
+    (the agent's to its own page)."""
+    url = agent_url(value) if field == "agent" else list_url(**{field: value})
+    return {
+        "text": charts.cut(value, _CELL_CHARS),
+        "title": charts.cut(value, _TITLE_CHARS),
+        "url": url,
+    }
+
+
+def _short_words(text: str, limit: int = _CELL_CHARS) -> list[str]:
+    """The words of ``text``, each longer than ``limit`` cut: the list wraps between them."""
+    return [charts.cut(word, limit) for word in text.split()]
+
+
+def _failures(entry: Entry) -> list[dict[str, str]]:
+    """Every failed test a test run recorded (``details.failures``), in evidence order."""
+    found = []
+    for item in entry.claim.get("evidence", ()):
+        details = item.get("details") if isinstance(item, Mapping) else None
+        failures = details.get("failures") if isinstance(details, Mapping) else None
+        for failure in failures if isinstance(failures, list) else ():
+            if isinstance(failure, Mapping):
+                found.append(
+                    {
+                        "test": _text(failure.get("test")),
+                        "outcome": "errored" if failure.get("outcome") == "error" else "failed",
+                        "message": _text(failure.get("message")),
+                    }
+                )
+    return found
 
 
 def _evidence_view(

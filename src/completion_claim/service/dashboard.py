@@ -1,4 +1,5 @@
-"""The web dashboard: the claims list, one claim with its ledger proof, and the stats page.
+"""The web dashboard: the claims list (and its CSV and JSON exports), one claim with its ledger
+proof, the stats page and one agent's page.
 
 HTML only, rendered on the server (``_pages``), with no script at all: every response carries a
 Content-Security-Policy that forbids scripts, so even a string that slipped past escaping could
@@ -8,17 +9,24 @@ status comes from the service's one table (``errors.status_for``).
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, date, datetime
+from pathlib import Path
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, Response, StreamingResponse
 
 from ..errors import ClaimError, InvalidDocument
+from ..gate.reason import agent_reason
+from ..model import parse_claim, parse_policy
 from ..timefmt import parse_time
 from ..trust.canonical import canonical_bytes
+from ..verify import verify
 from . import _pages
 from .errors import UNEXPECTED, BadParameter, NotFound, one_line, status_for
 from .gate_service import operator_config
@@ -33,6 +41,16 @@ CONTENT_SECURITY_POLICY = (
     "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
 PAGE_SIZE = 50
+EXPORT_PAGE = 200  # entries an export reads at a time (and no more than the ledger's page bytes)
+EXPORT_COLUMNS = (
+    *("index", "recorded_at", "state", "agent", "task", "policy", "via", "start_index"),
+    *("unmet", "outcome", "url"),
+)
+# What a spreadsheet reads as the start of a formula (OWASP's list): such a cell gets a leading
+# apostrophe, so an agent's name or outcome stays text when the operator opens the export.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# The dashboard has no work tree: a failed test is named as its report named it.
+_NO_TREE = Path("/nonexistent")
 _INDEX_DIGITS = 18
 _READ = ["GET", "HEAD"]  # HEAD too: link checkers and monitors ask for a page's headers only
 
@@ -48,10 +66,91 @@ def claims_list(request: Request) -> HTMLResponse:
         flt = parse_filter(form)
         before = _before(request.query_params.get("before", ""))
         page = _ledger(request).page(flt, before=before, limit=PAGE_SIZE)
+        count = _ledger(request).count(flt)
     except ClaimError as error:
         return _error_page(error)
     older = None if page.next_before is None else _pages.older_url(form, page.next_before)
-    return _html(_pages.render_list(page, form, older))
+    return _html(_pages.render_list(page, form, older, count))
+
+
+@router.api_route("/claims.csv", methods=_READ, response_model=None)
+def export_csv(request: Request) -> Response:
+    """The list as filtered, every page of it, as CSV: one row per claim, newest first."""
+    return _export(request, "csv")
+
+
+@router.api_route("/claims.json", methods=_READ, response_model=None)
+def export_json(request: Request) -> Response:
+    """The list as filtered, every page of it, as one JSON array of rows, newest first."""
+    return _export(request, "json")
+
+
+def _export(request: Request, kind: str) -> Response:
+    form = {name: request.query_params.get(name, "").strip() for name in _pages.FILTER_FIELDS}
+    try:
+        flt = parse_filter(form)
+    except ClaimError as error:
+        return _error_page(error)
+    rows = _entries(_ledger(request), flt)
+    body = csv_lines(rows) if kind == "csv" else json_lines(rows)
+    media = "text/csv; charset=utf-8" if kind == "csv" else "application/json"
+    return StreamingResponse(
+        body,
+        media_type=media,
+        headers={
+            "Content-Disposition": f'attachment; filename="claims.{kind}"',
+            "Content-Security-Policy": "default-src 'none'",  # a file to save, never a page
+            "X-Content-Type-Options": "nosniff",
+            "Referrer-Policy": "no-referrer",
+        },
+    )
+
+
+def _entries(ledger: Ledger, flt: EntryFilter) -> Iterator[dict[str, object]]:
+    """Every matching claim, newest first, read a page at a time: an export of a large ledger
+    holds one page in memory, never the whole list. An index below the first page's stays put
+    (the log only grows), so the pages neither skip nor repeat an entry."""
+    before: int | None = None
+    while True:
+        page = ledger.page(flt, before=before, limit=EXPORT_PAGE)
+        for entry in page.items:
+            yield _pages.export_row(entry)
+        if page.next_before is None:
+            return
+        before = page.next_before
+
+
+def csv_lines(rows: Iterator[dict[str, object]]) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(EXPORT_COLUMNS)
+    for row in rows:
+        writer.writerow([_csv_cell(row[column]) for column in EXPORT_COLUMNS])
+        yield _drain(buffer)
+    yield _drain(buffer)
+
+
+def json_lines(rows: Iterator[dict[str, object]]) -> Iterator[str]:
+    yield "["
+    separator = "\n"
+    for row in rows:
+        yield separator + json.dumps(row, ensure_ascii=False)
+        separator = ",\n"
+    yield "\n]\n"
+
+
+def _csv_cell(value: object) -> str:
+    if value is None:
+        return ""
+    text = " ".join(str(code) for code in value) if isinstance(value, list) else str(value)
+    return "'" + text if text.startswith(_FORMULA_STARTS) else text
+
+
+def _drain(buffer: io.StringIO) -> str:
+    text = buffer.getvalue()
+    buffer.seek(0)
+    buffer.truncate()
+    return text
 
 
 @router.api_route("/claims/{index}", methods=_READ, response_class=HTMLResponse)
@@ -63,7 +162,7 @@ def claim_page(request: Request, index: str) -> HTMLResponse:
             raise NotFound(f"the ledger holds no claim {index[:40]!r}")
     except ClaimError as error:
         return _error_page(error)
-    return _html(_pages.render_claim(entry, proof_status(request, entry)))
+    return _html(_pages.render_claim(entry, proof_status(request, entry), for_agent(entry)))
 
 
 @router.api_route("/claims/{index}/screenshots/{position}", methods=_READ, response_model=None)
@@ -98,11 +197,45 @@ def screenshot(request: Request, index: str, position: str) -> Response:
 
 @router.api_route("/stats", methods=_READ, response_class=HTMLResponse)
 def stats_page(request: Request) -> HTMLResponse:
+    form = {name: request.query_params.get(name, "").strip() for name in _pages.RANGE_FIELDS}
     try:
-        stats = _ledger(request).stats(EntryFilter())
+        stats = _ledger(request).stats(parse_filter(form))
     except ClaimError as error:
         return _error_page(error)
-    return _html(_pages.render_stats(stats))
+    return _html(_pages.render_stats(stats, form=form))
+
+
+@router.api_route("/agent", methods=_READ, response_class=HTMLResponse)
+def agent_page(request: Request) -> HTMLResponse:
+    """One agent's stats: its verdicts over time, its false-success rate, its top unmet codes.
+    The name is a query parameter: it is the submitter's text, slashes and all."""
+    form = {name: request.query_params.get(name, "").strip() for name in _pages.RANGE_FIELDS}
+    agent = request.query_params.get("agent", "")
+    try:
+        if not agent:
+            raise BadParameter("agent: name the agent (/agent?agent=NAME)")
+        stats = _ledger(request).stats(parse_filter({**form, "agent": agent}))
+    except ClaimError as error:
+        return _error_page(error)
+    return _html(_pages.render_stats(stats, form=form, agent=agent))
+
+
+def for_agent(entry: Entry) -> list[str]:
+    """What the gate tells the agent about this decision (spec 9.4), one line each: the entry's
+    claim judged again under its policy at its decision time, which gives its verdict (10.2).
+    A judgement that does not come out as recorded (a signed claim, judged here without the
+    keys) shows no lines rather than other ones."""
+    if entry.state == "verified":
+        return []
+    try:
+        claim = parse_claim(entry.claim)
+        policy = parse_policy(entry.policy, "policy")
+        verdict = verify(claim, parse_time(str(entry.verdict["decided_at"]), "decided_at"), policy)
+    except (ClaimError, KeyError):
+        return []
+    if verdict.to_json() != entry.verdict:
+        return []
+    return [line for line in agent_reason(claim, verdict, _NO_TREE).splitlines() if line.strip()]
 
 
 def parse_filter(form: Mapping[str, str]) -> EntryFilter:
@@ -116,6 +249,7 @@ def parse_filter(form: Mapping[str, str]) -> EntryFilter:
         policy=form.get("policy") or None,
         agent=form.get("agent") or None,
         task=form.get("task") or None,
+        unmet=form.get("unmet") or None,
         since=_moment(form.get("since", ""), "since"),
         until=_moment(form.get("until", ""), "until"),
     )

@@ -283,6 +283,12 @@ class Ledger:
         more = len(found) > len(chosen)
         return Page(items, items[-1].index if more and items else None)
 
+    def count(self, flt: EntryFilter = _EVERYTHING) -> int:
+        """How many claims ``flt`` matches (starts are no claims)."""
+        with self._storage("read"), self._reading() as conn:
+            found = conn.execute(select(func.count()).where(*_conditions(flt))).scalar_one()
+        return int(found)
+
     def stats(self, flt: EntryFilter = _EVERYTHING) -> Stats:
         where = _conditions(flt)
         state = entries.c.state
@@ -629,6 +635,12 @@ def _conditions(flt: EntryFilter) -> list[Any]:
             found.append(column == storable(value))
     if flt.task is not None:
         found.append(entries.c.task_id == task_column(flt.task))
+    if flt.unmet is not None:
+        found.append(
+            entries.c.entry_index.in_(
+                select(entry_unmet.c.entry_index).where(entry_unmet.c.code == storable(flt.unmet))
+            )
+        )
     if flt.since is not None:
         found.append(entries.c.recorded_us >= _microseconds(_aware(flt.since, "since")))
     if flt.until is not None:

@@ -167,6 +167,7 @@ class EntryFilter:
     task: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    unmet: str | None = None  # an unmet code the verdict names (the dashboard's drill-down)
 
 
 @dataclass(frozen=True)
