@@ -341,9 +341,11 @@ def test_attack_48_the_honest_fix_re_verifies_as_verified(
     tmp_path: Path, write_config: WriteConfig
 ) -> None:
     repo = buggy_project(tmp_path / "repo")
+    config = write_config(POLICY + TEST_RUN_CHECK)
+    start_gate(config, repo)
     write_files(repo, {"calc.py": CALC})
 
-    result = run_gate(write_config(POLICY + TEST_RUN_CHECK), repo, outcome="Fixed add().")
+    result = run_gate(config, repo, outcome="Fixed add().")
 
     assert result.verdict.state == "verified"
     assert result.document["policy"]["require_mutations"] is True
