@@ -86,6 +86,12 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
 @click.option("--junit", "junit_path", metavar="FILE", help="Write a JUnit XML report.")
 @click.option("--dotenv", "dotenv_path", metavar="FILE", help="Write CLAIM_STATE=... lines.")
 @click.option(
+    "--sarif",
+    "sarif_path",
+    metavar="FILE",
+    help="Write a SARIF 2.1.0 log: one result per unmet requirement (GitHub code scanning).",
+)
+@click.option(
     "--start", is_flag=True, help="Record the base commit and baselines (once), and stop."
 )
 @click.option(
@@ -120,6 +126,7 @@ def gate_command(
     summary_md: str | None,
     junit_path: str | None,
     dotenv_path: str | None,
+    sarif_path: str | None,
     start: bool,
     restart: bool,
     server: str | None,
@@ -151,7 +158,8 @@ def gate_command(
             )
         given = {"--config": config_path, "--base": base, "--trusted-ref": trusted_ref,
                  "--summary-md": summary_md, "--junit": junit_path, "--dotenv": dotenv_path,
-                 "--ledger": ledger_url, "--ledger-key": ledger_key}  # fmt: skip
+                 "--sarif": sarif_path, "--ledger": ledger_url,
+                 "--ledger-key": ledger_key}  # fmt: skip
         refused = [name for name, value in given.items() if value is not None]
         if refused:
             raise UsageError(
@@ -207,6 +215,8 @@ def gate_command(
         outputs.write_junit(Path(junit_path), result, claim)
     if dotenv_path is not None:
         outputs.write_dotenv(Path(dotenv_path), result)
+    if sarif_path is not None:
+        outputs.write_sarif(Path(sarif_path), result, claim, repository_root(Path(repo)))
     if as_json:
         click.echo(dumps({
             "verdict": result.verdict.state,
