@@ -545,7 +545,8 @@ def test_claude_is_accepted_for_claude_code_by_hook_and_hooks(tmp_path: Path) ->
     repo = project(tmp_path)
     installed = claim("hooks", "install", "--harness", "claude", cwd=repo)
     assert installed.returncode == 0, installed.stderr
-    assert "claim: claude-code hooks installed" in installed.stdout
+    assert installed.stdout.startswith("The claude-code hooks are installed in ")
+    assert "claim:" not in installed.stdout
     done = claim("hook", "stop", "--harness", "claude", cwd=repo,
                  stdin=stop_payload("claude-code", repo))  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -45,6 +45,8 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
     """
     root = repository_root(Path(repo))
     path = root / CONFIG_NAME
+    if path.exists() and not force:
+        raise UsageError(f"{path} already exists: review it, or replace it with claim init --force")
     facts = look_at(root, os.environ, _default_branch(root))
     write_atomic(path, starter_config(facts).encode(), exclusive=not force)
     found = [name for name, on in (("pytest", facts.pytest), ("Dockerfile", facts.dockerfile),
@@ -62,13 +64,19 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
 
 @app.command("gate")
 @click.option(
-    "--config", "config_path", metavar="FILE", help="claim.toml (default: found from --repo up)."
+    "--config",
+    "config_path",
+    metavar="FILE",
+    help="The operator's claim.toml (default: the first found from --repo up to the root).",
 )
 @click.option(
     "--repo", default=".", show_default=True, metavar="DIR", help="The work tree to judge."
 )
 @click.option(
-    "--base", metavar="REV", help="Measure changes against REV (see docs for the default)."
+    "--base",
+    metavar="REV",
+    help="Measure changes against REV (default: [gate].base, else the session's start commit, "
+    "else the merge base with main or master, else HEAD).",
 )
 @click.option("--outcome", help="What the agent says it achieved.")
 @click.option("--outcome-file", metavar="FILE", help="Read the outcome from FILE.")
