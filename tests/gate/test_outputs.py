@@ -213,6 +213,26 @@ def test_sarif_has_a_result_per_unmet_requirement_with_its_rule(tmp_path: Path) 
     assert sarif_run["properties"]["verdict"] == "unverified"
 
 
+def test_a_sarif_result_with_no_file_of_its_own_is_located_at_the_gates_config(
+    tmp_path: Path,
+) -> None:
+    """GitHub code scanning refuses a result without a location ("expected at least one
+    location"): a missing requirement is placed where the policy is, claim.toml, when the
+    repository holds it; a config outside the repository gives no location."""
+    document = covered_and_not()
+    claim = parse_claim(document)
+    inside = outputs.sarif_report(result_for(document), claim, tmp_path, tmp_path / "claim.toml")
+    outside = outputs.sarif_report(result_for(document), claim, tmp_path / "repo", tmp_path / "c")
+    found = [
+        [
+            [loc["physicalLocation"]["artifactLocation"]["uri"] for loc in r["locations"]]
+            for r in valid_sarif(log)["runs"][0]["results"]
+        ]
+        for log in (inside, outside)
+    ]
+    assert found == [[["calc.py"], ["claim.toml"]], [["calc.py"], []]]
+
+
 def test_sarif_fingerprints_follow_the_requirement_not_the_run(tmp_path: Path) -> None:
     """Code scanning matches alerts across runs by partialFingerprints: the same unmet
     requirement on the same file is the same alert, whatever the mutation's id."""

@@ -224,7 +224,8 @@ def gate_command(
     if dotenv_path is not None:
         outputs.write_dotenv(Path(dotenv_path), result)
     if sarif_path is not None:
-        outputs.write_sarif(Path(sarif_path), result, claim, repository_root(Path(repo)))
+        root = repository_root(Path(repo))
+        outputs.write_sarif(Path(sarif_path), result, claim, root, config.path)
     if as_json:
         click.echo(dumps({
             "verdict": result.verdict.state,

@@ -167,10 +167,15 @@ _RULE_HELP = {
 _GENERIC_HELP = "A requirement of the operator's policy is not met."
 
 
-def sarif_report(result: GateResult, claim: Claim, root: Path) -> dict[str, Any]:
+def sarif_report(
+    result: GateResult, claim: Claim, root: Path, config: Path | None = None
+) -> dict[str, Any]:
     """One SARIF result per unmet requirement of the verdict: an uncovered or unmapped change,
     a contradiction, a missing requirement. ``root`` is the repository's root, for the test
-    files a failing test's name maps to."""
+    files a failing test's name maps to; ``config`` the gate's claim.toml, where a result with
+    no file of its own is located when the file is in the repository (GitHub code scanning
+    refuses a result without a location)."""
+    fallback = _inside(config, root)
     verdict = result.verdict
     level = "error" if verdict.state == "refuted" else "warning"
     mutations = {m.id: m for m in claim.mutations}
@@ -203,7 +208,7 @@ def sarif_report(result: GateResult, claim: Claim, root: Path) -> dict[str, Any]
                 "ruleIndex": codes.index(unmet.code),
                 "level": level,
                 "message": {"text": "\n".join(dict.fromkeys(lines))},
-                "locations": [_location(path) for path in dict.fromkeys(paths)],
+                "locations": [_location(path) for path in dict.fromkeys(paths or fallback)],
                 # The same unmet requirement on the same subject is the same alert from one run
                 # to the next: code scanning closes it when a run no longer reports it.
                 "partialFingerprints": {
@@ -272,6 +277,16 @@ def _failed_tests(item: Evidence, root: Path) -> list[tuple[str, str]]:
     return found
 
 
+def _inside(path: Path | None, root: Path) -> list[str]:
+    """``path`` relative to ``root`` when it lies in it: [] otherwise."""
+    if path is None:
+        return []
+    try:
+        return [path.resolve().relative_to(root.resolve()).as_posix()]
+    except ValueError:
+        return []
+
+
 def _location(path: str) -> dict[str, Any]:
     return {"physicalLocation": {"artifactLocation": {"uri": _uri(path), "uriBaseId": "%SRCROOT%"}}}
 
@@ -281,8 +296,11 @@ def _uri(path: str) -> str:
     return quote(path.lstrip("/"), safe="/-._~")
 
 
-def write_sarif(path: Path, result: GateResult, claim: Claim, root: Path) -> None:
-    write_atomic(path, dumps(sarif_report(result, claim, root), indent=2).encode() + b"\n")
+def write_sarif(
+    path: Path, result: GateResult, claim: Claim, root: Path, config: Path | None = None
+) -> None:
+    log = sarif_report(result, claim, root, config)
+    write_atomic(path, dumps(log, indent=2).encode() + b"\n")
 
 
 def write_summary(path: Path, text: str) -> None:
