@@ -503,7 +503,7 @@ def test_install_writes_codex_trust_and_check_then_says_the_hooks_run(tmp_path: 
     home = {"HOME": str(tmp_path / "home")}
     done = claim("hooks", "install", "--harness", "codex", cwd=repo, env=home)
     assert done.returncode == 0, done.stderr
-    trusted = [line for line in done.stdout.splitlines() if "trusted in" in line]
+    trusted = [line for line in done.stdout.splitlines() if line.startswith("Trusted in ")]
     assert len(trusted) == 3  # the project, and each of the two hooks
     assert "will not run" not in done.stderr
     checked = claim("hooks", "check", "--harness", "codex", cwd=repo, env=home)
