@@ -423,6 +423,13 @@ def print_table(rows: list[Row]) -> None:
     print("=" * 100)
 
 
+WHY_SERVED = (
+    "Why they differ: under a signed policy only a trusted observer's signed evidence counts, and "
+    "claims 1-3 carry none, so the false success's failing run proves nothing either way: "
+    "UNVERIFIED there, REFUTED locally."
+)
+
+
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="claim-demo-") as folder:
         demo = Demo(Path(folder))
@@ -452,6 +459,7 @@ def main() -> int:
     print_table(rows)
     print("\nThe same claims, judged again by `claim serve` under its own signed policy:")
     print_table(served)
+    print(WHY_SERVED)
     expected = [
         "VERIFIED (declared)",
         "REFUTED (declared)",

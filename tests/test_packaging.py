@@ -75,11 +75,32 @@ def test_every_readme_link_into_the_repository_resolves() -> None:
             assert anchor in {github_slug(heading) for heading in headings}, link
 
 
+def install_section(text: str) -> str:
+    return text.split("## Install", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_documentation_site_installs_as_the_readme_does() -> None:
+    """One Install table and one set of commands: the site's home page (docs/index.md) shows
+    what the README shows, which the test below holds to pyproject."""
+    site = install_section((ROOT / "docs" / "index.md").read_text(encoding="utf-8"))
+    ours = install_section(README)
+
+    def table(section: str) -> list[str]:
+        return [line for line in section.splitlines() if line.startswith("|")]
+
+    def commands(section: str) -> list[str]:
+        return [line for line in section.splitlines() if line.startswith(("pip ", "pipx "))]
+
+    assert table(site) == table(ours)
+    assert commands(site) == commands(ours)
+    assert commands(ours)
+
+
 def test_every_extra_is_described_in_the_readme() -> None:
     """The Install section's table names each extra pyproject declares, and what it brings."""
     with (ROOT / "pyproject.toml").open("rb") as handle:
         extras = tomllib.load(handle)["project"]["optional-dependencies"]
-    section = README.split("## Install", 1)[1].split("\n## ", 1)[0]
+    section = install_section(README)
     rows = {
         cells[1].strip("` "): cells[2]
         for cells in (line.split("|") for line in section.splitlines() if line.startswith("| `"))

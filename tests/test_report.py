@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import re
 from typing import Any
 
 import pytest
 
 from completion_claim import parse_claim, verify
-from completion_claim.report import INDEPENDENCE_CODES, next_steps, render_report
+from completion_claim.report import (
+    INDEPENDENCE_CODES,
+    describe_unmet,
+    next_steps,
+    render_report,
+)
 from completion_claim.trust import check_signatures
+from completion_claim.verify import Unmet
 
 from .builders import at, build, claim_doc, evidence, mutation
 
@@ -305,3 +314,15 @@ def test_a_caller_that_guides_in_its_own_terms_can_leave_the_steps_out() -> None
     verdict = verify(claim, at(20))
     assert "Next steps" in render_report(claim, verdict)
     assert "Next steps" not in render_report(claim, verdict, steps=False)
+
+
+def test_every_unmet_code_the_verifier_gives_reads_as_prose() -> None:
+    """The report's (and so the gate's) Unmet section is sentences, never a bare code."""
+    source = inspect.getsource(importlib.import_module("completion_claim.verify"))
+    codes = set(re.findall(r'Unmet\(\s*"([a-z_]+)"', source))
+    codes |= set(re.findall(r'Unmet\(\s*code="([a-z_]+)"', source))
+    assert {"no_mutations", "contradicted", "requirement_unmet"} <= codes
+    for code in codes | {"mutation_uncovered", "mutation_kind_unmapped"}:
+        text = describe_unmet(Unmet(code, mutation="m1", check_type="test_run", evidence="e1"))
+        assert text != code
+        assert " " in text

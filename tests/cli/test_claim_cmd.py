@@ -133,3 +133,23 @@ def test_concurrent_mutates_lose_nothing(tmp_path: Path) -> None:
     assert sorted(m.target for m in claim.mutations) == sorted(f"file{i}" for i in range(8))
     assert len({m.id for m in claim.mutations}) == 8
     assert [p.name for p in tmp_path.iterdir()] == ["c.json"]
+
+
+def test_mutate_warns_of_a_kind_no_check_type_covers_and_strict_refuses_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "c.json"
+    run(["new", str(path), "--task-id", "t", "--outcome", "o"])
+    capsys.readouterr()
+    assert run(["mutate", str(path), "--kind", "file_wrtie", "--target", "a.py"]) == 0
+    warning = capsys.readouterr().err
+    assert warning.startswith("claim: warning: --kind 'file_wrtie': the claim's policy maps it")
+    assert "file_write" in warning
+    before = path.read_bytes()
+    strict = ["mutate", str(path), "--kind", "bogus", "--target", "b.py", "--strict"]
+    assert run(strict) == 4
+    assert capsys.readouterr().err.startswith("claim: --kind 'bogus': the claim's policy maps")
+    assert path.read_bytes() == before
+    # A kind the policy maps is recorded without a word on stderr.
+    assert run(["mutate", str(path), "--kind", "deploy", "--target", "web", "--strict"]) == 0
+    assert capsys.readouterr().err == ""

@@ -8,9 +8,10 @@ import subprocess
 import sys
 
 import click
+import pytest
 
 from completion_claim import cli
-from completion_claim.cli import _COMMAND_MODULES, app
+from completion_claim.cli import _COMMAND_MODULES, app, run
 
 
 def test_every_command_is_where_the_group_looks_for_it() -> None:
@@ -40,3 +41,26 @@ assert not loaded, loaded
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("option", ["-q", "--quiet", "-v", "--color=never"])
+def test_a_global_option_after_the_command_says_to_put_it_first(
+    option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(["verify", "claim.json", option]) == 4
+    name = option.partition("=")[0]
+    assert capsys.readouterr().err == (
+        f"claim: {name} is a global option: put it before the command (claim {name} verify ...)\n"
+    )
+
+
+def test_an_unknown_option_is_still_named_as_unknown(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["verify", "claim.json", "--quite"]) == 4
+    assert "No such option '--quite'" in capsys.readouterr().err
+
+
+def test_a_misspelt_command_gets_the_nearest_one(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["verfy", "claim.json"]) == 4
+    assert capsys.readouterr().err == "claim: No such command 'verfy': did you mean 'verify'?\n"
+    assert run(["zzzz"]) == 4
+    assert capsys.readouterr().err == "claim: No such command 'zzzz'.\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -131,7 +132,10 @@ def test_init_never_overwrites_without_force(
     (repo / "claim.toml").write_text("# mine\n")
 
     assert run(["init", "--repo", str(repo)]) == 4
-    assert "already exists" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        f"claim: {repo / 'claim.toml'} already exists: review it, or replace it with "
+        "claim init --force\n"
+    )
     assert (repo / "claim.toml").read_text() == "# mine\n"
 
     assert run(["init", "--repo", str(repo), "--force"]) == 0
@@ -139,6 +143,24 @@ def test_init_never_overwrites_without_force(
 
 
 # --- claim gate ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "option"),
+    [("gate", "--base"), ("gate", "--config"), ("run", "--config"), ("gate", "--sarif")],
+)
+def test_options_say_what_they_default_to_in_their_own_help(
+    command: str, option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Help that sends the reader elsewhere ("see docs") or says nothing is no help."""
+    assert run([command, "--help"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.lstrip().startswith(f"{option} "))
+    rest = lines[first + 1 :]
+    own = [lines[first], *itertools.takewhile(lambda line: not line.lstrip().startswith("-"), rest)]
+    text = " ".join(" ".join(own).split())
+    assert "see docs" not in text
+    assert any(word in text for word in ("default", "SARIF")), text
 
 
 def test_gate_exits_with_the_verdict_and_prints_json(
@@ -337,8 +359,10 @@ def test_gate_ledger_without_a_key_refuses_before_running_anything(
 
 
 @pytest.mark.parametrize(
-    "extra", [["--config", "c.toml"], ["--base", "HEAD"], ["--ledger", "x.db"], ["--junit", "j"]]
-)
+    "extra",
+    [["--config", "c.toml"], ["--base", "HEAD"], ["--ledger", "x.db"], ["--junit", "j"],
+     ["--sarif", "s"]],
+)  # fmt: skip
 def test_gate_server_refuses_what_the_service_decides(
     tmp_path: Path, extra: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -347,15 +371,36 @@ def test_gate_server_refuses_what_the_service_decides(
     assert f"claim: {extra[0]} and --server: the service decides" in capsys.readouterr().err
 
 
-def test_gate_server_unreachable_is_one_line_and_exit_4(
+def test_gate_server_unreachable_is_one_line_and_exit_5(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Exit 5, "could not observe", as the exit-code table says: not a usage error."""
     repo = calc_project(tmp_path / "repo")
     code = run(["gate", "--server", f"unix://{tmp_path}/none.sock", "--repo", str(repo)])
     err = capsys.readouterr().err
-    assert code == 4
+    assert code == 5
     assert err.startswith(f"claim: POST unix://{tmp_path}/none.sock/v1/gate: cannot reach")
     assert err.count("\n") == 1
+
+
+def test_gate_server_without_a_token_names_where_one_comes_from(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.fixtures.gate_service import buggy_project, gate_service
+
+    monkeypatch.delenv("CLAIM_TOKEN", raising=False)
+    with gate_service(tmp_path / "svc") as service:
+        repo = buggy_project(service.observed / "repo")
+        code = run(["gate", "--server", service.url, "--repo", str(repo), "--outcome", "Done."])
+        started = run(["gate", "--server", service.url, "--repo", str(repo), "--start"])
+    err = capsys.readouterr().err.splitlines()
+    assert (code, started) == (4, 4)
+    assert err == [
+        f"claim: POST {service.url}/v1/gate: the service refused (401): it needs a bearer token "
+        "and none was given: pass --token-file FILE or set $CLAIM_TOKEN",
+        f"claim: POST {service.url}/v1/gate/start: the service refused (401): it needs a bearer "
+        "token and none was given: pass --token-file FILE or set $CLAIM_TOKEN",
+    ]
 
 
 def test_gate_server_prints_the_services_report_and_exits_with_its_verdict(

@@ -513,7 +513,7 @@ def test_install_writes_codex_trust_and_check_then_says_the_hooks_run(tmp_path: 
     home = {"HOME": str(tmp_path / "home")}
     done = claim("hooks", "install", "--harness", "codex", cwd=repo, env=home)
     assert done.returncode == 0, done.stderr
-    trusted = [line for line in done.stdout.splitlines() if "trusted in" in line]
+    trusted = [line for line in done.stdout.splitlines() if line.startswith("Trusted in ")]
     assert len(trusted) == 3  # the project, and each of the two hooks
     assert "will not run" not in done.stderr
     checked = claim("hooks", "check", "--harness", "codex", cwd=repo, env=home)
@@ -555,7 +555,8 @@ def test_claude_is_accepted_for_claude_code_by_hook_and_hooks(tmp_path: Path) ->
     repo = project(tmp_path)
     installed = claim("hooks", "install", "--harness", "claude", cwd=repo)
     assert installed.returncode == 0, installed.stderr
-    assert "claim: claude-code hooks installed" in installed.stdout
+    assert installed.stdout.startswith("The claude-code hooks are installed in ")
+    assert "claim:" not in installed.stdout
     done = claim("hook", "stop", "--harness", "claude", cwd=repo,
                  stdin=stop_payload("claude-code", repo))  # fmt: skip
     assert done.returncode == 0, done.stderr

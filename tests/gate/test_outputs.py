@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+import json
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import jsonschema
+
 from completion_claim import parse_claim, verify
+from completion_claim.cli import run
 from completion_claim.gate import outputs
 from completion_claim.gate.run import EXIT_FOR_STATE, GateResult
 from tests.builders import at, claim_doc, evidence, mutation
+from tests.fixtures.projects import CALC_BUGGY, calc_project, write_files
+from tests.gate.conftest import POLICY as GATE_POLICY
+from tests.gate.conftest import TEST_RUN_CHECK, WriteConfig
+
+# The official SARIF 2.1.0 schema (errata 01, OASIS): sarif-2.1/schema/sarif-schema-2.1.0.json in
+# github.com/oasis-tcs/sarif-spec at e0583813964ec43cea53b6b531b402866095ed1f. No package on
+# PyPI ships it (sarif-om, sarif-tools, sarif-pydantic, pysarif do not; npm's jest-sarif ships
+# a pre-release draft), so the file is kept here, unchanged.
+SARIF_SCHEMA = json.loads((Path(__file__).parent / "sarif-schema-2.1.0.json").read_text())
 
 POLICY = {"id": "ops/gate", "requires": ["state_readback", "test_run"], "max_age_s": 600}
 
@@ -81,11 +94,12 @@ def test_junit_of_a_verified_claim_has_no_failure() -> None:
 def test_junit_escapes_what_a_target_or_reason_holds() -> None:
     document = covered_and_not()
     document["mutations"][1]["target"] = 'a<b>&"c".py'
-    result = result_for(document, agent_reason="<![CDATA[ ]]> & </failure>")
+    reason = 'a<b>&"c".py: <![CDATA[ ]]> & </failure>'
+    result = result_for(document, agent_reason=reason)
     cases = junit_cases(outputs.junit_report(result, parse_claim(document)))
     failure = cases['claim-gate.mutations/file_write a<b>&"c".py'].find("failure")
     assert failure is not None
-    assert "<![CDATA[ ]]> & </failure>" in (failure.text or "")
+    assert reason in (failure.text or "")
 
 
 def parse_dotenv(text: str) -> dict[str, str]:
@@ -156,3 +170,147 @@ def test_a_refuted_mutation_says_what_contradicted_it() -> None:
     assert failure is not None
     assert failure.get("message") == "contradicted by e1"
     assert replace(result, agent_reason="").exit_code == 2
+
+
+def valid_sarif(log: dict[str, Any]) -> dict[str, Any]:
+    """The log, after checking it against the official schema (draft 4, as it declares)."""
+    assert SARIF_SCHEMA["$schema"] == "http://json-schema.org/draft-04/schema#"
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(log)
+    return log
+
+
+def test_sarif_has_a_result_per_unmet_requirement_with_its_rule(tmp_path: Path) -> None:
+    result = result_for(covered_and_not(), agent_reason="calc.py (file_write) is covered by no")
+    log = valid_sarif(outputs.sarif_report(result, parse_claim(result.document), tmp_path))
+
+    (sarif_run,) = log["runs"]
+    rules = sarif_run["tool"]["driver"]["rules"]
+    found = [(r["ruleId"], r["level"], r["locations"]) for r in sarif_run["results"]]
+    assert found == [
+        (
+            "mutation_uncovered",
+            "warning",
+            [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": "calc.py", "uriBaseId": "%SRCROOT%"}
+                    }
+                }
+            ],
+        ),
+        ("requirement_unmet", "warning", []),
+    ]
+    assert [rules[r["ruleIndex"]]["id"] for r in sarif_run["results"]] == [
+        "mutation_uncovered", "requirement_unmet",
+    ]  # fmt: skip
+    assert all(rule["help"]["text"] and rule["shortDescription"]["text"] for rule in rules)
+    first, second = sarif_run["results"]
+    assert first["message"]["text"].splitlines() == [
+        "mutation m2 is not covered by qualifying evidence",
+        "calc.py (file_write) is covered by no",
+    ]
+    assert second["message"]["text"] == "the policy requires a supporting test_run observation"
+    assert sarif_run["properties"]["verdict"] == "unverified"
+
+
+def test_a_sarif_result_with_no_file_of_its_own_is_located_at_the_gates_config(
+    tmp_path: Path,
+) -> None:
+    """GitHub code scanning refuses a result without a location ("expected at least one
+    location"): a missing requirement is placed where the policy is, claim.toml, when the
+    repository holds it; a config outside the repository gives no location."""
+    document = covered_and_not()
+    claim = parse_claim(document)
+    inside = outputs.sarif_report(result_for(document), claim, tmp_path, tmp_path / "claim.toml")
+    outside = outputs.sarif_report(result_for(document), claim, tmp_path / "repo", tmp_path / "c")
+    found = [
+        [
+            [loc["physicalLocation"]["artifactLocation"]["uri"] for loc in r["locations"]]
+            for r in valid_sarif(log)["runs"][0]["results"]
+        ]
+        for log in (inside, outside)
+    ]
+    assert found == [[["calc.py"], ["claim.toml"]], [["calc.py"], []]]
+
+
+def test_sarif_fingerprints_follow_the_requirement_not_the_run(tmp_path: Path) -> None:
+    """Code scanning matches alerts across runs by partialFingerprints: the same unmet
+    requirement on the same file is the same alert, whatever the mutation's id."""
+    document = covered_and_not()
+    again = covered_and_not()
+    again["mutations"][1]["id"] = "m9"
+    again["evidence"][0]["covers"] = ["m1"]
+    prints = [
+        [
+            r["partialFingerprints"]
+            for r in outputs.sarif_report(result_for(d), parse_claim(d), tmp_path)["runs"][0][
+                "results"
+            ]
+        ]
+        for d in (document, again)
+    ]
+    assert prints[0] == prints[1]
+    assert len({json.dumps(p) for p in prints[0]}) == 2
+
+
+def test_sarif_of_a_verified_claim_has_no_result(tmp_path: Path) -> None:
+    document = claim_doc(policy={**POLICY, "requires": ["state_readback"]})
+    log = valid_sarif(outputs.sarif_report(result_for(document), parse_claim(document), tmp_path))
+    assert log["runs"][0]["results"] == []
+
+
+def test_sarif_uris_are_relative_and_encoded(tmp_path: Path) -> None:
+    document = covered_and_not()
+    document["mutations"][1]["target"] = "dir with space/a#b%.py"
+    log = valid_sarif(outputs.sarif_report(result_for(document), parse_claim(document), tmp_path))
+    location = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"]["uri"] == "dir%20with%20space/a%23b%25.py"
+
+
+def test_the_gate_writes_sarif_naming_the_failing_test_and_the_change(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    repo = calc_project(tmp_path / "repo")
+    config = write_config(GATE_POLICY + TEST_RUN_CHECK)
+    write_files(repo, {"calc.py": CALC_BUGGY})
+    sarif = tmp_path / "out" / "gate.sarif"
+    sarif.parent.mkdir()
+    argv = ["gate", "--config", str(config.path), "--repo", str(repo), "--sarif", str(sarif)]
+    assert run([*argv, "--outcome", "Fixed."]) == 2
+
+    log = valid_sarif(json.loads(sarif.read_text()))
+    assert [p.name for p in sarif.parent.iterdir()] == ["gate.sarif"]  # written whole
+    results = log["runs"][0]["results"]
+    contradiction = next(r for r in results if r["ruleId"] == "contradicted")
+    assert contradiction["level"] == "error"
+    assert [
+        loc["physicalLocation"]["artifactLocation"]["uri"] for loc in contradiction["locations"]
+    ] == ["tests/test_calc.py"]
+    assert "tests/test_calc.py::test_add failed: assert -1 == 5" in contradiction["message"]["text"]
+    uncovered = next(r for r in results if r["ruleId"] == "mutation_uncovered")
+    assert uncovered["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "calc.py"
+    assert {r["level"] for r in results} == {"error"}
+
+
+def test_each_junit_failure_carries_its_own_lines() -> None:
+    document = claim_doc(
+        [
+            mutation("m1", kind="file_write", target="calc.py", digest="sha256:0"),
+            mutation("m2", kind="file_write", target="util.py", digest="sha256:1"),
+        ],
+        [evidence(covers=["m1"], id="e1")],
+        policy=POLICY,
+    )
+    reason = (
+        "calc.py (file_write) is covered by no passing test_run\nutil.py (file_write) is covered"
+    )
+    cases = junit_cases(outputs.junit_report(result_for(document, reason), parse_claim(document)))
+    calc = cases["claim-gate.mutations/file_write calc.py"].find("failure")
+    util = cases["claim-gate.mutations/file_write util.py"].find("failure")
+    assert calc is not None
+    assert util is not None
+    assert "util.py" not in (calc.text or "")
+    assert "calc.py" not in (util.text or "")
+    requirement = cases["claim-gate.policy/ops/gate requires test_run"].find("failure")
+    assert requirement is not None
+    assert requirement.text == "the policy requires a supporting test_run observation"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 import sys
@@ -62,6 +63,16 @@ class _CommandsOnDemand(click.Group):
         for module in _COMMAND_MODULES.get(cmd_name, ()):
             importlib.import_module(f"{__name__}.{module}")
         return super().get_command(ctx, cmd_name)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in _COMMAND_MODULES:
+            close = difflib.get_close_matches(name, list(_COMMAND_MODULES), n=1)
+            if close:
+                ctx.fail(f"No such command {name!r}: did you mean {close[0]!r}?")
+        return super().resolve_command(ctx, args)
 
 
 def _exit_for_error() -> tuple[tuple[type[Exception], int], ...]:
@@ -135,6 +146,8 @@ def run(argv: Sequence[str] | None = None) -> int:
                 raise
             code = EXIT_USAGE
             message = f"internal error: {type(error).__name__}: {error}"
+        elif isinstance(error, click.NoSuchOption) and _is_global(error):
+            message = _global_option_hint(error)
         elif isinstance(error, click.ClickException):
             message = error.format_message()
         else:
@@ -157,6 +170,18 @@ def _wants_json(args: list[str]) -> bool:
     follows ``--`` is a command to run (``observe test-run``), not an option of ours."""
     own = args[: args.index("--")] if "--" in args else args
     return "--json" in own
+
+
+def _is_global(error: click.NoSuchOption) -> bool:
+    """Whether the unknown option is one of ``claim``'s own, given after a command."""
+    names = {name for param in app.params for name in param.opts + param.secondary_opts}
+    return error.option_name.partition("=")[0] in names and error.ctx is not None
+
+
+def _global_option_hint(error: click.NoSuchOption) -> str:
+    option = error.option_name.partition("=")[0]
+    command = error.ctx.command_path.partition(" ")[2] if error.ctx is not None else ""
+    return f"{option} is a global option: put it before the command (claim {option} {command} ...)"
 
 
 def _one_line(message: str) -> str:

@@ -68,6 +68,11 @@ _MUTATION_OPTIONS = {
 @click.option("--id", "mutation_id", help="Mutation id (default m1, m2, ...).")
 @click.option("--at", "at_text", metavar="TIME", help="When it happened (RFC 3339); default now.")
 @click.option("--digest", help="Content digest of the target after the change.")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Refuse a kind the claim's policy maps to no check type (exit 4), instead of warning.",
+)
 @json_option("Print {path, mutation} as JSON.")
 def mutate_command(
     path: str,
@@ -76,9 +81,11 @@ def mutate_command(
     mutation_id: str | None,
     at_text: str | None,
     digest: str | None,
+    strict: bool,
     as_json: bool,
 ) -> int:
-    """Append one mutation to the claim in PATH."""
+    """Append one mutation to the claim in PATH. A kind no check type may cover (a misspelling,
+    most often) can never be verified: a warning says so, and --strict refuses it."""
     at = decision_time(at_text) if at_text is not None else datetime.now(UTC)
     recorded: dict[str, Any] = {}
 
@@ -87,6 +94,14 @@ def mutate_command(
         new_id = mutation_id or next_id("m", taken)
         if new_id in taken:
             raise UsageError(f"--id: mutation {new_id!r} is already in the claim")
+        known = (claim.policy or BUILTIN_POLICY).coverage
+        if kind not in known:
+            unmapped.append(
+                f"--kind {kind!r}: the claim's policy maps it to no check type, so no evidence "
+                f"can cover it (known: {', '.join(sorted(known))})"
+            )
+            if strict:
+                raise UsageError(unmapped[0])
         recorded.update(id=new_id, kind=kind, target=target, at=format_time(at))
         if digest is not None:
             recorded["digest"] = digest
@@ -94,6 +109,7 @@ def mutate_command(
         raw["mutations"].append(dict(recorded))
 
     new_at: list[int] = []
+    unmapped: list[str] = []
     try:
         edit_claim(path, append)
     except InvalidDocument as error:
@@ -104,6 +120,8 @@ def mutate_command(
         if option is None:
             raise
         raise UsageError(f"{option}: {error.problem}") from None
+    for problem in unmapped:  # said once the mutation is recorded, whatever the output format
+        click.echo(f"claim: warning: {problem}", err=True)
     if as_json:
         emit_json({"path": path, "mutation": recorded})
     else:

@@ -45,6 +45,8 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
     """
     root = repository_root(Path(repo))
     path = root / CONFIG_NAME
+    if path.exists() and not force:
+        raise UsageError(f"{path} already exists: review it, or replace it with claim init --force")
     branch = _default_branch(root)
     facts = look_at(root, os.environ, branch, None if branch is None else _commit_of(root, branch))
     write_atomic(path, starter_config(facts).encode(), exclusive=not force)
@@ -64,7 +66,10 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
 
 @app.command("gate")
 @click.option(
-    "--config", "config_path", metavar="FILE", help="claim.toml (default: found from --repo up)."
+    "--config",
+    "config_path",
+    metavar="FILE",
+    help="The operator's claim.toml (default: the first found from --repo up to the root).",
 )
 @click.option(
     "--repo", default=".", show_default=True, metavar="DIR", help="The work tree to judge."
@@ -72,7 +77,9 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
 @click.option(
     "--base",
     metavar="COMMIT",
-    help="Measure changes against COMMIT, a full commit id (default: the start record's).",
+    help="Measure changes against COMMIT, a full commit id (default: [gate].base of a claim.toml "
+    "outside the work tree, else the session's start record; with neither, nothing is trusted "
+    "to measure from and the run is unverified).",
 )
 @click.option("--outcome", help="What the agent says it achieved.")
 @click.option("--outcome-file", metavar="FILE", help="Read the outcome from FILE.")
@@ -91,6 +98,12 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
 )
 @click.option("--junit", "junit_path", metavar="FILE", help="Write a JUnit XML report.")
 @click.option("--dotenv", "dotenv_path", metavar="FILE", help="Write CLAIM_STATE=... lines.")
+@click.option(
+    "--sarif",
+    "sarif_path",
+    metavar="FILE",
+    help="Write a SARIF 2.1.0 log: one result per unmet requirement (GitHub code scanning).",
+)
 @click.option(
     "--start", is_flag=True, help="Record the base commit and baselines (once), and stop."
 )
@@ -126,6 +139,7 @@ def gate_command(
     summary_md: str | None,
     junit_path: str | None,
     dotenv_path: str | None,
+    sarif_path: str | None,
     start: bool,
     restart: bool,
     server: str | None,
@@ -157,7 +171,8 @@ def gate_command(
             )
         given = {"--config": config_path, "--base": base, "--trusted-ref": trusted_ref,
                  "--summary-md": summary_md, "--junit": junit_path, "--dotenv": dotenv_path,
-                 "--ledger": ledger_url, "--ledger-key": ledger_key}  # fmt: skip
+                 "--sarif": sarif_path, "--ledger": ledger_url,
+                 "--ledger-key": ledger_key}  # fmt: skip
         refused = [name for name, value in given.items() if value is not None]
         if refused:
             raise UsageError(
@@ -213,6 +228,9 @@ def gate_command(
         outputs.write_junit(Path(junit_path), result, claim)
     if dotenv_path is not None:
         outputs.write_dotenv(Path(dotenv_path), result)
+    if sarif_path is not None:
+        root = repository_root(Path(repo))
+        outputs.write_sarif(Path(sarif_path), result, claim, root, config.path)
     if as_json:
         click.echo(dumps({
             "verdict": result.verdict.state,

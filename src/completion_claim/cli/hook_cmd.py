@@ -290,14 +290,15 @@ def hooks_install(
         emit_json({"path": str(path), "harness": harness, "installed": installed,
                    "trusted": trusted, "missing": missing})  # fmt: skip
     else:
-        say(f"claim: {harness} hooks {'' if installed else 'already '}installed in {path}")
+        # Success reads as a sentence; "claim:" marks an error or a warning (below).
+        say(f"The {harness} hooks are {'' if installed else 'already '}installed in {path}.")
         for line in trusted:
-            say(f"claim: {line}")
+            say(f"{line[:1].upper()}{line[1:]}.")
     if server is not None and not as_json:
         # The hook's token has no start scope: its start attempt is refused, in one line.
         say(
-            "claim: the service takes a session's start only from a token with the start "
-            "scope: start each session from the operator's side (docs/integrations.md)"
+            "The service takes a session's start only from a token with the start scope: start "
+            "each session from the operator's side (docs/integrations.md)."
         )
     for line in missing:  # a warning, whatever the output format
         click.echo(f"claim: the hooks will not run ({line})", err=True)

@@ -45,7 +45,14 @@ ATTEMPT_ENV = "CLAIM_ATTEMPT"
 @app.command(
     "run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False}
 )
-@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="The operator's claim.toml (default: the first found from the current folder, the "
+    "work tree, up to the root).",
+)
 @click.option(
     "--retries",
     type=click.IntRange(0, 20),

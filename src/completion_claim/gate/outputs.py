@@ -1,5 +1,6 @@
 """What CI systems read from a gate run: a Markdown summary (GitHub's job summary), a JUnit XML
-report (GitLab's and Jenkins' test widgets) and a dotenv file (GitLab's ``reports: dotenv``).
+report (GitLab's and Jenkins' test widgets), a dotenv file (GitLab's ``reports: dotenv``) and a
+SARIF 2.1.0 log (GitHub code scanning, and any SARIF viewer).
 
 Each is written atomically. The summary is appended to (GitHub's ``$GITHUB_STEP_SUMMARY`` is
 one file shared by every step of the job): the old content and the new are written together in
@@ -13,12 +14,19 @@ of its own and set another variable.
 
 from __future__ import annotations
 
+import hashlib
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote
 
+from .. import __version__
 from .._files import write_atomic
-from ..model import Claim
+from .._json import dumps
+from ..model import FILE_WRITE, TEST_RUN, Claim, Evidence
 from ..report import describe_finding, describe_unmet
+from ..verify import Unmet, evidence_ref
+from .reason import node_id
 from .run import GateResult
 
 DOTENV_REASON_LIMIT = 1000
@@ -83,7 +91,10 @@ def junit_report(result: GateResult, claim: Claim) -> bytes:
         else:
             message = "not covered by qualifying evidence"
         failure = ET.SubElement(case, "failure", message=message, type="not_covered")
-        failure.text = "\n".join([message, *why, result.agent_reason]).strip()
+        # Its own lines only: the agent's whole reason, repeated in every failure, buried them.
+        failure.text = "\n".join(
+            dict.fromkeys([message, *why, *_reason_lines(result, mutation.target)])
+        )
     met = {u.check_type for u in verdict.unmet if u.code == "requirement_unmet" and u.check_type}
     policy = verdict.policy_id
     # The requirements the verdict names as unmet, and those of the policy it was decided by.
@@ -97,7 +108,7 @@ def junit_report(result: GateResult, claim: Claim) -> bytes:
             ET.SubElement(
                 case, "failure", message=f"no supporting {check_type} observation counted",
                 type="requirement_unmet",
-            ).text = verdict.reason  # fmt: skip
+            ).text = describe_unmet(Unmet("requirement_unmet", check_type=check_type))  # fmt: skip
     case = ET.SubElement(suite, "testcase", classname=f"{_SUITE}.verdict", name="verdict")
     if verdict.state != "verified":
         failures += 1
@@ -111,6 +122,11 @@ def junit_report(result: GateResult, claim: Claim) -> bytes:
     root.append(suite)
     text: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
     return text + b"\n"
+
+
+def _reason_lines(result: GateResult, target: str) -> list[str]:
+    """The lines of the agent's reason that name ``target``."""
+    return [line for line in result.agent_reason.splitlines() if target in line]
 
 
 def _required(claim: Claim) -> tuple[str, ...]:
@@ -127,6 +143,164 @@ def dotenv(result: GateResult) -> str:
         "CLAIM_REASON": reason,
     }
     return "".join(f"{name}={value}\n" for name, value in values.items())
+
+
+SARIF_SCHEMA = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
+# What each stable unmet code means, for a SARIF viewer's rule help.
+_RULE_HELP = {
+    "contradicted": "An independent observation that counts contradicts the claim: a test the "
+    "change was judged by failed, or a record does not hold what the claim says.",
+    "no_evidence": "The claim holds no observation at all: nothing was checked.",
+    "no_supporting_evidence": "No observation counts and supports the claim.",
+    "no_mutations": "The gate found no change in the work tree, and the policy requires one.",
+    "mutation_uncovered": "A change is covered by no independent, recent observation made after "
+    "it that could have failed: a changed file by a passing test run, a record by a readback.",
+    "mutation_kind_unmapped": "A change is of a kind no check type of the policy may cover, or "
+    "the gate could not capture it.",
+    "protected_target_changed": "A change touches a target the policy protects (the gate's own "
+    "configuration): the operator's, not the agent's, to change.",
+    "requirement_unmet": "The policy requires a supporting observation of a check type, and "
+    "none counted.",
+}
+_GENERIC_HELP = "A requirement of the operator's policy is not met."
+
+
+def sarif_report(
+    result: GateResult, claim: Claim, root: Path, config: Path | None = None
+) -> dict[str, Any]:
+    """One SARIF result per unmet requirement of the verdict: an uncovered or unmapped change,
+    a contradiction, a missing requirement. ``root`` is the repository's root, for the test
+    files a failing test's name maps to; ``config`` the gate's claim.toml, where a result with
+    no file of its own is located when the file is in the repository (GitHub code scanning
+    refuses a result without a location)."""
+    fallback = _inside(config, root)
+    verdict = result.verdict
+    level = "error" if verdict.state == "refuted" else "warning"
+    mutations = {m.id: m for m in claim.mutations}
+    items = {evidence_ref(item, i): item for i, item in enumerate(claim.evidence)}
+    coverage = {c.mutation: c for c in verdict.coverage}
+    codes = list(dict.fromkeys(u.code for u in verdict.unmet))
+    results = []
+    for unmet in verdict.unmet:
+        lines = [describe_unmet(unmet)]
+        paths: list[str] = []
+        subject = unmet.check_type or ""
+        mutation = mutations.get(unmet.mutation or "")
+        if mutation is not None:
+            subject = f"{mutation.kind} {mutation.target}"
+            if mutation.kind == FILE_WRITE:
+                paths.append(mutation.target)
+            cover = coverage.get(mutation.id)
+            if cover is not None:
+                lines += [describe_finding(f) for r in cover.not_counted for f in r.reasons]
+            lines += _reason_lines(result, mutation.target)
+        item = items.get(unmet.evidence or "")
+        if item is not None:
+            subject = f"{item.check_type} {item.target}"
+            failed = _failed_tests(item, root)
+            lines += [f"{name} {message}" for name, message in failed]
+            paths += [name.partition("::")[0] for name, _ in failed if "::" in name]
+        results.append(
+            {
+                "ruleId": unmet.code,
+                "ruleIndex": codes.index(unmet.code),
+                "level": level,
+                "message": {"text": "\n".join(dict.fromkeys(lines))},
+                "locations": [_location(path) for path in dict.fromkeys(paths or fallback)],
+                # The same unmet requirement on the same subject is the same alert from one run
+                # to the next: code scanning closes it when a run no longer reports it.
+                "partialFingerprints": {
+                    "claimGate/v1": hashlib.sha256(f"{unmet.code}\0{subject}".encode()).hexdigest()
+                },
+            }
+        )
+    rules = [
+        {
+            "id": code,
+            "name": "".join(part.title() for part in code.split("_")),
+            "shortDescription": {"text": _RULE_SHORT.get(code, code)},
+            "help": {"text": _RULE_HELP.get(code, _GENERIC_HELP)},
+            "defaultConfiguration": {"level": "warning"},
+        }
+        for code in codes
+    ]
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "claim gate",
+                        "version": __version__,
+                        "informationUri": "https://github.com/completion-claim/completion-claim",
+                        "rules": rules,
+                    }
+                },
+                "automationDetails": {"id": f"claim-gate/{verdict.policy_id}/"},
+                "results": results,
+                "properties": {
+                    "verdict": verdict.state,
+                    "policy": verdict.policy_id,
+                    "claim": str(result.claim_path),
+                },
+            }
+        ],
+    }
+
+
+_RULE_SHORT = {
+    "contradicted": "An observation contradicts the claim",
+    "no_evidence": "No evidence",
+    "no_supporting_evidence": "No supporting evidence",
+    "no_mutations": "No change",
+    "mutation_uncovered": "A change no observation covers",
+    "mutation_kind_unmapped": "A change no check type may cover",
+    "protected_target_changed": "A protected target changed",
+    "requirement_unmet": "A required observation is missing",
+}
+
+
+def _failed_tests(item: Evidence, root: Path) -> list[tuple[str, str]]:
+    """A test run's failed tests as (node id, "failed: first line")."""
+    failures = (item.details or {}).get("failures")
+    if item.check_type != TEST_RUN or not isinstance(failures, list):
+        return []
+    found = []
+    for failure in failures:
+        if isinstance(failure, dict):
+            verb = "failed" if failure.get("outcome") == "failed" else "errored"
+            message = failure.get("message") or "no message"
+            found.append((node_id(str(failure.get("test", "")), root), f"{verb}: {message}"))
+    return found
+
+
+def _inside(path: Path | None, root: Path) -> list[str]:
+    """``path`` relative to ``root`` when it lies in it: [] otherwise."""
+    if path is None:
+        return []
+    try:
+        return [path.resolve().relative_to(root.resolve()).as_posix()]
+    except ValueError:
+        return []
+
+
+def _location(path: str) -> dict[str, Any]:
+    return {"physicalLocation": {"artifactLocation": {"uri": _uri(path), "uriBaseId": "%SRCROOT%"}}}
+
+
+def _uri(path: str) -> str:
+    """A work-tree path as a relative URI reference: percent-encoded, never absolute."""
+    return quote(path.lstrip("/"), safe="/-._~")
+
+
+def write_sarif(
+    path: Path, result: GateResult, claim: Claim, root: Path, config: Path | None = None
+) -> None:
+    log = sarif_report(result, claim, root, config)
+    write_atomic(path, dumps(log, indent=2).encode() + b"\n")
 
 
 def write_summary(path: Path, text: str) -> None:

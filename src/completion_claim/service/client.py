@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from .. import __version__
 from .._json import decode_bytes, loads
 from .._optional import needs_extra
-from ..errors import ClaimError, InvalidDocument, UsageError
+from ..errors import ClaimError, InvalidDocument, ObservationFailed, UsageError
 from ..observe.values import redact_url
 from .gate_service import MAX_OUTCOME_CHARS
 from .records import STATES
@@ -38,8 +38,9 @@ class ServiceError(ClaimError):
     """A request to the service did not give a usable answer."""
 
 
-class ServiceUnavailable(ServiceError):
-    """The service could not be reached: no connection, a timeout, a broken transfer."""
+class ServiceUnavailable(ServiceError, ObservationFailed):
+    """The service could not be reached: no connection, a timeout, a broken transfer. Nothing
+    was observed (exit 5), as when an observer cannot reach what it observes."""
 
 
 class ServiceRefused(ServiceError):
@@ -68,6 +69,7 @@ class ServiceClient:
         self.shown = redact_url(url)
         origin, transport = _origin_and_transport(url, self.shown)
         headers = {"user-agent": f"completion-claim/{__version__}", "accept": "application/json"}
+        self.has_token = token is not None
         if token is not None:
             token = token.strip()
             if not token or not token.isprintable() or not token.isascii():
@@ -196,7 +198,7 @@ def gate(client: ServiceClient, repo: str, outcome: str, session: str | None,
     """Ask the service to run the gate on ``repo`` (a path on the service's machine)."""
     body = {"repo": repo, "outcome": sendable_outcome(outcome), "session": session,
             "task_id": task_id}  # fmt: skip
-    answer = client.post_json("/v1/gate", body)
+    answer = _ask_gate(client, "/v1/gate", body)
     try:
         verdict = answer["verdict"]
         parsed = GateAnswer(
@@ -233,7 +235,7 @@ def sendable_outcome(outcome: str) -> str:
 def gate_start(client: ServiceClient, repo: str, session: str | None) -> tuple[str, int]:
     """Ask the service to take a session's baselines (a token with the ``start`` scope); the
     work tree's root it took them for and the start's ledger index."""
-    answer = client.post_json("/v1/gate/start", {"repo": repo, "session": session})
+    answer = _ask_gate(client, "/v1/gate/start", {"repo": repo, "session": session})
     if (
         type(answer) is not dict
         or type(answer.get("repo")) is not str
@@ -241,6 +243,20 @@ def gate_start(client: ServiceClient, repo: str, session: str | None) -> tuple[s
     ):
         raise ServiceError(f"{client.shown}: the answer is not what POST /v1/gate/start answers")
     return str(answer["repo"]), int(answer["index"])
+
+
+def _ask_gate(client: ServiceClient, path: str, body: dict[str, Any]) -> Any:
+    try:
+        return client.post_json(path, body)
+    except ServiceRefused as refused:
+        # The gate's endpoints want a token: without one, say where it comes from, not HTTP.
+        if refused.status == 401 and not client.has_token:
+            raise ServiceRefused(
+                f"POST {client.shown.rstrip('/')}{path}", 401,
+                "it needs a bearer token and none was given: pass --token-file FILE or set "
+                "$CLAIM_TOKEN",
+            ) from None  # fmt: skip
+        raise
 
 
 def _typed(value: Any, kind: type[_T]) -> _T:
