@@ -278,6 +278,8 @@ def test_report_init_hooks_and_token_json(
         "path": str(repo / ".claude" / "settings.json"),
         "harness": "claude-code",
         "installed": True,
+        "trusted": [],  # Claude Code asks no trust step of a project's hooks
+        "missing": [],
     }
     assert hooks("install")["installed"] is False
     assert hooks("uninstall")["removed"] > 0
