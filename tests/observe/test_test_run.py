@@ -1021,7 +1021,7 @@ def test_attack_47_the_code_under_test_cannot_forge_its_report(
     write_files(repo, {"calc.py": CALC_BUGGY + code})  # the tests are the trusted ones
     capture(claim, repo)
 
-    assert observe(claim, repo, "--trusted-ref", "main", "--", *PYTEST) == 0
+    assert observe(claim, repo, "--trusted-ref", head_commit(repo), "--", *PYTEST) == 0
 
     (item,) = evidence(claim)
     observed = item["observed_value"]
@@ -1063,7 +1063,7 @@ def test_attack_47_a_conftest_ending_the_session_early_does_not_verify(
     passing = "def test_aaa():\n    pass\n"
     trick = {"conftest.py": ENDS_THE_SESSION_EARLY, "tests/test_aaa.py": passing}
     repo = broken_fix(tmp_path, claim, trick)
-    ref = ("--trusted-ref", "main") if trusted else ()
+    ref = ("--trusted-ref", head_commit(repo)) if trusted else ()
 
     assert observe(claim, repo, *ref, "--", *PYTEST) == 0
 
@@ -1104,7 +1104,7 @@ def test_attack_60_a_session_the_code_under_test_starts_reports_nothing(
     write_files(repo, {"calc.py": CALC_BUGGY + RUNS_ITS_OWN_SESSION.format(in_process=in_process)})
     capture(claim, repo)
 
-    assert observe(claim, repo, "--trusted-ref", "main", "--", *PYTEST_S) == 0
+    assert observe(claim, repo, "--trusted-ref", head_commit(repo), "--", *PYTEST_S) == 0
 
     (item,) = evidence(claim)
     assert "2 passed" in "\n".join(item["details"]["output_tail"])  # its own session ran
@@ -1150,7 +1150,7 @@ def test_attack_61_a_process_the_tests_start_cannot_reach_the_runner(
     write_files(repo, {"calc.py": CALC})
     capture(claim, repo)
 
-    assert observer.observe(claim, repo, "--trusted-ref", "main", "--", *PYTEST_S) == 0
+    assert observer.observe(claim, repo, "--trusted-ref", head_commit(repo), "--", *PYTEST_S) == 0
 
     (item,) = evidence(claim)
     tail = "\n".join(item["details"]["output_tail"])
