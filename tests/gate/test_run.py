@@ -254,7 +254,8 @@ def test_a_changed_gate_configuration_in_the_work_tree_is_not_verified(
 
     result = run_gate(load_config(repo / "claim.toml", {}), repo, outcome="Done.")
 
-    assert result.verdict.state == "unverified"
+    # Judged under the operator's copy taken at the start (the strict file): its tests fail.
+    assert result.verdict.state == "refuted"
     assert "protected_target_changed" in [u.code for u in result.verdict.unmet]
     assert "you changed claim.toml, the gate's configuration" in result.agent_reason
 
@@ -375,9 +376,9 @@ def test_a_configuration_cannot_switch_the_gates_demands_off(
         'require_mutations = false\nprotected_targets = ["docs/x.md"]\n'
         '[policy.covered_by]\nuncaptured = ["test_run"]\nfile_write = ["test_run"]\n'
     )
-    result = run_gate(
-        write_config(lax + TEST_RUN_CHECK), correct_project(tmp_path / "repo"), outcome="Done."
-    )
+    config, repo = write_config(lax + TEST_RUN_CHECK), correct_project(tmp_path / "repo")
+    start_gate(config, repo)
+    result = run_gate(config, repo, outcome="Done.")
 
     assert [u.code for u in result.verdict.unmet] == ["no_mutations"]
     recorded = result.document["policy"]
@@ -411,7 +412,8 @@ def test_attack_62_a_configuration_link_re_pointed_at_a_file_already_in_the_tree
 
     result = run_gate(load_config(repo / "claim.toml", {}), repo, outcome="Done.")
 
-    assert result.verdict.state == "unverified"
+    # Judged under the operator's copy taken at the start (the strict file): its tests fail.
+    assert result.verdict.state == "refuted"
     assert "protected_target_changed" in [u.code for u in result.verdict.unmet]
     assert set(result.document["policy"]["protected_targets"]) == {
         "claim.toml", "ops/lenient.toml"
@@ -449,6 +451,7 @@ def test_a_configuration_reached_through_a_link_it_was_not_changed_through_verif
     (repo / "claim.toml").symlink_to("ops/strict.toml")
     git(repo, "add", "claim.toml")
     git(repo, "commit", "-q", "-m", "gate")
+    start_gate(load_config(repo / "claim.toml", {}), repo)
     write_files(repo, {"calc.py": CALC})
 
     result = run_gate(load_config(repo / "claim.toml", {}), repo, outcome="Fixed add().")
@@ -576,7 +579,7 @@ def test_attack_68_the_gate_sends_back_a_view_in_the_tables_place(
         conn.execute("CREATE VIEW accounts AS SELECT id, 'closed' AS status FROM accounts_real")
     config = write_config(READBACK_POLICY + readback_check(url))
 
-    result = run_gate(config, repo, outcome="Closed account 4471.")
+    result = run_gate(config, repo, outcome="Closed account 4471.", base=head_commit(repo))
 
     assert result.verdict.state == "unverified"
     item = evidence_of(result.document, "state_readback")
@@ -584,7 +587,7 @@ def test_attack_68_the_gate_sends_back_a_view_in_the_tables_place(
     assert "accounts is a view, not a table" in item["details"]["error"]
 
     allowed = write_config(READBACK_POLICY + readback_check(url) + 'allow_views = ["accounts"]\n')
-    result = run_gate(allowed, repo, outcome="Closed account 4471.")
+    result = run_gate(allowed, repo, outcome="Closed account 4471.", base=head_commit(repo))
     assert result.verdict.state == "verified"
     assert evidence_of(result.document, "state_readback")["details"]["views"] == ["accounts"]
 
