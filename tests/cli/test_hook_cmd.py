@@ -73,7 +73,8 @@ def start_payload(repo: Path, session: str = "s-1") -> str:
 
 def gate_start(repo: Path, *server: str, **env: str) -> None:
     """``claim gate --start`` for session s-1 before the agent works (what a harness with a
-    session-start hook does by itself)."""
+    session-start hook does by itself locally; through a service, the operator's side with a
+    start-scoped token)."""
     done = claim("gate", "--start", "--session", "s-1", *server, cwd=repo, env=env)
     assert done.returncode == 0, done.stderr
 
@@ -276,7 +277,7 @@ def test_the_service_sends_a_false_done_back_and_lets_the_fix_through(
 ) -> None:
     """The work tree's own claim.toml asks for nothing; the service's config runs the tests."""
     repo = buggy_project(service.observed / "repo")
-    gate_start(repo, "--server", service.url, CLAIM_TOKEN=service.token)
+    gate_start(repo, "--server", service.url, CLAIM_TOKEN=service.operator_token)
     write_files(repo, {"README.md": "fixed\n"})
 
     blocked = answer(stop_via(service, repo))
@@ -298,7 +299,7 @@ def test_the_service_sends_a_false_done_back_and_lets_the_fix_through(
 
 def test_the_token_can_come_from_a_file(service: GateService, tmp_path: Path) -> None:
     repo = buggy_project(service.observed / "repo")
-    gate_start(repo, "--server", service.url, CLAIM_TOKEN=service.token)
+    gate_start(repo, "--server", service.url, CLAIM_TOKEN=service.operator_token)
     write_files(repo, {"calc.py": CALC})
     token_file = tmp_path / "token"
     token_file.write_text(service.token + "\n")

@@ -255,8 +255,8 @@ def test_attack_20_an_outcome_the_service_refuses_does_not_let_a_false_done_thro
     says, so the client sends a form the service takes, and the broken work is sent back."""
     with gate_service(tmp_path / "svc") as service:
         repo = buggy_project(service.observed / "repo")
-        with ServiceClient(service.url, service.token) as http:
-            http.post_json("/v1/gate/start", {"repo": str(repo), "session": "s-1"})
+        with ServiceClient(service.url, service.operator_token) as operator:
+            operator.post_json("/v1/gate/start", {"repo": str(repo), "session": "s-1"})
         payload = {**documented_stop("claude-code", repo, "s-1"), "last_assistant_message": outcome}
         done = subprocess.run(
             [str(CLAIM), "hook", "stop", "--harness", "claude-code", "--server", service.url],

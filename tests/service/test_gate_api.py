@@ -54,8 +54,9 @@ def test_a_false_done_is_refuted_and_recorded_under_the_tokens_name(
     repo = buggy_project(service.observed / "repo")
     body = {"repo": str(repo), "outcome": "Done.", "session": "s-1", "task_id": "t-9"}
 
+    with client(service, service.operator_token) as operator:
+        operator.post_json("/v1/gate/start", {"repo": str(repo), "session": "s-1"})
     with client(service) as http:
-        http.post_json("/v1/gate/start", {"repo": str(repo), "session": "s-1"})
         write_files(repo, {"README.md": "fixed\n"})
         answer = http.post_json("/v1/gate", body)
         entry = http.get_json(f"/v1/claims/{answer['index']}")
@@ -72,8 +73,9 @@ def test_a_false_done_is_refuted_and_recorded_under_the_tokens_name(
 
 def test_an_honest_fix_is_verified_with_proven_independence(service: GateService) -> None:
     repo = buggy_project(service.observed / "repo")
+    with client(service, service.operator_token) as operator:
+        operator.post_json("/v1/gate/start", {"repo": str(repo)})
     with client(service) as http:
-        http.post_json("/v1/gate/start", {"repo": str(repo)})
         write_files(repo, {"calc.py": CALC})
         answer = http.post_json("/v1/gate", {"repo": str(repo), "outcome": "Fixed add()."})
     assert answer["verdict"]["state"] == "verified"
@@ -247,6 +249,7 @@ def _run_own_user_case(base: Path, python: Path, service_user: User, requester: 
     config, key = write_operator(ops, python=str(python))
     tokens = ops / "tokens"
     token = add_token(tokens, "requester")
+    starter = add_token(tokens, "orchestrator", ["start"])  # the operator's side starts sessions
     for path in (ops, *ops.rglob("*")):
         os.chown(path, service_user.uid, service_user.gid)
     ops.chmod(0o700)
@@ -301,7 +304,7 @@ def _run_own_user_case(base: Path, python: Path, service_user: User, requester: 
             requester.run([*claim, "gate", "--start", "--repo", str(repo), "--session",
                            DEFAULT_SESSIONS["claude-code"], "--server", f"unix://{socket_path}"],
                           groups=(service_user.gid,)),
-            capture_output=True, text=True, cwd=repo, env={**GIT_ENV, "CLAIM_TOKEN": token},
+            capture_output=True, text=True, cwd=repo, env={**GIT_ENV, "CLAIM_TOKEN": starter},
             timeout=HOOK_TIMEOUT_S, check=False,
         )  # fmt: skip
         assert started.returncode == 0, started.stderr
@@ -445,9 +448,9 @@ def test_attack_24_a_flood_of_gate_runs_does_not_stop_the_service_answering(
     config = service.settings.gate_config
     assert config is not None
     repo = buggy_project(service.observed / "repo")
-    with ServiceClient(service.url, service.token) as http:
+    with ServiceClient(service.url, service.operator_token) as operator:
         # Under the test-run configuration, which probes nothing at the start.
-        http.post_json("/v1/gate/start", {"repo": str(repo)})
+        operator.post_json("/v1/gate/start", {"repo": str(repo)})
     config.write_text(
         f'[gate]\nruns_dir = "{config.parent / "runs"}"\n\n[[check]]\ntype = "endpoint_health"\n'
         f'url = "http://127.0.0.1:{endpoint.server.server_port}/"\ntarget = "svc"\n'
