@@ -40,8 +40,14 @@ lint: $(BIN)/claim
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# One pytest worker a core (pytest-xdist): the tests mostly wait on subprocesses (the sandbox, git,
+# Chromium, the databases), so a worker a core keeps every core busy without oversubscribing the
+# machine. loadgroup hands tests out one at a time, but keeps a file's tests marked
+# xdist_group(name) on one worker. `make test WORKERS=0` runs them in this process.
+WORKERS ?= auto
+
 test: lint sandbox browser
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(WORKERS) --dist loadgroup
 
 # The real Claude Code CLI for tests/gate/e2e, cached per machine outside the repo; the tests
 # install it themselves on first use, this only does it ahead (a CI cache step, say).
