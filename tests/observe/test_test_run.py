@@ -529,6 +529,7 @@ def test_an_entity_bomb_is_refused_before_expansion() -> None:
 
 # --- the sandbox: issue 7 attacks ----------------------------------------------------------
 
+
 @dataclass
 class Observer:
     """Runs `claim observe test-run` as root (in this process), or as a throwaway non-root
