@@ -40,10 +40,11 @@ lint: $(BIN)/claim
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# One pytest worker a core (pytest-xdist): the tests mostly wait on subprocesses (the sandbox, git,
-# Chromium, the databases), so a worker a core keeps every core busy without oversubscribing the
-# machine. loadgroup hands tests out one at a time, but keeps a file's tests marked
-# xdist_group(name) on one worker. `make test WORKERS=0` runs them in this process.
+# A pytest-xdist worker a core. Tests also wait (timeouts, sleeps, servers starting), so more
+# workers than cores can finish sooner on an idle machine (WORKERS=4), at the price of the
+# time-bound tests and every other job racing for the CPU; WORKERS=0 runs in this process.
+# loadgroup hands tests out one at a time, for balance (a module's fixtures then run once a
+# worker), and keeps on one worker the tests that share an xdist_group mark.
 WORKERS ?= auto
 
 test: lint sandbox browser
