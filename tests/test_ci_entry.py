@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.needs import unavailable
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -24,7 +26,7 @@ def test_ci_run_fails_unless_pytest_passes(tmp_path: Path, pytest_exit: int) -> 
     """The linters, pytest and the system tools are stand-ins that exit as told; the Makefile
     and .ci/run are the real ones."""
     if shutil.which("make") is None:
-        pytest.skip("make is not installed")
+        unavailable("make is not installed")
     tools = tmp_path / "bin"
     tools.mkdir()
     for name in ("ruff", "mypy", "claim", "bwrap", "setpriv", "chromium"):
