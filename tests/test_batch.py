@@ -125,15 +125,21 @@ def test_a_worker_killed_mid_batch_loses_no_line(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=tmp_path,
+        start_new_session=True,
     ) as batch:
-        assert batch.stdin is not None
-        batch.stdin.write(chunk * 2)
-        batch.stdin.flush()
-        victim = _wait_for(lambda: _workers(batch.pid), "the pool never started")[0]
-        os.kill(victim, signal.SIGKILL)
-        # Reaped means the pool has noticed: the chunks sent from now on meet a broken pool.
-        _wait_for(lambda: not Path(f"/proc/{victim}").exists(), "the worker was never reaped")
-        out, err = batch.communicate(chunk * 4, timeout=HANG_TIMEOUT_S)
+        try:
+            assert batch.stdin is not None
+            batch.stdin.write(chunk * 2)
+            batch.stdin.flush()
+            victim = _wait_for(lambda: _workers(batch.pid), "the pool never started")[0]
+            os.kill(victim, signal.SIGKILL)
+            # Reaped means the pool has noticed: the chunks sent from now on meet a broken pool.
+            _wait_for(lambda: not Path(f"/proc/{victim}").exists(), "the worker was never reaped")
+            out, err = batch.communicate(chunk * 4, timeout=HANG_TIMEOUT_S)
+        except BaseException:
+            # A hung batch and its workers die here, or Popen's exit would wait on them forever.
+            os.killpg(batch.pid, signal.SIGKILL)
+            raise
     assert (batch.returncode, err) == (0, b"")
     lines = [json.loads(line) for line in out.splitlines()]
     assert len(lines) == 1200

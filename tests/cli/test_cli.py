@@ -11,7 +11,7 @@ import click
 import pytest
 
 from completion_claim import cli
-from completion_claim.cli import _COMMAND_MODULES, app, run
+from completion_claim.cli import _COMMAND_MODULES, EXIT_USAGE, app, run
 
 
 def test_every_command_is_where_the_group_looks_for_it() -> None:
@@ -64,3 +64,16 @@ def test_a_misspelt_command_gets_the_nearest_one(capsys: pytest.CaptureFixture[s
     assert capsys.readouterr().err == "claim: No such command 'verfy': did you mean 'verify'?\n"
     assert run(["zzzz"]) == 4
     assert capsys.readouterr().err == "claim: No such command 'zzzz'.\n"
+
+
+@pytest.mark.parametrize("argv", [[], ["observe"], ["hooks"]])
+def test_a_group_without_its_command_prints_its_help_as_it_is(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 21: the help came out squashed onto one line behind "claim: "."""
+    assert run(argv) == EXIT_USAGE
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"Usage: {' '.join(['claim', *argv])} [OPTIONS] COMMAND [ARGS]...\n")
+    assert "\nOptions:\n" in err
+    assert "\nCommands:\n" in err

@@ -244,6 +244,23 @@ def test_gate_start_then_gate_uses_the_start_commit(
     assert f"gate: base: {base} (the start record)" in capsys.readouterr().err
 
 
+def test_quiet_gate_prints_the_verdict_line_alone(
+    tmp_path: Path, config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 21: -q gave the gate's whole report and every progress line."""
+    repo = calc_project(tmp_path / "repo")
+    git(repo, "checkout", "-q", "-b", "agent")
+    gate = ["-q", "gate", "--config", str(config), "--repo", str(repo)]
+
+    assert run([*gate, "--start"]) == 0
+    assert capsys.readouterr() == ("", "")
+    write_files(repo, {"calc.py": CALC_BUGGY})
+    assert run([*gate, "--outcome", "Done."]) == 2
+    out, err = capsys.readouterr()
+    assert re.fullmatch(r"REFUTED  [^\n]+\n", out), out
+    assert err == ""
+
+
 def test_gate_without_a_configuration_says_how_to_make_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -179,6 +179,23 @@ def test_invalid_toml_names_the_line_tomllib_reports(tmp_path: Path) -> None:
     assert error_of(tmp_path, text).startswith("claim.toml:11: not valid TOML: ")
 
 
+@pytest.mark.parametrize(
+    ("tail", "problem"),
+    [
+        ("[extra", "Expected ']' at the end of a table declaration"),
+        ('note = "unfinished', "Unterminated string"),
+        ("note = [1,\n\n", "Invalid value"),  # the blank lines after it hold nothing
+    ],
+)
+def test_invalid_toml_at_the_end_names_the_last_line(
+    tmp_path: Path, tail: str, problem: str
+) -> None:
+    """Issue 21: tomllib says "at end of document", and the error named line 1."""
+    text = FULL + tail
+    last = len(FULL.splitlines()) + 1
+    assert error_of(tmp_path, text) == f"claim.toml:{last}: not valid TOML: {problem}"
+
+
 def test_a_key_inside_a_multi_line_string_is_not_mistaken_for_one(tmp_path: Path) -> None:
     text = FULL.replace(
         'trusted_ref = "main"\n',

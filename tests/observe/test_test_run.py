@@ -30,6 +30,7 @@ from completion_claim.observe.test_run import (
     read_records,
     report_name,
 )
+from tests.fixtures.installed import installed_python
 from tests.fixtures.projects import (
     CALC,
     CALC_BUGGY,
@@ -534,31 +535,6 @@ def test_an_entity_bomb_is_refused_before_expansion() -> None:
 
 # --- the sandbox: issue 7 attacks ----------------------------------------------------------
 
-# Packages the non-root observer's interpreter carries itself: pytest must run in the sandbox,
-# which mounts the interpreter's prefix and nothing of this suite's virtualenv.
-_PYTEST_PACKAGES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "pygments", "py.py")
-
-
-@pytest.fixture(scope="session")
-def non_root_python() -> Iterator[str]:
-    """An interpreter a non-root user can run (this suite's may live under /root): the system
-    Python in a virtualenv that finds this suite's packages, with pytest copied in."""
-    folder = Path(tempfile.mkdtemp(prefix="claim-observer-python-"))
-    folder.chmod(0o755)
-    venv = folder / "venv"
-    subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(venv)], check=True)
-    (site,) = venv.glob("lib/python3*/site-packages")
-    ours = Path(pytest.__file__).parent.parent
-    for name in _PYTEST_PACKAGES:
-        source = ours / name
-        if source.is_dir():
-            shutil.copytree(source, site / name)
-        else:
-            shutil.copy(source, site / name)
-    (site / "observer.pth").write_text(f"import site; site.addsitedir({str(ours)!r})\n")
-    yield str(venv / "bin" / "python")
-    shutil.rmtree(folder)
-
 
 @dataclass
 class Observer:
@@ -594,14 +570,13 @@ def _chown_tree(root: Path, uid: int, gid: int) -> None:
 
 
 @pytest.fixture(params=["root", "non-root"])
-def observer(
-    request: pytest.FixtureRequest, tmp_path: Path, claim: Path, non_root_python: str
-) -> Iterator[Observer]:
+def observer(request: pytest.FixtureRequest, tmp_path: Path, claim: Path) -> Iterator[Observer]:
     if request.param == "root":
         yield Observer(tmp_path, claim)
         return
     if os.geteuid() != 0:
         pytest.skip("this suite runs as a non-root user: the root case above is that case")
+    python = str(installed_python())
     name = f"claim-{uuid.uuid4().hex[:8]}"
     subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
                    check=True)  # fmt: skip
@@ -610,7 +585,7 @@ def observer(
         entry = pwd.getpwnam(name)
         own_claim = place / "claim.json"
         shutil.copy(claim, own_claim)
-        yield Observer(place, own_claim, (entry.pw_uid, entry.pw_gid), non_root_python)
+        yield Observer(place, own_claim, (entry.pw_uid, entry.pw_gid), python)
     finally:
         shutil.rmtree(place)
         subprocess.run(["userdel", name], check=True)

@@ -47,7 +47,7 @@ class Stub:
     status: int = 200
     body: bytes = b'{"ok": true}'
     headers: dict[str, str] = field(default_factory=lambda: {"content-type": "application/json"})
-    stall: threading.Event | None = None  # when set: wait on it before answering
+    stall: threading.Event | None = None  # when set: wait on it, then close unanswered
     seen: list[Seen] = field(default_factory=list)
     url: str = ""
 
@@ -61,7 +61,10 @@ def _handler(stub: Stub) -> type[BaseHTTPRequestHandler]:
                 Seen(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
             )
             if stub.stall is not None:
+                # Never answered: the client has given up by then, and writing to it would
+                # print a BrokenPipeError from this thread into whatever test runs next.
                 stub.stall.wait(10)
+                return
             self.send_response(stub.status)
             for name, value in stub.headers.items():
                 self.send_header(name, value)

@@ -17,7 +17,8 @@ import httpx
 
 from completion_claim.service.tokens import add_token
 from tests.cli.test_serve_cmd import JSON, fresh_claim
-from tests.service.test_gate_api import User, as_root_in_ci, own, shared_python, spare_ids
+from tests.fixtures.installed import installed_python
+from tests.service.test_gate_api import User, as_root_in_ci, own, spare_ids
 from tests.service.test_ops import ServedAs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,7 +92,7 @@ def test_the_image_command_line_serves_as_its_user_on_the_volume() -> None:
     base = Path(tempfile.mkdtemp(prefix="cc-image-"))
     base.chmod(0o755)
     try:
-        python = shared_python(base)
+        python = installed_python()
         user = User(service_id, service_id, base / "home")
         user.home.mkdir()
         own(user.home, user, 0o700)

@@ -10,7 +10,6 @@ import pwd
 import shutil
 import stat
 import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -32,6 +31,7 @@ from tests.fixtures.gate_service import (
     gate_service,
     write_operator,
 )
+from tests.fixtures.installed import installed_python
 from tests.fixtures.projects import CALC, GIT_ENV, write_files
 from tests.fixtures.serve import ready_line
 from tests.gate.payloads import DEFAULT_SESSIONS, documented_stop
@@ -190,37 +190,9 @@ def as_root_in_ci() -> None:
         unavailable("running the service as another user needs root, setpriv and bwrap")
 
 
-def everyone_can_reach(path: Path) -> bool:
-    """Whether any user may pass through every folder on the way to ``path``."""
-    return all(folder.stat().st_mode & stat.S_IXOTH for folder in Path(path).parents)
-
-
 def own(path: Path, user: User, mode: int) -> None:
     os.chown(path, user.uid, user.gid)
     path.chmod(mode)
-
-
-def shared_python(base: Path) -> Path:
-    """A Python every user can run, with this environment's packages: this one, when every user
-    can reach it; else the system interpreter of the same version in a virtual environment
-    holding hard links to this one's packages (the sandbox mounts the interpreter's prefix for
-    the test run, so the packages must be inside it)."""
-    needed = [os.path.realpath(sys.executable), sys.prefix, sys.base_prefix]
-    if all(everyone_can_reach(Path(path)) for path in needed):
-        return Path(sys.executable)
-    system = Path("/usr/bin/python3")
-    same = f"import sys; sys.exit(sys.version_info[:2] != {tuple(sys.version_info[:2])})"
-    if not system.is_file() or subprocess.run([str(system), "-c", same], check=False).returncode:
-        unavailable(f"no Python {sys.version_info[:2]} every user can run")
-    venv = base / "py"
-    subprocess.run([str(system), "-m", "venv", "--without-pip", str(venv)], check=True)
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    ours = Path(sys.prefix) / "lib" / version / "site-packages"
-    theirs = venv / "lib" / version / "site-packages"
-    subprocess.run(["cp", "-al", f"{ours}/.", str(theirs)], check=True)
-    probe = [str(venv / "bin" / "python"), "-c", "import completion_claim, fastapi, pytest"]
-    subprocess.run(probe, check=True, env={**os.environ, "HOME": str(base)})
-    return venv / "bin" / "python"
 
 
 def test_attack_19_the_service_as_its_own_user_observes_and_signs_what_the_requester_cannot() -> (
@@ -231,7 +203,7 @@ def test_attack_19_the_service_as_its_own_user_observes_and_signs_what_the_reque
     base = Path(tempfile.mkdtemp(prefix="cc-own-"))  # short, for the socket's path
     base.chmod(0o755)
     try:
-        python = shared_python(base)
+        python = installed_python()
         service_user = User(service_id, service_id, base / "svc-home")
         requester = User(requester_id, requester_id, base / "req-home")
         _run_own_user_case(base, python, service_user, requester)

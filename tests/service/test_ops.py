@@ -22,10 +22,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from completion_claim.trust.keys import SigningKey, write_private_key
 from tests.cli.test_serve_cmd import JSON, fresh_claim
 from tests.fixtures.gate_service import buggy_project, write_operator
+from tests.fixtures.installed import installed_python
 from tests.fixtures.serve import ready_line, served
 from tests.needs import service_unavailable, unique
 from tests.service.conftest import CONNECT_TIMEOUT, POSTGRES_URL, postgres_schema_url
-from tests.service.test_gate_api import User, as_root_in_ci, own, shared_python, spare_ids
+from tests.service.test_gate_api import User, as_root_in_ci, own, spare_ids
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -165,7 +166,7 @@ def test_readiness_follows_a_sqlite_ledger_its_user_cannot_reach() -> None:
     base = Path(tempfile.mkdtemp(prefix="cc-ready-"))
     base.chmod(0o755)
     try:
-        python = shared_python(base)
+        python = installed_python()
         user = User(service_id, service_id, base / "home")
         user.home.mkdir()
         own(user.home, user, 0o700)

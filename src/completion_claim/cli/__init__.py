@@ -139,6 +139,9 @@ def run(argv: Sequence[str] | None = None) -> int:
         result = app.main(args=args, prog_name="claim", standalone_mode=False)
     except click.exceptions.Exit as done:  # --help, --version
         return done.exit_code
+    except click.exceptions.NoArgsIsHelpError as bare:  # `claim`, `claim observe`: no command
+        click.echo(bare.ctx.get_help(), err=True)
+        return EXIT_USAGE
     except Exception as error:  # the one place errors become exit codes
         code = next((c for kind, c in _exit_for_error() if isinstance(error, kind)), None)
         if code is None:

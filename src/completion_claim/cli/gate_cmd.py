@@ -20,7 +20,7 @@ from ..model import parse_claim
 from ..observe.git_capture import repository_root
 from ..observe.repository import git_process
 from . import EXIT_VERIFIED, app
-from ._output import emit_json, json_option, say
+from ._output import emit_json, json_option, output, say
 from ._server import SERVER_OPTION, TOKEN_FILE_OPTION, ask_gate, ask_start
 
 if TYPE_CHECKING:
@@ -31,7 +31,8 @@ MAX_OUTCOME_BYTES = 64 * 1024
 
 class _StderrEvents:
     def step(self, name: str, detail: str) -> None:
-        click.echo(f"gate: {name}: {' '.join(detail.split())}", err=True)
+        if not output().quiet:
+            click.echo(f"gate: {name}: {' '.join(detail.split())}", err=True)
 
 
 @app.command("init")
@@ -200,7 +201,7 @@ def gate_command(
         finally:
             if ledger is not None:
                 ledger.close()
-        click.echo(f"recorded the start: {path}")
+        say(f"recorded the start: {path}")
         if ledger is not None:
             click.echo(f"ledger index {logged.index}")
         return EXIT_VERIFIED
@@ -239,12 +240,22 @@ def gate_command(
             **({} if index is None else {"ledger_index": index}),
         }, indent=2))  # fmt: skip
     else:
-        click.echo(result.report, nl=False)
-        if result.agent_reason:
-            click.echo("\nFor the agent:\n" + result.agent_reason)
-        if index is not None:
-            click.echo(f"ledger index {index}")
+        _show(
+            result.report, result.agent_reason, None if index is None else f"ledger index {index}"
+        )
     return result.exit_code
+
+
+def _show(report: str, agent_reason: str, ledger_line: str | None) -> None:
+    """The report, the reason for the agent and the ledger entry; -q: the verdict line alone."""
+    if output().quiet:
+        click.echo(report.partition("\n")[0])
+        return
+    click.echo(report, nl=False)
+    if agent_reason:
+        click.echo("\nFor the agent:\n" + agent_reason)
+    if ledger_line is not None:
+        click.echo(ledger_line)
 
 
 def _open_ledger(url: str, key_path: str | None, config: GateConfig) -> Ledger:
@@ -277,7 +288,7 @@ def _gate_by_service(
         if outcome is not None or outcome_file is not None or task_id is not None:
             raise UsageError("--start takes no --outcome, --outcome-file or --task-id")
         root, index = ask_start(server, token_file, repo, session)
-        click.echo(f"the service recorded the start for {root}: ledger index {index}")
+        say(f"the service recorded the start for {root}: ledger index {index}")
         return EXIT_VERIFIED
     answer = ask_gate(server, token_file, repo, _outcome(outcome, outcome_file), session, task_id)
     if as_json:
@@ -288,10 +299,9 @@ def _gate_by_service(
             "agent_reason": answer.agent_reason,
         }, indent=2))  # fmt: skip
     else:
-        click.echo(answer.report, nl=False)
-        if answer.agent_reason:
-            click.echo("\nFor the agent:\n" + answer.agent_reason)
-        click.echo(f"ledger index {answer.index}: {answer.claim_path}")
+        _show(
+            answer.report, answer.agent_reason, f"ledger index {answer.index}: {answer.claim_path}"
+        )
     return answer.exit_code
 
 

@@ -178,10 +178,11 @@ def load_config(
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        # tomllib's message ends "(at line N, column M)".
+        # tomllib's message ends "(at line N, column M)", or "(at end of document)": an
+        # unfinished value or header, which is on the last line that holds anything.
         found = re.search(r"at line (\d+)", str(exc))
-        where = found.group(1) if found else "1"
-        problem = re.sub(r"\s*\(at line \d+, column \d+\)$", "", str(exc))
+        where = found.group(1) if found else str(len(text.rstrip().splitlines()) or 1)
+        problem = re.sub(r"\s*\((at line \d+, column \d+|at end of document)\)$", "", str(exc))
         raise ConfigError(f"{path.name}:{where}: not valid TOML: {problem}") from None
     return _Reader(path, text, environ, read).config(document)
 
