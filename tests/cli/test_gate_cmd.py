@@ -105,7 +105,7 @@ def test_init_says_to_commit_the_file_the_gate_will_then_accept(
 
     git(repo, "add", "claim.toml")
     git(repo, "commit", "-qm", "gate")
-    assert run(["gate", "--start"]) == 0  # the operator's commit is the new start
+    assert run(["gate", "--start", "--restart"]) == 0  # the operator's commit: a new start
     assert run(["gate", "--outcome", "Fixed add()."]) == 0
 
 
