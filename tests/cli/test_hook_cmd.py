@@ -289,8 +289,8 @@ def test_the_service_sends_a_false_done_back_and_lets_the_fix_through(
     allowed = answer(stop_via(service, repo))
     assert "decision" not in allowed
     assert allowed["systemMessage"].startswith("completion-claim: verified (recorded at ")
-    assert allowed["systemMessage"].endswith("/claims/1)")
-    entries = [service.ledger.get(i) for i in range(2)]
+    assert allowed["systemMessage"].endswith("/claims/2)")  # 0 is the session's start
+    entries = [service.ledger.get(i) for i in range(1, 3)]
     assert [(e.state, e.via, e.submitted_by) for e in entries if e] == [
         ("refuted", "gate", TOKEN_NAME),
         ("verified", "gate", TOKEN_NAME),

@@ -22,7 +22,7 @@ from completion_claim.cli.serve_cmd import is_loopback
 from completion_claim.timefmt import format_time
 from completion_claim.trust.keys import SigningKey, write_private_key
 from tests.builders import claim_doc, evidence, mutation
-from tests.fixtures.gate_service import buggy_project, write_operator
+from tests.fixtures.gate_service import buggy_project, pin_base, write_operator
 from tests.fixtures.serve import CLAIM, served
 
 JSON = {"Content-Type": "application/json"}
@@ -266,6 +266,7 @@ def test_the_gate_steps_are_logged_on_stderr(tmp_path: Path) -> None:
     observed.mkdir()
     config, key = write_operator(ops)
     repo = buggy_project(observed / "calc")
+    pin_base(config, repo)  # no tokens: nobody may start a session
     args = ("--ledger", ledger_in(ops), "--key", str(key), "--observe-root", str(observed))
     with served(*args, "--gate-config", str(config)) as service:
         answer = httpx.post(

@@ -273,7 +273,7 @@ def test_attack_20_an_outcome_the_service_refuses_does_not_let_a_false_done_thro
         )
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["decision"] == "block"
-        entry = service.ledger.get(0)
+        entry = service.ledger.get(1)  # 0 is the session's start
         assert entry is not None
         assert entry.state == "refuted"
         assert entry.claim["claimed_outcome"].startswith(outcome[:9].rstrip("\0"))

@@ -440,9 +440,9 @@ def test_attack_24_a_flood_of_gate_runs_does_not_stop_the_service_answering(
             thread.start()
         assert endpoint.arrived.acquire(timeout=60), "no gate run reached the endpoint"
         with ServiceClient(service.url, timeout_s=20) as http:
-            assert http.get_json("/v1/tree-head")["size"] == 0
+            assert http.get_json("/v1/tree-head")["size"] == 1  # the start alone
     finally:
         endpoint.close()
         for thread in flood:
             thread.join(GATE_STALL_S * 2)
-    assert service.ledger.tree_head().size == FLOOD
+    assert service.ledger.tree_head().size == 1 + FLOOD

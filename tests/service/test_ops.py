@@ -21,9 +21,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from completion_claim.trust.keys import SigningKey, write_private_key
 from tests.cli.test_serve_cmd import JSON, fresh_claim
-from tests.fixtures.gate_service import buggy_project, write_operator
+from tests.fixtures.gate_service import buggy_project, pin_base, write_operator
 from tests.fixtures.installed import installed_python
-from tests.fixtures.projects import head_commit
 from tests.fixtures.serve import ready_line, served
 from tests.needs import service_unavailable, unique
 from tests.service.conftest import CONNECT_TIMEOUT, POSTGRES_URL, postgres_schema_url
@@ -129,9 +128,7 @@ def test_a_gate_run_is_counted_and_timed(tmp_path: Path) -> None:
     observed.mkdir()
     config, key = write_operator(ops)
     repo = buggy_project(observed / "calc")
-    # No tokens, so nobody may start a session: the operator pins the base in its own file.
-    text = config.read_text(encoding="utf-8")
-    config.write_text(text.replace("[gate]\n", f'[gate]\nbase = "{head_commit(repo)}"\n', 1))
+    pin_base(config, repo)  # no tokens: nobody may start a session
     ledger = f"sqlite:///{ops / 'ledger.sqlite'}"
     args = ("--ledger", ledger, "--key", str(key), "--observe-root", str(observed))
     with (
