@@ -815,17 +815,19 @@ SHADOWS = {
         "state=closed",
         "function {s}.state({t})",
     ),
-    # lower(m) for an enum m: the type's owner casts it to text implicitly by its own function.
-    "cast": (
-        "CREATE TYPE {s}.mood AS ENUM ('low'); CREATE FUNCTION {s}.lie({s}.mood) RETURNS text"
-        " LANGUAGE sql AS $$ SELECT '94107' $$; CREATE CAST ({s}.mood AS text) WITH FUNCTION"
-        " {s}.lie({s}.mood) AS IMPLICIT; CREATE TABLE {s}.moods (m {s}.mood);"
-        " INSERT INTO {s}.moods VALUES ('low'); GRANT SELECT ON {s}.moods TO {s}",
-        "SELECT lower(m) AS zip FROM {s}.moods",
-        "zip=94107",
-        "to text by {s}.lie",
-    ),
 }
+
+
+# lower(m) for an enum m: the type's owner casts it to text implicitly by its own function. A
+# cast belongs to the whole database (no schema holds it), and the readback refuses every query
+# while one of the database's own exists: it is made in a database of its own, so that no other
+# test's readback (another worker's, another run's) meets it.
+CAST_SHADOW = (
+    "CREATE TYPE {s}.mood AS ENUM ('low'); CREATE FUNCTION {s}.lie({s}.mood) RETURNS text"
+    " LANGUAGE sql AS $$ SELECT '94107' $$; CREATE CAST ({s}.mood AS text) WITH FUNCTION"
+    " {s}.lie({s}.mood) AS IMPLICIT; CREATE TABLE {s}.moods (m {s}.mood);"
+    " INSERT INTO {s}.moods VALUES ('low'); GRANT SELECT ON {s}.moods TO {s}"
+)
 
 
 @pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
@@ -862,9 +864,39 @@ def test_attack_56_a_schema_on_the_search_path_cannot_answer_for_pg_catalog(
     # Without the schema the same query reads the record as it is, or fails: the table has no
     # state column, and the table of moods is gone.
     exit_code = readback(claim, server_table.url, "--query", query, "--expect", expect)
-    failed = shadow in ("attribute", "cast")
+    failed = shadow == "attribute"
     assert exit_code == (5 if failed else 0)
     assert verdict_of(claim) == ("unverified" if failed else "refuted")
+
+
+@pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
+def test_attack_56_a_cast_of_the_databases_own_cannot_answer_for_pg_catalog(
+    postgres: Any, server_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The agent's enum type, cast to text implicitly by its own function: lower(m) returns
+    what the check expects. In a database of its own (see CAST_SHADOW)."""
+    import psycopg
+
+    role = server_table.url.partition("://")[2].partition("@")[0]
+    database = unique("claim_casts")
+    postgres.execute(f"CREATE DATABASE {database}")
+    try:
+        admin = server_table.admin_url.rpartition("/")[0] + f"/{database}"
+        with psycopg.connect(admin, autocommit=True) as own:
+            own.execute(f"CREATE SCHEMA {role}")
+            own.execute(f"GRANT USAGE ON SCHEMA {role} TO {role}")
+            own.execute(CAST_SHADOW.format(s=role))
+        url = server_table.url.rpartition("/")[0] + f"/{database}"
+        query = f"SELECT lower(m) AS zip FROM {role}.moods"
+        with psycopg.connect(url) as conn:  # control: the role's query lies
+            assert conn.execute(query).fetchone() == ("94107",)
+        before = claim.read_bytes()
+        assert readback(claim, url, "--query", query, "--expect", "zip=94107") == 4
+        err = capsys.readouterr().err
+        assert f"to text by {role}.lie, the database's own code" in err, err
+        assert claim.read_bytes() == before
+    finally:
+        postgres.execute(f"DROP DATABASE {database} WITH (FORCE)")
 
 
 @pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
