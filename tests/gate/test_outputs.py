@@ -14,7 +14,7 @@ import jsonschema
 from completion_claim import parse_claim, verify
 from completion_claim.cli import run
 from completion_claim.gate import outputs
-from completion_claim.gate.run import EXIT_FOR_STATE, GateResult
+from completion_claim.gate.run import EXIT_FOR_STATE, GateResult, start_gate
 from tests.builders import at, claim_doc, evidence, mutation
 from tests.fixtures.projects import CALC_BUGGY, calc_project, write_files
 from tests.gate.conftest import POLICY as GATE_POLICY
@@ -272,6 +272,7 @@ def test_the_gate_writes_sarif_naming_the_failing_test_and_the_change(
 ) -> None:
     repo = calc_project(tmp_path / "repo")
     config = write_config(GATE_POLICY + TEST_RUN_CHECK)
+    start_gate(config, repo)
     write_files(repo, {"calc.py": CALC_BUGGY})
     sarif = tmp_path / "out" / "gate.sarif"
     sarif.parent.mkdir()

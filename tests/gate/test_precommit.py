@@ -56,6 +56,11 @@ def test_pre_commit_refuses_a_broken_push_and_lets_the_fix_through(tmp_path: Pat
         {"calc.py": CALC, "tests/test_calc.py": TEST_CALC, "claim.toml": config},
     )
     git(repo, "checkout", "-q", "-b", "feature")
+    started = subprocess.run(
+        [sys.executable, "-m", "completion_claim", "gate", "--start"],
+        cwd=repo, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr
     write_files(repo, {"calc.py": CALC_BUGGY})
     git(repo, "commit", "-q", "-am", "add, rewritten")
 

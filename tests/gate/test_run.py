@@ -254,8 +254,9 @@ def test_a_changed_gate_configuration_in_the_work_tree_is_not_verified(
 
     result = run_gate(load_config(repo / "claim.toml", {}), repo, outcome="Done.")
 
-    # Judged under the operator's copy taken at the start (the strict file): its tests fail.
-    assert result.verdict.state == "refuted"
+    # Judged under the operator's copy taken at the start: the fix passes its tests, and the
+    # changed configuration alone keeps the claim from being verified.
+    assert result.verdict.state == "unverified"
     assert "protected_target_changed" in [u.code for u in result.verdict.unmet]
     assert "you changed claim.toml, the gate's configuration" in result.agent_reason
 
