@@ -5,6 +5,10 @@ with the input's ``line`` number and the claim's ``task_id`` first, or, for a li
 verified, ``{"line", "state": "invalid" | "error", "error"}``; the lines after it are verified
 all the same. At most a fixed number of chunks are in flight, so memory does not grow with the
 input however fast it can be read.
+
+Worker processes are this module's own, not a ``ProcessPoolExecutor``: that pool's workers share
+one pipe for their results, so a worker killed halfway through sending one left the pool reading
+the rest for ever. Here each worker has pipes of its own, and its death costs only its chunk.
 """
 
 from __future__ import annotations
