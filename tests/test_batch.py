@@ -8,6 +8,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -133,6 +134,11 @@ def _idle_after_writing(pid: int) -> bool:
         return False
 
 
+def _done_verifying(pid: int) -> bool:
+    """Waits on a pipe after writing: sends its answer, or waits for work after sending it."""
+    return _in_pipe_write(pid) or _idle_after_writing(pid)
+
+
 def _dead(pid: int) -> bool:
     """Gone, or a zombie that its parent has not reaped yet."""
     try:
@@ -198,3 +204,34 @@ def test_a_worker_killed_after_answering_loses_nothing(tmp_path: Path) -> None:
     lines = _kill_a_worker_then_finish(tmp_path, chunk, _idle_after_writing, 2)
     assert [line["line"] for line in lines] == list(range(1, 4 * CHUNK_LINES + 1))
     assert {line["state"] for line in lines} == {"invalid"}
+
+
+def test_workers_do_not_outlive_a_killed_batch(tmp_path: Path) -> None:
+    """The batch itself SIGKILLed once its workers are done with their chunks (each waits to
+    send an answer larger than a pipe holds, or for more work): they end too, instead of
+    waiting for ever on pipes whose other end is gone."""
+    chunk = (json.dumps(claim_doc()).encode() + b"\n") * CHUNK_LINES
+    argv = ["verify", "--batch", "-", "--jobs", "2", "--at", "2026-08-27T18:00:20Z"]
+    with subprocess.Popen(
+        [str(CLAIM_SCRIPT), *argv],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        cwd=tmp_path,
+        start_new_session=True,
+    ) as batch:
+        try:
+            assert batch.stdin is not None
+            batch.stdin.write(chunk * 2)
+            batch.stdin.flush()
+
+            def both_done() -> list[int]:
+                found = _workers(batch.pid)
+                return found if len(found) == 2 and all(map(_done_verifying, found)) else []
+
+            workers = _wait_for(both_done, "the two workers never got done with their chunks")
+            os.kill(batch.pid, signal.SIGKILL)
+            _wait_for(lambda: all(map(_dead, workers)), "a worker outlived the batch")
+        finally:
+            # Whatever is left dies here, or Popen's exit would wait on it.
+            with suppress(ProcessLookupError):
+                os.killpg(batch.pid, signal.SIGKILL)
