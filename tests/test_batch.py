@@ -8,6 +8,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -114,10 +115,44 @@ def _wait_for(condition: Callable[[], object], what: str) -> Any:
     return result
 
 
-def test_a_worker_killed_mid_batch_loses_no_line(tmp_path: Path) -> None:
-    """A worker that dies (the OOM killer, say) leaves its lines unverified, each said so; the
-    lines after it are verified by fresh workers."""
-    chunk = (json.dumps(claim_doc()).encode() + b"\n") * 200  # batch.CHUNK_LINES
+def _in_pipe_write(pid: int) -> bool:
+    """Whether process ``pid`` waits in the kernel for room in a pipe it writes to."""
+    try:
+        return Path(f"/proc/{pid}/wchan").read_text().endswith("pipe_write")
+    except OSError:
+        return False
+
+
+def _idle_after_writing(pid: int) -> bool:
+    """Whether process ``pid`` waits to read a pipe after it wrote something (a worker: waits
+    for work after it sent an answer, not before its first)."""
+    try:
+        waiting = Path(f"/proc/{pid}/wchan").read_text().endswith("pipe_read")
+        io = Path(f"/proc/{pid}/io").read_text().split()
+        return waiting and int(io[io.index("wchar:") + 1]) > 0
+    except OSError:
+        return False
+
+
+def _done_verifying(pid: int) -> bool:
+    """Waits on a pipe after writing: sends its answer, or waits for work after sending it."""
+    return _in_pipe_write(pid) or _idle_after_writing(pid)
+
+
+def _dead(pid: int) -> bool:
+    """Gone, or a zombie that its parent has not reaped yet."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def _kill_a_worker_then_finish(
+    tmp_path: Path, chunk: bytes, when: Callable[[int], bool], more_chunks: int
+) -> list[dict[str, Any]]:
+    """Run a batch of two chunks, SIGKILL a worker once ``when(its pid)`` holds, then feed
+    ``more_chunks`` more: the output lines of a batch that exited 0 and wrote nothing on
+    stderr."""
     argv = ["verify", "--batch", "-", "--jobs", "2", "--at", "2026-08-27T18:00:20Z"]
     with subprocess.Popen(
         [str(CLAIM_SCRIPT), *argv],
@@ -129,22 +164,74 @@ def test_a_worker_killed_mid_batch_loses_no_line(tmp_path: Path) -> None:
     ) as batch:
         try:
             assert batch.stdin is not None
+            # The batch reads on for a third chunk meanwhile: nothing reads the answers.
             batch.stdin.write(chunk * 2)
             batch.stdin.flush()
-            victim = _wait_for(lambda: _workers(batch.pid), "the pool never started")[0]
+            victim = _wait_for(
+                lambda: [pid for pid in _workers(batch.pid) if when(pid)],
+                f"no worker ever met {when.__name__}",
+            )[0]
             os.kill(victim, signal.SIGKILL)
-            # Reaped means the pool has noticed: the chunks sent from now on meet a broken pool.
-            _wait_for(lambda: not Path(f"/proc/{victim}").exists(), "the worker was never reaped")
-            out, err = batch.communicate(chunk * 4, timeout=HANG_TIMEOUT_S)
+            _wait_for(lambda: _dead(victim), "the worker never died")
+            out, err = batch.communicate(chunk * more_chunks, timeout=HANG_TIMEOUT_S)
         except BaseException:
             # A hung batch and its workers die here, or Popen's exit would wait on them forever.
             os.killpg(batch.pid, signal.SIGKILL)
             raise
     assert (batch.returncode, err) == (0, b"")
-    lines = [json.loads(line) for line in out.splitlines()]
-    assert len(lines) == 1200
-    for line in lines[:400]:
-        assert line["state"] == "verified" or line["error"].startswith(
-            "internal error: BrokenProcessPool: "
-        ), line
-    assert {line["state"] for line in lines[400:]} == {"verified"}
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def test_a_worker_killed_mid_answer_loses_its_lines_alone(tmp_path: Path) -> None:
+    """A worker that dies (the OOM killer, say) halfway through sending an answer larger than a
+    pipe holds: its lines are unverified, each says how it died, and the lines after them are
+    verified by fresh workers. The batch once waited for the rest of that answer for ever."""
+    chunk = (json.dumps(claim_doc()).encode() + b"\n") * CHUNK_LINES  # ~100 KB of verdicts
+    lines = _kill_a_worker_then_finish(tmp_path, chunk, _in_pipe_write, 4)
+    assert [line["line"] for line in lines] == list(range(1, 6 * CHUNK_LINES + 1))
+    lost = "internal error: the worker process verifying this line died (SIGKILL)"
+    first_two = [
+        {line.get("error", line["state"]) for line in lines[i : i + CHUNK_LINES]}
+        for i in (0, CHUNK_LINES)
+    ]
+    assert sorted(first_two, key=str) == [{lost}, {"verified"}]
+    assert {line["state"] for line in lines[2 * CHUNK_LINES :]} == {"verified"}
+
+
+def test_a_worker_killed_after_answering_loses_nothing(tmp_path: Path) -> None:
+    """An answer sent whole counts even when its worker dies next, waiting for more work."""
+    chunk = b"{}\n" * CHUNK_LINES  # each an invalid line: the answer fits in a pipe
+    lines = _kill_a_worker_then_finish(tmp_path, chunk, _idle_after_writing, 2)
+    assert [line["line"] for line in lines] == list(range(1, 4 * CHUNK_LINES + 1))
+    assert {line["state"] for line in lines} == {"invalid"}
+
+
+def test_workers_do_not_outlive_a_killed_batch(tmp_path: Path) -> None:
+    """The batch itself SIGKILLed once its workers are done with their chunks (each waits to
+    send an answer larger than a pipe holds, or for more work): they end too, instead of
+    waiting for ever on pipes whose other end is gone."""
+    chunk = (json.dumps(claim_doc()).encode() + b"\n") * CHUNK_LINES
+    argv = ["verify", "--batch", "-", "--jobs", "2", "--at", "2026-08-27T18:00:20Z"]
+    with subprocess.Popen(
+        [str(CLAIM_SCRIPT), *argv],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        cwd=tmp_path,
+        start_new_session=True,
+    ) as batch:
+        try:
+            assert batch.stdin is not None
+            batch.stdin.write(chunk * 2)
+            batch.stdin.flush()
+
+            def both_done() -> list[int]:
+                found = _workers(batch.pid)
+                return found if len(found) == 2 and all(map(_done_verifying, found)) else []
+
+            workers = _wait_for(both_done, "the two workers never got done with their chunks")
+            os.kill(batch.pid, signal.SIGKILL)
+            _wait_for(lambda: all(map(_dead, workers)), "a worker outlived the batch")
+        finally:
+            # Whatever is left dies here, or Popen's exit would wait on it.
+            with suppress(ProcessLookupError):
+                os.killpg(batch.pid, signal.SIGKILL)
