@@ -124,11 +124,10 @@ def test_no_change_is_unverified_even_when_the_tests_pass(
 
     assert (result.verdict.state, result.exit_code) == ("unverified", 1)
     assert result.document["mutations"] == []
-    assert [u.code for u in result.verdict.unmet] == ["no_mutations"]
-    # The evidence alone would verify; the sentence must not say so.
-    assert result.verdict.reason == (
-        "Unverified: the claim records no change, and the policy requires one (require_mutations)."
-    )
+    # No check ran: the whole suite would only confirm what require_mutations already decided.
+    assert result.document["evidence"] == []
+    assert "no_mutations" in [u.code for u in result.verdict.unmet]
+    assert "The claim records no change, and the policy requires one" in result.verdict.reason
     assert result.agent_reason.startswith("nothing changed in the work tree")
     assert result.document["claimed_outcome"] == "Done."
 
@@ -380,7 +379,7 @@ def test_a_configuration_cannot_switch_the_gates_demands_off(
     start_gate(config, repo)
     result = run_gate(config, repo, outcome="Done.")
 
-    assert [u.code for u in result.verdict.unmet] == ["no_mutations"]
+    assert "no_mutations" in [u.code for u in result.verdict.unmet]
     recorded = result.document["policy"]
     assert (recorded["require_mutations"], recorded["protected_targets"]) == (True, ["docs/x.md"])
     assert recorded["covered_by"] == {"file_write": ["test_run"]}

@@ -205,7 +205,12 @@ def run_gate(
             "evidence": [],
         },
     )
-    for number, check in enumerate(() if capture_error else config.checks, start=1):
+    # Nothing changed: the verdict is unverified (require_mutations) whatever a check sees, so
+    # none runs; the recorded claim, without evidence, re-verifies to the same verdict.
+    skipped = capture_error is not None or not mutations
+    if not mutations:
+        events.step("checks", "none run: nothing changed")
+    for number, check in enumerate(() if skipped else config.checks, start=1):
         _observe(config, check, number, claim_path, mutations, root, record, trusted_ref,
                  deadline, events)  # fmt: skip
     raw, claim = read_claim(claim_path)
