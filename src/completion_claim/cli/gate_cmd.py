@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,7 +16,15 @@ from .._files import read_limited, write_atomic
 from .._json import dumps
 from .._optional import needs_extra
 from ..errors import UsageError
-from ..gate.config import CONFIG_NAME, GateConfig, find_config, load_config, look_at, starter_config
+from ..gate.config import (
+    CONFIG_NAME,
+    GateConfig,
+    find_config,
+    load_config,
+    look_at,
+    pytest_interpreter,
+    starter_config,
+)
 from ..gate.run import NO_OUTCOME, run_gate, start_gate
 from ..model import parse_claim
 from ..observe.git_capture import repository_root
@@ -50,6 +60,10 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
         raise UsageError(f"{path} already exists: review it, or replace it with claim init --force")
     branch = _default_branch(root)
     facts = look_at(root, os.environ, branch, None if branch is None else _commit_of(root, branch))
+    python = None
+    if facts.pytest:
+        python = pytest_interpreter(sys.executable, root, os.environ.get("PATH", os.defpath))
+        facts = replace(facts, python=None if python == sys.executable else python)
     write_atomic(path, starter_config(facts).encode(), exclusive=not force)
     found = [name for name, on in (("pytest", facts.pytest), ("Dockerfile", facts.dockerfile),
                                    ("a database URL", facts.database)) if on]  # fmt: skip
@@ -57,6 +71,12 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
         emit_json({"path": str(path), "found": found})
         return EXIT_VERIFIED
     say(f"wrote {path} ({'found ' + ', '.join(found) if found else 'nothing detected'})")
+    if facts.pytest and python is None:
+        say(
+            f"note: no interpreter here can import pytest ({sys.executable} cannot): install it "
+            f"({sys.executable} -m pip install pytest), or set python = in {path.name} to one "
+            "outside the work tree that has the project's test dependencies"
+        )
     # Until it is committed, the gate sees claim.toml as a change to its own configuration and
     # refuses every verdict: the operator's file must be part of the base the agent starts from.
     say(f"next: review it, commit it (git add {path.name} && git commit), then:")

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import subprocess
+import sys
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -40,6 +43,7 @@ DEFAULT_MAX_BLOCKS = 3
 DEFAULT_TEST_TIMEOUT_S = 600.0
 DEFAULT_PROBE_TIMEOUT_S = 10.0
 DEFAULT_POLICY_MAX_AGE_S = 3600.0
+_PYTEST_IMPORT_TIMEOUT_S = 30.0
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _HEADER = re.compile(r"\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
 _KEY = re.compile(r"\s*(\"[^\"]*\"|'[^']*'|[A-Za-z0-9_-]+)\s*[.=]")
@@ -65,6 +69,7 @@ class TestRunCheck:
     require_tests: tuple[str, ...] = ()
     timeout_s: float = DEFAULT_TEST_TIMEOUT_S
     junit: str | None = None
+    python_line: int | None = None  # where ``python`` is set, for errors about its value
     check_type: str = field(default=TEST_RUN, init=False)
 
 
@@ -440,6 +445,7 @@ class _Reader:
             require_tests=self.strings(values, "check", index, "require_tests"),
             timeout_s=self.seconds(values, "check", index, "timeout_s") or DEFAULT_TEST_TIMEOUT_S,
             junit=self.optional(values, "check", index, "junit", str),
+            python_line=self.lines.of("check", index, "python") if "python" in values else None,
         )
 
     def endpoint_health(
@@ -540,6 +546,77 @@ def validate_check(check: CheckConfig, folder: Path) -> None:
         build_readback(*readback_arguments(check))
 
 
+def require_pytest(config: GateConfig, root: Path) -> None:
+    """Each pytest check's interpreter exists, lies outside the work tree and can import pytest:
+    otherwise every run would fail and the gate would blame the agent for the operator's
+    setting. Checked by ``claim gate`` and ``--start`` before any work, naming the line."""
+    from ..observe import test_run  # noqa: PLC0415
+
+    for check in config.checks:
+        if not isinstance(check, TestRunCheck) or not test_run.is_pytest(check.command):
+            continue
+        where = f"{config.path.name}:{check.python_line or check.line}"
+        if check.python is None:
+            if not can_import_pytest(sys.executable):
+                raise ConfigError(
+                    f"{where}: test_run: claim's own interpreter {sys.executable} cannot import "
+                    f"pytest (install it: {sys.executable} -m pip install pytest, or set "
+                    "python = an interpreter outside the work tree that has the project's "
+                    "test dependencies)"
+                )
+            continue
+        found = shutil.which(check.python)
+        if found is None:
+            raise ConfigError(f"{where}: python: no interpreter {check.python!r}")
+        executable = os.path.abspath(found)
+        tree = os.path.realpath(root).rstrip("/") + "/"
+        if any(p.startswith(tree) for p in (executable, os.path.realpath(executable))):
+            raise ConfigError(
+                f"{where}: python: {executable} is inside the work tree, where the agent can "
+                "replace it (a .venv there is the agent's); use an environment outside it, "
+                "built from the trusted lockfile (e.g. uv venv /srv/claim-envs/<repo>, then uv "
+                "pip sync of uv export --frozen; docs/integrations.md, The test interpreter)"
+            )
+        if not can_import_pytest(executable):
+            raise ConfigError(
+                f"{where}: python: {executable} cannot import pytest "
+                f"(install it: {executable} -m pip install pytest)"
+            )
+
+
+def pytest_interpreter(own: str, root: Path, search_path: str) -> str | None:
+    """For ``claim init``: ``own`` (claim's interpreter) when it can import pytest, else the
+    first ``python3``/``python`` on ``search_path`` outside the work tree that can; None when
+    none can."""
+    if can_import_pytest(own):
+        return own
+    tree = os.path.realpath(root).rstrip("/") + "/"
+    for name in ("python3", "python"):
+        found = shutil.which(name, path=search_path)
+        if found is None or os.path.realpath(found).startswith(tree):
+            continue
+        if can_import_pytest(os.path.abspath(found)):
+            return os.path.abspath(found)
+    return None
+
+
+def can_import_pytest(executable: str) -> bool:
+    from ..observe.sandbox import SYSTEM_PATH  # noqa: PLC0415
+
+    try:
+        done = subprocess.run(
+            [executable, "-I", "-c", "import pytest"],
+            cwd="/",
+            env={"PATH": SYSTEM_PATH},
+            capture_output=True,
+            timeout=_PYTEST_IMPORT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
 def readback_arguments(check: StateReadbackCheck) -> tuple[Any, ...]:
     """``build_readback``'s arguments for this check."""
     return (
@@ -630,6 +707,9 @@ class RepoFacts:
     dockerfile: bool
     database: bool
     trusted_commit: str | None = None  # the default branch's commit, as claim init found it
+    # The interpreter the tests run with when claim's own cannot import pytest (pipx, a wheel
+    # venv); None: claim's own.
+    python: str | None = None
 
 
 def look_at(
@@ -697,7 +777,9 @@ def starter_config(facts: RepoFacts) -> str:
         f'trusted_ref = "{facts.trusted_commit}"  # {facts.default_branch} at claim init'
         if facts.default_branch and facts.trusted_commit
         else '# trusted_ref = "<full commit id>"',
-        '# python = "/usr/bin/python3"  # with the project installed; never one in the repo',
+        f'python = "{facts.python}"  # claim\'s own cannot import pytest; never one in the repo'
+        if facts.python
+        else '# python = "/usr/bin/python3"  # with the project installed; never one in the repo',
         '# protect = ["fixtures/**"]     # more paths the agent may not change',
         "# env = []                      # variables passed to the tests",
         "# network = false",

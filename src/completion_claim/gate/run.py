@@ -69,6 +69,7 @@ from .config import (
     EndpointHealthCheck,
     GateConfig,
     TestRunCheck,
+    require_pytest,
 )
 from .reason import agent_reason
 
@@ -120,6 +121,7 @@ def start_gate(
     record."""
     root = repository_root(repo)
     _refuse_runs_dir_inside(config, root)
+    require_pytest(config, root)
     path = start_record_path(config, root, session)
     refused = already_started(session, str(path), "claim gate --start --restart replaces it")
     if not restart and path.exists():  # fails before the snapshots; the write decides races
@@ -159,6 +161,10 @@ def run_gate(
     if config.sign_key is not None and not config.sign_key.is_file():
         # Checked before any work; the key itself is read after the checks ran.
         raise UsageError(f"{config.path.name}: [gate].sign_key {config.sign_key} is not a file")
+    if capture_error is None:
+        # The operator's configuration (an agent's edit of it runs nothing, so cannot make the
+        # gate fail here and let a stop through).
+        require_pytest(config, root)
     events.step("base", f"{chosen.revision or 'no commit'} ({chosen.source})")
     started = datetime.now(UTC)
     deadline = None if config.timeout_s is None else started.timestamp() + config.timeout_s
