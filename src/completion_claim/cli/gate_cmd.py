@@ -25,7 +25,7 @@ from ..gate.config import (
     pytest_interpreter,
     starter_config,
 )
-from ..gate.run import NO_OUTCOME, run_gate, start_gate
+from ..gate.run import NO_OUTCOME, record_gate_outputs, run_gate, start_gate
 from ..model import parse_claim
 from ..observe.git_capture import repository_root
 from ..observe.repository import git_process
@@ -249,9 +249,12 @@ def gate_command(
         outputs.write_junit(Path(junit_path), result, claim)
     if dotenv_path is not None:
         outputs.write_dotenv(Path(dotenv_path), result)
+    root = repository_root(Path(repo))
     if sarif_path is not None:
-        root = repository_root(Path(repo))
         outputs.write_sarif(Path(sarif_path), result, claim, root, config.path)
+    written = [Path(p) for p in (summary, junit_path, dotenv_path, sarif_path) if p is not None]
+    # Written into the work tree, they would be the agent's changes at the next run.
+    record_gate_outputs(config, root, written)
     if as_json:
         click.echo(dumps({
             "verdict": result.verdict.state,

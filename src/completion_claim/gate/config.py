@@ -13,13 +13,14 @@ observers redact them from what they record (URL passwords, the readback's targe
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,7 @@ class GateConfig:
     max_blocks: int = DEFAULT_MAX_BLOCKS
     base: str | None = None  # a full commit id
     timeout_s: float | None = None  # the whole gate run; None: the sum of the checks' own
+    ignore: tuple[str, ...] = ()  # globs of work-tree paths that are no change (never protected)
     # Every file the configuration was read from or names for the gate to read, claim.toml
     # first: inside the work tree each is the operator's, changed or not.
     files: tuple[Path, ...] = ()
@@ -265,6 +267,15 @@ class _Reader:
                 f"base must be a full commit id (git rev-parse {base}), not {base!r}: a name in "
                 "the agent's repository is the agent's to move",
             )  # fmt: skip
+        ignore = self.strings(gate, "gate", 0, "ignore")
+        for glob in ignore:
+            hit = ignored_protected(glob, checks)
+            if hit is not None:
+                raise self.error(
+                    "gate", 0, "ignore",
+                    f"ignore: {glob!r} matches {hit}, a path that decides what the tests do; "
+                    "a protected path is never ignored",
+                )  # fmt: skip
         policy = self.policy(document, checks)
         self.files += [Path(c.storage_state) for c in checks
                        if isinstance(c, DomAssertionCheck) and c.storage_state]  # fmt: skip
@@ -279,6 +290,7 @@ class _Reader:
             max_blocks=DEFAULT_MAX_BLOCKS if max_blocks is None else max_blocks,
             base=base,
             timeout_s=timeout_s,
+            ignore=ignore,
             files=tuple(dict.fromkeys(self.files)),
             environ=dict(self.environ),
         )
@@ -546,6 +558,15 @@ def validate_check(check: CheckConfig, folder: Path) -> None:
         build_readback(*readback_arguments(check))
 
 
+def ignored_protected(glob: str, checks: Sequence[CheckConfig]) -> str | None:
+    """A path of the kinds a test run protects (7.1) that ``glob`` matches, or None: an ignore
+    list aimed at test files, their configuration or a check's ``protect`` globs is a mistake
+    (the gate would never ignore those anyway). The gate's configuration is probed too."""
+    protect = [p for c in checks if isinstance(c, TestRunCheck) for p in c.protect]
+    probes = [*_PROTECTED_PROBES, *(re.sub(r"[*?]", "x", p) for p in protect)]
+    return next((probe for probe in probes if fnmatch.fnmatchcase(probe, glob)), None)
+
+
 def require_pytest(config: GateConfig, root: Path) -> None:
     """Each pytest check's interpreter exists, lies outside the work tree and can import pytest:
     otherwise every run would fail and the gate would blame the agent for the operator's
@@ -666,7 +687,12 @@ def _policy_place(path: str) -> tuple[str, str | None]:
     return "policy", parts[0]
 
 
-_GATE_KEYS = {"runs_dir", "sign_key", "max_blocks", "base", "timeout_s"}
+_GATE_KEYS = {"runs_dir", "sign_key", "max_blocks", "base", "timeout_s", "ignore"}
+# One path of each kind a test run protects (observe/run_tree.is_protected), and claim.toml.
+_PROTECTED_PROBES = (
+    "conftest.py", "test_x.py", "x_test.py", "tests/x.py", "test/x.py", "pytest.ini", "tox.ini",
+    "setup.cfg", "pyproject.toml", "x.pth", "pytest.py", "_pytest/x.py", CONFIG_NAME,
+)  # fmt: skip
 _CHECK_KEYS = {
     TEST_RUN: {
         "command", "trusted_ref", "protect", "python", "env", "network", "require_tests",
@@ -765,6 +791,7 @@ def starter_config(facts: RepoFacts) -> str:
         "# --base. A branch name is never used: in the agent's repository it is the agent's.",
         '# base = "<full commit id>"',
         "# timeout_s = 900              # the whole gate run",
+        '# ignore = ["build/**"]        # no change, and kept out of the test run; never tests',
         "",
     ]
     test_run = [
