@@ -44,7 +44,7 @@ from ._server import (
 _HARNESS = click.Choice(sorted([*hooks.HARNESSES, *hooks.ALIASES]))
 _REPO = click.option(
     "--repo",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(file_okay=False),
     help="The work tree to judge (written by `claim hooks install`); else the payload's cwd.",
 )
 
@@ -63,7 +63,7 @@ def hook_group() -> None:
 def hook_stop(
     harness: str,
     config_path: Path | None,
-    repo: Path | None,
+    repo: str | None,
     server: str | None,
     token_file: Path | None,
 ) -> int:
@@ -108,7 +108,7 @@ def hook_stop(
 def hook_start(
     harness: str,
     config_path: Path | None,
-    repo: Path | None,
+    repo: str | None,
     server: str | None,
     token_file: Path | None,
 ) -> int:
@@ -192,8 +192,12 @@ class _Unjudged:
         )
 
 
-def _absolute(path: Path | None) -> Path | None:
-    return None if path is None else path.absolute()
+def _absolute(path: str | None) -> Path | None:
+    if path == "":
+        # An installed hook names the repository by the harness's variable ("$CLAUDE_PROJECT_DIR"):
+        # empty, it would be the current folder, wherever the hook was started.
+        raise UsageError("--repo is empty: the harness did not set the project folder it names")
+    return None if path is None else Path(path).absolute()
 
 
 def _config(path: Path | None, repo: Path) -> GateConfig:
