@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import threading
+import time
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,12 +39,48 @@ if TYPE_CHECKING:
     from ..service.ledger import Ledger
 
 MAX_OUTCOME_BYTES = 64 * 1024
+PROGRESS_EVERY_S = 1.0
 
 
 class _StderrEvents:
+    """One line per step on stderr; on a terminal, while a step runs (a test suite can take
+    minutes), the time since it began, rewritten in place each second."""
+
+    def __init__(self) -> None:
+        self.quiet = output().quiet
+        self.terminal = not self.quiet and sys.stderr.isatty()
+        self.ticking: tuple[threading.Thread, threading.Event] | None = None
+
     def step(self, name: str, detail: str) -> None:
-        if not output().quiet:
-            click.echo(f"gate: {name}: {' '.join(detail.split())}", err=True)
+        self.stop()
+        if self.quiet:
+            return
+        click.echo(f"gate: {name}: {' '.join(detail.split())}", err=True)
+        if self.terminal and name != "verdict":
+            done = threading.Event()
+            ticker = threading.Thread(target=_tick, args=(name, done), daemon=True)
+            ticker.start()
+            self.ticking = (ticker, done)
+
+    def stop(self) -> None:
+        if self.ticking is not None:
+            ticker, done = self.ticking
+            done.set()
+            ticker.join()
+            self.ticking = None
+
+
+def _tick(name: str, done: threading.Event) -> None:
+    started = time.monotonic()
+    shown = False
+    while not done.wait(PROGRESS_EVERY_S):
+        elapsed = int(time.monotonic() - started)
+        sys.stderr.write(f"\r\x1b[K  {name}: {elapsed} s")
+        sys.stderr.flush()
+        shown = True
+    if shown:  # the next line starts where the elapsed time was
+        sys.stderr.write("\r\x1b[K")
+        sys.stderr.flush()
 
 
 @app.command("init")
@@ -225,11 +263,15 @@ def gate_command(
         if ledger is not None:
             click.echo(f"ledger index {logged.index}")
         return EXIT_VERIFIED
+    events = _StderrEvents()
     try:
-        result = run_gate(
-            config, Path(repo), outcome=_outcome(outcome, outcome_file), session=session,
-            base=base, events=_StderrEvents(), task_id=task_id, trusted_ref=trusted_ref,
-        )  # fmt: skip
+        try:
+            result = run_gate(
+                config, Path(repo), outcome=_outcome(outcome, outcome_file), session=session,
+                base=base, events=events, task_id=task_id, trusted_ref=trusted_ref,
+            )  # fmt: skip
+        finally:
+            events.stop()
         index = None
         if ledger is not None:
             from ..service.gate_service import gate_entry, logged_start  # noqa: PLC0415
