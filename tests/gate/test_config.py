@@ -377,6 +377,18 @@ def test_a_python_inside_the_work_tree_is_refused_saying_why_and_the_safe_way(
     assert "--python" not in said
 
 
+def test_a_missing_interpreter_of_any_command_names_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, repo = interpreter_config(tmp_path, tmp_path / "nowhere" / "python")
+    path.write_text(path.read_text().replace('"python", "-m", "pytest", "-q"', '"make", "test"'))
+
+    assert run(["gate", "--config", str(path), "--repo", str(repo), "--start"]) == 4
+    assert capsys.readouterr().err == (
+        f"claim: claim.toml:7: python: no interpreter '{tmp_path / 'nowhere' / 'python'}'\n"
+    )
+
+
 def test_an_interpreter_that_can_import_pytest_starts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

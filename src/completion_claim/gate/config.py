@@ -568,17 +568,19 @@ def ignored_protected(glob: str, checks: Sequence[CheckConfig]) -> str | None:
 
 
 def require_pytest(config: GateConfig, root: Path) -> None:
-    """Each pytest check's interpreter exists, lies outside the work tree and can import pytest:
-    otherwise every run would fail and the gate would blame the agent for the operator's
-    setting. Checked by ``claim gate`` and ``--start`` before any work, naming the line."""
+    """Each test run's interpreter exists and lies outside the work tree, and a pytest check's
+    can import pytest: otherwise every run would fail and the gate would blame the agent for
+    the operator's setting. Checked by ``claim gate`` and ``--start`` before any work, naming
+    the line (never ``--python``, which the observer's own messages say)."""
     from ..observe import test_run  # noqa: PLC0415
 
     for check in config.checks:
-        if not isinstance(check, TestRunCheck) or not test_run.is_pytest(check.command):
+        if not isinstance(check, TestRunCheck):
             continue
+        pytest = test_run.is_pytest(check.command)
         where = f"{config.path.name}:{check.python_line or check.line}"
         if check.python is None:
-            if not can_import_pytest(sys.executable):
+            if pytest and not can_import_pytest(sys.executable):
                 raise ConfigError(
                     f"{where}: test_run: claim's own interpreter {sys.executable} cannot import "
                     f"pytest (install it: {sys.executable} -m pip install pytest, or set "
@@ -598,7 +600,7 @@ def require_pytest(config: GateConfig, root: Path) -> None:
                 "built from the trusted lockfile (e.g. uv venv /srv/claim-envs/<repo>, then uv "
                 "pip sync of uv export --frozen; docs/integrations.md, The test interpreter)"
             )
-        if not can_import_pytest(executable):
+        if pytest and not can_import_pytest(executable):
             raise ConfigError(
                 f"{where}: python: {executable} cannot import pytest "
                 f"(install it: {executable} -m pip install pytest)"
