@@ -591,3 +591,28 @@ def test_installed_claude_hooks_name_the_project_by_its_variable_and_run_from_an
     )  # fmt: skip
     assert unset.returncode == 4
     assert "--repo is empty: the harness did not set the project folder" in unset.stderr
+
+
+def test_the_installed_project_file_is_no_change_until_someone_else_edits_it(
+    tmp_path: Path,
+) -> None:
+    """``.claude/settings.json``, written by ``claim hooks install`` and not yet committed, is
+    the gate's own writing: recorded by digest, it is no change while it holds those bytes."""
+    repo = project(tmp_path)
+    assert claim("hooks", "install", "--harness", "claude-code", cwd=repo).returncode == 0
+    gate_start(repo)
+    write_files(repo, {"calc.py": CALC + "\n"})
+    base = ["gate", "--repo", str(repo), "--session", "s-1", "--json"]
+
+    done = claim(*base, cwd=repo)
+    assert done.returncode == 0, done.stderr
+    claim_path = Path(json.loads(done.stdout)["claim_path"])
+    targets = [m["target"] for m in json.loads(claim_path.read_text())["mutations"]]
+    assert targets == ["calc.py"]
+
+    settings = repo / ".claude" / "settings.json"
+    settings.write_text(settings.read_text().replace('"Stop"', '"Stopped"'))
+    again = claim(*base, cwd=repo)
+    claim_path = Path(json.loads(again.stdout)["claim_path"])
+    targets = [m["target"] for m in json.loads(claim_path.read_text())["mutations"]]
+    assert targets == [".claude/settings.json", "calc.py"]
