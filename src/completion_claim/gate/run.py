@@ -83,8 +83,10 @@ CLAIM_NAME = "claim.json"
 EXIT_FOR_STATE = {"verified": 0, "unverified": 1, "refuted": 2}  # cli/__init__.py's EXIT_*
 MAX_LINK_HOPS = 40  # as the kernel's limit on links followed in one path
 WHOLE_TREE = "."
-OUTPUTS_NAME = "outputs.json"
 """The target of an ``uncaptured`` mutation: the work tree as a whole."""
+OUTPUTS_NAME = "outputs.json"
+"""Under the runs directory's folder of a repository: ``{path: digest}`` of each file the gate
+wrote into the work tree (``record_gate_outputs``)."""
 RUN_KEY = "run"
 """``details.run`` of a page check: its run folder under the runs directory, where its
 screenshot is (the dashboard serves it from there)."""
