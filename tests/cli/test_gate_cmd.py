@@ -5,8 +5,11 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import pty
 import re
 import socket
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -494,3 +497,62 @@ def test_gate_appends_to_a_postgresql_ledger(
     assert capsys.readouterr().out.endswith("ledger index 0\n")
     assert entry is not None
     assert (entry.via, entry.state, size) == ("gate", "refuted", 1)
+
+
+# --- progress on a terminal (issue 21, defect 8) ---------------------------------------------
+
+SLOW_TEST = (
+    "import time\n\nfrom calc import add\n\n\n"
+    "def test_add():\n    time.sleep(3)\n    assert add(2, 3) == 5\n"
+)
+
+
+def gate_on_a_terminal(tmp_path: Path, config: Path, *options: str) -> tuple[str, str]:
+    """``claim gate`` on a repository whose test takes 3 s, its stderr a pseudo-terminal;
+    what the terminal and a pipe received."""
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC_BUGGY, "tests/test_calc.py": SLOW_TEST})
+    started(config, repo)
+    write_files(repo, {"calc.py": CALC})
+    claim = Path(sys.executable).parent / "claim"
+    terminal, side = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            [str(claim), *options, "gate", "--config", str(config), "--repo", str(repo)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=side,
+        )  # fmt: skip
+        os.close(side)
+        received = b""
+        while True:
+            try:
+                chunk = os.read(terminal, 4096)
+            except OSError:  # EIO: the process closed the terminal
+                break
+            if not chunk:
+                break
+            received += chunk
+        out = process.communicate(timeout=300)[0]
+    finally:
+        os.close(terminal)
+    assert process.returncode == 0, received
+    return received.decode(), out.decode()
+
+
+def test_a_gate_on_a_terminal_shows_the_time_a_check_has_run_in_place(
+    tmp_path: Path, config: Path
+) -> None:
+    shown, _ = gate_on_a_terminal(tmp_path, config)
+    assert "gate: check 1 (test_run): observing" in shown
+    assert re.search(r"\r\x1b\[K  check 1 \(test_run\): 2 s", shown)
+    assert "gate: verdict: verified" in shown
+
+
+def test_no_elapsed_time_with_quiet_or_off_a_terminal(
+    tmp_path: Path, config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shown, out = gate_on_a_terminal(tmp_path, config, "-q")
+    assert shown == ""
+    assert out.startswith("VERIFIED")
+    repo = tmp_path / "repo"
+    write_files(repo, {"calc.py": CALC + "\n"})
+    assert run(["gate", "--config", str(config), "--repo", str(repo)]) == 0
+    assert "\r" not in capsys.readouterr().err

@@ -436,7 +436,7 @@ def test_install_writes_this_claim_by_absolute_path_and_uninstall_removes_it(
     commands = [h["command"] for group in written["hooks"]["Stop"] for h in group["hooks"]]
     assert commands == [
         "say done",
-        f"{CLAIM.resolve()} hook stop --harness claude-code --repo {repo}",
+        f'{CLAIM.resolve()} hook stop --harness claude-code --repo "$CLAUDE_PROJECT_DIR"',
     ]
     assert written["permissions"] == original["permissions"]
 
@@ -460,7 +460,7 @@ def test_install_with_a_server_writes_thin_clients_and_refuses_a_config(tmp_path
     written = json.loads((repo / ".claude" / "settings.json").read_text())
     (stop,) = [h["command"] for group in written["hooks"]["Stop"] for h in group["hooks"]]
     assert stop == (
-        f"{CLAIM.resolve()} hook stop --harness claude-code --repo {repo} "
+        f'{CLAIM.resolve()} hook stop --harness claude-code --repo "$CLAUDE_PROJECT_DIR" '
         f"--server unix:///run/c/gate.sock --token-file {repo / 'token'}"
     )
     (repo / "claim.toml").write_text("")
@@ -561,3 +561,58 @@ def test_claude_is_accepted_for_claude_code_by_hook_and_hooks(tmp_path: Path) ->
     done = claim("hook", "stop", "--harness", "claude", cwd=repo,
                  stdin=stop_payload("claude-code", repo))  # fmt: skip
     assert done.returncode == 0, done.stderr
+
+
+def test_installed_claude_hooks_name_the_project_by_its_variable_and_run_from_anywhere(
+    tmp_path: Path,
+) -> None:
+    """The project file holds no path of this checkout (it can be committed and shared); the
+    harness's shell expands $CLAUDE_PROJECT_DIR, which the harness sets, to the repository."""
+    repo = project(tmp_path)
+    assert claim("hooks", "install", "--harness", "claude-code", cwd=repo).returncode == 0
+    text = (repo / ".claude" / "settings.json").read_text()
+    assert str(repo) not in text
+    written = json.loads(text)
+    (start,) = [h["command"] for g in written["hooks"]["SessionStart"] for h in g["hooks"]]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    ran = subprocess.run(
+        ["/bin/sh", "-c", start], cwd=elsewhere, input=start_payload(elsewhere), text=True,
+        capture_output=True, env={**GIT_ENV, "CLAUDE_PROJECT_DIR": str(repo)}, timeout=300,
+        check=False,
+    )  # fmt: skip
+
+    assert ran.returncode == 0, ran.stderr
+    assert list((tmp_path / "runs").rglob("session-*.json")) != []
+    unset = subprocess.run(
+        ["/bin/sh", "-c", start], cwd=repo, input=start_payload(repo), text=True,
+        capture_output=True, env=GIT_ENV, timeout=300, check=False,
+    )  # fmt: skip
+    assert unset.returncode == 4
+    assert "--repo is empty: the harness did not set the project folder" in unset.stderr
+
+
+def test_the_installed_project_file_is_no_change_until_someone_else_edits_it(
+    tmp_path: Path,
+) -> None:
+    """``.claude/settings.json``, written by ``claim hooks install`` and not yet committed, is
+    the gate's own writing: recorded by digest, it is no change while it holds those bytes."""
+    repo = project(tmp_path)
+    assert claim("hooks", "install", "--harness", "claude-code", cwd=repo).returncode == 0
+    gate_start(repo)
+    write_files(repo, {"calc.py": CALC + "\n"})
+    base = ["gate", "--repo", str(repo), "--session", "s-1", "--json"]
+
+    done = claim(*base, cwd=repo)
+    assert done.returncode == 0, done.stderr
+    claim_path = Path(json.loads(done.stdout)["claim_path"])
+    targets = [m["target"] for m in json.loads(claim_path.read_text())["mutations"]]
+    assert targets == ["calc.py"]
+
+    settings = repo / ".claude" / "settings.json"
+    settings.write_text(settings.read_text().replace('"Stop"', '"Stopped"'))
+    again = claim(*base, cwd=repo)
+    claim_path = Path(json.loads(again.stdout)["claim_path"])
+    targets = [m["target"] for m in json.loads(claim_path.read_text())["mutations"]]
+    assert targets == [".claude/settings.json", "calc.py"]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +20,7 @@ from completion_claim.gate.config import (
     find_config,
     load_config,
 )
-from tests.fixtures.projects import make_repo
+from tests.fixtures.projects import head_commit, make_repo
 
 FULL = """\
 # The operator's gate.
@@ -319,3 +322,95 @@ def test_a_dom_assertion_the_observer_would_refuse_is_refused_at_load(
     error = error_of(tmp_path, text)
     assert error.startswith("claim.toml:1: [[check]] 1 (dom_assertion): ")
     assert message in error
+
+
+# --- the test interpreter (issue 21, defect 6) -------------------------------------------------
+
+
+def python_without_pytest(folder: Path) -> Path:
+    """A virtual environment as a wheel install or pipx leaves one: no pytest in it."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    return folder / "bin" / "python"
+
+
+def interpreter_config(tmp_path: Path, python: Path) -> tuple[Path, Path]:
+    repo = make_repo(tmp_path / "repo", {"calc.py": "x = 1\n"})
+    ops = tmp_path / "ops"
+    ops.mkdir()
+    text = (
+        f'[gate]\nruns_dir = "{tmp_path / "runs"}"\n\n[[check]]\ntype = "test_run"\n'
+        f'command = ["python", "-m", "pytest", "-q"]\npython = "{python}"\n'
+    )
+    return write(ops, text), repo
+
+
+@pytest.mark.parametrize("start", [True, False], ids=["start", "run"])
+def test_a_python_that_cannot_import_pytest_stops_the_gate_naming_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], start: bool
+) -> None:
+    """An operator's mistake is the operator's (exit 4, the claim.toml line), never a failed
+    run blamed on the agent; and it is found before any work: no start record, no run."""
+    python = python_without_pytest(tmp_path / "env")
+    path, repo = interpreter_config(tmp_path, python)
+    base = ["--base", head_commit(repo)] if not start else ["--start"]
+
+    assert run(["gate", "--config", str(path), "--repo", str(repo), *base]) == 4
+    assert capsys.readouterr().err == (
+        f"claim: claim.toml:7: python: {python} cannot import pytest "
+        f"(install it: {python} -m pip install pytest)\n"
+    )
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_python_inside_the_work_tree_is_refused_saying_why_and_the_safe_way(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path / "repo", {"calc.py": "x = 1\n"})
+    python = python_without_pytest(repo / ".venv")
+    path, _ = interpreter_config(tmp_path / "x", python)
+
+    assert run(["gate", "--config", str(path), "--repo", str(repo), "--start"]) == 4
+    said = capsys.readouterr().err
+    assert said.startswith(f"claim: claim.toml:7: python: {python} is inside the work tree, ")
+    assert "the agent can replace it" in said
+    assert "uv venv /srv/claim-envs/<repo>, then uv pip sync of uv export --frozen" in said
+    assert "--python" not in said
+
+
+def test_a_missing_interpreter_of_any_command_names_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, repo = interpreter_config(tmp_path, tmp_path / "nowhere" / "python")
+    path.write_text(path.read_text().replace('"python", "-m", "pytest", "-q"', '"make", "test"'))
+
+    assert run(["gate", "--config", str(path), "--repo", str(repo), "--start"]) == 4
+    assert capsys.readouterr().err == (
+        f"claim: claim.toml:7: python: no interpreter '{tmp_path / 'nowhere' / 'python'}'\n"
+    )
+
+
+def test_an_interpreter_that_can_import_pytest_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, repo = interpreter_config(tmp_path, Path(sys.executable))
+    assert run(["gate", "--config", str(path), "--repo", str(repo), "--start"]) == 0
+
+
+def test_init_writes_an_interpreter_that_can_import_pytest(tmp_path: Path) -> None:
+    """Claim's own interpreter (a pipx venv) cannot: claim init finds one on PATH that can."""
+    own = python_without_pytest(tmp_path / "pipx")
+    repo = make_repo(tmp_path / "repo", {"tests/test_x.py": "def test_x(): pass\n"})
+    can = str(Path(sys.executable).parent)
+
+    found = gate_config.pytest_interpreter(str(own), repo, can)
+    assert found is not None
+    assert gate_config.can_import_pytest(found)
+    assert gate_config.pytest_interpreter(str(own), repo, str(own.parent)) is None
+    assert gate_config.pytest_interpreter(sys.executable, repo, "") == sys.executable
+    facts = gate_config.look_at(repo, {}, "main", BASE)
+    text = gate_config.starter_config(dataclasses.replace(facts, python=found))
+    path = write(tmp_path, text)
+    (check,) = load_config(path, {}).checks
+    assert isinstance(check, gate_config.TestRunCheck)
+    assert check.python == found
+    gate_config.require_pytest(load_config(path, {}), repo)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from completion_claim.cli import run
-from completion_claim.gate.config import GateConfig, load_config
+from completion_claim.gate.config import ConfigError, GateConfig, load_config
 from completion_claim.gate.run import (
     GATE_VERIFIER_ID,
     NO_OUTCOME,
@@ -124,11 +124,10 @@ def test_no_change_is_unverified_even_when_the_tests_pass(
 
     assert (result.verdict.state, result.exit_code) == ("unverified", 1)
     assert result.document["mutations"] == []
-    assert [u.code for u in result.verdict.unmet] == ["no_mutations"]
-    # The evidence alone would verify; the sentence must not say so.
-    assert result.verdict.reason == (
-        "Unverified: the claim records no change, and the policy requires one (require_mutations)."
-    )
+    # No check ran: the whole suite would only confirm what require_mutations already decided.
+    assert result.document["evidence"] == []
+    assert "no_mutations" in [u.code for u in result.verdict.unmet]
+    assert "The claim records no change, and the policy requires one" in result.verdict.reason
     assert result.agent_reason.startswith("nothing changed in the work tree")
     assert result.document["claimed_outcome"] == "Done."
 
@@ -381,7 +380,7 @@ def test_a_configuration_cannot_switch_the_gates_demands_off(
     start_gate(config, repo)
     result = run_gate(config, repo, outcome="Done.")
 
-    assert [u.code for u in result.verdict.unmet] == ["no_mutations"]
+    assert "no_mutations" in [u.code for u in result.verdict.unmet]
     recorded = result.document["policy"]
     assert (recorded["require_mutations"], recorded["protected_targets"]) == (True, ["docs/x.md"])
     assert recorded["covered_by"] == {"file_write": ["test_run"]}
@@ -929,3 +928,105 @@ def test_a_policy_without_experimental_checks_does_not_count_the_page(
     # Written into the claim, so claim verify repeats the decision.
     assert result.document["policy"]["experimental_checks"] is False
     assert run(["verify", str(result.claim_path)]) == 1
+
+
+# --- what is no change: the gate's own outputs, the operator's ignore list (issue 21, defect 4) --
+
+
+def gate_cli(config: GateConfig, repo: Path, *more: str) -> int:
+    return run(["-q", "gate", "--config", str(config.path), "--repo", str(repo), *more])
+
+
+def file_writes(claim_path: Path) -> list[str]:
+    document = json.loads(claim_path.read_text())
+    return [m["target"] for m in document["mutations"] if m["kind"] == "file_write"]
+
+
+def last_claim(config: GateConfig) -> Path:
+    return sorted(config.runs_dir.rglob("claim.json"), key=lambda p: p.parent.name)[-1]
+
+
+def test_the_gates_own_outputs_in_the_work_tree_are_not_the_agents_changes(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    repo = buggy_project(tmp_path / "repo")
+    config = write_config(POLICY + TEST_RUN_CHECK)
+    start_gate(config, repo)
+    outputs = ["--junit", "gate.xml", "--dotenv", "gate.env", "--summary-md", "gate.md",
+               "--sarif", "gate.sarif"]  # fmt: skip
+    write_files(repo, {"calc.py": CALC_BUGGY.replace("a - b", "a * b")})
+    assert gate_cli(config, repo, *[str(repo / o) if "." in o else o for o in outputs]) == 2
+
+    write_files(repo, {"calc.py": CALC})
+    assert gate_cli(config, repo, *[str(repo / o) if "." in o else o for o in outputs]) == 0
+    assert file_writes(last_claim(config)) == ["calc.py"]
+
+
+def test_attack_73_the_agents_own_bytes_at_a_gate_output_path_are_a_change(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    """The gate ignores a file it wrote only while the file holds what it wrote (by digest):
+    at the same path, the agent's content is recorded, and the run copy holds it."""
+    repo = buggy_project(tmp_path / "repo")
+    config = write_config(POLICY + TEST_RUN_CHECK)
+    start_gate(config, repo)
+    assert gate_cli(config, repo, "--dotenv", str(repo / "helper.py")) == 1
+    write_files(repo, {"calc.py": CALC})
+    assert gate_cli(config, repo) == 0
+    assert file_writes(last_claim(config)) == ["calc.py"]  # helper.py: as the gate wrote it
+    # The agent's fix imports a module it wrote where the gate's output was.
+    write_files(repo, {"helper.py": CALC, "calc.py": "from helper import add\n"})
+
+    assert gate_cli(config, repo) == 0
+    assert file_writes(last_claim(config)) == ["calc.py", "helper.py"]
+
+
+def test_attack_72_code_hidden_at_an_ignored_path_is_not_in_the_test_run(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    """An ignored path is no change and is left out of the run copy: what the tests import from
+    there is absent, so no test passes on unrecorded code."""
+    repo = buggy_project(tmp_path / "repo")
+    config = write_config('[gate]\nruns_dir = "' + str(tmp_path / "runs") + '"\n'
+                          'ignore = ["build/**"]\n' + POLICY + TEST_RUN_CHECK)  # fmt: skip
+    start_gate(config, repo)
+    write_files(repo, {"build/fixed.py": CALC, "calc.py": "from build.fixed import add\n"})
+
+    result = run_gate(config, repo, outcome="Fixed add().")
+
+    assert result.verdict.state == "refuted"
+    assert file_writes(result.claim_path) == ["calc.py"]
+    assert "No module named 'build'" in json.dumps(evidence_of(result.document, "test_run"))
+
+
+def test_an_ignored_path_is_no_change_and_the_fix_beside_it_verifies(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    repo = buggy_project(tmp_path / "repo")
+    config = write_config('[gate]\nruns_dir = "' + str(tmp_path / "runs") + '"\n'
+                          'ignore = ["build/**", "*.log"]\n' + POLICY + TEST_RUN_CHECK)  # fmt: skip
+    start_gate(config, repo)
+    write_files(repo, {"build/out.txt": "x\n", "run.log": "y\n", "calc.py": CALC})
+
+    result = run_gate(config, repo, outcome="Fixed add().")
+
+    assert result.verdict.state == "verified"
+    assert file_writes(result.claim_path) == ["calc.py"]
+
+
+def test_an_ignore_glob_never_hides_a_protected_path(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    """A glob that could reach test files is refused at load; one that reaches them only in a
+    folder (build/**) still never hides them: build/test_x.py is a change."""
+    with pytest.raises(ConfigError, match=r"^claim.toml:3: ignore: '\*.py' matches conftest.py"):
+        write_config('[gate]\nruns_dir = "x"\nignore = ["*.py"]\n' + POLICY + TEST_RUN_CHECK)
+    repo = buggy_project(tmp_path / "repo")
+    config = write_config('[gate]\nruns_dir = "' + str(tmp_path / "runs") + '"\n'
+                          'ignore = ["build/**"]\n' + POLICY + TEST_RUN_CHECK)  # fmt: skip
+    start_gate(config, repo)
+    write_files(repo, {"build/test_x.py": "def test_x(): pass\n", "calc.py": CALC})
+
+    result = run_gate(config, repo, outcome="Fixed add().")
+
+    assert file_writes(result.claim_path) == ["build/test_x.py", "calc.py"]

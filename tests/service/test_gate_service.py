@@ -313,7 +313,7 @@ def test_attack_48_a_run_where_nothing_changed_is_not_verified_in_the_ledger(
     stored = ledger.get(decision.entry.index)
     assert stored is not None
     assert stored.verdict["state"] == "unverified"
-    assert [u["code"] for u in stored.verdict["unmet"]] == ["no_mutations"]
+    assert "no_mutations" in [u["code"] for u in stored.verdict["unmet"]]
     assert reverified(stored) == ("unverified", stored.verdict["unmet"])
 
 

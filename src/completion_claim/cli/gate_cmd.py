@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
+import threading
+import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,8 +18,16 @@ from .._files import read_limited, write_atomic
 from .._json import dumps
 from .._optional import needs_extra
 from ..errors import UsageError
-from ..gate.config import CONFIG_NAME, GateConfig, find_config, load_config, look_at, starter_config
-from ..gate.run import NO_OUTCOME, run_gate, start_gate
+from ..gate.config import (
+    CONFIG_NAME,
+    GateConfig,
+    find_config,
+    load_config,
+    look_at,
+    pytest_interpreter,
+    starter_config,
+)
+from ..gate.run import NO_OUTCOME, record_gate_outputs, run_gate, start_gate
 from ..model import parse_claim
 from ..observe.git_capture import repository_root
 from ..observe.repository import git_process
@@ -27,12 +39,48 @@ if TYPE_CHECKING:
     from ..service.ledger import Ledger
 
 MAX_OUTCOME_BYTES = 64 * 1024
+PROGRESS_EVERY_S = 1.0
 
 
 class _StderrEvents:
+    """One line per step on stderr; on a terminal, while a step runs (a test suite can take
+    minutes), the time since it began, rewritten in place each second."""
+
+    def __init__(self) -> None:
+        self.quiet = output().quiet
+        self.terminal = not self.quiet and sys.stderr.isatty()
+        self.ticking: tuple[threading.Thread, threading.Event] | None = None
+
     def step(self, name: str, detail: str) -> None:
-        if not output().quiet:
-            click.echo(f"gate: {name}: {' '.join(detail.split())}", err=True)
+        self.stop()
+        if self.quiet:
+            return
+        click.echo(f"gate: {name}: {' '.join(detail.split())}", err=True)
+        if self.terminal and name != "verdict":
+            done = threading.Event()
+            ticker = threading.Thread(target=_tick, args=(name, done), daemon=True)
+            ticker.start()
+            self.ticking = (ticker, done)
+
+    def stop(self) -> None:
+        if self.ticking is not None:
+            ticker, done = self.ticking
+            done.set()
+            ticker.join()
+            self.ticking = None
+
+
+def _tick(name: str, done: threading.Event) -> None:
+    started = time.monotonic()
+    shown = False
+    while not done.wait(PROGRESS_EVERY_S):
+        elapsed = int(time.monotonic() - started)
+        sys.stderr.write(f"\r\x1b[K  {name}: {elapsed} s")
+        sys.stderr.flush()
+        shown = True
+    if shown:  # the next line starts where the elapsed time was
+        sys.stderr.write("\r\x1b[K")
+        sys.stderr.flush()
 
 
 @app.command("init")
@@ -50,6 +98,10 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
         raise UsageError(f"{path} already exists: review it, or replace it with claim init --force")
     branch = _default_branch(root)
     facts = look_at(root, os.environ, branch, None if branch is None else _commit_of(root, branch))
+    python = None
+    if facts.pytest:
+        python = pytest_interpreter(sys.executable, root, os.environ.get("PATH", os.defpath))
+        facts = replace(facts, python=None if python == sys.executable else python)
     write_atomic(path, starter_config(facts).encode(), exclusive=not force)
     found = [name for name, on in (("pytest", facts.pytest), ("Dockerfile", facts.dockerfile),
                                    ("a database URL", facts.database)) if on]  # fmt: skip
@@ -57,6 +109,12 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
         emit_json({"path": str(path), "found": found})
         return EXIT_VERIFIED
     say(f"wrote {path} ({'found ' + ', '.join(found) if found else 'nothing detected'})")
+    if facts.pytest and python is None:
+        say(
+            f"note: no interpreter here can import pytest ({sys.executable} cannot): install it "
+            f"({sys.executable} -m pip install pytest), or set python = in {path.name} to one "
+            "outside the work tree that has the project's test dependencies"
+        )
     # Until it is committed, the gate sees claim.toml as a change to its own configuration and
     # refuses every verdict: the operator's file must be part of the base the agent starts from.
     say(f"next: review it, commit it (git add {path.name} && git commit), then:")
@@ -205,11 +263,15 @@ def gate_command(
         if ledger is not None:
             click.echo(f"ledger index {logged.index}")
         return EXIT_VERIFIED
+    events = _StderrEvents()
     try:
-        result = run_gate(
-            config, Path(repo), outcome=_outcome(outcome, outcome_file), session=session,
-            base=base, events=_StderrEvents(), task_id=task_id, trusted_ref=trusted_ref,
-        )  # fmt: skip
+        try:
+            result = run_gate(
+                config, Path(repo), outcome=_outcome(outcome, outcome_file), session=session,
+                base=base, events=events, task_id=task_id, trusted_ref=trusted_ref,
+            )  # fmt: skip
+        finally:
+            events.stop()
         index = None
         if ledger is not None:
             from ..service.gate_service import gate_entry, logged_start  # noqa: PLC0415
@@ -229,9 +291,12 @@ def gate_command(
         outputs.write_junit(Path(junit_path), result, claim)
     if dotenv_path is not None:
         outputs.write_dotenv(Path(dotenv_path), result)
+    root = repository_root(Path(repo))
     if sarif_path is not None:
-        root = repository_root(Path(repo))
         outputs.write_sarif(Path(sarif_path), result, claim, root, config.path)
+    written = [Path(p) for p in (summary, junit_path, dotenv_path, sarif_path) if p is not None]
+    # Written into the work tree, they would be the agent's changes at the next run.
+    record_gate_outputs(config, root, written)
     if as_json:
         click.echo(dumps({
             "verdict": result.verdict.state,

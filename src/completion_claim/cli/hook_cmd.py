@@ -28,7 +28,8 @@ from ..gate.config import (
 )
 from ..gate.install import SCOPES, TARGETS, Server, install, target, uninstall
 from ..gate.loading import Place, check, trust
-from ..gate.run import run_gate, start_gate
+from ..gate.run import record_gate_outputs, run_gate, start_gate
+from ..observe.git_capture import repository_root
 from . import app
 from ._output import emit_json, json_option, say
 from ._server import (
@@ -44,7 +45,7 @@ from ._server import (
 _HARNESS = click.Choice(sorted([*hooks.HARNESSES, *hooks.ALIASES]))
 _REPO = click.option(
     "--repo",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(file_okay=False),
     help="The work tree to judge (written by `claim hooks install`); else the payload's cwd.",
 )
 
@@ -63,7 +64,7 @@ def hook_group() -> None:
 def hook_stop(
     harness: str,
     config_path: Path | None,
-    repo: Path | None,
+    repo: str | None,
     server: str | None,
     token_file: Path | None,
 ) -> int:
@@ -108,7 +109,7 @@ def hook_stop(
 def hook_start(
     harness: str,
     config_path: Path | None,
-    repo: Path | None,
+    repo: str | None,
     server: str | None,
     token_file: Path | None,
 ) -> int:
@@ -192,8 +193,12 @@ class _Unjudged:
         )
 
 
-def _absolute(path: Path | None) -> Path | None:
-    return None if path is None else path.absolute()
+def _absolute(path: str | None) -> Path | None:
+    if path == "":
+        # An installed hook names the repository by the harness's variable ("$CLAUDE_PROJECT_DIR"):
+        # empty, it would be the current folder, wherever the hook was started.
+        raise UsageError("--repo is empty: the harness did not set the project folder it names")
+    return None if path is None else Path(path).absolute()
 
 
 def _config(path: Path | None, repo: Path) -> GateConfig:
@@ -283,6 +288,8 @@ def hooks_install(
     elif token_file is not None:
         raise UsageError("--token-file is for --server")
     installed = install(path, harness, _claim_executable(), config, repo, asked)
+    if repo is not None:
+        _record_installed(path, repo, config)
     place = _place(harness, scope, path)
     trusted = [] if no_trust else trust(place)
     missing = check(place).lines
@@ -350,6 +357,19 @@ def hooks_uninstall(harness: str, scope: str, as_json: bool) -> int:
 
 def _settings(harness: str, scope: str) -> Path:
     return target(harness).settings_path(scope, _project_root(Path.cwd()), Path.home(), os.environ)
+
+
+def _record_installed(path: Path, repo: Path, config_path: Path | None) -> None:
+    """The project file just written is the gate's own writing, not the agent's change: until
+    it is committed, the gate ignores it while it holds these bytes (spec 9.2, step 3). Without
+    a loadable claim.toml there is no runs folder to record it in, and nothing to ignore it."""
+    found = config_path if config_path is not None else find_config(repo)
+    if found is None or not path.exists():
+        return
+    try:
+        record_gate_outputs(load_config(found, os.environ), repository_root(repo), [path])
+    except ClaimError:
+        return
 
 
 def _project_root(start: Path) -> Path:

@@ -13,10 +13,14 @@ observers redact them from what they record (URL passwords, the readback's targe
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
+import shutil
+import subprocess
+import sys
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +44,7 @@ DEFAULT_MAX_BLOCKS = 3
 DEFAULT_TEST_TIMEOUT_S = 600.0
 DEFAULT_PROBE_TIMEOUT_S = 10.0
 DEFAULT_POLICY_MAX_AGE_S = 3600.0
+_PYTEST_IMPORT_TIMEOUT_S = 30.0
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _HEADER = re.compile(r"\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
 _KEY = re.compile(r"\s*(\"[^\"]*\"|'[^']*'|[A-Za-z0-9_-]+)\s*[.=]")
@@ -65,6 +70,7 @@ class TestRunCheck:
     require_tests: tuple[str, ...] = ()
     timeout_s: float = DEFAULT_TEST_TIMEOUT_S
     junit: str | None = None
+    python_line: int | None = None  # where ``python`` is set, for errors about its value
     check_type: str = field(default=TEST_RUN, init=False)
 
 
@@ -135,6 +141,7 @@ class GateConfig:
     max_blocks: int = DEFAULT_MAX_BLOCKS
     base: str | None = None  # a full commit id
     timeout_s: float | None = None  # the whole gate run; None: the sum of the checks' own
+    ignore: tuple[str, ...] = ()  # globs of work-tree paths that are no change (never protected)
     # Every file the configuration was read from or names for the gate to read, claim.toml
     # first: inside the work tree each is the operator's, changed or not.
     files: tuple[Path, ...] = ()
@@ -260,6 +267,15 @@ class _Reader:
                 f"base must be a full commit id (git rev-parse {base}), not {base!r}: a name in "
                 "the agent's repository is the agent's to move",
             )  # fmt: skip
+        ignore = self.strings(gate, "gate", 0, "ignore")
+        for glob in ignore:
+            hit = ignored_protected(glob, checks)
+            if hit is not None:
+                raise self.error(
+                    "gate", 0, "ignore",
+                    f"ignore: {glob!r} matches {hit}, a path that decides what the tests do; "
+                    "a protected path is never ignored",
+                )  # fmt: skip
         policy = self.policy(document, checks)
         self.files += [Path(c.storage_state) for c in checks
                        if isinstance(c, DomAssertionCheck) and c.storage_state]  # fmt: skip
@@ -274,6 +290,7 @@ class _Reader:
             max_blocks=DEFAULT_MAX_BLOCKS if max_blocks is None else max_blocks,
             base=base,
             timeout_s=timeout_s,
+            ignore=ignore,
             files=tuple(dict.fromkeys(self.files)),
             environ=dict(self.environ),
         )
@@ -440,6 +457,7 @@ class _Reader:
             require_tests=self.strings(values, "check", index, "require_tests"),
             timeout_s=self.seconds(values, "check", index, "timeout_s") or DEFAULT_TEST_TIMEOUT_S,
             junit=self.optional(values, "check", index, "junit", str),
+            python_line=self.lines.of("check", index, "python") if "python" in values else None,
         )
 
     def endpoint_health(
@@ -540,6 +558,88 @@ def validate_check(check: CheckConfig, folder: Path) -> None:
         build_readback(*readback_arguments(check))
 
 
+def ignored_protected(glob: str, checks: Sequence[CheckConfig]) -> str | None:
+    """A path of the kinds a test run protects (7.1) that ``glob`` matches, or None: an ignore
+    list aimed at test files, their configuration or a check's ``protect`` globs is a mistake
+    (the gate would never ignore those anyway). The gate's configuration is probed too."""
+    protect = [p for c in checks if isinstance(c, TestRunCheck) for p in c.protect]
+    probes = [*_PROTECTED_PROBES, *(re.sub(r"[*?]", "x", p) for p in protect)]
+    return next((probe for probe in probes if fnmatch.fnmatchcase(probe, glob)), None)
+
+
+def require_pytest(config: GateConfig, root: Path) -> None:
+    """Each test run's interpreter exists and lies outside the work tree, and a pytest check's
+    can import pytest: otherwise every run would fail and the gate would blame the agent for
+    the operator's setting. Checked by ``claim gate`` and ``--start`` before any work, naming
+    the line (never ``--python``, which the observer's own messages say)."""
+    from ..observe import test_run  # noqa: PLC0415
+
+    for check in config.checks:
+        if not isinstance(check, TestRunCheck):
+            continue
+        pytest = test_run.is_pytest(check.command)
+        where = f"{config.path.name}:{check.python_line or check.line}"
+        if check.python is None:
+            if pytest and not can_import_pytest(sys.executable):
+                raise ConfigError(
+                    f"{where}: test_run: claim's own interpreter {sys.executable} cannot import "
+                    f"pytest (install it: {sys.executable} -m pip install pytest, or set "
+                    "python = an interpreter outside the work tree that has the project's "
+                    "test dependencies)"
+                )
+            continue
+        found = shutil.which(check.python)
+        if found is None:
+            raise ConfigError(f"{where}: python: no interpreter {check.python!r}")
+        executable = os.path.abspath(found)
+        tree = os.path.realpath(root).rstrip("/") + "/"
+        if any(p.startswith(tree) for p in (executable, os.path.realpath(executable))):
+            raise ConfigError(
+                f"{where}: python: {executable} is inside the work tree, where the agent can "
+                "replace it (a .venv there is the agent's); use an environment outside it, "
+                "built from the trusted lockfile (e.g. uv venv /srv/claim-envs/<repo>, then uv "
+                "pip sync of uv export --frozen; docs/integrations.md, The test interpreter)"
+            )
+        if pytest and not can_import_pytest(executable):
+            raise ConfigError(
+                f"{where}: python: {executable} cannot import pytest "
+                f"(install it: {executable} -m pip install pytest)"
+            )
+
+
+def pytest_interpreter(own: str, root: Path, search_path: str) -> str | None:
+    """For ``claim init``: ``own`` (claim's interpreter) when it can import pytest, else the
+    first ``python3``/``python`` on ``search_path`` outside the work tree that can; None when
+    none can."""
+    if can_import_pytest(own):
+        return own
+    tree = os.path.realpath(root).rstrip("/") + "/"
+    for name in ("python3", "python"):
+        found = shutil.which(name, path=search_path)
+        if found is None or os.path.realpath(found).startswith(tree):
+            continue
+        if can_import_pytest(os.path.abspath(found)):
+            return os.path.abspath(found)
+    return None
+
+
+def can_import_pytest(executable: str) -> bool:
+    from ..observe.sandbox import SYSTEM_PATH  # noqa: PLC0415
+
+    try:
+        done = subprocess.run(
+            [executable, "-I", "-c", "import pytest"],
+            cwd="/",
+            env={"PATH": SYSTEM_PATH},
+            capture_output=True,
+            timeout=_PYTEST_IMPORT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
 def readback_arguments(check: StateReadbackCheck) -> tuple[Any, ...]:
     """``build_readback``'s arguments for this check."""
     return (
@@ -589,7 +689,12 @@ def _policy_place(path: str) -> tuple[str, str | None]:
     return "policy", parts[0]
 
 
-_GATE_KEYS = {"runs_dir", "sign_key", "max_blocks", "base", "timeout_s"}
+_GATE_KEYS = {"runs_dir", "sign_key", "max_blocks", "base", "timeout_s", "ignore"}
+# One path of each kind a test run protects (observe/run_tree.is_protected), and claim.toml.
+_PROTECTED_PROBES = (
+    "conftest.py", "test_x.py", "x_test.py", "tests/x.py", "test/x.py", "pytest.ini", "tox.ini",
+    "setup.cfg", "pyproject.toml", "x.pth", "pytest.py", "_pytest/x.py", CONFIG_NAME,
+)  # fmt: skip
 _CHECK_KEYS = {
     TEST_RUN: {
         "command", "trusted_ref", "protect", "python", "env", "network", "require_tests",
@@ -630,6 +735,9 @@ class RepoFacts:
     dockerfile: bool
     database: bool
     trusted_commit: str | None = None  # the default branch's commit, as claim init found it
+    # The interpreter the tests run with when claim's own cannot import pytest (pipx, a wheel
+    # venv); None: claim's own.
+    python: str | None = None
 
 
 def look_at(
@@ -685,6 +793,7 @@ def starter_config(facts: RepoFacts) -> str:
         "# --base. A branch name is never used: in the agent's repository it is the agent's.",
         '# base = "<full commit id>"',
         "# timeout_s = 900              # the whole gate run",
+        '# ignore = ["build/**"]        # no change, and kept out of the test run; never tests',
         "",
     ]
     test_run = [
@@ -697,7 +806,9 @@ def starter_config(facts: RepoFacts) -> str:
         f'trusted_ref = "{facts.trusted_commit}"  # {facts.default_branch} at claim init'
         if facts.default_branch and facts.trusted_commit
         else '# trusted_ref = "<full commit id>"',
-        '# python = "/usr/bin/python3"  # with the project installed; never one in the repo',
+        f'python = "{facts.python}"  # claim\'s own cannot import pytest; never one in the repo'
+        if facts.python
+        else '# python = "/usr/bin/python3"  # with the project installed; never one in the repo',
         '# protect = ["fixtures/**"]     # more paths the agent may not change',
         "# env = []                      # variables passed to the tests",
         "# network = false",

@@ -39,6 +39,9 @@ class Target:
     """Claude's shape: event -> [{matcher, hooks: [entry]}]; else event -> [entry]."""
     matcher: str | None
     version: int | None
+    project_dir_env: str | None = None
+    """The variable the harness sets to the project's root when it runs a hook: a project file
+    naming the repository by it holds no absolute path of this checkout, and can be committed."""
 
     def entry(self, command: str) -> dict[str, Any]:
         if self.harness == "copilot":
@@ -70,6 +73,7 @@ TARGETS: dict[str, Target] = {
         Target(
             "claude-code", ".claude/settings.json", "CLAUDE_CONFIG_DIR", ".claude",
             "settings.json", "Stop", "SessionStart", grouped=True, matcher="", version=None,
+            project_dir_env="CLAUDE_PROJECT_DIR",
         ),
         Target(
             "codex", ".codex/hooks.json", "CODEX_HOME", ".codex", "hooks.json",
@@ -118,19 +122,22 @@ def hook_command(
     config: Path | None,
     repo: Path | None,
     server: Server | None = None,
+    repo_variable: str | None = None,
 ) -> str:
     """The command a harness runs (through its shell, so quoted). ``repo`` pins the tree the
-    gate judges, which the payload's ``cwd`` would otherwise name (and the agent can move)."""
-    argv = [str(claim), "hook", kind, "--harness", harness]
+    gate judges, which the payload's ``cwd`` would otherwise name (and the agent can move);
+    ``repo_variable`` names it by the harness's own variable instead (``"$CLAUDE_PROJECT_DIR"``,
+    set by the harness, not by the agent's processes), so the file is the same in any checkout."""
+    words = [shlex.quote(str(claim)), "hook", kind, "--harness", shlex.quote(harness)]
     if config is not None:
-        argv += ["--config", str(config)]
+        words += ["--config", shlex.quote(str(config))]
     if repo is not None:
-        argv += ["--repo", str(repo)]
+        words += ["--repo", f'"${repo_variable}"' if repo_variable else shlex.quote(str(repo))]
     if server is not None:
-        argv += ["--server", server.url]
+        words += ["--server", shlex.quote(server.url)]
         if server.token_file is not None:
-            argv += ["--token-file", str(server.token_file)]
-    return shlex.join(argv)
+            words += ["--token-file", shlex.quote(str(server.token_file))]
+    return " ".join(words)
 
 
 def is_ours(command: object, harness: str, kind: str) -> bool:
@@ -162,7 +169,8 @@ def install(
     hooks = _hooks_table(document, path, create=True)
     assert hooks is not None
     for kind, event in (("stop", spec.stop_event), ("start", spec.start_event)):
-        command = hook_command(claim, kind, spec.harness, config, repo, server)
+        command = hook_command(claim, kind, spec.harness, config, repo, server,
+                               spec.project_dir_env if repo is not None else None)  # fmt: skip
         entries = _event_list(hooks, event, path, create=True)
         assert entries is not None
         if any(_command_of(spec, entry) == command for entry in _entries(spec, entries)):

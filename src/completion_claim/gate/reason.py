@@ -52,6 +52,8 @@ def agent_reason(
         and unmet.mutation in mutations
         and mutations[unmet.mutation].kind == UNCAPTURED
     ]
+    # With nothing changed no check runs (9.2): what a requirement lacks is then beside the point.
+    unchanged = any(u.code == "no_mutations" for u in verdict.unmet)
     refuted = verdict.state == "refuted"
     for result in verdict.evidence:
         item = items[result.evidence]
@@ -75,7 +77,11 @@ def agent_reason(
             coverage = next(c for c in verdict.coverage if c.mutation == unmet.mutation)
             if not coverage.contradicted_by:  # the contradiction, named above, says it all
                 lines.append(_uncovered(mutations[unmet.mutation], coverage, items))
-        elif unmet.code == "requirement_unmet" and unmet.check_type is not None and not refuted:
+        elif (
+            unmet.code == "requirement_unmet"
+            and unmet.check_type is not None
+            and not (refuted or unchanged)
+        ):
             lines.append(
                 f"the policy requires a passing {unmet.check_type} observation; none counted"
             )

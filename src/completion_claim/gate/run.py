@@ -10,6 +10,8 @@ makes every observation that follows strictly later, and no earlier one count.
 
 from __future__ import annotations
 
+import fnmatch
+import json
 import os
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -22,6 +24,7 @@ from msgspec import structs
 
 from .. import __version__
 from .._files import write_atomic
+from .._json import dumps
 from ..claimfile import create_claim, next_id, read_claim, render
 from ..errors import ObservationFailed, UsageError
 from ..model import (
@@ -40,7 +43,8 @@ from ..model import (
 )
 from ..observe._common import Observation, ObserverSettings, run_observer
 from ..observe.git_capture import capture, mutation_record, repository_root
-from ..observe.repository import git_process, object_format_of
+from ..observe.repository import content_digest, git_process, object_format_of
+from ..observe.run_tree import is_protected
 from ..report import render_report
 from ..timefmt import format_time
 from ..trust import check_signatures
@@ -69,6 +73,7 @@ from .config import (
     EndpointHealthCheck,
     GateConfig,
     TestRunCheck,
+    require_pytest,
 )
 from .reason import agent_reason
 
@@ -79,6 +84,9 @@ EXIT_FOR_STATE = {"verified": 0, "unverified": 1, "refuted": 2}  # cli/__init__.
 MAX_LINK_HOPS = 40  # as the kernel's limit on links followed in one path
 WHOLE_TREE = "."
 """The target of an ``uncaptured`` mutation: the work tree as a whole."""
+OUTPUTS_NAME = "outputs.json"
+"""Under the runs directory's folder of a repository: ``{path: digest}`` of each file the gate
+wrote into the work tree (``record_gate_outputs``)."""
 RUN_KEY = "run"
 """``details.run`` of a page check: its run folder under the runs directory, where its
 screenshot is (the dashboard serves it from there)."""
@@ -120,6 +128,7 @@ def start_gate(
     record."""
     root = repository_root(repo)
     _refuse_runs_dir_inside(config, root)
+    require_pytest(config, root)
     path = start_record_path(config, root, session)
     refused = already_started(session, str(path), "claim gate --start --restart replaces it")
     if not restart and path.exists():  # fails before the snapshots; the write decides races
@@ -159,16 +168,23 @@ def run_gate(
     if config.sign_key is not None and not config.sign_key.is_file():
         # Checked before any work; the key itself is read after the checks ran.
         raise UsageError(f"{config.path.name}: [gate].sign_key {config.sign_key} is not a file")
+    if capture_error is None:
+        # The operator's configuration (an agent's edit of it runs nothing, so cannot make the
+        # gate fail here and let a stop through).
+        require_pytest(config, root)
     events.step("base", f"{chosen.revision or 'no commit'} ({chosen.source})")
     started = datetime.now(UTC)
     deadline = None if config.timeout_s is None else started.timestamp() + config.timeout_s
     run_dir = _new_run_dir(config, root, started)
     claim_path = run_dir / CLAIM_NAME
     mutations: list[Mutation] = []
+    ignored: tuple[str, ...] = ()
     try:
         if capture_error is not None:
             raise ObservationFailed(capture_error)
-        mutations = _capture(root, chosen.revision, config.checks, started)
+        mutations, ignored = _capture(config, root, chosen.revision, started)
+        if ignored:
+            events.step("capture", f"not a change, ignored: {', '.join(ignored)}")
     except ObservationFailed as failure:
         # The work tree is the agent's: one that cannot be read honestly (a link out of it, a
         # file name git cannot record, a base whose objects were tampered with) is the agent's
@@ -205,9 +221,14 @@ def run_gate(
             "evidence": [],
         },
     )
-    for number, check in enumerate(() if capture_error else config.checks, start=1):
+    # Nothing changed: the verdict is unverified (require_mutations) whatever a check sees, so
+    # none runs; the recorded claim, without evidence, re-verifies to the same verdict.
+    skipped = capture_error is not None or not mutations
+    if not mutations:
+        events.step("checks", "none run: nothing changed")
+    for number, check in enumerate(() if skipped else config.checks, start=1):
         _observe(config, check, number, claim_path, mutations, root, record, trusted_ref,
-                 deadline, events)  # fmt: skip
+                 deadline, events, ignored)  # fmt: skip
     raw, claim = read_claim(claim_path)
     # The policy is judged as the claim records it: whoever verifies the recorded claim, with
     # `claim verify`, a service or another implementation, applies the same rules to the same
@@ -360,15 +381,35 @@ def policy_json(policy: Policy) -> dict[str, Any]:
 
 
 def _capture(
-    root: Path, base: str | None, checks: Sequence[CheckConfig], at: datetime
-) -> list[Mutation]:
+    config: GateConfig, root: Path, base: str | None, at: datetime
+) -> tuple[list[Mutation], tuple[str, ...]]:
     """The work tree's changes against ``base``, and against HEAD (what was committed and
     reverted since the base still differs from HEAD, and the test run checks against HEAD), then
-    one mutation per configured state and deploy target."""
+    one mutation per configured state and deploy target; and the changed paths ignored.
+
+    Ignored: a file as the gate itself last wrote it there (``--junit`` and the like, by digest:
+    the agent's own bytes at that path are a change), and a path the operator's ``[gate].ignore``
+    matches. Never a protected path: a test file, its configuration, a ``protect`` glob's, the
+    gate's configuration. An ignored path is also left out of the test run's copy (``_observe``),
+    so nothing the tests read is unrecorded."""
+    outputs = gate_outputs(config, root)
+    globs = [glob for check in config.checks if isinstance(check, TestRunCheck)
+             for glob in check.protect]  # fmt: skip
+    protected = {*config.policy.protected_targets, *protected_targets(config, root)}
+
+    def is_ignored(target: str, digest: str | None) -> bool:
+        written = digest is not None and outputs.get(target) == digest
+        wanted = written or any(fnmatch.fnmatchcase(target, glob) for glob in config.ignore)
+        return wanted and target not in protected and not is_protected(target.encode(), globs)
+
     found: list[Mutation] = []
+    ignored: dict[str, None] = {}
     taken: set[str] = set()
     for revision in dict.fromkeys((base, "HEAD")):
         for change in capture(root, revision, found, at, excluded=()):
+            if is_ignored(change.target, change.digest):
+                ignored[change.target] = None
+                continue
             found.append(
                 Mutation(
                     next_id("m", taken), FILE_WRITE, change.target, Timestamp.of(at), change.digest
@@ -377,13 +418,49 @@ def _capture(
             taken.add(found[-1].id)
     configured = {
         (_configured_kind(check), check.target): None
-        for check in checks
+        for check in config.checks
         if not isinstance(check, TestRunCheck)
     }
     for kind, target in configured:
         found.append(Mutation(next_id("m", taken), kind, target, Timestamp.of(at), None))
         taken.add(found[-1].id)
-    return found
+    return found, tuple(ignored)
+
+
+def gate_outputs_path(config: GateConfig, root: Path) -> Path:
+    """Where the files the gate wrote into the work tree are recorded: the runs directory,
+    the operator's, never the agent's tree."""
+    return config.runs_dir / repository_id(root) / OUTPUTS_NAME
+
+
+def gate_outputs(config: GateConfig, root: Path) -> dict[str, str]:
+    """``{path: digest}`` of what the gate last wrote into the work tree."""
+    try:
+        found = json.loads(gate_outputs_path(config, root).read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(found, dict):
+        return {}
+    return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def record_gate_outputs(config: GateConfig, root: Path, paths: Sequence[Path]) -> None:
+    """Record the digest of each of ``paths`` (files the gate just wrote) that lies in the work
+    tree, so that the next run does not take the gate's own writing for the agent's."""
+    tree = Path(os.path.realpath(root))
+    record = gate_outputs(config, root)
+    for path in paths:
+        real = Path(os.path.realpath(path))
+        if real == tree or not real.is_relative_to(tree):
+            continue
+        rel = real.relative_to(tree).as_posix()
+        digest = content_digest(os.fsencode(tree), rel.encode(), ObservationFailed)
+        if digest is not None:
+            record[rel] = digest
+    if record:
+        target = gate_outputs_path(config, root)
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_atomic(target, dumps(record).encode())
 
 
 def _configured_kind(check: CheckConfig) -> str:
@@ -458,6 +535,7 @@ def _observe(
     trusted_ref: str | None,
     deadline: float | None,
     events: GateEvents,
+    ignored: Sequence[str] = (),
 ) -> None:
     """Run one check through its observer; a failed attempt is recorded (details.error), never
     a contradiction, and the gate goes on to the next check."""
@@ -468,7 +546,7 @@ def _observe(
     if isinstance(check, TestRunCheck):
         covers = tuple(m.id for m in mutations if m.kind == FILE_WRITE)
         target, expected, observe = _test_run(config, check, root, claim_path, timeout,
-                                              trusted_ref, record)  # fmt: skip
+                                              trusted_ref, record, ignored)  # fmt: skip
     else:
         covers = tuple(m.id for m in mutations if m.target == check.target
                        and m.kind != FILE_WRITE)  # fmt: skip
@@ -529,6 +607,7 @@ def _test_run(
     timeout: float,
     trusted_ref: str | None,
     record: dict[str, Any] | None,
+    ignored: Sequence[str],
 ) -> tuple[str, Any, Callable[[], Observation]]:
     from ..observe import test_run  # noqa: PLC0415
 
@@ -540,8 +619,9 @@ def _test_run(
     if commit is not None:
         stored = stored_content(config, root, record, commit, check.protect)
     request = test_run.prepare(
-        check.command, root, check.junit, check.require_tests, max(timeout, 0.001), (),
-        python=check.python, env_names=check.env, sandboxed=True, network=check.network,
+        check.command, root, check.junit, check.require_tests, max(timeout, 0.001),
+        [root / rel for rel in ignored], python=check.python, env_names=check.env,
+        sandboxed=True, network=check.network,
         trusted_ref=commit, trusted_content=stored, protect=check.protect,
         secret_files=() if config.sign_key is None else (str(config.sign_key),),
     )  # fmt: skip
