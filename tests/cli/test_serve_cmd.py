@@ -23,6 +23,7 @@ from completion_claim.timefmt import format_time
 from completion_claim.trust.keys import SigningKey, write_private_key
 from tests.builders import claim_doc, evidence, mutation
 from tests.fixtures.gate_service import buggy_project, pin_base, write_operator
+from tests.fixtures.projects import write_files
 from tests.fixtures.serve import CLAIM, served
 
 JSON = {"Content-Type": "application/json"}
@@ -267,6 +268,7 @@ def test_the_gate_steps_are_logged_on_stderr(tmp_path: Path) -> None:
     config, key = write_operator(ops)
     repo = buggy_project(observed / "calc")
     pin_base(config, repo)  # no tokens: nobody may start a session
+    write_files(repo, {"README.md": "fixed, promise\n"})  # the false done's only change
     args = ("--ledger", ledger_in(ops), "--key", str(key), "--observe-root", str(observed))
     with served(*args, "--gate-config", str(config)) as service:
         answer = httpx.post(

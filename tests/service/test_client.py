@@ -26,7 +26,7 @@ from completion_claim.service.client import (
 )
 
 from ..fixtures.gate_service import buggy_project, gate_service
-from ..fixtures.projects import GIT_ENV
+from ..fixtures.projects import GIT_ENV, write_files
 from ..gate.payloads import documented_stop
 
 CLAIM = Path(sys.executable).parent / "claim"
@@ -260,6 +260,7 @@ def test_attack_20_an_outcome_the_service_refuses_does_not_let_a_false_done_thro
         repo = buggy_project(service.observed / "repo")
         with ServiceClient(service.url, service.operator_token) as operator:
             operator.post_json("/v1/gate/start", {"repo": str(repo), "session": "s-1"})
+        write_files(repo, {"README.md": "fixed, promise\n"})  # the false done's only change
         payload = {**documented_stop("claude-code", repo, "s-1"), "last_assistant_message": outcome}
         done = subprocess.run(
             [str(CLAIM), "hook", "stop", "--harness", "claude-code", "--server", service.url],

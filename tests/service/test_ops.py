@@ -23,6 +23,7 @@ from completion_claim.trust.keys import SigningKey, write_private_key
 from tests.cli.test_serve_cmd import JSON, fresh_claim
 from tests.fixtures.gate_service import buggy_project, pin_base, write_operator
 from tests.fixtures.installed import installed_python
+from tests.fixtures.projects import write_files
 from tests.fixtures.serve import ready_line, served
 from tests.needs import service_unavailable, unique
 from tests.service.conftest import CONNECT_TIMEOUT, POSTGRES_URL, postgres_schema_url
@@ -129,6 +130,7 @@ def test_a_gate_run_is_counted_and_timed(tmp_path: Path) -> None:
     config, key = write_operator(ops)
     repo = buggy_project(observed / "calc")
     pin_base(config, repo)  # no tokens: nobody may start a session
+    write_files(repo, {"README.md": "fixed, promise\n"})  # the false done's only change
     ledger = f"sqlite:///{ops / 'ledger.sqlite'}"
     args = ("--ledger", ledger, "--key", str(key), "--observe-root", str(observed))
     with (
