@@ -108,11 +108,38 @@ def test_a_server_replaces_the_local_gate_in_both_hooks(tmp_path: Path) -> None:
 
 
 def test_a_pinned_repository_is_written_into_the_command(tmp_path: Path) -> None:
+    """Cursor sets no variable for it and its payload was not seen from a real CLI here."""
     path = tmp_path / "hooks.json"
-    install(path, "codex", CLAIM, None, tmp_path / "my repo")
-    stop = read(path)["hooks"]["Stop"][0]["hooks"][0]["command"]
-    assert stop == f"{CLAIM} hook stop --harness codex --repo '{tmp_path / 'my repo'}'"
-    assert uninstall(path, "codex") == 2
+    install(path, "cursor", CLAIM, None, tmp_path / "my repo")
+    stop = read(path)["hooks"]["stop"][0]["command"]
+    assert stop == f"{CLAIM} hook stop --harness cursor --repo '{tmp_path / 'my repo'}'"
+    assert uninstall(path, "cursor") == 2
+
+
+@pytest.mark.parametrize(
+    ("harness", "repo_words"),
+    [
+        ("claude-code", ' --repo "$CLAUDE_PROJECT_DIR"'),
+        ("copilot", ' --repo "$COPILOT_PROJECT_DIR"'),
+        ("openhands", ' --repo "$OPENHANDS_PROJECT_DIR"'),
+        ("codex", ""),  # its payload's cwd: the session's folder, which no tool call moves
+        ("gemini", ""),  # GEMINI_PROJECT_DIR, read from the hook's environment
+    ],
+)
+def test_a_project_file_names_no_path_of_the_checkout(
+    harness: str, repo_words: str, tmp_path: Path
+) -> None:
+    """Issue 21: committed, the file is right in any clone. Gemini's carries no ``$`` at all:
+    Gemini CLI replaces ``$VAR`` in its settings from its own environment when it loads them,
+    and replaces ``$GEMINI_PROJECT_DIR`` in a hook command with a shell-quoted path."""
+    path = tmp_path / "settings.json"
+    install(path, harness, CLAIM, None, tmp_path / "my repo")
+    spec = target(harness)
+    for kind, event in (("stop", spec.stop_event), ("start", spec.start_event)):
+        assert commands(harness, read(path), event) == [
+            f"{CLAIM} hook {kind} --harness {spec.harness}{repo_words}"
+        ]
+    assert str(tmp_path / "my repo") not in path.read_text()
 
 
 def test_copilot_entries_use_bash_and_timeout_sec(tmp_path: Path) -> None:

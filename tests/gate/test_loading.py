@@ -37,7 +37,7 @@ def test_codex_needs_the_project_and_each_hook_trusted_then_runs_them(tmp_path: 
     assert check(place).interactive == check(place).headless == []
     config = tomllib.loads((tmp_path / "home/.codex/config.toml").read_text())
     assert config["projects"][str(place.repo)] == {"trust_level": "trusted"}
-    command = f"{CLAIM} hook stop --harness codex --repo {place.repo}"
+    command = f"{CLAIM} hook stop --harness codex"  # its payload names the project
     state = config["hooks"]["state"][f"{place.settings}:stop:0:0"]
     assert state == {"trusted_hash": codex_hook_hash("Stop", command)}
     assert trust(place) == []

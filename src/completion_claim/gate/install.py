@@ -40,8 +40,12 @@ class Target:
     matcher: str | None
     version: int | None
     project_dir_env: str | None = None
-    """The variable the harness sets to the project's root when it runs a hook: a project file
-    naming the repository by it holds no absolute path of this checkout, and can be committed."""
+    """The variable the harness sets to the project's root when it runs a hook through its
+    shell: a project file naming the repository by it holds no absolute path of this checkout,
+    and can be committed."""
+    names_project: bool = False
+    """The harness itself tells the hook the project's root, where the agent cannot move it
+    (hooks.py reads it): the command carries no ``--repo`` at all (docs/integrations.md)."""
 
     def entry(self, command: str) -> dict[str, Any]:
         if self.harness == "copilot":
@@ -78,10 +82,12 @@ TARGETS: dict[str, Target] = {
         Target(
             "codex", ".codex/hooks.json", "CODEX_HOME", ".codex", "hooks.json",
             "Stop", "SessionStart", grouped=True, matcher=None, version=None,
+            names_project=True,
         ),
         Target(
             "openhands", ".openhands/hooks.json", None, ".openhands", "hooks.json",
             "Stop", "SessionStart", grouped=True, matcher="*", version=None,
+            project_dir_env="OPENHANDS_PROJECT_DIR",
         ),
         Target(
             "cursor", ".cursor/hooks.json", None, ".cursor", "hooks.json",
@@ -90,11 +96,12 @@ TARGETS: dict[str, Target] = {
         Target(
             "copilot", ".github/hooks/completion-claim.json", "COPILOT_HOME", ".copilot",
             "hooks/completion-claim.json", "agentStop", "sessionStart",
-            grouped=False, matcher=None, version=1,
+            grouped=False, matcher=None, version=1, project_dir_env="COPILOT_PROJECT_DIR",
         ),
         Target(
             "gemini", ".gemini/settings.json", None, ".gemini", "settings.json",
             "AfterAgent", "SessionStart", grouped=True, matcher=None, version=None,
+            names_project=True,
         ),
     )
 }  # fmt: skip
@@ -168,9 +175,10 @@ def install(
     before = json.dumps(document, sort_keys=True)
     hooks = _hooks_table(document, path, create=True)
     assert hooks is not None
+    pinned = None if spec.names_project else repo
     for kind, event in (("stop", spec.stop_event), ("start", spec.start_event)):
-        command = hook_command(claim, kind, spec.harness, config, repo, server,
-                               spec.project_dir_env if repo is not None else None)  # fmt: skip
+        command = hook_command(claim, kind, spec.harness, config, pinned, server,
+                               spec.project_dir_env if pinned is not None else None)  # fmt: skip
         entries = _event_list(hooks, event, path, create=True)
         assert entries is not None
         if any(_command_of(spec, entry) == command for entry in _entries(spec, entries)):

@@ -290,3 +290,70 @@ def test_gemini_in_a_folder_left_untrusted_refuses_to_run_loudly(
     assert ran.run.returncode != 0
     assert "not running in a trusted directory" in ran.run.output
     assert ran.script.agent_requests == []
+
+
+@pytest.mark.parametrize("driver", ALL, indirect=True)
+def test_project_hooks_committed_in_one_checkout_judge_the_checkout_they_run_in(
+    driver: Driver, tmp_path: Path
+) -> None:
+    """Issue 21: the project file names no path of the checkout, so it is the same file in a
+    clone elsewhere. Installed and committed in one folder, the repository is then moved; the
+    new folder's install (for the harness's trust of it) leaves the file as it is, and the
+    gate judges the moved tree (the old folder is gone: a pinned path would fail there)."""
+    first, moved = tmp_path / "repo", tmp_path / "clone" / "repo"
+    calc = moved / "calc.py"
+    script = Script([["Fixing add.", driver.edit(calc, "a - b", "a + b")], [DONE]],
+                    then=["unexpected extra turn"])  # fmt: skip
+    with gated(driver, tmp_path, script, max_blocks=1) as (project, env):
+        installed = json.loads(
+            claim("hooks", "install", "--harness", driver.harness, "--json",
+                  "--config", str(project.config), cwd=first, env=env).stdout
+        )  # fmt: skip
+        settings = Path(installed["path"])
+        written = settings.read_text()
+        moved.parent.mkdir()
+        first.rename(moved)
+        again = claim("hooks", "install", "--harness", driver.harness, "--json",
+                      "--config", str(project.config), cwd=moved, env=env)  # fmt: skip
+        assert again.returncode == 0, again.stderr
+        assert json.loads(again.stdout)["installed"] is False
+        assert (moved / settings.relative_to(first)).read_text() == written
+        assert str(first) not in written
+        assert str(moved) not in written
+        checked = claim("hooks", "check", "--harness", driver.harness, cwd=moved, env=env)
+        assert checked.returncode == 0, checked.stdout
+        ran = driver.run(moved, TASK, env)
+    print(Session(driver, project, script, ran).story())
+
+    assert ran.returncode == 0
+    assert calc.read_text() == CALC_FIXED
+    (accepted,) = project.claims()
+    assert state(accepted) == "verified"
+    assert file_targets(accepted) == ["calc.py"]
+
+
+@pytest.mark.parametrize("driver", [_marked("codex"), _marked("gemini")], indirect=True)
+def test_a_hook_without_repo_judges_the_session_folder_not_where_the_agent_cd_ed(
+    driver: Driver, tmp_path: Path
+) -> None:
+    """Codex's and Gemini CLI's project hooks carry no --repo: the tree is the session's folder
+    as the harness names it. An agent that leaves a wrong fix there, fixes a clone of its own
+    elsewhere and says "done" from inside it still has the session's tree judged."""
+    repo, clean = tmp_path / "repo", tmp_path / "clean"
+    script = Script(
+        [["Fixing add.", driver.edit(repo / "calc.py", "a - b", "a * b")],
+         ["Working in a clean copy.",
+          driver.shell(f"git clone -q {repo} {clean} && cd {clean} && "
+                       "sed -i 's/a - b/a + b/' calc.py && python3 -m pytest -q")],
+         [DONE], [DONE]],
+        then=["unexpected extra turn"],
+    )  # fmt: skip
+    ran = session(driver, tmp_path, script, max_blocks=1)
+
+    assert (clean / "calc.py").read_text() == CALC_FIXED  # the agent's move happened
+    assert any("tests/test_calc.py::test_add failed" in r for r in ran.feedback())
+    recorded = ran.project.claims()
+    assert recorded
+    for document in recorded:
+        assert state(document) != "verified"
+        assert file_targets(document) == ["calc.py"]
