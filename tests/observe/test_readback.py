@@ -958,37 +958,35 @@ def test_an_extension_a_superuser_installed_on_the_search_path_is_no_shadow(
 
 
 @pytest.mark.parametrize("server_table", ["mariadb"], indirect=True)
-@pytest.mark.parametrize("spelling", ["`sum`(zip_n)", "sum (zip_n)", "SUM\n(zip_n)"])
 def test_attack_57_mariadb_stored_function_named_like_a_built_in_is_not_reached(
-    mariadb: Any,
-    server_table: SqlTable,
-    claim: Path,
-    capsys: pytest.CaptureFixture[str],
-    spelling: str,
+    mariadb: Any, server_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A stored function `sum` in the database answers ``sum (x)`` and `` `sum`(x) ``; only
-    ``sum(x)`` is the built-in."""
+    ``sum(x)`` is the built-in. The function must sit in the reader's own database (`test`)
+    under the built-in's name, so the spellings are tried in one test, one after another: as
+    separate tests, two xdist workers would make the function at once."""
     import pymysql
 
     role = server_table.url.partition("://")[2].partition("@")[0]
-    query = f"SELECT {spelling} AS n FROM {server_table.table} WHERE id = 4472"
     with mariadb.cursor() as cursor:
         cursor.execute("CREATE FUNCTION `sum`(x INT) RETURNS INT DETERMINISTIC RETURN 94107")
         cursor.execute(f"GRANT EXECUTE ON FUNCTION test.`sum` TO '{role}'@'%'")
     try:
-        conn = pymysql.connect(host="127.0.0.1", user=role, database="test")
-        try:
-            with conn.cursor() as cursor:  # control: the role's query reaches the function
-                cursor.execute("SET SESSION sql_mode = %s", [readback_sql.MARIADB_SQL_MODE])
-                cursor.execute(query)
-                assert cursor.fetchone() == (94107,)
-        finally:
-            conn.close()
-        before = claim.read_bytes()
-        assert readback(claim, server_table.url, "--query", query, "--expect", "n=94107") == 4
-        assert "calls the database's stored function of that name" in capsys.readouterr().err
-        assert claim.read_bytes() == before
-        honest = query.replace(spelling, "sum(zip_n)")
+        for spelling in ("`sum`(zip_n)", "sum (zip_n)", "SUM\n(zip_n)"):
+            query = f"SELECT {spelling} AS n FROM {server_table.table} WHERE id = 4472"
+            conn = pymysql.connect(host="127.0.0.1", user=role, database="test")
+            try:
+                with conn.cursor() as cursor:  # control: the role's query reaches the function
+                    cursor.execute("SET SESSION sql_mode = %s", [readback_sql.MARIADB_SQL_MODE])
+                    cursor.execute(query)
+                    assert cursor.fetchone() == (94107,), spelling
+            finally:
+                conn.close()
+            before = claim.read_bytes()
+            assert readback(claim, server_table.url, "--query", query, "--expect", "n=94107") == 4
+            assert "calls the database's stored function of that name" in capsys.readouterr().err
+            assert claim.read_bytes() == before
+        honest = query.replace("SUM\n(zip_n)", "sum(zip_n)")
         assert readback(claim, server_table.url, "--query", honest, "--expect", "n=94107") == 0
         assert last_evidence(claim)["observed_value"] == {"n": 10001}
         assert verdict_of(claim) == "refuted"
