@@ -22,8 +22,7 @@ from completion_claim.cli.serve_cmd import is_loopback
 from completion_claim.timefmt import format_time
 from completion_claim.trust.keys import SigningKey, write_private_key
 from tests.builders import claim_doc, evidence, mutation
-from tests.fixtures.gate_service import buggy_project, pin_base, write_operator
-from tests.fixtures.projects import write_files
+from tests.fixtures.gate_service import false_done_for_a_tokenless_service
 from tests.fixtures.serve import CLAIM, served
 
 JSON = {"Content-Type": "application/json"}
@@ -262,15 +261,8 @@ def test_a_gate_config_the_gate_could_not_run_stops_the_start(
 
 
 def test_the_gate_steps_are_logged_on_stderr(tmp_path: Path) -> None:
-    ops, observed = tmp_path / "ops", tmp_path / "agents"
-    ops.mkdir()
-    observed.mkdir()
-    config, key = write_operator(ops)
-    repo = buggy_project(observed / "calc")
-    pin_base(config, repo)  # no tokens: nobody may start a session
-    write_files(repo, {"README.md": "fixed, promise\n"})  # the false done's only change
-    args = ("--ledger", ledger_in(ops), "--key", str(key), "--observe-root", str(observed))
-    with served(*args, "--gate-config", str(config)) as service:
+    repo, args = false_done_for_a_tokenless_service(tmp_path)
+    with served(*args) as service:
         answer = httpx.post(
             f"{service.url}/v1/gate",
             json={"repo": str(repo), "outcome": "fixed add()"},

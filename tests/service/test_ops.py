@@ -21,9 +21,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from completion_claim.trust.keys import SigningKey, write_private_key
 from tests.cli.test_serve_cmd import JSON, fresh_claim
-from tests.fixtures.gate_service import buggy_project, pin_base, write_operator
+from tests.fixtures.gate_service import false_done_for_a_tokenless_service
 from tests.fixtures.installed import installed_python
-from tests.fixtures.projects import write_files
 from tests.fixtures.serve import ready_line, served
 from tests.needs import service_unavailable, unique
 from tests.service.conftest import CONNECT_TIMEOUT, POSTGRES_URL, postgres_schema_url
@@ -124,17 +123,9 @@ def test_attack_69_labels_a_client_chooses_make_no_new_series(tmp_path: Path, ke
 
 
 def test_a_gate_run_is_counted_and_timed(tmp_path: Path) -> None:
-    ops, observed = tmp_path / "ops", tmp_path / "agents"
-    ops.mkdir()
-    observed.mkdir()
-    config, key = write_operator(ops)
-    repo = buggy_project(observed / "calc")
-    pin_base(config, repo)  # no tokens: nobody may start a session
-    write_files(repo, {"README.md": "fixed, promise\n"})  # the false done's only change
-    ledger = f"sqlite:///{ops / 'ledger.sqlite'}"
-    args = ("--ledger", ledger, "--key", str(key), "--observe-root", str(observed))
+    repo, args = false_done_for_a_tokenless_service(tmp_path)
     with (
-        served(*args, "--gate-config", str(config), "--port", "0") as service,
+        served(*args, "--port", "0") as service,
         httpx.Client(base_url=service.url, timeout=120) as client,
     ):
         assert value(scrape(client), "claim_gate_run_seconds_count", verdict="refuted") == 0
