@@ -188,13 +188,41 @@ def whole_message(turn: Turn, model: str) -> dict[str, Any]:
     return message
 
 
+class ScriptedHandler(BaseHTTPRequestHandler):
+    """What every scripted model server's handler shares: HTTP/1.1, whole bodies, no log."""
+
+    protocol_version = "HTTP/1.1"
+
+    def _send(self, status: int, content_type: str, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("content-type", content_type)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: the tests assert on the recorded requests, not on an access log."""
+
+
+@contextmanager
+def running(handler: type[ScriptedHandler]) -> Iterator[str]:
+    """``handler`` served on 127.0.0.1 (an ephemeral port); yields ``http://127.0.0.1:PORT``."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @contextmanager
 def serve(script: Script) -> Iterator[str]:
     """Run ``script`` behind a Messages API on 127.0.0.1 (ephemeral port); yield its base URL."""
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
+    class Handler(ScriptedHandler):
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(length)
@@ -217,22 +245,5 @@ def serve(script: Script) -> Iterator[str]:
         def do_GET(self) -> None:
             self._send(404, "application/json", b'{"type":"error"}')
 
-        def _send(self, status: int, content_type: str, body: bytes) -> None:
-            self.send_response(status)
-            self.send_header("content-type", content_type)
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            """Quiet: the tests assert on the recorded requests, not on an access log."""
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with running(Handler) as url:
+        yield url

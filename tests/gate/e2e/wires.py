@@ -9,15 +9,13 @@ recorded, so a test asserts on what the model was told.
 from __future__ import annotations
 
 import json
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from .model_server import Request, Script, ToolUse, Turn
+from .model_server import Request, Script, ScriptedHandler, ToolUse, Turn, running
 
 GATE_REASON = "completion-claim gate:"
 """How every reason the gate sends an agent begins, whatever the harness wraps it in."""
@@ -298,9 +296,7 @@ def serve_wire(wire: str, script: Script) -> Iterator[str]:
             return "application/json", json.dumps(answer).encode()
         return None
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
+    class Handler(ScriptedHandler):
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(length)
@@ -321,23 +317,5 @@ def serve_wire(wire: str, script: Script) -> Iterator[str]:
             else:
                 self._send(404, "application/json", b'{"error": {"message": "not scripted"}}')
 
-        def _send(self, status: int, content_type: str, body: bytes) -> None:
-            self.send_response(status)
-            self.send_header("content-type", content_type)
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            """Quiet: the tests assert on the recorded requests, not on an access log."""
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with running(Handler) as base:
         yield base if wire == "gemini" else f"{base}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
