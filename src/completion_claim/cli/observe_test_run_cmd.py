@@ -10,6 +10,7 @@ import click
 from ..claimfile import read_claim
 from ..observe import test_run
 from ..observe._common import Observation, observer_options, settings_from
+from ..observe.runners.results import COUNT_KEYS
 from .observe_cmd import observe_group, record_and_report
 
 DEFAULT_TIMEOUT_S = 600.0
@@ -137,8 +138,6 @@ def test_run_command(
 
 def _summary(item: dict[str, Any]) -> str:
     observed = item["observed_value"]
-    counts = ", ".join(
-        f"{observed[key]} {key}" for key in test_run.COUNT_KEYS.values() if key in observed
-    )
+    counts = ", ".join(f"{observed[key]} {key}" for key in COUNT_KEYS.values() if key in observed)
     summary = f"{test_run.CHECK_TYPE} exit code {observed['exit_code']}"
     return summary + (f", {counts}" if counts else "")

@@ -572,12 +572,13 @@ def require_pytest(config: GateConfig, root: Path) -> None:
     can import pytest: otherwise every run would fail and the gate would blame the agent for
     the operator's setting. Checked by ``claim gate`` and ``--start`` before any work, naming
     the line (never ``--python``, which the observer's own messages say)."""
-    from ..observe import test_run  # noqa: PLC0415
+    from ..observe.runners import runner_for  # noqa: PLC0415
+    from ..observe.runners.pytest import is_pytest  # noqa: PLC0415
 
     for check in config.checks:
-        if not isinstance(check, TestRunCheck):
+        if not isinstance(check, TestRunCheck) or runner_for(check.command).ecosystem != "python":
             continue
-        pytest = test_run.is_pytest(check.command)
+        pytest = is_pytest(check.command)
         where = f"{config.path.name}:{check.python_line or check.line}"
         if check.python is None:
             if pytest and not can_import_pytest(sys.executable):

@@ -28,14 +28,13 @@ from ..errors import ObservationFailed, UsageError
 from ..model import Mutation
 from .git_capture import DELETED, latest_file_writes
 from .repository import VerifiedObjects, content_digest, display, object_format_of
-from .workspace import Files, Workspace, is_byproduct, is_test_config, tree_entries
+from .runners import is_runner_protected
+from .workspace import Files, Workspace, is_byproduct, tree_entries
 
 MAX_FILE_BYTES = 1 << 30
 MAX_TREE_BYTES = 4 << 30
 _CHUNK = 1 << 20
 _TEST_FOLDERS = frozenset({b"tests", b"test"})
-# A module by one of these names, anywhere pytest puts on sys.path, replaces pytest itself.
-_PYTEST_OWN = frozenset({b"pytest", b"_pytest", b"py", b"pluggy", b"iniconfig"})
 _SYMLINK_MODE = "120000"
 _EXECUTABLE_MODE = "100755"
 
@@ -252,17 +251,10 @@ def _repository_path(target: str) -> bool:
 
 
 def is_protected(rel: bytes, globs: Sequence[str]) -> bool:
-    """Decides what a run does rather than what it tests: test configuration, the test files
-    pytest collects, modules that would replace pytest, and the operator's own globs."""
+    """Decides what a run does rather than what it tests: anything under a test folder, each
+    runner's test files and configuration (:mod:`.runners`), and the operator's own globs."""
     parts = rel.split(b"/")
-    name = parts[-1]
-    if is_test_config(rel):
-        return True
-    if name.endswith(b".py") and (name.startswith(b"test_") or name.endswith(b"_test.py")):
-        return True
-    if any(part in _TEST_FOLDERS for part in parts[:-1]):
-        return True
-    if any(part.removesuffix(b".py") in _PYTEST_OWN for part in parts):
+    if any(part in _TEST_FOLDERS for part in parts[:-1]) or is_runner_protected(rel):
         return True
     text = display(rel)
     return any(fnmatch.fnmatchcase(text, glob) for glob in globs)
