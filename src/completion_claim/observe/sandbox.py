@@ -116,7 +116,13 @@ class Sandbox:
                 args += ["--symlink", os.readlink(folder), folder]
             else:
                 args += ["--ro-bind-try", folder, folder]
-        for path in (*_ETC, *(_NETWORK_ETC if self.network else ())):
+        etc = (*_ETC, *(_NETWORK_ETC if self.network else ()))
+        # Made first, open to all: the folders bwrap makes on its own for a mount point are
+        # 0700, and the dropped user could read nothing under /etc (nor a toolchain's files
+        # mounted there later).
+        for parent in _ancestors(etc):
+            args += ["--perms", "0755", "--dir", parent]
+        for path in etc:
             args += ["--ro-bind-try", path, path]
         # The scratch /tmp first: a later mount under it (an interpreter in /tmp) stays visible.
         args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]  # noqa: S108
