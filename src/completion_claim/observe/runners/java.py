@@ -66,9 +66,18 @@ _TEST_LIBRARY_PACKAGES = (
     (b"io", b"kotest"),
     (b"com", b"google", b"common", b"truth"),
 )
-# Service files by which a jar of the class path (the code under test's own resources too) hooks
-# into the test engine: a PostDiscoveryFilter that drops tests, a listener, an extension.
-_TEST_SERVICE_PREFIXES = (b"org.junit.", b"org.testng.", b"org.opentest4j.")
+# Service files by which anything on the class path (the code's own resources too) hooks into
+# the test engine (a PostDiscoveryFilter that drops tests, a listener, an extension) or runs in
+# the build tool's own process (an annotation processor runs inside javac, in Maven's JVM).
+_HOOK_SERVICE_PREFIXES = (
+    b"org.junit.",
+    b"org.testng.",
+    b"org.opentest4j.",
+    b"javax.annotation.processing.",
+    b"com.sun.source.util.",
+    b"org.apache.maven.",
+    b"org.gradle.",
+)
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64")
 _MAVEN_WRAPPERS = frozenset({"mvnw", "mvnw.cmd"})
 _GRADLE_WRAPPERS = frozenset({"gradlew", "gradlew.bat"})
@@ -86,13 +95,13 @@ _MAVEN_REPOSITORY_MOUNT = "repository"
 def java_protected(rel: bytes) -> bool:
     """What decides which Java tests run and how, for either build tool: test source sets
     (``src/test``, ``src/integrationTest``, ``src/testFixtures``), the JUnit Platform's
-    configuration, service files hooking into a test engine, and classes in a test library's
-    packages."""
+    configuration, service files hooking into a test engine or the build, and classes in a test
+    library's packages."""
     parts = rel.split(b"/")
     name = parts[-1]
     if name == b"junit-platform.properties":
         return True
-    if parts[-3:-1] == [b"META-INF", b"services"] and name.startswith(_TEST_SERVICE_PREFIXES):
+    if parts[-3:-1] == [b"META-INF", b"services"] and name.startswith(_HOOK_SERVICE_PREFIXES):
         return True
     for index, part in enumerate(parts[:-2]):
         if part == b"src" and b"test" in parts[index + 1].lower():
