@@ -414,3 +414,17 @@ def test_init_writes_an_interpreter_that_can_import_pytest(tmp_path: Path) -> No
     assert isinstance(check, gate_config.TestRunCheck)
     assert check.python == found
     gate_config.require_pytest(load_config(path, {}), repo)
+
+
+def test_python_and_toolchain_are_one_key_of_two(tmp_path: Path) -> None:
+    text = (
+        '[policy]\nid = "p"\nrequires = ["test_run"]\n\n[[check]]\ntype = "test_run"\n'
+        'command = ["go", "test", "./..."]\npython = "/usr/bin/python3"\ntoolchain = "/usr/lib/go"\n'
+    )
+    with pytest.raises(ConfigError, match="set python .* or toolchain, not both"):
+        load_config(write(tmp_path, text), {})
+    (check,) = load_config(
+        write(tmp_path, text.replace('python = "/usr/bin/python3"\n', "")), {}
+    ).checks
+    assert isinstance(check, gate_config.TestRunCheck)
+    assert check.chosen_toolchain == "/usr/lib/go"

@@ -620,7 +620,7 @@ def _test_run(
         stored = stored_content(config, root, record, commit, check.protect)
     request = test_run.prepare(
         check.command, root, check.junit, check.require_tests, max(timeout, 0.001),
-        [root / rel for rel in ignored], python=check.python, env_names=check.env,
+        [root / rel for rel in ignored], python=check.chosen_toolchain, env_names=check.env,
         sandboxed=True, network=check.network,
         trusted_ref=commit, trusted_content=stored, protect=check.protect,
         secret_files=() if config.sign_key is None else (str(config.sign_key),),
