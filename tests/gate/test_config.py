@@ -413,7 +413,7 @@ def test_init_writes_an_interpreter_that_can_import_pytest(tmp_path: Path) -> No
     (check,) = load_config(path, {}).checks
     assert isinstance(check, gate_config.TestRunCheck)
     assert check.python == found
-    gate_config.require_pytest(load_config(path, {}), repo)
+    gate_config.require_toolchains(load_config(path, {}), repo)
 
 
 def test_python_and_toolchain_are_one_key_of_two(tmp_path: Path) -> None:

@@ -567,21 +567,34 @@ def ignored_protected(glob: str, checks: Sequence[CheckConfig]) -> str | None:
     """A path of the kinds a test run protects (7.1) that ``glob`` matches, or None: an ignore
     list aimed at test files, their configuration or a check's ``protect`` globs is a mistake
     (the gate would never ignore those anyway). The gate's configuration is probed too."""
+    from ..observe.runners import protected_examples  # noqa: PLC0415
+
     protect = [p for c in checks if isinstance(c, TestRunCheck) for p in c.protect]
-    probes = [*_PROTECTED_PROBES, *(re.sub(r"[*?]", "x", p) for p in protect)]
+    probes = [
+        *_PROTECTED_PROBES,
+        *protected_examples(),
+        *(re.sub(r"[*?]", "x", p) for p in protect),
+    ]
     return next((probe for probe in probes if fnmatch.fnmatchcase(probe, glob)), None)
 
 
-def require_pytest(config: GateConfig, root: Path) -> None:
-    """Each test run's interpreter exists and lies outside the work tree, and a pytest check's
-    can import pytest: otherwise every run would fail and the gate would blame the agent for
-    the operator's setting. Checked by ``claim gate`` and ``--start`` before any work, naming
-    the line (never ``--python``, which the observer's own messages say)."""
+def require_toolchains(config: GateConfig, root: Path) -> None:
+    """Each test run's toolchain exists and lies outside the work tree, and a pytest check's
+    interpreter can import pytest: otherwise every run would fail and the gate would blame the
+    agent for the operator's setting. Checked by ``claim gate`` and ``--start`` before any work,
+    naming the line (never ``--python``, which the observer's own messages say)."""
     from ..observe.runners import runner_for  # noqa: PLC0415
     from ..observe.runners.pytest import is_pytest  # noqa: PLC0415
 
     for check in config.checks:
-        if not isinstance(check, TestRunCheck) or runner_for(check.command).ecosystem != "python":
+        if not isinstance(check, TestRunCheck):
+            continue
+        runner = runner_for(check.command, check.junit)
+        if runner.ecosystem != "python":
+            try:
+                runner.toolchain(check.command, check.chosen_toolchain, root)
+            except UsageError as error:
+                raise ConfigError(f"{config.path.name}:{check.line}: test_run: {error}") from None
             continue
         pytest = is_pytest(check.command)
         where = f"{config.path.name}:{check.python_line or check.line}"
@@ -696,11 +709,9 @@ def _policy_place(path: str) -> tuple[str, str | None]:
 
 
 _GATE_KEYS = {"runs_dir", "sign_key", "max_blocks", "base", "timeout_s", "ignore"}
-# One path of each kind a test run protects (observe/run_tree.is_protected), and claim.toml.
-_PROTECTED_PROBES = (
-    "conftest.py", "test_x.py", "x_test.py", "tests/x.py", "test/x.py", "pytest.ini", "tox.ini",
-    "setup.cfg", "pyproject.toml", "x.pth", "pytest.py", "_pytest/x.py", CONFIG_NAME,
-)  # fmt: skip
+# A path in a test folder (observe/run_tree.is_protected), and claim.toml; each runner adds one
+# path of each kind it protects.
+_PROTECTED_PROBES = ("tests/x.py", "test/x.py", CONFIG_NAME)
 _CHECK_KEYS = {
     TEST_RUN: {
         "command", "trusted_ref", "protect", "python", "env", "network", "require_tests",

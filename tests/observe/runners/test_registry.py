@@ -9,10 +9,12 @@ import pytest
 from completion_claim.errors import UsageError
 from completion_claim.observe.runners import (
     FALLBACK,
+    RUNNERS,
     detect,
     is_runner_protected,
     runner_for,
 )
+from completion_claim.observe.runners.base import Runner
 from completion_claim.observe.runners.junit import JunitFile
 from completion_claim.observe.runners.pytest import Pytest
 
@@ -71,3 +73,12 @@ def test_python_test_paths_are_protected(path: bytes) -> None:
 def test_code_is_not_protected() -> None:
     assert not is_runner_protected(b"calc.py")
     assert not is_runner_protected(b"src/pkg/testing.py")
+
+
+@pytest.mark.parametrize("runner", RUNNERS, ids=lambda runner: runner.name)
+def test_each_runner_protects_its_own_examples(runner: object) -> None:
+    """The gate refuses an ignore glob by these examples: each must be a path the runner
+    protects, and each runner names some."""
+    assert isinstance(runner, Runner)
+    assert runner.examples
+    assert all(runner.protected(example.encode()) for example in runner.examples)
