@@ -88,8 +88,9 @@ def test_python_dash_m_unittest_is_unittests() -> None:
     ("path", "protected"),
     [
         ("tests/test_calc.py", True),
-        ("pkg/testing.py", True),  # unittest's default pattern is test*.py
+        ("pkg/tests.py", True),
         ("test.py", True),
+        ("pkg/testing.py", False),  # loaded by test*.py, yet a name code has: a protect glob
         ("unittest.py", True),
         ("lib/unittest/__init__.py", True),
         ("sitecustomize.py", True),

@@ -119,6 +119,12 @@ class Maven(Runner):
 
     name = "maven"
     ecosystem = "java"
+    examples = (
+        "pom.xml", ".mvn/maven.config", "mvnw", "src/test/java/X.java",
+        "src/integrationTest/java/X.java", "src/main/resources/junit-platform.properties",
+        "src/main/resources/META-INF/services/org.junit.platform.launcher.PostDiscoveryFilter",
+        "src/main/java/org/junit/jupiter/api/Assertions.java",
+    )  # fmt: skip
 
     def recognises(self, command: Sequence[str]) -> bool:
         return program_name(command) in ({"mvn"} | _MAVEN_WRAPPERS)
@@ -208,6 +214,11 @@ class Gradle(Runner):
 
     name = "gradle"
     ecosystem = "java"
+    examples = (
+        "build.gradle", "build.gradle.kts", "settings.gradle.kts", "gradle.properties",
+        "gradle/libs.versions.toml", "gradlew", "buildSrc/build.gradle.kts", "ci/x.gradle",
+        "gradle.lockfile",
+    )  # fmt: skip
 
     def recognises(self, command: Sequence[str]) -> bool:
         return program_name(command) in ({"gradle"} | _GRADLE_WRAPPERS)

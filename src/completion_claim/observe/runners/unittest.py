@@ -26,6 +26,7 @@ from .results import ERROR, FAILED, PASSED, SKIPPED, Results
 PLUGIN = Path(__file__).parent.parent / "unittest_reporter.py"
 _OUTCOMES = frozenset({PASSED, FAILED, ERROR, SKIPPED})
 _RECORD_FIELDS = {"seq", "test", "outcome", "message"}
+_TEST_NAMES = frozenset({b"test.py", b"tests.py"})
 # A module by this name in the run's folder (first on sys.path) would replace unittest itself.
 _UNITTEST_OWN = b"unittest"
 
@@ -42,6 +43,7 @@ class Unittest(Runner):
     name = "unittest"
     ecosystem = "python"
     plugin = PLUGIN
+    examples = ("test.py", "tests.py", "test_x.py", "unittest.py", "unittest/x.py")
 
     def recognises(self, command: Sequence[str]) -> bool:
         return is_unittest(command)
@@ -52,11 +54,15 @@ class Unittest(Runner):
         return None
 
     def protected(self, rel: bytes) -> bool:
-        """The files unittest's default discovery loads as tests (``test*.py``), and modules
-        that would replace unittest."""
+        """The usual names of the files unittest's discovery loads as tests (``test_*.py``,
+        ``tests.py``, ``test.py``; pytest's protect ``*_test.py``), and modules that would
+        replace unittest. Its default pattern, ``test*.py``, also loads ``testing.py``: a name
+        code often has, left to a ``protect`` glob."""
         parts = rel.split(b"/")
         name = parts[-1]
-        if is_python_config(rel) or (name.startswith(b"test") and name.endswith(b".py")):
+        if is_python_config(rel) or name in _TEST_NAMES:
+            return True
+        if name.startswith(b"test_") and name.endswith(b".py"):
             return True
         return any(part.removesuffix(b".py") == _UNITTEST_OWN for part in parts)
 
