@@ -268,6 +268,15 @@ def test_a_build_tool_in_the_work_tree_is_refused(tmp_path: Path) -> None:
         MAVEN.toolchain(["mvn", f"-Dmaven.repo.local={tmp_path}/m2", "test"], None, tmp_path)
 
 
+def test_a_repository_beside_mavens_settings_is_refused(tmp_path: Path) -> None:
+    m2 = tmp_path / "home" / ".m2"
+    (m2 / "repository").mkdir(parents=True)
+    (m2 / "settings.xml").write_text("<settings/>")
+    with pytest.raises(UsageError, match=r"holds settings\.xml, which may hold credentials"):
+        MAVEN.toolchain(["mvn", f"-Dmaven.repo.local={m2}", "test"], None, tmp_path / "repo")
+    MAVEN.toolchain(["mvn", f"-Dmaven.repo.local={m2}/repository", "test"], None, tmp_path / "r")
+
+
 def test_maven_dependencies_come_from_the_cache_unless_the_command_names_a_repository() -> None:
     spec = MAVEN.dependencies(["mvn", "test"])
     assert spec is not None

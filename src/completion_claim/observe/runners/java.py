@@ -90,6 +90,7 @@ _REPOSITORY_OPTION = "-Dmaven.repo.local="
 _GRADLE_OWN_OPTIONS = frozenset({"--offline", "--no-daemon", "--daemon", "--console=plain"})
 _GRADLE_FILE_OPTIONS = ("-I", "--init-script", "-c", "--settings-file", "-b", "--build-file")
 _MAVEN_REPOSITORY_MOUNT = "repository"
+_MAVEN_SETTINGS = ("settings.xml", "settings-security.xml")
 
 
 def java_protected(rel: bytes) -> bool:
@@ -172,6 +173,15 @@ class Maven(Runner):
         repository = _repository(command)
         if repository is not None:
             readable.append(_outside(repository, workspace, "the Maven repository"))
+            held = [
+                name for name in _MAVEN_SETTINGS if os.path.exists(os.path.join(repository, name))
+            ]
+            if held:
+                raise UsageError(
+                    f"{_REPOSITORY_OPTION}{repository} holds {held[0]}, which may hold "
+                    "credentials, and the run would see it: name the repository folder itself "
+                    "(~/.m2/repository)"
+                )
         return _with_jdk(program, readable, workspace, {"MAVEN_SKIP_RC": "1"})
 
     def dependencies(self, command: Sequence[str]) -> Dependencies | None:
