@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .._json import dumps
+from .._state import default_runs_dir
 from ..errors import ClaimError, InvalidDocument, UsageError
 from ..model import (
     DOM_ASSERTION,
@@ -148,15 +149,6 @@ class GateConfig:
     # What ${NAME} was replaced from, to read the operator's own copy again when the agent
     # changed the one in the work tree.
     environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
-
-
-def default_runs_dir(environ: Mapping[str, str]) -> Path:
-    """Outside any work tree: the user's state directory (XDG), as the agent's tools do not
-    look there."""
-    state = environ.get("XDG_STATE_HOME") or os.path.join(
-        environ.get("HOME") or os.path.expanduser("~"), ".local", "state"
-    )
-    return Path(state) / "completion-claim" / "runs"
 
 
 def find_config(start: Path) -> Path | None:

@@ -624,6 +624,7 @@ def _test_run(
         sandboxed=True, network=check.network,
         trusted_ref=commit, trusted_content=stored, protect=check.protect,
         secret_files=() if config.sign_key is None else (str(config.sign_key),),
+        dependency_cache=config.runs_dir / "dependencies",
     )  # fmt: skip
 
     def observe() -> Observation:

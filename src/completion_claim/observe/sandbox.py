@@ -94,6 +94,7 @@ class Sandbox:
         readable: Sequence[str],
         hidden: Sequence[str],
         report_dir: str | None = None,
+        mounts: Sequence[tuple[str, str]] = (),
     ) -> list[str]:
         """The bwrap command running ``command`` in ``cwd`` (a path inside the sandbox).
 
@@ -129,7 +130,8 @@ class Sandbox:
         args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]  # noqa: S108
         # bwrap would copy a parent's host mode (0700 for /root) to the folders it creates on
         # the way to a mount point, and the dropped user could not pass them.
-        for parent in _ancestors([*readable, WORK, PLUGINS, REPORTS]):
+        outside = [seen for _, seen in mounts if not _inside(seen, WORK)]
+        for parent in _ancestors([*readable, WORK, PLUGINS, REPORTS, *outside]):
             args += ["--perms", "0755", "--dir", parent]
         for folder in readable:
             args += ["--ro-bind", folder, folder]
@@ -138,6 +140,8 @@ class Sandbox:
             args += ["--ro-bind", plugin_dir, PLUGINS]
         if report_dir is not None:
             args += ["--bind", report_dir, REPORTS]
+        for host, seen in mounts:
+            args += ["--ro-bind", host, seen]
         args += ["--chdir", cwd]
         for name, value in sorted(env.items()):
             args += ["--setenv", name, value]

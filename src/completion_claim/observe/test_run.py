@@ -38,14 +38,17 @@ import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from hashlib import sha256
 from pathlib import Path
 from secrets import token_hex
 from types import TracebackType
 from typing import Any
 
+from .._state import default_runs_dir
 from ..errors import ObservationFailed, UsageError
 from ..model import Mutation
 from ._common import Observation
+from .dependency_cache import DEPENDENCIES_MOUNT, install, read_lockfiles, require_protected
 from .run_tree import (
     Deadline,
     GitContent,
@@ -102,6 +105,7 @@ class RunRequest:
     trusted_content: TrustedContent | None = None  # the operator's copy of trusted_ref's files
     protect: tuple[str, ...] = ()  # globs of further protected paths
     secret_files: tuple[str, ...] = ()  # read after the run, to redact their material
+    dependency_cache: Path | None = None  # the operator's; None: under the default runs dir
 
     @property
     def runner(self) -> Runner:
@@ -183,7 +187,8 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
                 os.chown(folder, owner, owner)
         tree = RunTree(os.fsencode(run_dir), owner)
         subject, details = _fill_run_tree(tree, request, workspace, mutations, excluded, deadline)
-        launch = _Launch(request, sandbox, toolchain, owned, cwd, channel)
+        mounts = _dependencies(request, runner, toolchain, sandbox, run_dir, cwd, deadline, details)
+        launch = _Launch(request, sandbox, toolchain, owned, cwd, channel, mounts)
         invocation = runner.invocation(request.command, launch.context())
         started_argv, host_env, details["sandbox"] = launch.confined(invocation, deadline)
         report = None if invocation.report is None else launch.on_host(invocation.report)
@@ -285,6 +290,57 @@ def _fill_run_tree(
     }
 
 
+def _dependencies(
+    request: RunRequest,
+    runner: Runner,
+    toolchain: Toolchain,
+    sandbox: Sandbox | None,
+    run_dir: Path,
+    cwd: str,
+    deadline: Deadline,
+    details: dict[str, Any],
+) -> dict[str, tuple[Path, str]]:
+    """The runner's dependencies from the operator's cache, installed first when needed: each
+    mounted folder's host path and path as the run sees it."""
+    spec = runner.dependencies(request.command)
+    if spec is None:
+        return {}
+    require_protected(runner, spec, cwd)
+    lockfiles = read_lockfiles(run_dir / cwd, spec)
+    cache = request.dependency_cache or default_runs_dir(os.environ) / "dependencies"
+    deadline.check("installing the dependencies")
+    installed = install(cache, runner, spec, lockfiles, toolchain, sandbox, deadline.remaining())
+    details["dependencies"] = {
+        "key": installed.key,
+        "lockfiles": {
+            name: "sha256:" + sha256(data).hexdigest() for name, data in lockfiles.items()
+        },
+    }
+    mounts: dict[str, tuple[Path, str]] = {}
+    work = WORK if sandbox is not None else str(run_dir)
+    for sub, place in spec.mounts.items():
+        host = installed.host(sub)
+        if place is not None:
+            seen = os.path.normpath(os.path.join(work, cwd, place))
+        else:
+            seen = f"{DEPENDENCIES_MOUNT}/{sub}" if sandbox is not None else str(host)
+        if sandbox is None and place is not None:
+            _link_in_place(Path(seen), host)
+        mounts[sub] = (host, seen)
+    return mounts
+
+
+def _link_in_place(path: Path, host: Path) -> None:
+    """Without a sandbox nothing can be mounted: the run's copy gets a link to the entry in
+    place of whatever the agent left there."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(host)
+
+
 @dataclass(frozen=True)
 class _Launch:
     """How the run is started: confined in the sandbox (paths as the run sees them), or, with
@@ -296,6 +352,7 @@ class _Launch:
     owned: Path
     cwd: str  # relative to the work tree's root
     channel: Channel | None
+    mounts: Mapping[str, tuple[Path, str]]  # dependency folders: host path, path in the run
 
     @property
     def work(self) -> str:
@@ -318,7 +375,7 @@ class _Launch:
             toolchain=self.toolchain,
             channel=ends,
             env=self.environment(),
-            dependencies={},
+            dependencies={sub: seen for sub, (_, seen) in self.mounts.items()},
             work=self.work,
             cwd=os.path.normpath(f"{self.work}/{self.cwd}"),
             reports=self.reports,
@@ -372,6 +429,7 @@ class _Launch:
             env=env,
             readable=readable,
             hidden=self.request.secret_files,
+            mounts=[(str(host), seen) for host, seen in self.mounts.values()],
         )
         return confined, {"PATH": SYSTEM_PATH}, self.sandbox.describe()
 

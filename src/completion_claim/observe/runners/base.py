@@ -67,17 +67,21 @@ class Toolchain:
 
 @dataclass(frozen=True)
 class Dependencies:
-    """What a runner installs from the trusted lockfile. ``lockfiles`` are work-tree paths read
-    from the trusted ref (never the agent's copy when one is pinned); their digest keys a folder
-    of the operator's cache, filled once by ``install`` (run with network, in that folder, with
-    the lockfiles written into it) and mounted read-only for every run after: ``mounts`` maps a
-    folder of the cache entry to where the run sees it (relative: under the run's work folder;
-    absolute: at that path), and ``env`` tells the runner where they are."""
+    """What a runner installs from the lockfile (:mod:`..dependency_cache`).
+
+    ``lockfiles`` are paths relative to the run's folder, and must be protected paths of the
+    runner: with a trusted ref pinned they are read as that commit has them, never as the agent
+    left them. Their digest keys a folder of the operator's cache, filled once by ``install``
+    (run with the network, in that folder, with the lockfiles written into it; ``{entry}`` in
+    ``install_env`` values stands for the folder as the install sees it) and mounted read-only
+    for every run after. ``mounts`` maps a folder of the entry to a path relative to the run's
+    folder (``node_modules``, shadowing the agent's), or to None: the observer places it, and
+    the runner finds where in ``RunContext.dependencies``."""
 
     lockfiles: tuple[str, ...]
     install: tuple[str, ...]
-    mounts: Mapping[str, str]
-    env: Mapping[str, str] = field(default_factory=dict)
+    mounts: Mapping[str, str | None]
+    install_env: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -97,7 +101,7 @@ class RunContext:
     toolchain: Toolchain
     channel: ChannelEnds | None
     env: Mapping[str, str]  # the run's environment so far (the operator's variables included)
-    dependencies: Mapping[str, str]  # the ``mounts`` of its Dependencies, as the run sees them
+    dependencies: Mapping[str, str]  # each mounted folder of its Dependencies, as the run sees it
     work: str  # the work tree's root as the run sees it
     cwd: str  # the run's folder as the run sees it
     reports: str  # an empty folder the run may write its report into, as the run sees it
