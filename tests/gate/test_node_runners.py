@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from completion_claim.gate.config import ConfigError
 from completion_claim.gate.run import run_gate, start_gate
 from completion_claim.observe.runners import detect
 from tests.fixtures.node_projects import PROJECTS, node_project, shared_dependency_cache
@@ -133,3 +134,35 @@ def test_the_issue_scenario_runs_without_any_package_installed(
     assert "dependencies" not in details
     assert details["runner"] == "node-test"
     assert git(repo, "status", "--porcelain") == " M calc.js\n"
+
+
+def test_attack_83_a_vitest_config_passing_with_no_test_is_restored(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    """vitest.config.ts includes nothing, passes with no test and sends the junit report to a
+    file of the work tree: the trusted ref has no such file, so the run never sees it."""
+    repo, check = initialised(tmp_path, "vitest")
+    config = write_config(POLICY + check)
+    start_gate(config, repo)
+    write_files(repo, {
+        "calc.ts": PROJECTS["vitest"][1].replace("a + b", "a * b"),
+        "vitest.config.ts": (
+            'import { defineConfig } from "vitest/config";\n'
+            "export default defineConfig({ test: { include: ['nothing/**'], passWithNoTests: true,"
+            " reporters: ['junit'], outputFile: { junit: 'forged.xml' } } });\n"
+        ),
+    })  # fmt: skip
+
+    result = run_gate(config, repo, outcome="Done.")
+
+    assert (result.verdict.state, result.exit_code) == ("refuted", 2)
+    assert "your changes to vitest.config.ts were not used" in result.agent_reason
+
+
+def test_attack_82_a_gate_check_running_npm_test_is_refused(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    check = '\n[[check]]\ntype = "test_run"\ncommand = ["npm", "test"]\n'
+
+    with pytest.raises(ConfigError, match=r"package\.json script is the agent.s to edit"):
+        write_config(POLICY + check)
