@@ -69,7 +69,7 @@ _SCRIPT_EXTENSIONS = r"(js|mjs|cjs|jsx|ts|mts|cts|tsx)"
 _TEST_FILE = re.compile(
     rf"(.+[._-](test|spec)|test[._-].+|test|__tests__)\.{_SCRIPT_EXTENSIONS}|.+\.snap"
 )
-_TEST_FOLDERS = frozenset({b"__tests__", b"__mocks__", b"__snapshots__", b"node_modules"})
+_PROTECTED_FOLDERS = frozenset({b"__tests__", b"__mocks__", b"__snapshots__", b"node_modules"})
 _CONFIG = re.compile(
     r"package\.json|package-lock\.json|npm-shrinkwrap\.json|yarn\.lock|pnpm-lock\.yaml"
     r"|pnpm-workspace\.yaml|\.npmrc|\.yarnrc(\.yml)?|\.pnpmfile\.cjs|\.node-version|\.nvmrc"
@@ -92,7 +92,7 @@ def is_node_protected(rel: bytes) -> bool:
     """Test files by the patterns node, vitest, jest and mocha collect; their configuration,
     the package files and lockfiles; and ``node_modules``, which is never the fix."""
     parts = rel.split(b"/")
-    if any(part in _TEST_FOLDERS for part in parts[:-1]):
+    if any(part in _PROTECTED_FOLDERS for part in parts[:-1]):
         return True
     name = parts[-1].decode("utf-8", "replace")
     return _CONFIG.fullmatch(name) is not None or _TEST_FILE.fullmatch(name) is not None
@@ -186,6 +186,7 @@ class _PackageRunner(_NodeRunner):
     programs: ClassVar[frozenset[str]]
     entry: ClassVar[str]  # the runner's script, relative to node_modules
     config_names: ClassVar[tuple[str, ...]]  # files whose presence marks a project of it
+    detected_command: ClassVar[tuple[str, ...]]  # what claim init writes
 
     def recognises(self, command: Sequence[str]) -> bool:
         return runner_arguments(command, self.programs) is not None
@@ -219,8 +220,6 @@ class _PackageRunner(_NodeRunner):
             return None
         why = f"{self.name} in package.json" if self.name in listed else f"{config} found"
         return Detected(self.detected_command, why)
-
-    detected_command: ClassVar[tuple[str, ...]]
 
 
 def _package(root: Path) -> dict[str, Any] | None:
