@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from completion_claim.cli import run as cli
 from completion_claim.gate.config import ConfigError
 from completion_claim.gate.run import run_gate, start_gate
 from completion_claim.observe.runners import detect
@@ -166,3 +167,33 @@ def test_attack_82_a_gate_check_running_npm_test_is_refused(
 
     with pytest.raises(ConfigError, match=r"package\.json script is the agent.s to edit"):
         write_config(POLICY + check)
+
+
+@RUNNERS
+def test_claim_init_alone_gives_refuted_not_verified_and_verified(
+    tmp_path: Path, runner: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As a new user does it: ``claim init`` in the repository, commit claim.toml, ``claim gate
+    --start``, then ``claim gate`` after each attempt of the agent (the runs, and so the
+    dependency cache, in the default state folder)."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    shared_dependency_cache(state / "completion-claim" / "runs")
+    repo = node_project(tmp_path / "repo", runner)
+    assert cli(["init", "--repo", str(repo)]) == 0
+    git(repo, "add", "claim.toml")
+    git(repo, "commit", "-qm", "claim init")
+    assert cli(["gate", "--repo", str(repo), "--start"]) == 0
+    code, right, wrong, test, text = PROJECTS[runner]
+
+    def attempt(files: dict[str, str]) -> int:
+        write_files(repo, files)
+        capsys.readouterr()
+        return cli(["gate", "--repo", str(repo), "--outcome", "Fixed add()."])
+
+    wrong_fix = attempt({code: right.replace("a + b", "a * b")})
+    agreeing = attempt({code: wrong, test: text.replace("5)", "-1)").replace("4)", "-4)")})
+    honest = attempt({code: right, test: text})
+
+    assert (wrong_fix, honest) == (2, 0)
+    assert agreeing != 0

@@ -15,7 +15,6 @@ from completion_claim.observe.runners.node import (
     Jest,
     Mocha,
     NodeTest,
-    PackageScript,
     Vitest,
     node_toolchain,
     summary,
@@ -276,7 +275,3 @@ def test_a_failure_summary_keeps_the_message_and_drops_stack_and_colour() -> Non
     text = "\x1b[31mexpected 1\x1b[0m\n\nReceived: 2\n    at Object.<anonymous> (a.js:1:1)\n"
 
     assert summary(text) == "expected 1 Received: 2"
-
-
-def test_package_scripts_name_no_test_file() -> None:
-    assert not PackageScript().protected(b"calc.js")

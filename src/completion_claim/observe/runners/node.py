@@ -165,6 +165,12 @@ class _NodeRunner(Runner):
     """What the four share: node, the protected paths, the report folder."""
 
     ecosystem = "node"
+    examples = (
+        "package.json", "package-lock.json", "yarn.lock", ".npmrc", "tsconfig.json",
+        "vitest.config.ts", "vite.config.js", "jest.config.js", ".mocharc.yml", "babel.config.js",
+        "x.test.js", "x.spec.ts", "__tests__/x.js", "__mocks__/x.js", "x.test.js.snap",
+        "node_modules/x/index.js",
+    )  # fmt: skip
     report_name: ClassVar[str]
 
     def protected(self, rel: bytes) -> bool:
@@ -459,21 +465,17 @@ def _mocha_cases(root: ET.Element) -> Iterator[tuple[str, str, str]]:
 # --- package.json scripts -------------------------------------------------------------------
 
 
-class PackageScript(Runner):
+class PackageScript(_NodeRunner):
     """``npm test``, ``yarn test``, ``pnpm run x``: refused, never run. A script is the agent's
     to edit (``"test": "exit 0"``), and what it runs is the runner's own command to write."""
 
     name = "package-script"
-    ecosystem = "node"
 
     def recognises(self, command: Sequence[str]) -> bool:
         return program_name(command) in _SCRIPT_RUNNERS
 
     def detect(self, root: Path) -> Detected | None:
         return None
-
-    def protected(self, rel: bytes) -> bool:
-        return False
 
     def check(self, command: Sequence[str], report: str | None) -> None:
         raise UsageError(
