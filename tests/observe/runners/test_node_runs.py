@@ -7,6 +7,8 @@ each package set is downloaded once, then mounted read-only into every run."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -231,3 +233,23 @@ def test_attack_84_a_mocharc_requiring_a_patch_is_restored(
     assert patched["observed_value"]["failed"] == 0  # the patch worked on the agent's config
     assert untrusted == 1
     assert patched["details"]["test_config_changed"] == [".mocharc.yml"]
+
+
+def test_a_node_installed_under_a_closed_home_folder_runs_as_the_sandbox_user(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """nvm's layout, under a home folder only its owner may enter: the install's folder is
+    mounted read-only at its own path, its parents passable."""
+    home = tmp_path / "home"
+    install = home / ".nvm" / "versions" / "node" / "v20"
+    (install / "bin").mkdir(parents=True)
+    os.link(os.path.realpath(shutil.which("node") or "node"), install / "bin" / "node")
+    home.chmod(0o700)
+    repo = node_project(tmp_path / "repo", "node-test")
+    fixed(repo, "node-test")
+
+    code, item, _ = observed(repo, capsys, "node", "--test", options=("--toolchain", str(install)))
+
+    assert code == 0
+    assert item["details"]["program"] == str(install / "bin" / "node")
+    assert item["details"]["argv"][0] == str(install / "bin" / "node")
