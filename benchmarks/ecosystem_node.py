@@ -1,8 +1,8 @@
 """What the gate adds to a stop on a Node project: ``claim gate`` next to the bare test command
 in the work tree, for the ``node:test`` project and the vitest one (tests/fixtures/
-node_projects.py), medians of ``--runs`` interleaved; and the dependency cache's cost: the first
-gate on an empty cache (``npm ci --ignore-scripts`` from the lockfile, with the network) next to
-the later ones (the cache entry mounted read-only).
+node_projects.py), medians of ``--runs`` interleaved, in seconds; and the dependency cache's cost:
+the first gate on an empty cache (``npm ci --ignore-scripts`` from the lockfile, with the
+network) next to the later ones (the cache entry mounted read-only), and ``npm ci`` alone.
 
 Run: ``.venv/bin/python benchmarks/ecosystem_node.py [--runs N]``.
 """
@@ -68,22 +68,26 @@ def project(root: Path, runner: str) -> tuple[Path, list[str]]:
 
 
 def measure(runs: int = 5) -> list[tuple[str, float]]:
+    """The node:test project's rows under the labels make bench pairs (``bare test run``,
+    ``claim gate``); the vitest project's prefixed with ``vitest``, with the cache's cost."""
     rows: list[tuple[str, float]] = []
     with tempfile.TemporaryDirectory(prefix="ecosystem-node-") as folder:
         for runner in COMMANDS:
             repo, gate = project(Path(folder) / runner, runner)
+            prefix = "" if runner == "node-test" else f"{runner} "
             if runner == "vitest":
                 npm_ci = ["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"]
-                rows.append(("vitest: npm ci in the work tree (s)", timed(npm_ci, repo)))
-                rows.append(("vitest: first gate, empty dependency cache (s)", timed(gate, repo)))
+                rows.append(("vitest npm ci in the work tree", timed(npm_ci, repo)))
+                rows.append(("vitest claim gate, empty dependency cache", timed(gate, repo)))
             bare_s, gate_s = [], []
             for _ in range(runs):
                 bare_s.append(timed(COMMANDS[runner][1], repo))
                 gate_s.append(timed(gate, repo))
             bare, gated = statistics.median(bare_s), statistics.median(gate_s)
-            rows.append((f"{runner}: bare test command, median (s)", bare))
-            rows.append((f"{runner}: claim gate (dependencies cached), median (s)", gated))
-            rows.append((f"{runner}: added per stop (s)", gated - bare))
+            rows.append((f"{prefix}bare test run", bare))
+            rows.append((f"{prefix}claim gate", gated))
+            if prefix:
+                rows.append((f"{prefix}added per stop (gate - bare)", gated - bare))
     return rows
 
 
@@ -91,7 +95,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
     for name, value in measure(parser.parse_args().runs):
-        print(f"{name}: {value:.3f}")
+        print(f"{name}: {value:.3f} s")
 
 
 if __name__ == "__main__":
