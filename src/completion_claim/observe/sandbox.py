@@ -116,7 +116,12 @@ class Sandbox:
                 args += ["--symlink", os.readlink(folder), folder]
             else:
                 args += ["--ro-bind-try", folder, folder]
-        for path in (*_ETC, *(_NETWORK_ETC if self.network else ())):
+        etc = (*_ETC, *(_NETWORK_ETC if self.network else ()))
+        # bwrap makes the folders on the way to a file it binds 0700 (as /etc is made here):
+        # the dropped user could read nothing under them.
+        for parent in _ancestors(etc):
+            args += ["--perms", "0755", "--dir", parent]
+        for path in etc:
             args += ["--ro-bind-try", path, path]
         # The scratch /tmp first: a later mount under it (an interpreter in /tmp) stays visible.
         args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]  # noqa: S108

@@ -76,12 +76,14 @@ class Dependencies:
     ``install_env`` values stands for the folder as the install sees it) and mounted read-only
     for every run after. ``mounts`` maps a folder of the entry to a path relative to the run's
     folder (``node_modules``, shadowing the agent's), or to None: the observer places it, and
-    the runner finds where in ``RunContext.dependencies``."""
+    the runner finds where in ``RunContext.dependencies``. A lockfile named in ``optional`` may
+    be absent (a Go module with no requirement has no go.sum); its absence is part of the key."""
 
     lockfiles: tuple[str, ...]
     install: tuple[str, ...]
     mounts: Mapping[str, str | None]
     install_env: Mapping[str, str] = field(default_factory=dict)
+    optional: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
