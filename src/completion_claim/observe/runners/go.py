@@ -279,7 +279,7 @@ def _take(
         if type(path) is not str:
             return "names no package built"
         output = event.get("Output")
-        if type(output) is str:
+        if type(output) is str and not output.startswith("# "):  # the package's name
             build_output.setdefault(path, []).append(output)
         return None
     name, test, output = event.get("Package"), event.get("Test"), event.get("Output")

@@ -320,6 +320,14 @@ class _Refused(Exception):
     """A stream that cannot be counted, and why."""
 
 
+class _Unfinished(_Refused):
+    def __init__(self, suite: _Suite) -> None:
+        super().__init__(
+            f"the suite of {suite.binary or 'a test binary'} never ended (the run was killed, or "
+            "a test ended the process)"
+        )
+
+
 def read_events(report: bytes) -> Results:
     """Per-test results when every suite the stream started ended with counts that agree with
     its tests; otherwise no counts, and why."""
@@ -350,7 +358,7 @@ def _suites(report: bytes) -> Iterator[_Suite]:
         kind = event.get("type")
         if kind == BINARY_EVENT:
             if suite is not None:
-                raise _Refused(f"line {number}: a test binary started inside another's suite")
+                raise _Unfinished(suite)
             binary = _target(event.get("path"))
         elif kind == "suite":
             suite = _suite_event(event, suite, binary, number)
@@ -362,10 +370,7 @@ def _suites(report: bytes) -> Iterator[_Suite]:
                 raise _Refused(f"line {number}: a test event outside any suite")
             _test_event(event, suite)
     if suite is not None:
-        raise _Refused(
-            f"the suite of {suite.binary or 'a test binary'} never ended (the run was killed, or "
-            "a test ended the process)"
-        )
+        raise _Unfinished(suite)
 
 
 def _suite_event(
