@@ -216,9 +216,13 @@ class CargoTest(Runner):
         return Dependencies(
             lockfiles=("Cargo.lock",),
             optional=("Cargo.lock",),
-            install=(python, "-I", "-c", VENDOR_SCRIPT),
+            # The script travels in the environment, so the command said in messages is short.
+            install=(python, "-I", "-c", "import os; exec(os.environ['VENDOR_SCRIPT'])"),
             mounts={VENDOR: None},
-            install_env={"CRATES_DOWNLOAD": os.environ.get(DOWNLOAD_VARIABLE, CRATES_DOWNLOAD)},
+            install_env={
+                "VENDOR_SCRIPT": VENDOR_SCRIPT,
+                "CRATES_DOWNLOAD": os.environ.get(DOWNLOAD_VARIABLE, CRATES_DOWNLOAD),
+            },
         )
 
     def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
