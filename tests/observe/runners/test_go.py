@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from completion_claim.cli import run
 from completion_claim.errors import UsageError
 from completion_claim.observe.runners import runner_for
 from completion_claim.observe.runners.base import ReportSource, RunContext
 from completion_claim.observe.runners.go import GoTest, read_events
+from tests.fixtures.projects import write_files
+from tests.gate.test_go_gate import CALC_WRONG, go_project
 
 REPORTS = Path(__file__).parent / "reports"
 GO = GoTest()
@@ -222,3 +225,29 @@ def test_a_package_that_failed_without_a_failed_test_is_one_error() -> None:
         "example.com/m::[package failed]": "error",
     }
     assert results.failures[0]["message"] == "panic: in TestMain"
+
+
+# --- a real run through claim observe test-run ---------------------------------------------------
+
+
+@needs_go
+def test_claim_observe_test_run_counts_a_real_go_test_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = go_project(tmp_path / "repo")
+    write_files(repo, {"calc.go": CALC_WRONG})
+    claim = tmp_path / "claim.json"
+    assert run(["new", str(claim), "--task-id", "t-1", "--outcome", "fixed Add"]) == 0
+    assert run(["capture-git", str(claim), "--repo", str(repo)]) == 0
+    required = ["--require-test", "example.com/calc::TestTrue"]
+    assert run(["observe", "test-run", str(claim), "--cwd", str(repo), *required,
+                "--", "go", "test", "./..."]) == 0  # fmt: skip
+    [item] = json.loads(claim.read_text())["evidence"]
+    # TestAdd, TestAddZero and its second subtest (Add(0, 4)): a parent fails with its subtest.
+    assert item["observed_value"]["failed"] == 3
+    assert item["observed_value"]["tests"]["example.com/calc::TestTrue"] == "passed"
+    assert item["details"]["failures"][0] == {
+        "test": "example.com/calc::TestAdd", "outcome": "failed",
+        "message": "calc_test.go:7: Add(2, 3) = 6, want 5",
+    }  # fmt: skip
+    assert item["details"]["sandbox"].startswith("bubblewrap")

@@ -3,6 +3,7 @@ reads from libtest's JSON events (reports captured from real runs, see reports/R
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -11,10 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from completion_claim.cli import run
 from completion_claim.errors import UsageError
 from completion_claim.observe.runners import runner_for
 from completion_claim.observe.runners.base import ReportSource, RunContext
 from completion_claim.observe.runners.rust import BINARY_EVENT, CargoTest, read_events
+from tests.fixtures.projects import write_files
+from tests.gate.test_rust_gate import CARGO_LOCK, LIB_WRONG, rust_project
 
 REPORTS = Path(__file__).parent / "reports"
 CARGO = CargoTest()
@@ -215,3 +219,27 @@ def test_no_suite_counts_nothing_and_stray_lines_are_not_events() -> None:
     assert read_events(stray + report("cargo-passing.jsonl")).counts["passed"] == 6
     event = json.dumps({"type": "test", "event": "ok", "name": "x"}).encode()
     assert "outside any suite" in read_events(event + b"\n").none_because
+
+
+# --- a real run through claim observe test-run ---------------------------------------------------
+
+
+@needs_cargo
+def test_claim_observe_test_run_counts_a_real_cargo_test_run(tmp_path: Path) -> None:
+    repo = rust_project(tmp_path / "repo")
+    write_files(repo, {"src/lib.rs": LIB_WRONG})
+    claim = tmp_path / "claim.json"
+    assert run(["new", str(claim), "--task-id", "t-1", "--outcome", "fixed add"]) == 0
+    assert run(["capture-git", str(claim), "--repo", str(repo)]) == 0
+    assert run(["observe", "test-run", str(claim), "--cwd", str(repo),
+                "--require-test", "arith::adds", "--", "cargo", "test"]) == 0  # fmt: skip
+    [item] = json.loads(claim.read_text())["evidence"]
+    assert item["observed_value"]["tests"] == {
+        "calc::tests::adds_zero": "failed", "arith::adds": "failed",
+    }  # fmt: skip
+    assert item["details"]["failures"][1]["message"] == (
+        "tests/arith.rs:3:5: assertion `left == right` failed; left: 6; right: 5"
+    )
+    assert item["details"]["dependencies"]["lockfiles"] == {
+        "Cargo.lock": "sha256:" + hashlib.sha256(CARGO_LOCK.encode()).hexdigest()
+    }
