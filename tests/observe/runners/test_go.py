@@ -172,6 +172,13 @@ def test_a_test_binary_that_exits_0_mid_test_counts_nothing() -> None:
     assert "did not finish package example.com/calc" in results.none_because
 
 
+def test_a_test_binary_that_exits_0_before_its_tests_counts_nothing() -> None:
+    """os.Exit(0) in an init function of the code under test: go test says ok, with no test."""
+    results = read_events(report("go-init-exited.jsonl"))
+    assert results.counts == {}
+    assert "example.com/ie passed without its test binary saying PASS" in results.none_because
+
+
 @pytest.mark.parametrize("cut", [1, 5, -1])
 def test_a_stream_cut_short_counts_nothing(cut: int) -> None:
     lines = report("go-passing.jsonl").splitlines(keepends=True)

@@ -182,6 +182,16 @@ def test_a_test_binary_that_exits_mid_suite_counts_nothing() -> None:
     assert results.none_because.startswith("the suite of calc never ended")
 
 
+def test_a_test_binary_that_starts_no_suite_counts_nothing() -> None:
+    """A binary that exits before libtest runs, or a harness = false target printing its own."""
+    passing = report("cargo-passing.jsonl")
+    silent = json.dumps({"type": BINARY_EVENT, "path": "/tmp/target/debug/deps/x-0123456789abcdef"})
+    for stream in (silent.encode() + b"\n" + passing, passing + silent.encode() + b"\nall fine\n"):
+        results = read_events(stream)
+        assert results.counts == {}
+        assert results.none_because.startswith("the test binary x reported no suite")
+
+
 @pytest.mark.parametrize("cut", [2, 8, -2])
 def test_a_stream_cut_short_counts_nothing(cut: int) -> None:
     lines = report("cargo-passing.jsonl").splitlines(keepends=True)

@@ -227,6 +227,7 @@ class _Package:
 
     ended: str | None = None
     build_failed: bool = False
+    said_pass: bool = False  # the test binary's own last word, before go test's "ok"
     started: list[str] = field(default_factory=list)
     outcomes: dict[str, str] = field(default_factory=dict)
     output: dict[str, list[str]] = field(default_factory=dict)  # "" is the package's own
@@ -264,6 +265,15 @@ def read_events(report: bytes) -> Results:
             f"go test did not finish package {unfinished[0]} (the run was killed, or a test "
             "ended the process)"
         )
+    # A test binary that exits 0 before its tests ran (os.Exit in an init function) leaves go
+    # test saying "ok" for a package whose tests never said PASS.
+    unsaid = [name for name, package in packages.items()
+              if package.ended == PASSED and not package.said_pass]  # fmt: skip
+    if unsaid:
+        return no_counts(
+            f"package {unsaid[0]} passed without its test binary saying PASS (it exited before "
+            "its tests ran)"
+        )
     return tally(_outcomes(packages))
 
 
@@ -291,6 +301,7 @@ def _take(
     test = test or ""
     if action == "output" and type(output) is str:
         package.output.setdefault(test, []).append(output)
+        package.said_pass |= output == "PASS\n"
     elif action == "run" and test:
         package.started.append(test)
     elif action in ("pass", "fail", "skip"):

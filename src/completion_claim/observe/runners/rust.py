@@ -349,6 +349,7 @@ def read_events(report: bytes) -> Results:
 
 def _suites(report: bytes) -> Iterator[_Suite]:
     binary: str | None = None
+    silent: str | None = None  # a binary announced that has not started a suite yet
     suite: _Suite | None = None
     for number, line in enumerate(report.splitlines(), 1):
         if not line.startswith(b"{"):
@@ -363,8 +364,10 @@ def _suites(report: bytes) -> Iterator[_Suite]:
         if kind == BINARY_EVENT:
             if suite is not None:
                 raise _Unfinished(suite)
-            binary = _target(event.get("path"))
+            _require_spoken(silent)
+            binary = silent = _target(event.get("path")) or "a test binary"
         elif kind == "suite":
+            silent = None
             suite = _suite_event(event, suite, binary, number)
             if suite is not None and event.get("event") != "started":
                 yield suite
@@ -375,6 +378,17 @@ def _suites(report: bytes) -> Iterator[_Suite]:
             _test_event(event, suite)
     if suite is not None:
         raise _Unfinished(suite)
+    _require_spoken(silent)
+
+
+def _require_spoken(binary: str | None) -> None:
+    """A test binary that started no suite: it exited before libtest ran (code before main), or
+    it has no libtest harness (``harness = false``) and reports nothing the observer reads."""
+    if binary is not None:
+        raise _Refused(
+            f"the test binary {binary} reported no suite (it exited before its tests "
+            "ran, or runs without libtest's harness)"
+        )
 
 
 def _suite_event(
