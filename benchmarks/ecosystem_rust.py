@@ -52,7 +52,7 @@ def measure(runs: int = 5) -> list[tuple[str, float]]:
         env = {**os.environ, "CARGO_HOME": str(root / "cargo-home")}
         downloads, checksum = crate(root, env)
         lock = (
-            'version = 4\n\n[[package]]\nname = "calc"\nversion = "0.1.0"\n'
+            'version = 3\n\n[[package]]\nname = "calc"\nversion = "0.1.0"\n'
             'dependencies = [\n "tinyadd",\n]\n\n[[package]]\nname = "tinyadd"\n'
             'version = "0.1.0"\nsource = "registry+https://github.com/rust-lang/crates.io-index"\n'
             f'checksum = "{checksum}"\n'

@@ -170,6 +170,26 @@ def test_a_failures_message_is_its_panic_in_one_line() -> None:
     assert messages["arith::says_why"] == "tests/arith.rs:10:9: add(1, 1) = 0, want 2"
 
 
+def test_a_panic_as_rust_before_1_73_printed_it_is_one_line_too() -> None:
+    """Debian's rustc 1.63 put the message first, quoted (its libtest's event, as printed)."""
+    stdout = (
+        "thread 'tests::adds' panicked at 'assertion failed: `(left == right)`\n"
+        "  left: `-1`,\n right: `5`', src/lib.rs:15:9\n"
+        "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n"
+    )
+    events = [
+        {"type": BINARY_EVENT, "path": "/tmp/target/debug/deps/calc-0123456789abcdef"},
+        {"type": "suite", "event": "started", "test_count": 1},
+        {"type": "test", "event": "started", "name": "tests::adds"},
+        {"type": "test", "name": "tests::adds", "event": "failed", "stdout": stdout},
+        {"type": "suite", "event": "failed", "passed": 0, "failed": 1, "ignored": 0},
+    ]
+    results = read_events(b"".join(json.dumps(e).encode() + b"\n" for e in events))
+    assert results.failures[0]["message"] == (
+        "src/lib.rs:15:9: assertion failed: `(left == right)`; left: `-1`,; right: `5`"
+    )
+
+
 def test_a_passing_run_counts_every_binarys_tests() -> None:
     results = read_events(report("cargo-passing.jsonl"))
     assert (results.counts["passed"], results.counts["failed"]) == (6, 0)

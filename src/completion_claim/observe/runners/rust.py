@@ -62,6 +62,9 @@ _CARGO_CONFIG = frozenset({b"config", b"config.toml"})
 _HASHED = re.compile(r"(.+)-[0-9a-f]{16}")
 _DOCTEST = re.compile(r".+ - .+ \(line \d+\)")
 _PANIC = re.compile(r"thread '.*' (?:\(\d+\) )?panicked at (.+):$")
+# Before Rust 1.73 the message came first, quoted: panicked at 'MESSAGE', PLACE
+_PANIC_LINES = 40  # the most lines of an old-style panic message looked through
+_OLD_PANIC = re.compile(r"thread '.*' panicked at '(.*)', (\S+:\d+:\d+)$", re.DOTALL)
 # Printed to standard output before each test binary starts: its path (cargo passes it as $0).
 _ANNOUNCE = f'printf \'{{"type":"{BINARY_EVENT}","path":"%s"}}\\n\' "$0"; exec "$0" "$@"'
 _REFUSED_CARGO = {
@@ -449,6 +452,14 @@ def _outcomes(suites: Sequence[_Suite]) -> Iterator[tuple[str, str, str]]:
 def _panic(text: str) -> str:
     """A failed test's panic in one line: where, and what it said."""
     lines = text.splitlines()
+    for at, line in enumerate(lines):
+        if "' panicked at '" not in line:
+            continue
+        for end in range(at, min(len(lines), at + _PANIC_LINES)):
+            old = _OLD_PANIC.match("\n".join(lines[at : end + 1]).strip())
+            if old is not None:
+                parts = [part.strip() for part in old.group(1).splitlines() if part.strip()]
+                return f"{old.group(2)}: {'; '.join(parts)}"
     for at, line in enumerate(lines):
         panic = _PANIC.match(line.strip())
         if panic is None:
