@@ -1,24 +1,20 @@
 """test_run observed: run the tests once, outside the agent loop, and record what the run showed.
 
-Only two things are trusted: the command's exit code, and the runner's report of its tests.
-Whatever the command, pytest loads the observer's plugin (:mod:`.pytest_reporter`, through
-``PYTEST_ADDOPTS``) under a module name drawn for the run; it reports each test's outcome through
-an inherited pipe, every record bound to a key only the plugin read, and counts only when its
-session reached its own end. Nothing the tests can write by path, or without the key, is read.
-Another runner's JUnit XML report is named with ``--junit``. With no report the run is recorded
-by its exit code alone (no counts), never as a run of zero tests. What the tests print is kept
-for people to read, redacted of secrets, and never judged.
+Only two things are trusted: the command's exit code, and the runner's report of its tests, a
+report the observer asked for itself. The runner (:mod:`.runners`) is chosen by the command: it
+gives the operator's toolchain, the dependencies installed from the lockfile into the operator's
+cache (:mod:`.dependency_cache`), the exact command, and the parser of its report. pytest reports
+through the observer's plugin over an inherited pipe, every record bound to a key only the plugin
+read; other runners write their report into a folder only the run writes, or stream it on
+standard output; any other command's JUnit XML report is named with ``--junit``. With no report
+the run is recorded by its exit code alone (no counts), never as a run of zero tests. What the
+tests print is kept for people to read, redacted of secrets, and never judged.
 
 The run happens in a fresh copy of exactly the files the claim describes (:mod:`.run_tree`), with
-protected test paths from a ref the operator trusts when given, under the operator's interpreter
+protected test paths from a ref the operator trusts when given, under the operator's toolchain
 and a scrubbed environment, in a sandbox (:mod:`.sandbox`) that cannot reach the workspace, the
-signing key or the network, and whose every process dies with it.
-
-Report names: a test is ``<classname>::<name>`` as a JUnit report spells them; pytest's node ids
-are mapped the way its junitxml plugin maps them (path separators become dots, ``.py`` is
-dropped, classes join the module: ``tests/test_x.py::TestA::test_b[1]`` is
-``tests.test_x.TestA::test_b[1]``). A required test may be named either way. Matching is exact: a
-test the report does not name is absent, and absent is not passed.
+signing key or the network, and whose every process dies with it. Matching of required tests is
+exact: a test the report does not name is absent, and absent is not passed.
 """
 
 from __future__ import annotations

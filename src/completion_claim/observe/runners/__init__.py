@@ -42,3 +42,7 @@ def is_runner_protected(rel: bytes) -> bool:
 
 def is_runner_configuration(rel: bytes) -> bool:
     return any(runner.configuration(rel) for runner in RUNNERS)
+
+
+def protected_examples() -> list[str]:
+    return [example for runner in RUNNERS for example in runner.examples]

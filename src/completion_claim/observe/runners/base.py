@@ -131,6 +131,9 @@ class Runner(ABC):
     # Whether a failed or errored test in the report fails the run whatever its exit code (the
     # runner's own report, requested by the observer), or the exit code alone decides.
     counts_failures: ClassVar[bool] = True
+    # One work-tree path of each kind ``protected`` answers yes for: an ignore glob of the gate
+    # that matches one is refused at load.
+    examples: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def recognises(self, command: Sequence[str]) -> bool:

@@ -80,6 +80,10 @@ class Pytest(Runner):
     name = "pytest"
     ecosystem = "python"
     plugin = PLUGIN
+    examples = (
+        "conftest.py", "test_x.py", "x_test.py", "pytest.ini", "tox.ini", "setup.cfg",
+        "pyproject.toml", "x.pth", "pytest.py", "_pytest/x.py", "sitecustomize.py",
+    )  # fmt: skip
 
     def recognises(self, command: Sequence[str]) -> bool:
         return is_pytest(command)
