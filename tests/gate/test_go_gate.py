@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 
 from completion_claim.gate.run import run_gate, start_gate
-from tests.fixtures.ecosystems import init_check, served
+from tests.fixtures.ecosystems import init_config, served
 from tests.fixtures.projects import make_repo, write_files
-from tests.gate.conftest import WriteConfig
 
 pytestmark = pytest.mark.skipif(shutil.which("go") is None, reason="go is not installed")
 
@@ -55,11 +54,9 @@ def go_project(root: Path) -> Path:
     )  # fmt: skip
 
 
-def test_go_a_wrong_fix_is_refuted_and_the_reason_names_the_failing_test(
-    tmp_path: Path, write_config: WriteConfig
-) -> None:
+def test_go_a_wrong_fix_is_refuted_and_the_reason_names_the_failing_test(tmp_path: Path) -> None:
     repo = go_project(tmp_path / "repo")
-    config = write_config(init_check(repo))
+    config = init_config(repo, tmp_path / "ops")
     start_gate(config, repo)
     write_files(repo, {"calc.go": CALC_WRONG})
 
@@ -71,11 +68,9 @@ def test_go_a_wrong_fix_is_refuted_and_the_reason_names_the_failing_test(
     )
 
 
-def test_go_a_test_edited_to_agree_with_the_bug_is_not_verified(
-    tmp_path: Path, write_config: WriteConfig
-) -> None:
+def test_go_a_test_edited_to_agree_with_the_bug_is_not_verified(tmp_path: Path) -> None:
     repo = go_project(tmp_path / "repo")
-    config = write_config(init_check(repo))
+    config = init_config(repo, tmp_path / "ops")
     start_gate(config, repo)
     write_files(repo, {"calc_test.go": CALC_TEST_AGREEING})
 
@@ -86,14 +81,12 @@ def test_go_a_test_edited_to_agree_with_the_bug_is_not_verified(
     assert "your changes to calc_test.go were not used" in result.agent_reason
 
 
-def test_go_the_honest_fix_is_verified_with_each_test_named_by_its_package(
-    tmp_path: Path, write_config: WriteConfig
-) -> None:
+def test_go_the_honest_fix_is_verified_with_each_test_named_by_its_package(tmp_path: Path) -> None:
     repo = go_project(tmp_path / "repo")
     required = (
         'require_tests = ["example.com/calc::TestAdd", "example.com/calc::TestAddZero/zero#01"]\n'
     )
-    config = write_config(init_check(repo, extra=required))
+    config = init_config(repo, tmp_path / "ops", extra=required)
     start_gate(config, repo)
     write_files(repo, {"calc.go": CALC})
 
@@ -112,11 +105,11 @@ def test_go_the_honest_fix_is_verified_with_each_test_named_by_its_package(
     assert item["details"]["argv"][1:] == ["test", "-json", "./..."]
 
 
-def test_go_a_required_test_the_run_does_not_name_is_not_verified(
-    tmp_path: Path, write_config: WriteConfig
-) -> None:
+def test_go_a_required_test_the_run_does_not_name_is_not_verified(tmp_path: Path) -> None:
     repo = go_project(tmp_path / "repo")
-    config = write_config(init_check(repo, extra='require_tests = ["example.com/calc::TestSub"]\n'))
+    config = init_config(
+        repo, tmp_path / "ops", extra='require_tests = ["example.com/calc::TestSub"]\n'
+    )
     start_gate(config, repo)
     write_files(repo, {"calc.go": CALC})
 
@@ -188,10 +181,10 @@ def app_project(root: Path, proxy: str) -> Path:
 
 
 def test_go_modules_come_from_the_trusted_go_sum_through_the_operators_cache(
-    tmp_path: Path, write_config: WriteConfig, proxied: str
+    tmp_path: Path, proxied: str
 ) -> None:
     repo = app_project(tmp_path / "repo", proxied)
-    config = write_config(init_check(repo))
+    config = init_config(repo, tmp_path / "ops")
     start_gate(config, repo)
     write_files(repo, {"app.go": APP})
 
@@ -211,12 +204,12 @@ def test_go_modules_come_from_the_trusted_go_sum_through_the_operators_cache(
 
 
 def test_attack_85_a_replace_directive_in_go_mod_is_undone_before_the_run(
-    tmp_path: Path, write_config: WriteConfig, proxied: str
+    tmp_path: Path, proxied: str
 ) -> None:
     """The agent points the dependency at its own copy (and asks for another Go): go.mod is
     restored from the trusted commit, and the modules installed are those its go.sum pins."""
     repo = app_project(tmp_path / "repo", proxied)
-    config = write_config(init_check(repo))
+    config = init_config(repo, tmp_path / "ops")
     start_gate(config, repo)
     go_mod = APP_MOD + "\ntoolchain go1.99.0\n\nreplace example.com/greet => ./shadow\n"
     write_files(repo, {"go.mod": go_mod, "shadow/go.mod": "module example.com/greet\n\ngo 1.19\n",
@@ -230,10 +223,10 @@ def test_attack_85_a_replace_directive_in_go_mod_is_undone_before_the_run(
 
 
 def test_attack_85_without_a_trusted_ref_a_changed_go_mod_is_not_verified(
-    tmp_path: Path, write_config: WriteConfig, proxied: str
+    tmp_path: Path, proxied: str
 ) -> None:
     repo = app_project(tmp_path / "repo", proxied)
-    config = write_config(init_check(repo).replace("trusted_ref", "# trusted_ref"))
+    config = init_config(repo, tmp_path / "ops", trusted=False)
     start_gate(config, repo)
     write_files(repo, {"go.mod": APP_MOD + "\nreplace example.com/greet => ./shadow\n",
                        "shadow/go.mod": "module example.com/greet\n\ngo 1.19\n",
@@ -247,12 +240,10 @@ def test_attack_85_without_a_trusted_ref_a_changed_go_mod_is_not_verified(
     assert "installing the dependencies" in result.agent_reason
 
 
-def test_attack_86_a_build_constraint_on_the_failing_test_is_undone(
-    tmp_path: Path, write_config: WriteConfig
-) -> None:
+def test_attack_86_a_build_constraint_on_the_failing_test_is_undone(tmp_path: Path) -> None:
     """``//go:build ignore`` leaves only the test that passes whatever Add does."""
     repo = go_project(tmp_path / "repo")
-    config = write_config(init_check(repo))
+    config = init_config(repo, tmp_path / "ops")
     start_gate(config, repo)
     write_files(repo, {"calc.go": CALC_WRONG, "calc_test.go": "//go:build ignore\n\n" + CALC_TEST})
 
@@ -263,12 +254,12 @@ def test_attack_86_a_build_constraint_on_the_failing_test_is_undone(
 
 
 def test_attack_85_a_go_work_file_of_the_agents_is_removed_before_the_run(
-    tmp_path: Path, write_config: WriteConfig, proxied: str
+    tmp_path: Path, proxied: str
 ) -> None:
     """A go.work that replaces the dependency by the agent's copy: protected, so removed (the
     trusted commit has none), with the copy's go.mod; go runs with GOWORK=off besides."""
     repo = app_project(tmp_path / "repo", proxied)
-    config = write_config(init_check(repo))
+    config = init_config(repo, tmp_path / "ops")
     start_gate(config, repo)
     write_files(repo, {"go.work": "go 1.19\n\nuse .\n\nreplace example.com/greet => ./shadow\n",
                        "shadow/go.mod": "module example.com/greet\n\ngo 1.19\n",
@@ -282,7 +273,7 @@ def test_attack_85_a_go_work_file_of_the_agents_is_removed_before_the_run(
 
 
 def test_attack_86_a_test_binary_that_exits_before_its_tests_is_not_verified(
-    tmp_path: Path, write_config: WriteConfig
+    tmp_path: Path,
 ) -> None:
     """``os.Exit(0)`` in an init function of the code under test: its package's test binary
     exits before any test, go test says ok, and another package's tests pass."""
@@ -290,7 +281,7 @@ def test_attack_86_a_test_binary_that_exits_before_its_tests_is_not_verified(
         "go.mod": GO_MOD, "calc.go": CALC_BUGGY, "calc_test.go": CALC_TEST,
         "util/util.go": "package util\n", "util/util_test.go": OTHER_TEST.replace("calc", "util"),
     })  # fmt: skip
-    config = write_config(init_check(repo))
+    config = init_config(repo, tmp_path / "ops")
     start_gate(config, repo)
     exits = CALC_WRONG.replace(
         "package calc\n", 'package calc\n\nimport "os"\n\nfunc init() { os.Exit(0) }\n'

@@ -15,9 +15,8 @@ import pytest
 
 from completion_claim.gate.run import run_gate, start_gate
 from completion_claim.observe.runners.rust import DOWNLOAD_VARIABLE
-from tests.fixtures.ecosystems import init_check, served
+from tests.fixtures.ecosystems import init_config, served
 from tests.fixtures.projects import make_repo, write_files
-from tests.gate.conftest import WriteConfig
 
 pytestmark = pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed")
 
@@ -51,11 +50,9 @@ def rust_project(root: Path, files: dict[str, str] | None = None) -> Path:
     return make_repo(root, base | (files or {}))
 
 
-def test_rust_a_wrong_fix_is_refuted_and_the_reason_names_the_failing_test(
-    tmp_path: Path, write_config: WriteConfig
-) -> None:
+def test_rust_a_wrong_fix_is_refuted_and_the_reason_names_the_failing_test(tmp_path: Path) -> None:
     repo = rust_project(tmp_path / "repo")
-    config = write_config(init_check(repo))
+    config = init_config(repo, tmp_path / "ops")
     start_gate(config, repo)
     write_files(repo, {"src/lib.rs": LIB_WRONG})
 
@@ -70,13 +67,11 @@ def test_rust_a_wrong_fix_is_refuted_and_the_reason_names_the_failing_test(
     ]
 
 
-def test_rust_a_test_edited_to_agree_with_the_bug_is_not_verified(
-    tmp_path: Path, write_config: WriteConfig
-) -> None:
+def test_rust_a_test_edited_to_agree_with_the_bug_is_not_verified(tmp_path: Path) -> None:
     repo = rust_project(
         tmp_path / "repo", {"src/lib.rs": LIB_BUGGY.replace("(0, 4), 4", "(0, 0), 0")}
     )
-    config = write_config(init_check(repo))
+    config = init_config(repo, tmp_path / "ops")
     start_gate(config, repo)
     write_files(repo, {"tests/arith.rs": ARITH_AGREEING})
 
@@ -87,12 +82,10 @@ def test_rust_a_test_edited_to_agree_with_the_bug_is_not_verified(
     assert "your changes to tests/arith.rs were not used" in result.agent_reason
 
 
-def test_rust_the_honest_fix_is_verified_with_each_test_named_by_its_target(
-    tmp_path: Path, write_config: WriteConfig
-) -> None:
+def test_rust_the_honest_fix_is_verified_with_each_test_named_by_its_target(tmp_path: Path) -> None:
     repo = rust_project(tmp_path / "repo")
     required = 'require_tests = ["arith::adds", "calc::tests::adds_zero"]\n'
-    config = write_config(init_check(repo, extra=required))
+    config = init_config(repo, tmp_path / "ops", extra=required)
     start_gate(config, repo)
     write_files(repo, {"src/lib.rs": LIB})
 
@@ -155,13 +148,13 @@ def using_project(root: Path, checksum: str) -> Path:
 
 
 def test_rust_crates_come_from_the_trusted_cargo_lock_through_the_operators_cache(
-    tmp_path: Path, write_config: WriteConfig, crates: tuple[str, str],
+    tmp_path: Path, crates: tuple[str, str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
     download, checksum = crates
     monkeypatch.setenv(DOWNLOAD_VARIABLE, download)
     repo = using_project(tmp_path / "repo", checksum)
-    config = write_config(init_check(repo))
+    config = init_config(repo, tmp_path / "ops")
     start_gate(config, repo)
     write_files(repo, {"src/lib.rs": USING})
 
@@ -180,13 +173,13 @@ def test_rust_crates_come_from_the_trusted_cargo_lock_through_the_operators_cach
 
 
 def test_rust_a_crate_whose_download_does_not_match_the_lockfile_is_not_installed(
-    tmp_path: Path, write_config: WriteConfig, crates: tuple[str, str],
+    tmp_path: Path, crates: tuple[str, str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
     download, _ = crates
     monkeypatch.setenv(DOWNLOAD_VARIABLE, download)
     repo = using_project(tmp_path / "repo", "0" * 64)
-    config = write_config(init_check(repo))
+    config = init_config(repo, tmp_path / "ops")
     start_gate(config, repo)
     write_files(repo, {"src/lib.rs": USING})
 
@@ -199,13 +192,11 @@ def test_rust_a_crate_whose_download_does_not_match_the_lockfile_is_not_installe
 # --- attacks --------------------------------------------------------------------------------------
 
 
-def test_attack_87_an_ignore_on_an_integration_test_is_undone(
-    tmp_path: Path, write_config: WriteConfig
-) -> None:
+def test_attack_87_an_ignore_on_an_integration_test_is_undone(tmp_path: Path) -> None:
     repo = rust_project(
         tmp_path / "repo", {"src/lib.rs": LIB_BUGGY.replace("(0, 4), 4", "(0, 0), 0")}
     )
-    config = write_config(init_check(repo))
+    config = init_config(repo, tmp_path / "ops")
     start_gate(config, repo)
     write_files(repo, {"src/lib.rs": LIB_WRONG, "tests/arith.rs": "#[ignore]\n" + ARITH})
 
@@ -216,13 +207,13 @@ def test_attack_87_an_ignore_on_an_integration_test_is_undone(
 
 
 def test_attack_87_an_ignore_on_a_unit_test_in_the_code_fails_a_required_test(
-    tmp_path: Path, write_config: WriteConfig
+    tmp_path: Path,
 ) -> None:
     """A unit test shares src/lib.rs with the code: no trusted commit can restore it without
     undoing the fix. Named in require_tests, an ignored test is skipped, not passed."""
     repo = rust_project(tmp_path / "repo", {"tests/arith.rs": "#[test]\nfn builds() {}\n"})
     required = 'require_tests = ["calc::tests::adds_zero"]\n'
-    config = write_config(init_check(repo, extra=required))
+    config = init_config(repo, tmp_path / "ops", extra=required)
     start_gate(config, repo)
     write_files(
         repo, {"src/lib.rs": LIB_WRONG.replace("    #[test]\n", "    #[test]\n    #[ignore]\n")}
@@ -244,14 +235,12 @@ echo '{ "type": "suite", "event": "ok", "passed": 1, "failed": 0, "ignored": 0 }
 """
 
 
-def test_attack_88_a_cargo_config_runner_that_reports_passes_is_removed(
-    tmp_path: Path, write_config: WriteConfig
-) -> None:
+def test_attack_88_a_cargo_config_runner_that_reports_passes_is_removed(tmp_path: Path) -> None:
     """The agent's .cargo/config.toml runs every test binary through its script, which prints
     passing events and exits 0: the file is protected, and removed (the trusted commit has
     none)."""
     repo = rust_project(tmp_path / "repo")
-    config = write_config(init_check(repo))
+    config = init_config(repo, tmp_path / "ops")
     start_gate(config, repo)
     host = subprocess.run(["rustc", "-vV"], capture_output=True, text=True, check=True).stdout
     triple = next(line.split()[1] for line in host.splitlines() if line.startswith("host:"))
@@ -275,15 +264,13 @@ BUILD_RS = """fn main() {
 """
 
 
-def test_attack_89_a_build_script_that_rewrites_the_tests_is_removed(
-    tmp_path: Path, write_config: WriteConfig
-) -> None:
+def test_attack_89_a_build_script_that_rewrites_the_tests_is_removed(tmp_path: Path) -> None:
     """build.rs runs before the tests compile, in the run's copy: it could rewrite them to agree
     with the bug. A build script is protected, so the agent's is removed."""
     repo = rust_project(
         tmp_path / "repo", {"src/lib.rs": LIB_BUGGY.replace("(0, 4), 4", "(0, 0), 0")}
     )
-    config = write_config(init_check(repo))
+    config = init_config(repo, tmp_path / "ops")
     start_gate(config, repo)
     write_files(
         repo, {"src/lib.rs": LIB_WRONG.replace("(0, 4), 4", "(0, 0), 0"), "build.rs": BUILD_RS}

@@ -77,6 +77,7 @@ def is_go_test(command: Sequence[str]) -> bool:
 class GoTest(Runner):
     name = "go"
     ecosystem = "go"
+    examples = ("calc_test.go", "testdata/golden.txt", "go.mod", "go.sum", "go.work")
 
     def recognises(self, command: Sequence[str]) -> bool:
         return is_go_test(command)

@@ -139,6 +139,8 @@ def is_cargo_test(command: Sequence[str]) -> bool:
 class CargoTest(Runner):
     name = "cargo"
     ecosystem = "rust"
+    examples = ("tests/arith.rs", "Cargo.toml", "Cargo.lock", "build.rs", ".cargo/config.toml",
+                "rust-toolchain.toml")  # fmt: skip
 
     def recognises(self, command: Sequence[str]) -> bool:
         return is_cargo_test(list(command))
