@@ -118,8 +118,15 @@ def test_a_go_program_in_the_workspace_is_refused_before_it_runs(tmp_path: Path)
     assert not (tmp_path / "ran").exists()
 
 
-def test_modules_are_downloaded_from_go_mod_and_go_sum_into_the_cache() -> None:
+def test_modules_are_downloaded_from_go_mod_and_go_sum_into_the_cache(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GOPROXY", "https://goproxy.example.invalid")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example.invalid:3128")
     spec = GO.dependencies(["go", "test", "./..."])
+    # The operator's module and proxy settings reach the install, never the tests.
+    assert spec.install_env["GOPROXY"] == "https://goproxy.example.invalid"
+    assert spec.install_env["HTTPS_PROXY"] == "http://proxy.example.invalid:3128"
     assert spec.lockfiles == ("go.mod", "go.sum")
     assert spec.optional == ("go.sum",)  # a module with no requirement has none
     assert "go mod download" in spec.install[-1]

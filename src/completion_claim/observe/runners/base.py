@@ -176,6 +176,15 @@ class Runner(ABC):
         raise NotImplementedError(f"{self.name} has no plugin")
 
 
+# The operator's proxy settings, which an install (never a run) passes on to reach a registry.
+PROXY_SETTINGS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy")
+
+
+def observer_settings(names: Sequence[str]) -> dict[str, str]:
+    """The observer's values of ``names`` that are set."""
+    return {name: os.environ[name] for name in names if name in os.environ}
+
+
 def program_name(command: Sequence[str]) -> str:
     return os.path.basename(command[0]) if command else ""
 

@@ -29,6 +29,7 @@ from typing import Any
 from ...errors import UsageError
 from ..sandbox import SYSTEM_PATH
 from .base import (
+    PROXY_SETTINGS,
     Dependencies,
     Detected,
     Invocation,
@@ -37,6 +38,7 @@ from .base import (
     Runner,
     Toolchain,
     inside,
+    observer_settings,
     program_name,
 )
 from .results import ERROR, FAILED, MAX_REPORT_BYTES, PASSED, SKIPPED, Results, no_counts, tally
@@ -138,9 +140,7 @@ class GoTest(Runner):
     def dependencies(self, command: Sequence[str]) -> Dependencies:
         # The folder is made first: a module with no requirement downloads nothing.
         script = f"mkdir -p {MODULE_CACHE} && exec go mod download"
-        settings = {
-            name: os.environ[name] for name in _OPERATOR_MODULE_SETTINGS if name in os.environ
-        }
+        settings = observer_settings((*_OPERATOR_MODULE_SETTINGS, *PROXY_SETTINGS))
         return Dependencies(
             lockfiles=("go.mod", "go.sum"),
             optional=("go.sum",),

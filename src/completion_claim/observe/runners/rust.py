@@ -39,6 +39,7 @@ from typing import Any
 from ...errors import UsageError
 from ..sandbox import SYSTEM_PATH
 from .base import (
+    PROXY_SETTINGS,
     Dependencies,
     Detected,
     Invocation,
@@ -47,6 +48,7 @@ from .base import (
     Runner,
     Toolchain,
     inside,
+    observer_settings,
     program_name,
 )
 from .results import FAILED, MAX_REPORT_BYTES, PASSED, SKIPPED, Results, no_counts, tally
@@ -224,7 +226,8 @@ class CargoTest(Runner):
             # The script travels in the environment, so the command said in messages is short.
             install=(python, "-I", "-c", "import os; exec(os.environ['VENDOR_SCRIPT'])"),
             mounts={VENDOR: None},
-            install_env={
+            install_env=observer_settings(PROXY_SETTINGS)
+            | {
                 "VENDOR_SCRIPT": VENDOR_SCRIPT,
                 "CRATES_DOWNLOAD": os.environ.get(DOWNLOAD_VARIABLE, CRATES_DOWNLOAD),
             },
