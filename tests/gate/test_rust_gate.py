@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from completion_claim.gate.config import ConfigError
 from completion_claim.gate.run import run_gate, start_gate
 from completion_claim.observe.runners.rust import DOWNLOAD_VARIABLE
 from tests.fixtures.ecosystems import init_config, served
@@ -282,3 +283,32 @@ def test_attack_89_a_build_script_that_rewrites_the_tests_is_removed(tmp_path: P
     assert "arith::adds failed" in result.agent_reason
     [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
     assert item["details"]["protected_restored"]["removed"] == ["build.rs"]
+
+
+def test_rust_the_toolchain_claim_toml_names_runs_from_its_own_folder(tmp_path: Path) -> None:
+    """rustup's toolchain under /root (a home folder the sandbox user cannot read): only its
+    folder is mounted, and its cargo runs directly."""
+    sysroot = subprocess.run(
+        ["rustc", "--print", "sysroot"], cwd="/", capture_output=True, text=True, check=True
+    ).stdout.strip()
+    repo = rust_project(tmp_path / "repo")
+    config = init_config(repo, tmp_path / "ops", extra=f'toolchain = "{sysroot}"\n')
+    start_gate(config, repo)
+    write_files(repo, {"src/lib.rs": LIB})
+
+    result = run_gate(config, repo, outcome="Fixed add.")
+
+    assert (result.verdict.state, result.exit_code) == ("verified", 0)
+    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    assert item["details"]["program"] == os.path.join(os.path.realpath(sysroot), "bin", "cargo")
+
+
+def test_rust_a_toolchain_in_the_work_tree_is_refused_before_any_work(tmp_path: Path) -> None:
+    repo = rust_project(tmp_path / "repo")
+    config = init_config(repo, tmp_path / "ops", extra=f'toolchain = "{repo / "rust"}"\n')
+    for program in ("cargo", "rustc"):
+        write_files(repo, {f"rust/bin/{program}": "#!/bin/sh\nexit 0\n"})
+        (repo / "rust" / "bin" / program).chmod(0o755)
+
+    with pytest.raises(ConfigError, match="inside the workspace"):
+        start_gate(config, repo)
