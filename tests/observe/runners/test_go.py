@@ -98,10 +98,15 @@ def test_the_operators_go_runs_from_its_real_goroot_offline(tmp_path: Path) -> N
     assert toolchain.env["GOTOOLCHAIN"] == "local"
     assert toolchain.env["GOFLAGS"] == "-mod=mod"
     assert toolchain.env["GOWORK"] == "off"
-    context = RunContext(toolchain, None, {}, {"gomodcache": "/run/claim/deps/gomodcache"},
+    deps = {"gomodcache": "/run/claim/deps/gomodcache", "gocache": "/run/claim/deps/gocache"}
+    context = RunContext(toolchain, None, {}, deps,
                          "/run/claim/work", "/run/claim/work", "/run/claim/report")  # fmt: skip
     invocation = GO.invocation(["go", "test", "-json", "-count=1", "./..."], context)
-    assert invocation.argv == (toolchain.program, "test", "-json", "-count=1", "./...")
+    # The run's build cache starts as a copy of the operator's seed, then go test runs.
+    assert invocation.argv[:2] == ("/bin/sh", "-c")
+    assert invocation.argv[3:] == (
+        "/run/claim/deps/gocache", toolchain.program, "test", "-json", "-count=1", "./...",
+    )  # fmt: skip
     assert invocation.source is ReportSource.STDOUT
     assert invocation.env == {
         "GOPROXY": "off", "GOSUMDB": "off", "GOMODCACHE": "/run/claim/deps/gomodcache",
@@ -131,6 +136,8 @@ def test_modules_are_downloaded_from_go_mod_and_go_sum_into_the_cache(
     assert spec.optional == ("go.sum",)  # a module with no requirement has none
     assert "go mod download" in spec.install[-1]
     assert spec.install_env["GOMODCACHE"] == "{entry}/gomodcache"
+    assert spec.install_env["GOCACHE"] == "{entry}/gocache"  # the standard library, built once
+    assert set(spec.mounts) == {"gomodcache", "gocache"}
 
 
 # --- go test -json ------------------------------------------------------------------------------

@@ -6,7 +6,9 @@ program; else ``go`` on the observer's PATH) runs as itself, its GOROOT mounted 
 ``GOFLAGS=-mod=mod`` (a ``vendor`` folder of the work tree is never read), ``GOWORK=off`` (nor a
 ``go.work``), ``GOENV=off``, ``GOPROXY=off`` and a build cache of the run's own. Modules come from
 the operator's cache, filled by ``go mod download`` from the go.mod and go.sum the trusted ref
-holds, mounted read-only as GOMODCACHE.
+holds, mounted read-only as GOMODCACHE; the same install builds common standard packages into a
+build cache (from a module of the observer's, no code of the work tree), which each run copies as
+its own to start from.
 
 Report names: a test is ``<package import path>::<test name>``, a subtest with its slash path
 (``example.com/calc::TestAdd``, ``example.com/calc::TestTable/zero``). A package that failed
@@ -44,6 +46,32 @@ from .base import (
 from .results import ERROR, FAILED, MAX_REPORT_BYTES, PASSED, SKIPPED, Results, no_counts, tally
 
 MODULE_CACHE = "gomodcache"  # the cache entry's folder, mounted as GOMODCACHE
+BUILD_SEED = "gocache"  # the cache entry's build cache of the standard library, copied per run
+# Built once per cache entry, with no code of the work tree: the standard packages a test binary
+# and most code need, compiled as the runs compile them, so a run starts from them.
+_SEED_PACKAGES = (
+    "bufio", "bytes", "context", "encoding/json", "errors", "fmt", "io", "math", "os",
+    "path/filepath", "reflect", "regexp", "sort", "strconv", "strings", "sync", "time",
+    "unicode",
+)  # fmt: skip
+_SEED_SCRIPT = (
+    "set -e\n"
+    f"mkdir -p {MODULE_CACHE}\n"
+    "go mod download\n"
+    "mkdir seed\n"
+    "cd seed\n"
+    "cat > go.mod <<'END'\nmodule claim.invalid/seed\n\ngo 1.16\nEND\n"
+    "cat > seed.go <<'END'\npackage seed\n\nimport (\n"
+    + "".join(f'\t_ "{package}"\n' for package in _SEED_PACKAGES)
+    + ")\nEND\n"
+    "cat > seed_test.go <<'END'\npackage seed\n\nimport \"testing\"\n\n"
+    "func TestSeed(t *testing.T) {}\nEND\n"
+    "go test . > /dev/null\n"
+    "cd ..\n"
+    "rm -r seed\n"
+)
+# The run's build cache (GOCACHE) starts as a copy of the seed: writable, and the run's own.
+_FROM_SEED = 'cp -R "$0" "$GOCACHE" && exec "$@"'
 BUILD_FAILED = "[build failed]"
 PACKAGE_FAILED = "[package failed]"
 _QUERY_TIMEOUT_S = 30.0
@@ -138,17 +166,18 @@ class GoTest(Runner):
         )
 
     def dependencies(self, command: Sequence[str]) -> Dependencies:
-        # The folder is made first: a module with no requirement downloads nothing.
-        script = f"mkdir -p {MODULE_CACHE} && exec go mod download"
+        """The modules go.mod and go.sum pin (the folder made first: a module with no
+        requirement downloads nothing), and a build cache seeded with the standard library."""
         settings = observer_settings((*_OPERATOR_MODULE_SETTINGS, *PROXY_SETTINGS))
         return Dependencies(
             lockfiles=("go.mod", "go.sum"),
             optional=("go.sum",),
-            install=("/bin/sh", "-c", script),
-            mounts={MODULE_CACHE: None},
+            install=("/bin/sh", "-c", _SEED_SCRIPT),
+            mounts={MODULE_CACHE: None, BUILD_SEED: None},
             install_env=settings
             | {
                 "GOMODCACHE": f"{{entry}}/{MODULE_CACHE}",
+                "GOCACHE": f"{{entry}}/{BUILD_SEED}",
                 # Left writable, as a cache entry is: the observer seals it itself.
                 "GOFLAGS": "-mod=mod -modcacherw",
             },
@@ -160,7 +189,9 @@ class GoTest(Runner):
         env = {"GOPROXY": "off", "GOSUMDB": "off"}
         if MODULE_CACHE in context.dependencies:
             env["GOMODCACHE"] = context.dependencies[MODULE_CACHE]
-        argv = (context.toolchain.program, "test", "-json", *rest)
+        argv: tuple[str, ...] = (context.toolchain.program, "test", "-json", *rest)
+        if BUILD_SEED in context.dependencies:
+            argv = ("/bin/sh", "-c", _FROM_SEED, context.dependencies[BUILD_SEED], *argv)
         return Invocation(argv, env, ReportSource.STDOUT)
 
     def results(self, report: bytes) -> Results:
