@@ -18,7 +18,14 @@ from .rust import CargoTest
 
 # In the order a command is offered to them; the first that recognises it runs it.
 RUNNERS: tuple[Runner, ...] = (
-    GoTest(), CargoTest(), NodeTest(), Vitest(), Jest(), Mocha(), PackageScript(), Pytest(),
+    GoTest(),
+    CargoTest(),
+    NodeTest(),
+    Vitest(),
+    Jest(),
+    Mocha(),
+    PackageScript(),
+    Pytest(),
 )
 # An unrecognised command without a report runs with pytest's plugin channel open, so a pytest
 # it starts (make test, a script) still reports; anything else is judged by its exit code.
