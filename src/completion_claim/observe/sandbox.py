@@ -42,6 +42,9 @@ _ETC = (
     "/etc/ld.so.conf.d",
     "/etc/alternatives",
     "/etc/ssl/certs",
+    # OpenSSL reads its configuration when it starts (node exits 13 when it cannot); a file, so
+    # /etc/ssl/private beside it stays out.
+    "/etc/ssl/openssl.cnf",
     "/etc/mime.types",
 )
 _NETWORK_ETC = ("/etc/resolv.conf", "/etc/host.conf", "/etc/gai.conf")
@@ -117,9 +120,8 @@ class Sandbox:
             else:
                 args += ["--ro-bind-try", folder, folder]
         etc = (*_ETC, *(_NETWORK_ETC if self.network else ()))
-        # Made first, open to all: the folders bwrap makes on its own for a mount point are
-        # 0700, and the dropped user could read nothing under /etc (nor a toolchain's files
-        # mounted there later).
+        # Else bwrap makes /etc and /etc/ssl 0700 on the way, and a dropped user reads none of
+        # them (node then exits 13 on OpenSSL's configuration).
         for parent in _ancestors(etc):
             args += ["--perms", "0755", "--dir", parent]
         for path in etc:
