@@ -129,7 +129,7 @@ def _result_class(channel: _Channel | None) -> type[unittest.TextTestResult]:
 
 def _name(test: Any) -> str:
     """``module.Class::method`` as a JUnit report names a test; a set-up error (``setUpClass
-    (tests.test_x.TestA)``) or a module that failed to import keeps unittest's id whole."""
+    (tests.test_x.TestA)``) keeps unittest's id whole."""
     identifier = str(test.id())
     head, dot, tail = identifier.rpartition(".")
     if not dot or " " in identifier:

@@ -7,8 +7,9 @@ that sends records bound to a key only the reporter read (:mod:`.channel`), and 
 once unittest's run returned. No file of the run is read.
 
 Report names: ``<module>.<Class>::<method>`` (``tests.test_calc.TestCalc::test_add``), as a
-JUnit report names a test, and as pytest names the same class-based test. A class or module that
-failed to set up or import keeps unittest's id whole before ``::``.
+JUnit report names a test, and as pytest names the same class-based test. A class that failed to
+set up keeps unittest's id whole before ``::`` (``setUpClass (tests.test_x.TestA)::``); a module
+that failed to import is ``unittest.loader._FailedTest::<module>``.
 """
 
 from __future__ import annotations
