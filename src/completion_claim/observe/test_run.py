@@ -81,6 +81,7 @@ _SECRET_NAME = re.compile("KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNO
 _SHORTEST_SECRET = 4  # shorter values would redact ordinary text
 _PASSED_THROUGH = ("LC_ALL", "TZ", "TERM")
 _POLL_S = 0.02  # how soon the end of a run is noticed while its pipe is read
+_MAX_BUILD_REPORTS = 10_000
 
 
 @dataclass(frozen=True)
@@ -183,6 +184,7 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
                 os.chown(folder, owner, owner)
         tree = RunTree(os.fsencode(run_dir), owner)
         subject, details = _fill_run_tree(tree, request, workspace, mutations, excluded, deadline)
+        outputs = _clear_outputs(tree, runner, details)
         mounts = _dependencies(request, runner, toolchain, sandbox, run_dir, cwd, deadline, details)
         launch = _Launch(request, sandbox, toolchain, owned, cwd, channel, mounts)
         invocation = runner.invocation(request.command, launch.context())
@@ -197,8 +199,11 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
             channel, report if invocation.source is ReportSource.STDOUT else None,
         )  # fmt: skip
         duration = time.monotonic() - started
-        results = _results(runner, invocation, channel, stream, report, report_before, exit_code,
-                           owned)  # fmt: skip
+        if invocation.source is ReportSource.BUILD:
+            results = runner.build_results(_build_reports(runner, run_dir, outputs, owned))
+        else:
+            results = _results(runner, invocation, channel, stream, report, report_before,
+                               exit_code, owned)  # fmt: skip
         tail = _tail(owned / "output.log")
     observed = {"exit_code": exit_code} | results.counts
     if request.required and not results.counts:
@@ -254,6 +259,51 @@ def _results(
     if invocation.source is ReportSource.STDOUT:
         return runner.results(_read_report(report, owned))  # the observer's own file
     return runner.results(_read_fresh_report(report, report_before, exit_code, owned))
+
+
+def _clear_outputs(tree: RunTree, runner: Runner, details: dict[str, Any]) -> list[str]:
+    """Remove the build's output folders from the run's copy (what the agent left there, built
+    or written by hand, is not the run's): the build starts clean, and every report read from
+    them after the run was written by it. The folders, as work-tree paths."""
+    outputs = runner.outputs(os.fsdecode(rel) for rel in tree.files)
+    removed = []
+    for folder in outputs:
+        inner = os.fsencode(folder) + b"/"
+        held = [rel for rel in tree.files if rel.startswith(inner) or rel == inner[:-1]]
+        for rel in held:
+            tree.remove(rel)
+        path = os.path.join(tree.root, os.fsencode(folder))
+        if os.path.islink(path) or os.path.isfile(path):
+            os.unlink(path)
+        elif os.path.isdir(path):
+            shutil.rmtree(path)
+        if held:
+            removed.append(folder)
+    if removed:
+        details["build_outputs_removed"] = removed
+    return outputs
+
+
+def _build_reports(
+    runner: Runner, run_dir: Path, outputs: Sequence[str], owned: Path
+) -> list[bytes]:
+    """The report files the build wrote into its output folders, in path order. Links are not
+    followed: a folder the run replaced by a link is not searched."""
+    found: list[Path] = []
+    for folder in outputs:
+        for parent, folders, files in os.walk(run_dir / folder):
+            folders.sort()
+            paths = (Path(parent, name) for name in sorted(files))
+            found += [path for path in paths if runner.is_report(str(path.relative_to(run_dir)))]
+        if len(found) > _MAX_BUILD_REPORTS:
+            raise ObservationFailed(f"the build wrote over {_MAX_BUILD_REPORTS} report files")
+    reports, size = [], 0
+    for path in found:
+        reports.append(_read_report(path, owned))
+        size += len(reports[-1])
+        if size > MAX_REPORT_BYTES:
+            raise ObservationFailed(f"the build's reports are over {MAX_REPORT_BYTES} bytes")
+    return reports
 
 
 def _fill_run_tree(
