@@ -74,7 +74,8 @@ def start_record(start: Path) -> dict[str, Any]:
 
 def run_evidence(document: dict[str, Any]) -> dict[str, Any]:
     [item] = [e for e in document["evidence"] if e["check_type"] == "test_run"]
-    return item
+    found: dict[str, Any] = item
+    return found
 
 
 @pytest.mark.parametrize("runner", ["pytest", "unittest"])
