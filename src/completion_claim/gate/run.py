@@ -125,8 +125,8 @@ def start_gate(
 ) -> Path:
     """Record the base commit, the trust anchors (trusted refs resolved, the operator's copies
     of protected and configuration files), the tests each test_run check passes now, and a
-    snapshot of each readback, endpoint and page; the record path. Once per session: ``restart`` (the operator's explicit say) replaces a
-    record."""
+    snapshot of each readback, endpoint and page; the record path. Once per session:
+    ``restart`` (the operator's explicit say) replaces a record."""
     root = repository_root(repo)
     _refuse_runs_dir_inside(config, root)
     require_toolchains(config, root)
