@@ -43,8 +43,10 @@ from ..model import (
 )
 from ..observe._common import Observation, ObserverSettings, run_observer
 from ..observe.git_capture import capture, mutation_record, repository_root
-from ..observe.repository import content_digest, git_process, object_format_of
+from ..observe.mirror import Mirror
+from ..observe.repository import content_digest, git_process, object_format_of, run_git
 from ..observe.run_tree import is_protected
+from ..observe.sandbox import run_owner
 from ..report import render_report
 from ..timefmt import format_time
 from ..trust import check_signatures
@@ -84,6 +86,7 @@ EXIT_FOR_STATE = {"verified": 0, "unverified": 1, "refuted": 2}  # cli/__init__.
 MAX_LINK_HOPS = 40  # as the kernel's limit on links followed in one path
 WHOLE_TREE = "."
 """The target of an ``uncaptured`` mutation: the work tree as a whole."""
+MIRROR_NAME = "mirror"
 OUTPUTS_NAME = "outputs.json"
 """Under the runs directory's folder of a repository: ``{path: digest}`` of each file the gate
 wrote into the work tree (``record_gate_outputs``)."""
@@ -405,17 +408,25 @@ def _capture(
     found: list[Mutation] = []
     ignored: dict[str, None] = {}
     taken: set[str] = set()
-    for revision in dict.fromkeys((base, "HEAD")):
-        for change in capture(root, revision, found, at, excluded=()):
-            if is_ignored(change.target, change.digest):
-                ignored[change.target] = None
-                continue
-            found.append(
-                Mutation(
-                    next_id("m", taken), FILE_WRITE, change.target, Timestamp.of(at), change.digest
+    object_format = run_git(root, "rev-parse", "--show-object-format").decode().strip()
+    # The operator's mirror: a file its change cache vouches for is not read again, and a file
+    # read here is copied for the test run in the same pass.
+    with Mirror.kept(mirror_path(config, root), root, run_owner(), object_format) as mirror:
+        for revision in dict.fromkeys((base, "HEAD")):
+            for change in capture(root, revision, found, at, excluded=(), mirror=mirror):
+                if is_ignored(change.target, change.digest):
+                    ignored[change.target] = None
+                    continue
+                found.append(
+                    Mutation(
+                        next_id("m", taken),
+                        FILE_WRITE,
+                        change.target,
+                        Timestamp.of(at),
+                        change.digest,
+                    )
                 )
-            )
-            taken.add(found[-1].id)
+                taken.add(found[-1].id)
     configured = {
         (_configured_kind(check), check.target): None
         for check in config.checks
@@ -425,6 +436,11 @@ def _capture(
         found.append(Mutation(next_id("m", taken), kind, target, Timestamp.of(at), None))
         taken.add(found[-1].id)
     return found, tuple(ignored)
+
+
+def mirror_path(config: GateConfig, root: Path) -> Path:
+    """The operator's mirror of the work tree and its change cache (``observe.mirror``)."""
+    return config.runs_dir / repository_id(root) / MIRROR_NAME
 
 
 def gate_outputs_path(config: GateConfig, root: Path) -> Path:
@@ -624,6 +640,7 @@ def _test_run(
         sandboxed=True, network=check.network,
         trusted_ref=commit, trusted_content=stored, protect=check.protect,
         secret_files=() if config.sign_key is None else (str(config.sign_key),),
+        mirror=mirror_path(config, root),
     )  # fmt: skip
 
     def observe() -> Observation:

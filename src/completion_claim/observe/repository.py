@@ -298,7 +298,11 @@ def display(path: bytes) -> str:
 
 
 def changed_files(
-    root: Path, commit: str | None, failure: type[ClaimError], left_out: Callable[[bytes], bool]
+    root: Path,
+    commit: str | None,
+    failure: type[ClaimError],
+    left_out: Callable[[bytes], bool],
+    read: Callable[[bytes], WorkTreeFile | None] | None = None,
 ) -> dict[bytes, str | None]:
     """Every work-tree path whose content or type (file, link) differs from ``commit``'s tree
     (None: no commit yet, every file is new), with its digest now (None: gone).
@@ -306,7 +310,8 @@ def changed_files(
     The paths looked at are the commit's files, the index's and the untracked ones not ignored;
     ``left_out`` paths are not read. The exec bit is not compared. A committed file that is now a
     folder, a device or below a link is gone; submodules and untracked nested repositories (as
-    folders) are not files.
+    folders) are not files. ``read`` gives a path's ``work_tree_file`` (the operator's change
+    cache may answer without reading it); by default the file is read.
     """
     object_format = run_git(root, "rev-parse", "--show-object-format", failure=failure)
     object_format_name = object_format.decode().strip()
@@ -319,7 +324,11 @@ def changed_files(
         committed = base.get(rel)
         if left_out(rel) or (committed is not None and committed[0] == _SUBMODULE_MODE):
             continue
-        now = work_tree_file(root_bytes, rel, failure, object_format_name)
+        now = (
+            work_tree_file(root_bytes, rel, failure, object_format_name)
+            if read is None
+            else read(rel)
+        )
         if now is None:
             if committed is not None:
                 changed[rel] = None

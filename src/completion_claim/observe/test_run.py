@@ -9,7 +9,8 @@ Another runner's JUnit XML report is named with ``--junit``. With no report the 
 by its exit code alone (no counts), never as a run of zero tests. What the tests print is kept
 for people to read, redacted of secrets, and never judged.
 
-The run happens in a fresh copy of exactly the files the claim describes (:mod:`.run_tree`), with
+The run happens on exactly the files the claim describes (:mod:`.run_tree`: a fresh copy, or the
+operator's mirror of the workspace seen through an overlay that takes the run's writes), with
 protected test paths from a ref the operator trusts when given, under the operator's interpreter
 and a scrubbed environment, in a sandbox (:mod:`.sandbox`) that cannot reach the workspace, the
 signing key or the network, and whose every process dies with it.
@@ -53,6 +54,7 @@ from xml.parsers import expat
 from ..errors import ObservationFailed, UsageError
 from ..model import Mutation
 from ._common import Observation
+from .mirror import Mirror, require_unchanged
 from .pytest_reporter import ENVIRONMENT as REPORT_FDS
 from .run_tree import (
     Deadline,
@@ -64,7 +66,7 @@ from .run_tree import (
     require_recorded,
     restore_protected,
 )
-from .sandbox import PLUGINS, SYSTEM_PATH, WORK, Sandbox
+from .sandbox import PLUGINS, SYSTEM_PATH, WORK, Overlay, Sandbox
 from .values import REDACTED, redact_url, url_secrets
 from .workspace import Workspace, config_digests, tree_digest
 
@@ -110,6 +112,7 @@ class RunRequest:
     trusted_content: TrustedContent | None = None  # the operator's copy of trusted_ref's files
     protect: tuple[str, ...] = ()  # globs of further protected paths
     secret_files: tuple[str, ...] = ()  # read after the run, to redact their material
+    mirror: Path | None = None  # the operator's mirror of the workspace (see .mirror); None: a copy
 
     @property
     def target(self) -> str:
@@ -269,30 +272,32 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         channel = None if request.junit is not None else stack.enter_context(Channel(owned))
         run_dir = owned / "work"
         owner = sandbox.uid if sandbox is not None and sandbox.setpriv is not None else None
-        run_dir.mkdir()
-        if owner is not None:
-            os.chown(run_dir, owner, owner)
-        tree = RunTree(os.fsencode(run_dir), owner)
-        subject, details = _fill_run_tree(tree, request, workspace, mutations, excluded, deadline)
+        tree, mirror, overlay = _run_tree(request, workspace, sandbox, owned, owner)
+        stack.enter_context(mirror)
+        subject, details = _fill_run_tree(tree, request, workspace, mutations, excluded, deadline,
+                                          mirror)  # fmt: skip
         argv = interpreter.command(request.command)
         started_argv, host_env, details["sandbox"] = _launcher(
-            request, sandbox, interpreter, argv, owned, cwd, channel, deadline
+            request, sandbox, interpreter, argv, owned, cwd, channel, deadline, tree, overlay
         )
-        junit = None if request.junit is None else run_dir / cwd / request.junit
+        # What the run wrote: in the overlay's own layer, or in the copy.
+        written = run_dir if overlay is None else Path(overlay.upper)
+        junit = None if request.junit is None else written / cwd / request.junit
         junit_before = _signature(junit) if junit is not None else None
         started = time.monotonic()
+        host_cwd = run_dir / cwd if overlay is None else owned  # bwrap sets the run's own
         exit_code, stream = _run(
-            started_argv, run_dir / cwd, host_env, owned / "output.log", deadline.remaining(),
-            channel,
-        )  # fmt: skip
+            started_argv, host_cwd, host_env, owned / "output.log", deadline.remaining(), channel
+        )
         duration = time.monotonic() - started
         if channel is not None:
             results = channel.results(stream)
         else:
             assert junit is not None  # the channel is left out for --junit only
-            report = _read_fresh_report(junit, junit_before, exit_code, run_dir)
+            report = _read_fresh_report(junit, junit_before, exit_code, written)
             results = Results(parse_junit(report), junit_failures(report))
         tail = _tail(owned / "output.log")
+        require_unchanged(mirror, mirror.seen)
     observed = {"exit_code": exit_code} | results.counts
     if request.required and not results.counts:
         raise ObservationFailed(
@@ -326,6 +331,30 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
     )
 
 
+def _run_tree(
+    request: RunRequest,
+    workspace: Workspace,
+    sandbox: Sandbox | None,
+    owned: Path,
+    owner: int | None,
+) -> tuple[RunTree, Mirror, Overlay | None]:
+    """Where the run's files are: with the operator's mirror and a sandbox, the mirror seen
+    through an overlay (the run's writes go to a layer of its own); else a fresh copy."""
+    run_dir = owned / "work"
+    hash_name = workspace.object_format()
+    for folder in (run_dir, owned / "layer") if request.mirror and sandbox else (run_dir,):
+        folder.mkdir()
+        if owner is not None:
+            os.chown(folder, owner, owner)
+    if request.mirror is None or sandbox is None:
+        mirror = Mirror.fresh(workspace.root, os.fsencode(run_dir), owner, hash_name)
+        return RunTree(os.fsencode(run_dir), owner), mirror, None
+    (owned / "overlay-work").mkdir()
+    mirror = Mirror.kept(request.mirror, workspace.root, owner, hash_name)
+    overlay = Overlay(os.fsdecode(mirror.tree), str(owned / "layer"), str(owned / "overlay-work"))
+    return RunTree(mirror.tree, owner, os.fsencode(owned / "layer")), mirror, overlay
+
+
 def _fill_run_tree(
     tree: RunTree,
     request: RunRequest,
@@ -333,11 +362,12 @@ def _fill_run_tree(
     mutations: Sequence[Mutation],
     excluded: Sequence[str],
     deadline: Deadline,
+    mirror: Mirror,
 ) -> tuple[str, dict[str, Any]]:
-    """Copy the workspace, bind it to the claim, then deal with protected paths: the digest of
-    what was copied, and the details saying what became of protected paths."""
+    """Give the run the workspace, bind it to the claim, then deal with protected paths: the
+    digest of what the run was given, and the details saying what became of protected paths."""
     hash_name = workspace.object_format()
-    tree.copy_from(workspace, excluded, deadline, hash_name)
+    tree.fill(workspace, excluded, deadline, mirror)
     head = workspace.head()
     require_recorded(tree, head, mutations, excluded)
     subject = tree_digest(tree.files)
@@ -365,6 +395,8 @@ def _launcher(
     cwd: str,
     channel: Channel | None,
     deadline: Deadline,
+    tree: RunTree,
+    overlay: Overlay | None,
 ) -> tuple[list[str], dict[str, str], str]:
     """What to start, with which environment, and how the run is confined."""
     run_dir = owned / "work"
@@ -374,11 +406,12 @@ def _launcher(
         home, plugins = str(owned / "home"), str(owned / _PLUGIN_FOLDER)
         env = _environment(interpreter, home, request.env_names, channel, plugins)
         return list(argv), env, NO_SANDBOX
-    sandbox.check(interpreter.executable, str(run_dir), plugin_dir, interpreter.readable)
+    sandbox.check(interpreter.executable, str(run_dir), plugin_dir, interpreter.readable,
+                  overlay)  # fmt: skip
     deadline.check("starting the sandbox")
     home = "/tmp"  # noqa: S108 - the sandbox's own, empty tmpfs
     env = _environment(interpreter, home, request.env_names, channel, PLUGINS)
-    _require_program(argv[0], env["PATH"], run_dir / cwd)
+    _require_program(argv[0], env["PATH"], cwd, tree)
     confined = sandbox.argv(
         argv,
         run_dir=str(run_dir),
@@ -387,6 +420,7 @@ def _launcher(
         env=env,
         readable=interpreter.readable,
         hidden=request.secret_files,
+        overlay=overlay,
     )
     return confined, {"PATH": SYSTEM_PATH}, sandbox.describe()
 
@@ -427,8 +461,9 @@ def _outside_workspace(path: str, workspace: Path) -> None:
         )
 
 
-def _require_program(program: str, path: str, cwd: Path) -> None:
-    found = (cwd / program).is_file() if "/" in program else shutil.which(program, path=path)
+def _require_program(program: str, path: str, cwd: str, tree: RunTree) -> None:
+    within = os.fsencode(os.path.normpath(os.path.join(cwd, program)))
+    found = within in tree.files if "/" in program else shutil.which(program, path=path)
     if not found and not os.path.isabs(program):
         raise ObservationFailed(f"command not found: {program}")
 
