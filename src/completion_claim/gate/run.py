@@ -412,7 +412,9 @@ def _capture(
     # The operator's mirror: a file its change cache vouches for is not read again, and a file
     # read here is copied for the test run in the same pass.
     with Mirror.kept(mirror_path(config, root), root, run_owner(), object_format) as mirror:
-        for revision in dict.fromkeys((base, "HEAD")):
+        # HEAD at the base (no commit since) holds no change the base's capture missed.
+        head = _head_commit(root)
+        for revision in dict.fromkeys((base, "HEAD" if head is None or head != base else base)):
             for change in capture(root, revision, found, at, excluded=(), mirror=mirror):
                 if is_ignored(change.target, change.digest):
                     ignored[change.target] = None

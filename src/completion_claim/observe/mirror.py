@@ -88,7 +88,8 @@ class Mirror:
         self.object_format = object_format
         self.folder = folder
         self.entries: dict[bytes, Entry] = {}
-        self.seen: dict[bytes, Key] = {}  # what each path was when this pass read it
+        self.seen: dict[bytes, os.stat_result] = {}  # each path as this pass read it
+        self._prefix = os.path.join(self.workspace, b"")
         self.read_paths: list[bytes] = []  # read from the work tree in this pass
         self._taken = time.time_ns()
         self._folders: dict[bytes, bool] = {}
@@ -165,10 +166,11 @@ class Mirror:
         """``work_tree_file`` of ``rel``, with its copy in the mirror: from the cache when the
         file's stat is as recorded, else read once (hashed and copied in one pass). ``limits``
         sees each regular file's size before it is used, and each chunk read."""
-        folder = os.path.dirname(rel)
-        if not self._real_folder(folder):
+        # This runs once a listed file a pass (100,000 times in a large repository): kept lean.
+        slash = rel.rfind(b"/")
+        if slash > 0 and not self._real_folder(rel[:slash]):
             return None  # below a link: not in the work tree, as git sees it
-        path = os.path.join(self.workspace, rel)
+        path = self._prefix + rel
         try:
             info = os.lstat(path)
         except FileNotFoundError:
@@ -179,12 +181,21 @@ class Mirror:
             return self._link(rel, info, failure)
         if not stat.S_ISREG(info.st_mode):
             return None
-        key = stat_key(info)
         if limits is not None:
             limits.admit(rel, info.st_size)
         entry = self.entries.get(rel)
-        if entry is not None and entry[:6] == key and max(key[3], key[4]) < entry[6] - RACY_NS:
-            self.seen[rel] = key
+        if (
+            entry is not None
+            and entry[1] == info.st_ino
+            and entry[4] == info.st_ctime_ns
+            and entry[3] == info.st_mtime_ns
+            and entry[2] == info.st_size
+            and entry[0] == info.st_dev
+            and entry[5] == info.st_mode
+            and entry[4] < entry[6] - RACY_NS
+            and entry[3] < entry[6] - RACY_NS
+        ):
+            self.seen[rel] = info
             return WorkTreeFile(entry[7], entry[8], link=False)
         return self._copy(rel, path, failure, limits)
 
@@ -229,7 +240,7 @@ class Mirror:
         key = stat_key(info)
         digest = "sha256:" + content.hexdigest()
         self.entries[rel] = (*key, self._taken, digest, blob.hexdigest())
-        self.seen[rel] = key
+        self.seen[rel] = info
         self.read_paths.append(rel)
         return WorkTreeFile(digest, blob.hexdigest(), link=False)
 
@@ -256,7 +267,7 @@ class Mirror:
         self._place(rel, temporary)
         key = stat_key(info)
         self.entries[rel] = (key[0], _LINK, *key[2:], self._taken, found.digest, found.blob or "")
-        self.seen[rel] = key
+        self.seen[rel] = info
         self.read_paths.append(rel)
         return found
 
@@ -326,11 +337,12 @@ class Mirror:
     def changed_since(self, paths: Iterable[bytes]) -> bytes | None:
         """The first of ``paths`` whose work-tree file is no longer what this pass read."""
         for rel in paths:
+            before = self.seen.get(rel)
             try:
-                now: Key | None = stat_key(os.lstat(os.path.join(self.workspace, rel)))
+                now: Key | None = stat_key(os.lstat(self._prefix + rel))
             except OSError:
                 now = None
-            if now != self.seen.get(rel):
+            if before is None or now != stat_key(before):
                 return rel
         return None
 

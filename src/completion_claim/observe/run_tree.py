@@ -86,11 +86,13 @@ class RunTree:
         listed = workspace.listed()
         self.virtualenvs = [os.path.dirname(rel) for rel in listed
                             if os.path.basename(rel) == b"pyvenv.cfg"]  # fmt: skip
+        limits = _Limits(self, deadline)
+        left_out = [*skipped, *self.virtualenvs]
         for rel in listed:
             deadline.check("reading the workspace")
-            if is_byproduct(rel) or _under(rel, skipped) or _under(rel, self.virtualenvs):
+            if is_byproduct(rel) or (left_out and _under(rel, left_out)):
                 continue
-            found = mirror.file(rel, ObservationFailed, _Limits(self, deadline))
+            found = mirror.file(rel, ObservationFailed, limits)
             if found is None:
                 _refuse_special(os.path.join(os.fsencode(workspace.root), rel), rel)
                 continue
