@@ -65,6 +65,7 @@ bench: $(BIN)/claim sandbox
 	$(BIN)/python benchmarks/sandbox.py
 	$(BIN)/python benchmarks/load.py
 	$(BIN)/python benchmarks/ledger.py
+	$(BIN)/python benchmarks/scaling.py
 
 # Regenerate committed artefacts; tests fail when the committed copies drift from these.
 schema: $(BIN)/claim
