@@ -18,7 +18,9 @@ clean" entries. Symbolic links are never cached: their digest reads their target
 The agent's ``.git/index`` and its stat data are never read. The index is dropped while a pass
 works on the mirror and written back at its end, so a pass that dies half-way leaves no index, and
 the next one starts from an empty tree rather than from copies the index does not describe. One
-pass at a time holds the mirror (a lock file beside it), for as long as a run reads it.
+pass at a time holds the mirror (a lock file beside it), for as long as a run reads it: the gate
+holds one pass from its capture to its last check, so each path is stat'ed, and read if need be,
+once a gate; ``changed_since`` then says whether the work tree moved on while the tests ran.
 
 Without a folder (``Mirror.fresh``) the same code copies every file into a fresh tree: the copy a
 run without a persistent mirror gets.
@@ -89,6 +91,9 @@ class Mirror:
         self.folder = folder
         self.entries: dict[bytes, Entry] = {}
         self.seen: dict[bytes, os.stat_result] = {}  # each path as this pass read it
+        # What this pass found: a path is stat'ed once a pass (the gate's capture and its run
+        # share one), and a change after that is caught when the run ends (changed_since).
+        self._found: dict[bytes, WorkTreeFile] = {}
         self._prefix = os.path.join(self.workspace, b"")
         self.read_paths: list[bytes] = []  # read from the work tree in this pass
         self._taken = time.time_ns()
@@ -132,7 +137,9 @@ class Mirror:
         tb: TracebackType | None,
     ) -> None:
         try:
-            if self.folder is not None and kind is None:
+            # The index describes the tree unless the pass stopped half-way through a change to
+            # it, which only an unforeseen error can do (a refusal is raised before one).
+            if self.folder is not None and (kind is None or issubclass(kind, ClaimError)):
                 state = (INDEX_VERSION, self.workspace, self.owner, self.object_format,
                          self.entries)  # fmt: skip
                 write_atomic(self.folder / "index", marshal.dumps(state))
@@ -167,6 +174,11 @@ class Mirror:
         file's stat is as recorded, else read once (hashed and copied in one pass). ``limits``
         sees each regular file's size before it is used, and each chunk read."""
         # This runs once a listed file a pass (100,000 times in a large repository): kept lean.
+        known = self._found.get(rel)
+        if known is not None:  # read or vouched for earlier in this pass
+            if limits is not None and not known.link:
+                limits.admit(rel, self.entries[rel][2])
+            return known
         slash = rel.rfind(b"/")
         if slash > 0 and not self._real_folder(rel[:slash]):
             return None  # below a link: not in the work tree, as git sees it
@@ -196,7 +208,8 @@ class Mirror:
             and entry[3] < entry[6] - RACY_NS
         ):
             self.seen[rel] = info
-            return WorkTreeFile(entry[7], entry[8], link=False)
+            found = self._found[rel] = WorkTreeFile(entry[7], entry[8], link=False)
+            return found
         return self._copy(rel, path, failure, limits)
 
     def _copy(
@@ -242,7 +255,8 @@ class Mirror:
         self.entries[rel] = (*key, self._taken, digest, blob.hexdigest())
         self.seen[rel] = info
         self.read_paths.append(rel)
-        return WorkTreeFile(digest, blob.hexdigest(), link=False)
+        found = self._found[rel] = WorkTreeFile(digest, blob.hexdigest(), link=False)
+        return found
 
     def _link(
         self, rel: bytes, info: os.stat_result, failure: type[ClaimError]
@@ -269,6 +283,7 @@ class Mirror:
         self.entries[rel] = (key[0], _LINK, *key[2:], self._taken, found.digest, found.blob or "")
         self.seen[rel] = info
         self.read_paths.append(rel)
+        self._found[rel] = found
         return found
 
     def _real_folder(self, folder: bytes) -> bool:
@@ -311,6 +326,7 @@ class Mirror:
         for gone in [known for known in self.entries if known == rel
                      or known.startswith(rel + b"/")]:  # fmt: skip
             del self.entries[gone]
+            self._found.pop(gone, None)
 
     def _make_folder(self, path: bytes) -> None:
         with contextlib.suppress(FileExistsError):
@@ -323,6 +339,7 @@ class Mirror:
         kept = set(wanted)
         for rel in [rel for rel in self.entries if rel not in kept]:
             del self.entries[rel]
+            self._found.pop(rel, None)
             with contextlib.suppress(FileNotFoundError, NotADirectoryError):
                 os.unlink(os.path.join(self.tree, rel))
             folder = os.path.dirname(rel)

@@ -89,6 +89,8 @@ _TREE_MODE = b"40000"
 _HEX = re.compile(r"[0-9a-f]+")
 _FORMATS = {40: "sha1", 64: "sha256"}
 _OBJECT_ID_BYTES = {"sha1": 20, "sha256": 32}
+_ENTRIES: dict[tuple[str, str], dict[bytes, tuple[bytes, str]]] = {}
+_ENTRIES_KEPT = 4
 
 
 def git_process(
@@ -421,7 +423,18 @@ class VerifiedObjects:
 
     def entries(self, commit: str) -> dict[bytes, tuple[bytes, str]]:
         """Path -> (mode, object id) of every entry below the commit's tree that is not itself
-        a tree (files, links, submodules), as ``ls-tree -r`` lists them."""
+        a tree (files, links, submodules), as ``ls-tree -r`` lists them.
+
+        Kept for the last few commits read: an id names one content, checked when it was read,
+        and a gate reads its base's tree two or three times (100,000 entries in a monorepo)."""
+        key = (str(self.root), commit)
+        if key not in _ENTRIES:
+            if len(_ENTRIES) >= _ENTRIES_KEPT:
+                del _ENTRIES[next(iter(_ENTRIES))]
+            _ENTRIES[key] = self._entries(commit)
+        return dict(_ENTRIES[key])
+
+    def _entries(self, commit: str) -> dict[bytes, tuple[bytes, str]]:
         entries: dict[bytes, tuple[bytes, str]] = {}
         # (tree id, path prefix): one subtree can sit at two paths, and each path is listed.
         level = [(self.commit_tree(commit), b"")]

@@ -112,7 +112,7 @@ class RunRequest:
     trusted_content: TrustedContent | None = None  # the operator's copy of trusted_ref's files
     protect: tuple[str, ...] = ()  # globs of further protected paths
     secret_files: tuple[str, ...] = ()  # read after the run, to redact their material
-    mirror: Path | None = None  # the operator's mirror of the workspace (see .mirror); None: a copy
+    mirror: Mirror | None = None  # the operator's mirror, held by the caller; None: a fresh copy
 
     @property
     def target(self) -> str:
@@ -273,7 +273,6 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         run_dir = owned / "work"
         owner = sandbox.uid if sandbox is not None and sandbox.setpriv is not None else None
         tree, mirror, overlay = _run_tree(request, workspace, sandbox, owned, owner)
-        stack.enter_context(mirror)
         subject, details = _fill_run_tree(tree, request, workspace, mutations, excluded, deadline,
                                           mirror)  # fmt: skip
         argv = interpreter.command(request.command)
@@ -297,7 +296,7 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
             report = _read_fresh_report(junit, junit_before, exit_code, written)
             results = Results(parse_junit(report), junit_failures(report))
         tail = _tail(owned / "output.log")
-        require_unchanged(mirror, mirror.seen)
+        require_unchanged(mirror, (rel for rel in tree.files if rel in mirror.seen))
     observed = {"exit_code": exit_code} | results.counts
     if request.required and not results.counts:
         raise ObservationFailed(
@@ -350,7 +349,7 @@ def _run_tree(
         mirror = Mirror.fresh(workspace.root, os.fsencode(run_dir), owner, hash_name)
         return RunTree(os.fsencode(run_dir), owner), mirror, None
     (owned / "overlay-work").mkdir()
-    mirror = Mirror.kept(request.mirror, workspace.root, owner, hash_name)
+    mirror = request.mirror
     overlay = Overlay(os.fsdecode(mirror.tree), str(owned / "layer"), str(owned / "overlay-work"))
     return RunTree(mirror.tree, owner, os.fsencode(owned / "layer")), mirror, overlay
 
