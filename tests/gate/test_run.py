@@ -5,6 +5,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
+import pwd
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -28,6 +31,7 @@ from completion_claim.gate.run import (
     run_gate,
     start_gate,
 )
+from tests.fixtures.installed import installed_python
 from tests.fixtures.pages import Site as WebApp
 from tests.fixtures.pages import needs_chromium, served_site
 from tests.fixtures.projects import (
@@ -1156,3 +1160,54 @@ def test_a_second_gate_reads_only_what_changed_and_sees_every_change(
     tree = mirror_path(config, repo) / "tree"
     assert (tree / "calc.py").read_text() == broken
     assert (tree / "extra.py").read_text() == "X = 1\n"
+
+
+@pytest.fixture
+def throwaway_user() -> Iterator[tuple[int, int]]:
+    """A user that is not root, made for one test: the gate's overlay then needs a user
+    namespace of its own."""
+    if os.geteuid() != 0:
+        pytest.skip("this suite runs as a non-root user: every gate test above is that case")
+    name = f"claim-{uuid.uuid4().hex[:8]}"
+    subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+                   check=True)  # fmt: skip
+    try:
+        entry = pwd.getpwnam(name)
+        yield entry.pw_uid, entry.pw_gid
+    finally:
+        subprocess.run(["userdel", name], check=True)
+
+
+def test_a_gate_run_by_a_user_that_is_not_root_mounts_its_overlay_and_judges(
+    throwaway_user: tuple[int, int],
+) -> None:
+    uid, gid = throwaway_user
+    place = Path(tempfile.mkdtemp(prefix="claim-nonroot-gate-"))
+    try:
+        repo = buggy_project(place / "repo")
+        config = place / "ops" / "claim.toml"
+        config.parent.mkdir()
+        config.write_text(f'[gate]\nruns_dir = "{place / "runs"}"\n{POLICY}{TEST_RUN_CHECK}')
+        subprocess.run(["chown", "-R", f"{uid}:{gid}", str(place)], check=True)
+
+        def gate(*args: str) -> subprocess.CompletedProcess[str]:
+            command = [str(installed_python()), "-m", "completion_claim", "gate", "--config",
+                       str(config), "--repo", str(repo), "--json", *args]  # fmt: skip
+            return subprocess.run(
+                ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--", *command],
+                env={"PATH": "/usr/bin:/bin", "HOME": str(place), "LANG": "C.UTF-8"},
+                cwd=place, capture_output=True, text=True, check=False,
+            )  # fmt: skip
+
+        assert gate("--start").returncode == 0
+        write_files(repo, {"calc.py": CALC})
+        os.chown(repo / "calc.py", uid, gid)
+        fixed = gate()
+        write_files(repo, {"calc.py": CALC.replace("a + b", "a * b")})
+        broken = gate()
+
+        assert (fixed.returncode, broken.returncode) == (0, 2), fixed.stderr + broken.stderr
+        tree = place / "runs" / f"repo-{hashlib.sha256(str(repo).encode()).hexdigest()[:8]}"
+        assert (tree / "mirror" / "tree" / "calc.py").stat().st_uid == uid
+    finally:
+        shutil.rmtree(place)
