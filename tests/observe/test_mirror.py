@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import threading
 import time
 from pathlib import Path
 
@@ -145,3 +146,22 @@ def test_what_is_no_longer_wanted_leaves_the_mirror_with_its_folders(tmp_path: P
     one_pass(repo, tmp_path / "mirror", ["calc.py"])
 
     assert sorted(os.listdir(tmp_path / "mirror" / "tree")) == ["calc.py"]
+
+
+def test_a_second_pass_waits_for_the_one_holding_the_mirror(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"calc.py": ORIGINAL})
+    order: list[str] = []
+    first = Mirror.kept(tmp_path / "mirror", repo, None, "sha1").__enter__()
+
+    def second() -> None:
+        with Mirror.kept(tmp_path / "mirror", repo, None, "sha1"):
+            order.append("second")
+
+    waiting = threading.Thread(target=second)
+    waiting.start()
+    time.sleep(0.3)
+    order.append("first leaves")
+    first.__exit__(None, None, None)
+    waiting.join()
+
+    assert order == ["first leaves", "second"]

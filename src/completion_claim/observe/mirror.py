@@ -49,6 +49,7 @@ from .repository import WorkTreeFile, display, work_tree_file
 INDEX_VERSION = 1
 RACY_NS = 2_000_000_000  # above any file system's timestamp granularity (FAT: 2 s)
 LOCK_POLL_S = 0.05
+LOCK_WAIT_S = 900.0  # above a test run's default timeout (600 s)
 _CHUNK = 1 << 20
 _LINK = -1  # the inode recorded for a link: no stat ever matches it
 
@@ -117,7 +118,7 @@ class Mirror:
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._lock = os.open(self.folder / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
-            fcntl.flock(self._lock, fcntl.LOCK_EX)
+            self._wait_for_lock()
             self.entries = self._load()
         except BaseException:
             self._release()
@@ -145,6 +146,22 @@ class Mirror:
                 write_atomic(self.folder / "index", marshal.dumps(state))
         finally:
             self._release()
+
+    def _wait_for_lock(self) -> None:
+        """Another gate on this work tree holds the mirror until its last check ends."""
+        assert self._lock is not None
+        ends = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() > ends:
+                    raise ObservationFailed(
+                        f"another gate on this work tree held {self.folder} for over "
+                        f"{LOCK_WAIT_S:g} s"
+                    ) from None
+                time.sleep(LOCK_POLL_S)
 
     def _release(self) -> None:
         if self._lock is not None:
