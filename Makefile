@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench schema vectors reference docs clean sandbox browser claude-code harnesses
+.PHONY: demo test lint bench schema vectors reference docs clean sandbox browser toolchains claude-code harnesses
 
 $(BIN)/claim: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,25 @@ browser:
 	    exit 1; \
 	  fi; }
 
+# The toolchains the runner tests use, from Debian: Go, Rust (when no rustup toolchain is on
+# PATH), Java's JUnit 5 console launcher (Maven Central is not reachable here; it writes the
+# report format Surefire and Gradle write). Node comes with the machine; npm packages come from
+# the registry through the observer's dependency cache.
+toolchains:
+	@missing=""; \
+	command -v go >/dev/null || missing="$$missing golang-go"; \
+	command -v cargo >/dev/null || missing="$$missing cargo"; \
+	command -v java >/dev/null || missing="$$missing default-jdk-headless"; \
+	test -f /usr/share/java/junit-platform-console-standalone.jar || missing="$$missing junit5"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -q && apt-get install -y -q $$missing; \
+	  else \
+	    echo "missing toolchains: run 'sudo apt-get install$$missing' (the runner tests need them)" >&2; \
+	    exit 1; \
+	  fi; \
+	fi
+
 demo: $(BIN)/claim sandbox
 	$(BIN)/python examples/demo.py
 
@@ -47,7 +66,7 @@ lint: $(BIN)/claim
 # worker), and keeps on one worker the tests that share an xdist_group mark.
 WORKERS ?= auto
 
-test: lint sandbox browser
+test: lint sandbox browser toolchains
 	$(BIN)/pytest -q -n $(WORKERS) --dist loadgroup
 
 # The real Claude Code CLI for tests/gate/e2e, cached per machine outside the repo; the tests
@@ -65,6 +84,7 @@ bench: $(BIN)/claim sandbox
 	$(BIN)/python benchmarks/sandbox.py
 	$(BIN)/python benchmarks/load.py
 	$(BIN)/python benchmarks/ledger.py
+	$(BIN)/python benchmarks/ecosystems.py
 	$(BIN)/python benchmarks/scaling.py
 
 # Regenerate committed artefacts; tests fail when the committed copies drift from these.

@@ -413,4 +413,18 @@ def test_init_writes_an_interpreter_that_can_import_pytest(tmp_path: Path) -> No
     (check,) = load_config(path, {}).checks
     assert isinstance(check, gate_config.TestRunCheck)
     assert check.python == found
-    gate_config.require_pytest(load_config(path, {}), repo)
+    gate_config.require_toolchains(load_config(path, {}), repo)
+
+
+def test_python_and_toolchain_are_one_key_of_two(tmp_path: Path) -> None:
+    text = (
+        '[policy]\nid = "p"\nrequires = ["test_run"]\nmax_age_s = 60\n\n[[check]]\n'
+        'type = "test_run"\ncommand = ["go", "test", "./..."]\n'
+        'python = "/usr/bin/python3"\ntoolchain = "/usr/lib/go"\n'
+    )
+    with pytest.raises(ConfigError, match=r"set python \(a Python runner\) or toolchain, not both"):
+        load_config(write(tmp_path, text), {})
+    text = text.replace('python = "/usr/bin/python3"\n', "")
+    (check,) = load_config(write(tmp_path, text), {}).checks
+    assert isinstance(check, gate_config.TestRunCheck)
+    assert check.chosen_toolchain == "/usr/lib/go"

@@ -22,13 +22,12 @@ import pytest
 
 from completion_claim.cli import run
 from completion_claim.errors import ObservationFailed, UsageError
-from completion_claim.observe.test_run import (
+from completion_claim.observe.runners.pytest import read_records, report_name
+from completion_claim.observe.runners.results import (
     MAX_FAILURE_CHARS,
     MAX_FAILURES,
     junit_failures,
     parse_junit,
-    read_records,
-    report_name,
 )
 from tests.fixtures.installed import installed_python
 from tests.fixtures.projects import (

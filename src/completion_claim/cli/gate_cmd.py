@@ -89,8 +89,10 @@ def _tick(name: str, done: threading.Event) -> None:
 @json_option("Print {path, found} as JSON.")
 def init_command(repo: str, force: bool, as_json: bool) -> int:
     """Write a commented starter claim.toml at the repository's root, from what is there:
-    pytest (a test_run check, its tests taken from the default branch's commit), a Dockerfile (an
-    endpoint_health example), a database URL in the environment (a state_readback example).
+    each test runner found (a test_run check per ecosystem: pytest, node --test, vitest, jest,
+    mocha, go test, cargo test, ...; its tests taken from the default branch's commit), a
+    Dockerfile (an endpoint_health example), a database URL in the environment (a
+    state_readback example).
     """
     root = repository_root(Path(repo))
     path = root / CONFIG_NAME
@@ -103,8 +105,9 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
         python = pytest_interpreter(sys.executable, root, os.environ.get("PATH", os.defpath))
         facts = replace(facts, python=None if python == sys.executable else python)
     write_atomic(path, starter_config(facts).encode(), exclusive=not force)
-    found = [name for name, on in (("pytest", facts.pytest), ("Dockerfile", facts.dockerfile),
-                                   ("a database URL", facts.database)) if on]  # fmt: skip
+    found = [name for name, _, _ in facts.runners]
+    found += [name for name, on in (("Dockerfile", facts.dockerfile),
+                                    ("a database URL", facts.database)) if on]  # fmt: skip
     if as_json:
         emit_json({"path": str(path), "found": found})
         return EXIT_VERIFIED

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import click
 
+from .._state import default_runs_dir
 from ..errors import ClaimError, UsageError
 from ..gate import hooks
 from ..gate.config import (
     DEFAULT_MAX_BLOCKS,
     GateConfig,
-    default_runs_dir,
     find_config,
     load_config,
 )

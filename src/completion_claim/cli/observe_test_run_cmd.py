@@ -8,8 +8,10 @@ from typing import Any
 import click
 
 from ..claimfile import read_claim
+from ..errors import UsageError
 from ..observe import test_run
 from ..observe._common import Observation, observer_options, settings_from
+from ..observe.runners.results import COUNT_KEYS
 from .observe_cmd import observe_group, record_and_report
 
 DEFAULT_TIMEOUT_S = 600.0
@@ -58,6 +60,12 @@ DEFAULT_TIMEOUT_S = 600.0
     "never one inside the workspace.",
 )
 @click.option(
+    "--toolchain",
+    metavar="PATH",
+    help="The toolchain another runner runs with (node, go, cargo, java: the program or its "
+    "folder; default: found on PATH); never one inside the workspace.",
+)
+@click.option(
     "--env",
     "env_names",
     multiple=True,
@@ -93,6 +101,7 @@ def test_run_command(
     timeout_s: float,
     cwd: str,
     python: str | None,
+    toolchain: str | None,
     env_names: tuple[str, ...],
     trusted_ref: str | None,
     protect: tuple[str, ...],
@@ -106,10 +115,11 @@ def test_run_command(
     The run gets a fresh copy of the workspace's listed files, which must be as the claim
     records them (run `claim capture-git` first), in a bubblewrap sandbox: no network, no
     access to the workspace or the signing key, every process killed when it ends.
-    Observed: the exit code, and the counts and each test's outcome as pytest reported them
-    through the observer's plugin (or the --junit report); exit code only when the run
-    reported none, or ended before its session did.
-    Expected: exit code 0, no failed or errored test when pytest reported counts, and
+    Observed: the exit code, and the counts and each test's outcome from the runner's own
+    report, requested by the observer (pytest's through the observer's plugin; node --test,
+    vitest, jest, mocha, go test, cargo test and others: see docs/spec.md), or the --junit
+    report; exit code only when the run reported none, or ended before its session did.
+    Expected: exit code 0, no failed or errored test when the runner reported counts, and
     `passed` for each --require-test.
     The evidence is refused (exit 5) when the sandbox is missing, the files are not as the
     claim records them, the command is not found, times out, or writes an unreadable report.
@@ -118,9 +128,11 @@ def test_run_command(
     Example: claim observe test-run claim.json --trusted-ref "$BASE_SHA" -- python -m pytest -q
     """
     settings = settings_from(path, options)
+    if python is not None and toolchain is not None:
+        raise UsageError("--python and --toolchain: give one (--python for Python runners)")
     request = test_run.prepare(
         command, Path(cwd), junit, require_tests, timeout_s, excluded=[Path(path)],
-        python=python, env_names=env_names, sandboxed=not no_sandbox, network=network,
+        python=python or toolchain, env_names=env_names, sandboxed=not no_sandbox, network=network,
         trusted_ref=trusted_ref, protect=protect,
         secret_files=() if settings.sign_key_path is None else (settings.sign_key_path,),
     )  # fmt: skip
@@ -137,8 +149,6 @@ def test_run_command(
 
 def _summary(item: dict[str, Any]) -> str:
     observed = item["observed_value"]
-    counts = ", ".join(
-        f"{observed[key]} {key}" for key in test_run.COUNT_KEYS.values() if key in observed
-    )
+    counts = ", ".join(f"{observed[key]} {key}" for key in COUNT_KEYS.values() if key in observed)
     summary = f"{test_run.CHECK_TYPE} exit code {observed['exit_code']}"
     return summary + (f", {counts}" if counts else "")

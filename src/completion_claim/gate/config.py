@@ -14,6 +14,7 @@ observers redact them from what they record (URL passwords, the readback's targe
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import re
 import shutil
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .._json import dumps
+from .._state import default_runs_dir
 from ..errors import ClaimError, InvalidDocument, UsageError
 from ..model import (
     DOM_ASSERTION,
@@ -38,6 +40,7 @@ from ..model import (
     parse_policy,
 )
 from ..observe.repository import object_format_of
+from ..observe.runners.base import Detected
 
 CONFIG_NAME = "claim.toml"
 DEFAULT_MAX_BLOCKS = 3
@@ -71,7 +74,13 @@ class TestRunCheck:
     timeout_s: float = DEFAULT_TEST_TIMEOUT_S
     junit: str | None = None
     python_line: int | None = None  # where ``python`` is set, for errors about its value
+    toolchain: str | None = None  # the operator's toolchain for a runner other than Python's
     check_type: str = field(default=TEST_RUN, init=False)
+
+    @property
+    def chosen_toolchain(self) -> str | None:
+        """``python`` or ``toolchain``: what the runner runs with (one key of the two)."""
+        return self.python if self.python is not None else self.toolchain
 
 
 @dataclass(frozen=True)
@@ -148,15 +157,6 @@ class GateConfig:
     # What ${NAME} was replaced from, to read the operator's own copy again when the agent
     # changed the one in the work tree.
     environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
-
-
-def default_runs_dir(environ: Mapping[str, str]) -> Path:
-    """Outside any work tree: the user's state directory (XDG), as the agent's tools do not
-    look there."""
-    state = environ.get("XDG_STATE_HOME") or os.path.join(
-        environ.get("HOME") or os.path.expanduser("~"), ".local", "state"
-    )
-    return Path(state) / "completion-claim" / "runs"
 
 
 def find_config(start: Path) -> Path | None:
@@ -446,6 +446,10 @@ class _Reader:
         command = self.strings(values, "check", index, "command")
         if not command:
             raise self.error("check", index, "command", "command must not be empty")
+        if "python" in values and "toolchain" in values:
+            raise self.error(
+                "check", index, "toolchain", "set python (a Python runner) or toolchain, not both"
+            )
         return TestRunCheck(
             line=line,
             command=command,
@@ -458,6 +462,7 @@ class _Reader:
             timeout_s=self.seconds(values, "check", index, "timeout_s") or DEFAULT_TEST_TIMEOUT_S,
             junit=self.optional(values, "check", index, "junit", str),
             python_line=self.lines.of("check", index, "python") if "python" in values else None,
+            toolchain=self.optional(values, "check", index, "toolchain", str),
         )
 
     def endpoint_health(
@@ -562,22 +567,36 @@ def ignored_protected(glob: str, checks: Sequence[CheckConfig]) -> str | None:
     """A path of the kinds a test run protects (7.1) that ``glob`` matches, or None: an ignore
     list aimed at test files, their configuration or a check's ``protect`` globs is a mistake
     (the gate would never ignore those anyway). The gate's configuration is probed too."""
+    from ..observe.runners import protected_examples  # noqa: PLC0415
+
     protect = [p for c in checks if isinstance(c, TestRunCheck) for p in c.protect]
-    probes = [*_PROTECTED_PROBES, *(re.sub(r"[*?]", "x", p) for p in protect)]
+    probes = [
+        *_PROTECTED_PROBES,
+        *protected_examples(),
+        *(re.sub(r"[*?]", "x", p) for p in protect),
+    ]
     return next((probe for probe in probes if fnmatch.fnmatchcase(probe, glob)), None)
 
 
-def require_pytest(config: GateConfig, root: Path) -> None:
-    """Each test run's interpreter exists and lies outside the work tree, and a pytest check's
-    can import pytest: otherwise every run would fail and the gate would blame the agent for
-    the operator's setting. Checked by ``claim gate`` and ``--start`` before any work, naming
-    the line (never ``--python``, which the observer's own messages say)."""
-    from ..observe import test_run  # noqa: PLC0415
+def require_toolchains(config: GateConfig, root: Path) -> None:
+    """Each test run's toolchain exists and lies outside the work tree, and a pytest check's
+    interpreter can import pytest: otherwise every run would fail and the gate would blame the
+    agent for the operator's setting. Checked by ``claim gate`` and ``--start`` before any work,
+    naming the line (never ``--python``, which the observer's own messages say)."""
+    from ..observe.runners import runner_for  # noqa: PLC0415
+    from ..observe.runners.pytest import is_pytest  # noqa: PLC0415
 
     for check in config.checks:
         if not isinstance(check, TestRunCheck):
             continue
-        pytest = test_run.is_pytest(check.command)
+        runner = runner_for(check.command, check.junit)
+        if runner.ecosystem != "python":
+            try:
+                runner.toolchain(check.command, check.chosen_toolchain, root)
+            except UsageError as error:
+                raise ConfigError(f"{config.path.name}:{check.line}: test_run: {error}") from None
+            continue
+        pytest = is_pytest(check.command)
         where = f"{config.path.name}:{check.python_line or check.line}"
         if check.python is None:
             if pytest and not can_import_pytest(sys.executable):
@@ -690,15 +709,13 @@ def _policy_place(path: str) -> tuple[str, str | None]:
 
 
 _GATE_KEYS = {"runs_dir", "sign_key", "max_blocks", "base", "timeout_s", "ignore"}
-# One path of each kind a test run protects (observe/run_tree.is_protected), and claim.toml.
-_PROTECTED_PROBES = (
-    "conftest.py", "test_x.py", "x_test.py", "tests/x.py", "test/x.py", "pytest.ini", "tox.ini",
-    "setup.cfg", "pyproject.toml", "x.pth", "pytest.py", "_pytest/x.py", CONFIG_NAME,
-)  # fmt: skip
+# A path in a test folder (observe/run_tree.is_protected), and claim.toml; each runner adds one
+# path of each kind it protects.
+_PROTECTED_PROBES = ("tests/x.py", "test/x.py", CONFIG_NAME)
 _CHECK_KEYS = {
     TEST_RUN: {
         "command", "trusted_ref", "protect", "python", "env", "network", "require_tests",
-        "timeout_s", "junit",
+        "timeout_s", "junit", "toolchain",
     },
     ENDPOINT_HEALTH: {
         "url", "target", "expect_status", "expect_json", "expect_header", "method", "timeout_s",
@@ -730,14 +747,19 @@ class RepoFacts:
     """What ``claim init`` looked at."""
 
     name: str
-    pytest: bool
+    # (runner name, its ecosystem, what it found), in the registry's order
+    runners: tuple[tuple[str, str, Detected], ...]
     default_branch: str | None
     dockerfile: bool
     database: bool
     trusted_commit: str | None = None  # the default branch's commit, as claim init found it
-    # The interpreter the tests run with when claim's own cannot import pytest (pipx, a wheel
-    # venv); None: claim's own.
+    # The interpreter Python tests run with when claim's own cannot import pytest (pipx, a
+    # wheel venv); None: claim's own.
     python: str | None = None
+
+    @property
+    def pytest(self) -> bool:
+        return any(ecosystem == "python" for _, ecosystem, _ in self.runners)
 
 
 def look_at(
@@ -746,30 +768,36 @@ def look_at(
     default_branch: str | None,
     trusted_commit: str | None = None,
 ) -> RepoFacts:
-    def has(name: str, marker: str) -> bool:
-        try:
-            return marker in (root / name).read_text(errors="replace")
-        except OSError:
-            return False
+    from ..observe.runners import detect  # noqa: PLC0415 - runners load only for init and runs
 
-    pytest = (
-        (root / "pytest.ini").is_file()
-        or (root / "conftest.py").is_file()
-        or has("pyproject.toml", "[tool.pytest")
-        or has("setup.cfg", "[tool:pytest]")
-        or has("tox.ini", "[pytest]")
-        or any(root.glob("test_*.py"))
-        or any((root / folder).is_dir() and any((root / folder).rglob("test_*.py"))
-               for folder in ("tests", "test"))
-    )  # fmt: skip
+    found = tuple((runner.name, runner.ecosystem, found) for runner, found in detect(root))
     database = "DATABASE_URL" in environ or any(name.startswith("PG") for name in environ)
     dockerfile = (root / "Dockerfile").is_file()
-    return RepoFacts(root.name, pytest, default_branch, dockerfile, database, trusted_commit)
+    return RepoFacts(root.name, found, default_branch, dockerfile, database, trusted_commit)
+
+
+_PYTEST_COMMAND = ("python", "-m", "pytest", "-q")
+_REQUIRED_EXAMPLE = {"pytest": ("tests/test_x.py::test_y",)}
+
+
+def _toml_strings(values: Sequence[str]) -> str:
+    return "[" + ", ".join(json.dumps(value) for value in values) + "]"
+
+
+def _toolchain_line(ecosystem: str, detected: Detected | None, python: str | None) -> str:
+    if detected is None or ecosystem == "python":
+        if python:
+            note = "claim's own cannot import pytest; never one in the repo"
+            return f'python = "{python}"  # {note}'
+        return '# python = "/usr/bin/python3"  # with the project installed; never one in the repo'
+    if detected.toolchain:
+        return f'toolchain = "{detected.toolchain}"  # found by claim init; never one in the repo'
+    return '# toolchain = "/opt/toolchain"  # default: found on PATH; never one in the repo'
 
 
 def starter_config(facts: RepoFacts) -> str:
     """A commented claim.toml for this repository: only what was found is switched on."""
-    requires = '["test_run"]' if facts.pytest else "[]"
+    requires = '["test_run"]' if facts.runners else "[]"
     lines = [
         '# claim.toml: how `claim gate` decides whether an agent\'s "done" is true here.',
         "# Written by `claim init`. Reference: README (Gate your agent), docs/spec.md section 9.",
@@ -796,27 +824,35 @@ def starter_config(facts: RepoFacts) -> str:
         '# ignore = ["build/**"]        # no change, and kept out of the test run; never tests',
         "",
     ]
-    test_run = [
-        "[[check]]",
-        'type = "test_run"',
-        'command = ["python", "-m", "pytest", "-q"]',
-        "# The tests run as in this commit, whatever the agent did to them. A branch name",
-        "# (main) is resolved by `claim gate --start` (the hooks session start), never",
-        "# when judging; a commit id needs no start.",
+    trusted = (
         f'trusted_ref = "{facts.trusted_commit}"  # {facts.default_branch} at claim init'
         if facts.default_branch and facts.trusted_commit
-        else '# trusted_ref = "<full commit id>"',
-        f'python = "{facts.python}"  # claim\'s own cannot import pytest; never one in the repo'
-        if facts.python
-        else '# python = "/usr/bin/python3"  # with the project installed; never one in the repo',
-        '# protect = ["fixtures/**"]     # more paths the agent may not change',
-        "# env = []                      # variables passed to the tests",
-        "# network = false",
-        '# require_tests = ["tests/test_x.py::test_y"]',
-        "timeout_s = 600",
-        "",
-    ]
-    lines += test_run if facts.pytest else ["# " + line if line else "" for line in test_run]
+        else '# trusted_ref = "<full commit id>"'
+    )
+    runners: Sequence[tuple[str, str, Detected | None]] = facts.runners or (
+        ("pytest", "python", None),
+    )
+    for name, ecosystem, detected in runners:
+        block = [
+            f"# {name}: {detected.why}" if detected else "# pytest: none found; uncomment to use",
+            "[[check]]",
+            'type = "test_run"',
+            f"command = {_toml_strings(detected.command if detected else _PYTEST_COMMAND)}",
+            "# The tests run as in this commit, whatever the agent did to them. A branch name",
+            "# (main) is resolved by `claim gate --start` (the hooks session start), never",
+            "# when judging; a commit id needs no start.",
+            trusted,
+            _toolchain_line(ecosystem, detected, facts.python),
+            '# protect = ["fixtures/**"]     # more paths the agent may not change',
+            "# env = []                      # variables passed to the tests",
+            "# network = false",
+            f"# require_tests = [{_toml_strings(_REQUIRED_EXAMPLE.get(name, ()))[1:-1]}]",
+            "timeout_s = 600",
+            "",
+        ]
+        lines += (
+            block if detected else [block[0], *("# " + line if line else "" for line in block[1:])]
+        )
     if facts.dockerfile:
         lines += [
             "# A deploy: assert a value the deploy changes (a build id, a commit), never only 200.",

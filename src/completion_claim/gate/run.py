@@ -76,7 +76,7 @@ from .config import (
     EndpointHealthCheck,
     GateConfig,
     TestRunCheck,
-    require_pytest,
+    require_toolchains,
 )
 from .reason import agent_reason
 
@@ -132,7 +132,7 @@ def start_gate(
     record."""
     root = repository_root(repo)
     _refuse_runs_dir_inside(config, root)
-    require_pytest(config, root)
+    require_toolchains(config, root)
     path = start_record_path(config, root, session)
     refused = already_started(session, str(path), "claim gate --start --restart replaces it")
     if not restart and path.exists():  # fails before the snapshots; the write decides races
@@ -175,7 +175,7 @@ def run_gate(
     if capture_error is None:
         # The operator's configuration (an agent's edit of it runs nothing, so cannot make the
         # gate fail here and let a stop through).
-        require_pytest(config, root)
+        require_toolchains(config, root)
     events.step("base", f"{chosen.revision or 'no commit'} ({chosen.source})")
     started = datetime.now(UTC)
     deadline = None if config.timeout_s is None else started.timestamp() + config.timeout_s
@@ -647,10 +647,11 @@ def _test_run(
         stored = stored_content(config, root, record, commit, check.protect)
     request = test_run.prepare(
         check.command, root, check.junit, check.require_tests, max(timeout, 0.001),
-        [root / rel for rel in ignored], python=check.python, env_names=check.env,
+        [root / rel for rel in ignored], python=check.chosen_toolchain, env_names=check.env,
         sandboxed=True, network=check.network,
         trusted_ref=commit, trusted_content=stored, protect=check.protect,
         secret_files=() if config.sign_key is None else (str(config.sign_key),),
+        dependency_cache=config.runs_dir / "dependencies",
         mirror=mirror,
     )  # fmt: skip
 

@@ -32,13 +32,12 @@ from ..model import Mutation
 from .git_capture import DELETED, latest_file_writes
 from .mirror import Mirror
 from .repository import VerifiedObjects, display, object_format_of
-from .workspace import Files, Workspace, is_byproduct, is_test_config, tree_entries
+from .runners import is_runner_protected
+from .workspace import Files, Workspace, is_byproduct, tree_entries
 
 MAX_FILE_BYTES = 1 << 30
 MAX_TREE_BYTES = 4 << 30
 _TEST_FOLDERS = frozenset({b"tests", b"test"})
-# A module by one of these names, anywhere pytest puts on sys.path, replaces pytest itself.
-_PYTEST_OWN = frozenset({b"pytest", b"_pytest", b"py", b"pluggy", b"iniconfig"})
 _SYMLINK_MODE = "120000"
 _EXECUTABLE_MODE = "100755"
 
@@ -160,6 +159,29 @@ class RunTree:
             self._make_parents(rel)
             os.mknod(path, stat.S_IFCHR | 0o600, os.makedev(0, 0))
 
+    def read(self, rel: bytes) -> bytes:
+        """A file as the run is given it: restored for this run (in ``layer``), else as read
+        from the workspace. The observer's own copy, read before the run."""
+        missing = f"{display(rel)} is missing: the dependencies are installed from it"
+        if rel not in self.files:
+            raise ObservationFailed(missing)
+        for folder in (self.layer, self.root):
+            if folder is None:
+                continue
+            try:
+                fd = os.open(os.path.join(folder, rel), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise ObservationFailed(f"cannot read {display(rel)}: {exc.strerror}") from None
+            with os.fdopen(fd, "rb") as handle:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise ObservationFailed(f"{display(rel)} is not a regular file")
+                return handle.read(MAX_FILE_BYTES)
+        raise ObservationFailed(
+            f"{display(rel)} is missing: the dependencies are installed from it"
+        )
+
     @property
     def _changes(self) -> bytes:
         return self.root if self.layer is None else self.layer
@@ -273,17 +295,10 @@ def _repository_path(target: str) -> bool:
 
 
 def is_protected(rel: bytes, globs: Sequence[str]) -> bool:
-    """Decides what a run does rather than what it tests: test configuration, the test files
-    pytest collects, modules that would replace pytest, and the operator's own globs."""
+    """Decides what a run does rather than what it tests: anything under a test folder, each
+    runner's test files and configuration (:mod:`.runners`), and the operator's own globs."""
     parts = rel.split(b"/")
-    name = parts[-1]
-    if is_test_config(rel):
-        return True
-    if name.endswith(b".py") and (name.startswith(b"test_") or name.endswith(b"_test.py")):
-        return True
-    if any(part in _TEST_FOLDERS for part in parts[:-1]):
-        return True
-    if any(part.removesuffix(b".py") in _PYTEST_OWN for part in parts):
+    if any(part in _TEST_FOLDERS for part in parts[:-1]) or is_runner_protected(rel):
         return True
     text = display(rel)
     return any(fnmatch.fnmatchcase(text, glob) for glob in globs)

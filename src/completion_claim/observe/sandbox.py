@@ -29,6 +29,7 @@ from ..errors import ObservationFailed
 
 WORK = "/run/claim/work"
 PLUGINS = "/run/claim/plugin"
+REPORTS = "/run/claim/report"  # an empty folder the run writes its report into
 NOBODY = 65534
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 MISSING = "bubblewrap (bwrap) is not installed: apt-get install bubblewrap, or pass --no-sandbox"
@@ -118,6 +119,8 @@ class Sandbox:
         env: Mapping[str, str],
         readable: Sequence[str],
         hidden: Sequence[str],
+        report_dir: str | None = None,
+        mounts: Sequence[tuple[str, str]] = (),
         overlay: Overlay | None = None,
     ) -> list[str]:
         """The bwrap command running ``command`` in ``cwd`` (a path inside the sandbox).
@@ -153,13 +156,18 @@ class Sandbox:
         args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]  # noqa: S108
         # bwrap would copy a parent's host mode (0700 for /root) to the folders it creates on
         # the way to a mount point, and the dropped user could not pass them.
-        for parent in _ancestors([*readable, WORK, PLUGINS]):
+        outside = [seen for _, seen in mounts if not _inside(seen, WORK)]
+        for parent in _ancestors([*readable, WORK, PLUGINS, REPORTS, *outside]):
             args += ["--perms", "0755", "--dir", parent]
         for folder in readable:
             args += ["--ro-bind", folder, folder]
         args += ["--bind", run_dir, WORK]
         if plugin_dir is not None:
             args += ["--ro-bind", plugin_dir, PLUGINS]
+        if report_dir is not None:
+            args += ["--bind", report_dir, REPORTS]
+        for host, seen in mounts:
+            args += ["--ro-bind", host, seen]
         args += ["--chdir", cwd]
         for name, value in sorted(env.items()):
             args += ["--setenv", name, value]
@@ -183,16 +191,17 @@ class Sandbox:
 
     def check(
         self,
-        python: str,
+        command: Sequence[str],
         run_dir: str,
         plugin_dir: str | None,
         readable: Sequence[str],
         overlay: Overlay | None = None,
     ) -> None:
-        """Start the interpreter in the same sandbox: a sandbox that cannot start it is refused
-        before the run, so a broken sandbox never passes for a failed test."""
+        """Start the toolchain's probe ``command`` in the same sandbox: a sandbox that cannot
+        start it is refused before the run, so a broken sandbox never passes for a failed
+        test."""
         probe = self.argv(
-            [python, "-I", "-c", ""],
+            command,
             run_dir=run_dir,
             plugin_dir=plugin_dir,
             cwd=WORK,
@@ -208,7 +217,7 @@ class Sandbox:
         if done.returncode != 0:
             complaint = done.stderr.decode(errors="replace").strip().splitlines()
             reason = complaint[-1] if complaint else f"exit {done.returncode}"
-            raise ObservationFailed(f"the sandbox (bwrap) cannot start {python}: {reason}")
+            raise ObservationFailed(f"the sandbox (bwrap) cannot start {command[0]}: {reason}")
 
 
 def run_owner() -> int | None:

@@ -1,25 +1,21 @@
 """test_run observed: run the tests once, outside the agent loop, and record what the run showed.
 
-Only two things are trusted: the command's exit code, and the runner's report of its tests.
-Whatever the command, pytest loads the observer's plugin (:mod:`.pytest_reporter`, through
-``PYTEST_ADDOPTS``) under a module name drawn for the run; it reports each test's outcome through
-an inherited pipe, every record bound to a key only the plugin read, and counts only when its
-session reached its own end. Nothing the tests can write by path, or without the key, is read.
-Another runner's JUnit XML report is named with ``--junit``. With no report the run is recorded
-by its exit code alone (no counts), never as a run of zero tests. What the tests print is kept
-for people to read, redacted of secrets, and never judged.
+Only two things are trusted: the command's exit code, and the runner's report of its tests, a
+report the observer asked for itself. The runner (:mod:`.runners`) is chosen by the command: it
+gives the operator's toolchain, the dependencies installed from the lockfile into the operator's
+cache (:mod:`.dependency_cache`), the exact command, and the parser of its report. pytest reports
+through the observer's plugin over an inherited pipe, every record bound to a key only the plugin
+read; other runners write their report into a folder only the run writes, or stream it on
+standard output; any other command's JUnit XML report is named with ``--junit``. With no report
+the run is recorded by its exit code alone (no counts), never as a run of zero tests. What the
+tests print is kept for people to read, redacted of secrets, and never judged.
 
 The run happens on exactly the files the claim describes (:mod:`.run_tree`: a fresh copy, or the
 operator's mirror of the workspace seen through an overlay that takes the run's writes), with
-protected test paths from a ref the operator trusts when given, under the operator's interpreter
+protected test paths from a ref the operator trusts when given, under the operator's toolchain
 and a scrubbed environment, in a sandbox (:mod:`.sandbox`) that cannot reach the workspace, the
-signing key or the network, and whose every process dies with it.
-
-Report names: a test is ``<classname>::<name>`` as a JUnit report spells them; pytest's node ids
-are mapped the way its junitxml plugin maps them (path separators become dots, ``.py`` is
-dropped, classes join the module: ``tests/test_x.py::TestA::test_b[1]`` is
-``tests.test_x.TestA::test_b[1]``). A required test may be named either way. Matching is exact: a
-test the report does not name is absent, and absent is not passed.
+signing key or the network, and whose every process dies with it. Matching of required tests is
+exact: a test the report does not name is absent, and absent is not passed.
 """
 
 from __future__ import annotations
@@ -27,9 +23,6 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import hashlib
-import hmac
-import json
 import os
 import re
 import selectors
@@ -38,24 +31,22 @@ import shutil
 import signal
 import stat
 import subprocess
-import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from hashlib import sha256
 from pathlib import Path
 from secrets import token_hex
 from types import TracebackType
 from typing import Any
-from xml.parsers import expat
 
+from .._state import default_runs_dir
 from ..errors import ObservationFailed, UsageError
 from ..model import Mutation
 from ._common import Observation
+from .dependency_cache import DEPENDENCIES_MOUNT, install, read_lockfiles, require_protected
 from .mirror import Mirror, require_unchanged
-from .pytest_reporter import ENVIRONMENT as REPORT_FDS
 from .run_tree import (
     Deadline,
     GitContent,
@@ -66,31 +57,31 @@ from .run_tree import (
     require_recorded,
     restore_protected,
 )
-from .sandbox import PLUGINS, SYSTEM_PATH, WORK, Overlay, Sandbox
+from .runners import runner_for
+from .runners.base import (
+    ChannelEnds,
+    Invocation,
+    ReportSource,
+    RunContext,
+    Runner,
+    Toolchain,
+    inside,
+)
+from .runners.pytest import report_name
+from .runners.results import MAX_REPORT_BYTES, PASSED, Results, no_counts
+from .sandbox import PLUGINS, REPORTS, SYSTEM_PATH, WORK, Overlay, Sandbox
 from .values import REDACTED, redact_url, url_secrets
 from .workspace import Workspace, config_digests, tree_digest
 
 CHECK_TYPE = "test_run"
-PASSED, FAILED, ERROR, SKIPPED = "passed", "failed", "error", "skipped"
-COUNT_KEYS = {PASSED: "passed", FAILED: "failed", ERROR: "errors", SKIPPED: "skipped"}
-# When one name appears more than once in a report, the least favourable outcome stands.
-_SEVERITY = {PASSED: 0, SKIPPED: 1, ERROR: 2, FAILED: 3}
-MAX_REPORT_BYTES = 64 * 1024 * 1024
 OUTPUT_TAIL_LINES = 20
-MAX_FAILURES = 20  # failed tests whose first message line is kept in details.failures
-MAX_FAILURE_CHARS = 200
 NO_SANDBOX = "none"
 _OUTPUT_TAIL_BYTES = 64 * 1024
-_PYTHON = re.compile(r"(python|pypy)[0-9.]*")
-_PYTEST_PROGRAMS = frozenset({"pytest", "py.test"})
-_PYTEST_REPORT_OPTIONS = ("--junitxml", "--junit-xml")
-_PLUGIN = Path(__file__).with_name("pytest_reporter.py")
 _PLUGIN_FOLDER = "plugin"  # in the folder the observer owns
-_RECORD_FIELDS = {"seq", "node", "when", "outcome", "xfail", "message"}
+_REPORT_FOLDER = "report"  # in the folder the observer owns
 _SECRET_NAME = re.compile("KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 _SHORTEST_SECRET = 4  # shorter values would redact ordinary text
 _PASSED_THROUGH = ("LC_ALL", "TZ", "TERM")
-_QUERY_TIMEOUT_S = 30.0
 _POLL_S = 0.02  # how soon the end of a run is noticed while its pipe is read
 
 
@@ -104,7 +95,7 @@ class RunRequest:
     required: tuple[str, ...]  # report names (classname::name) that must have passed
     timeout_s: float
     excluded: tuple[Path, ...]  # files the observer itself writes (the claim)
-    python: str | None = None  # the operator's interpreter; None: the observer's own
+    python: str | None = None  # the operator's toolchain (for Python, its interpreter)
     env_names: tuple[str, ...] = ()  # variables passed through to the run
     sandboxed: bool = True
     network: bool = False
@@ -112,7 +103,12 @@ class RunRequest:
     trusted_content: TrustedContent | None = None  # the operator's copy of trusted_ref's files
     protect: tuple[str, ...] = ()  # globs of further protected paths
     secret_files: tuple[str, ...] = ()  # read after the run, to redact their material
+    dependency_cache: Path | None = None  # the operator's; None: under the default runs dir
     mirror: Mirror | None = None  # the operator's mirror, held by the caller; None: a fresh copy
+
+    @property
+    def runner(self) -> Runner:
+        return runner_for(self.command, self.junit)
 
     @property
     def target(self) -> str:
@@ -142,14 +138,7 @@ def prepare(
     excluded: Sequence[Path],
     **options: Any,
 ) -> RunRequest:
-    pytest = is_pytest(command)
-    if pytest and junit is not None:
-        raise UsageError("--junit is for other commands: pytest reports to the observer itself")
-    if pytest and any(arg.startswith(_PYTEST_REPORT_OPTIONS) for arg in command):
-        raise UsageError(
-            "remove --junitxml from the pytest command: the observer reads pytest's results "
-            "through its own plugin, never a report file the tests could write"
-        )
+    runner_for(command, junit).check(command, junit)
     return RunRequest(
         command=tuple(command),
         cwd=cwd,
@@ -161,96 +150,6 @@ def prepare(
     )
 
 
-def is_pytest(command: Sequence[str]) -> bool:
-    """``pytest``/``py.test``, or ``python -m pytest``, by whatever path they are called."""
-    program = os.path.basename(command[0])
-    if program in _PYTEST_PROGRAMS:
-        return True
-    return _PYTHON.fullmatch(program) is not None and list(command[1:3]) == ["-m", "pytest"]
-
-
-def report_name(name: str) -> str:
-    """The report name (``classname::name``) a ``--require-test`` NAME refers to."""
-    if "::" not in name:
-        raise UsageError(
-            f"--require-test: {name!r} names no test; use a pytest node id "
-            "(tests/test_x.py::test_a) or the report's classname::name"
-        )
-    return junit_name(name) if name.partition("::")[0].endswith(".py") else name
-
-
-def junit_name(node_id: str) -> str:
-    """The name pytest's junitxml gives a node id (its mangle_test_address): parameters are
-    kept verbatim."""
-    address, bracket, params = node_id.partition("[")
-    parts = address.split("::")
-    parts[0] = parts[0].replace("/", ".").removesuffix(".py")
-    return ".".join(parts[:-1]) + "::" + parts[-1] + bracket + params
-
-
-@dataclass(frozen=True)
-class Interpreter:
-    """The Python the operator chose, and the folders it needs to run (mounted read-only)."""
-
-    executable: str
-    prefixes: tuple[str, ...]
-
-    @classmethod
-    def chosen(cls, python: str | None, workspace: Path) -> Interpreter:
-        if python is None:
-            interpreter = cls(sys.executable, (sys.prefix, sys.base_prefix))
-        else:
-            executable = shutil.which(python)
-            if executable is None:
-                raise UsageError(f"--python: no interpreter {python!r}")
-            _outside_workspace(executable, workspace)  # before running it even once
-            interpreter = cls._query(os.path.abspath(executable))
-        for path in (interpreter.executable, *interpreter.prefixes):
-            _outside_workspace(path, workspace)
-        return interpreter
-
-    @classmethod
-    def _query(cls, executable: str) -> Interpreter:
-        script = "import sys; print(sys.prefix); print(sys.base_prefix)"
-        try:
-            done = subprocess.run(
-                [executable, "-I", "-c", script],
-                cwd="/",
-                env={"PATH": SYSTEM_PATH},
-                capture_output=True,
-                timeout=_QUERY_TIMEOUT_S,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise UsageError(f"--python: cannot run {executable}: {exc}") from None
-        lines = done.stdout.decode(errors="replace").splitlines()
-        if done.returncode != 0 or len(lines) != 2:
-            raise UsageError(f"--python: {executable} is not a working Python interpreter")
-        return cls(executable, (lines[0], lines[1]))
-
-    @property
-    def bin_dir(self) -> str:
-        return os.path.dirname(self.executable)
-
-    @property
-    def readable(self) -> list[str]:
-        """The prefixes, and the folder the executable really lives in, minus the system
-        folders the sandbox mounts anyway."""
-        real_home = os.path.dirname(os.path.dirname(os.path.realpath(self.executable)))
-        folders = {os.path.realpath(p) for p in (*self.prefixes, real_home)}
-        kept = [f for f in sorted(folders) if not _inside(f, Path("/usr"))]
-        return [f for f in kept if not any(o != f and _inside(f, Path(o)) for o in kept)]
-
-    def command(self, command: Sequence[str]) -> list[str]:
-        """``python``/``python3.X`` runs as this interpreter; ``pytest`` as ``<it> -m pytest``."""
-        program = os.path.basename(command[0])
-        if _PYTHON.fullmatch(program):
-            return [self.executable, *command[1:]]
-        if program in _PYTEST_PROGRAMS:
-            return [self.executable, "-m", "pytest", *command[1:]]
-        return list(command)
-
-
 def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observation:
     """Run the request on a copy of the workspace bound to ``mutations`` (the claim's)."""
     deadline = Deadline(request.timeout_s)
@@ -258,43 +157,53 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
     if request.trusted_ref is not None and not workspace.in_git:
         raise UsageError("--trusted-ref needs a git repository: the workspace is not in one")
     for secret in request.secret_files:
-        if _inside(secret, workspace.root):
+        if inside(secret, workspace.root):
             raise ObservationFailed(
                 f"the signing key {secret} is inside the workspace, where the agent and the "
                 "run can read it: keep it elsewhere"
             )
     cwd = _relative(Path(os.path.realpath(request.cwd)), workspace.root) or "."
-    interpreter = Interpreter.chosen(request.python, workspace.root)
+    runner = request.runner
+    toolchain = runner.toolchain(request.command, request.python, workspace.root)
+    for path in (*toolchain.readable, *([toolchain.program] if toolchain.program else [])):
+        if inside(path, workspace.root):
+            raise UsageError(
+                f"{path} is inside the workspace, which the agent controls; the tests run with "
+                "the operator's toolchain: choose one outside it"
+            )
     sandbox = Sandbox.find(network=request.network) if request.sandboxed else None
     excluded = [rel for rel in (_relative(p, workspace.root) for p in request.excluded) if rel]
     with contextlib.ExitStack() as stack:
         owned = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="claim-test-run-")))
-        channel = None if request.junit is not None else stack.enter_context(Channel(owned))
-        run_dir = owned / "work"
+        channel = None
+        if runner.plugin is not None:
+            channel = stack.enter_context(Channel(owned / _PLUGIN_FOLDER, runner.plugin))
         owner = sandbox.uid if sandbox is not None and sandbox.setpriv is not None else None
+        run_dir, report_dir = owned / "work", owned / _REPORT_FOLDER
+        for folder in (run_dir, report_dir):
+            folder.mkdir()
+            if owner is not None:
+                os.chown(folder, owner, owner)
         tree, mirror, overlay = _run_tree(request, workspace, sandbox, owned, owner)
         subject, details = _fill_run_tree(tree, request, workspace, mutations, excluded, deadline,
                                           mirror)  # fmt: skip
-        argv = interpreter.command(request.command)
-        started_argv, host_env, details["sandbox"] = _launcher(
-            request, sandbox, interpreter, argv, owned, cwd, channel, deadline, tree, overlay
-        )
-        # What the run wrote: in the overlay's own layer, or in the copy.
-        written = run_dir if overlay is None else Path(overlay.upper)
-        junit = None if request.junit is None else written / cwd / request.junit
-        junit_before = _signature(junit) if junit is not None else None
+        mounts = _dependencies(request, runner, toolchain, sandbox, tree, cwd, deadline, details)
+        launch = _Launch(request, sandbox, toolchain, owned, cwd, channel, mounts, tree, overlay)
+        invocation = runner.invocation(request.command, launch.context())
+        started_argv, host_env, details["sandbox"] = launch.confined(invocation, deadline)
+        report = None if invocation.report is None else launch.on_host(invocation.report)
+        if invocation.source is ReportSource.STDOUT:
+            report = owned / "stdout"  # the observer's file: the run holds only its descriptor
+        report_before = _signature(report) if report is not None else None
         started = time.monotonic()
         host_cwd = run_dir / cwd if overlay is None else owned  # bwrap sets the run's own
         exit_code, stream = _run(
-            started_argv, host_cwd, host_env, owned / "output.log", deadline.remaining(), channel
-        )
+            started_argv, host_cwd, host_env, owned / "output.log", deadline.remaining(),
+            channel, report if invocation.source is ReportSource.STDOUT else None,
+        )  # fmt: skip
         duration = time.monotonic() - started
-        if channel is not None:
-            results = channel.results(stream)
-        else:
-            assert junit is not None  # the channel is left out for --junit only
-            report = _read_fresh_report(junit, junit_before, exit_code, written)
-            results = Results(parse_junit(report), junit_failures(report))
+        results = _results(runner, invocation, channel, stream, report, report_before, exit_code,
+                           owned)  # fmt: skip
         tail = _tail(owned / "output.log")
         require_unchanged(mirror, (rel for rel in tree.files if rel in mirror.seen))
     observed = {"exit_code": exit_code} | results.counts
@@ -310,24 +219,47 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
     secrets += [secret for arg in request.command for secret in url_secrets(_url_of(arg))]
     details |= {
         "duration_s": round(duration, 3),
-        "argv": redact_argv(argv, secrets),
+        "runner": runner.name,
+        "argv": redact_argv(invocation.argv, secrets),
         "output_tail": [redact(line, secrets) for line in tail],
-        "python": interpreter.executable,
         "workspace_before": subject,
         "test_config": config_digests(tree.files),
     }
+    if toolchain.program is not None:
+        details["python" if runner.ecosystem == "python" else "program"] = toolchain.program
     if results.failures:
         details["failures"] = [
             {**failure, "message": redact(failure["message"], secrets)}
             for failure in results.failures
         ]
+    counted = runner.counts_failures and bool(results.counts)
     return Observation(
         target=shlex.join(redact_argv(request.command, secrets)),
-        expected=request.expected_of(counted=channel is not None and bool(results.counts)),
+        expected=request.expected_of(counted=counted),
         observed_value=observed,
         subject=subject,
         details=details,
     )
+
+
+def _results(
+    runner: Runner,
+    invocation: Invocation,
+    channel: Channel | None,
+    stream: bytes,
+    report: Path | None,
+    report_before: tuple[int, int, int, int] | None,
+    exit_code: int,
+    owned: Path,
+) -> Results:
+    if invocation.source is ReportSource.CHANNEL:
+        assert channel is not None  # opened for every runner with a plugin
+        return runner.channel_results(stream, channel.key)
+    if invocation.source is ReportSource.NONE or report is None:
+        return no_counts("the runner reports no per-test results: its exit code alone counts")
+    if invocation.source is ReportSource.STDOUT:
+        return runner.results(_read_report(report, owned))  # the observer's own file
+    return runner.results(_read_fresh_report(report, report_before, exit_code, owned))
 
 
 def _run_tree(
@@ -341,13 +273,12 @@ def _run_tree(
     through an overlay (the run's writes go to a layer of its own); else a fresh copy."""
     run_dir = owned / "work"
     hash_name = workspace.object_format()
-    for folder in (run_dir, owned / "layer") if request.mirror and sandbox else (run_dir,):
-        folder.mkdir()
-        if owner is not None:
-            os.chown(folder, owner, owner)
     if request.mirror is None or sandbox is None:
         mirror = Mirror.fresh(workspace.root, os.fsencode(run_dir), owner, hash_name)
         return RunTree(os.fsencode(run_dir), owner), mirror, None
+    (owned / "layer").mkdir()
+    if owner is not None:
+        os.chown(owned / "layer", owner, owner)
     (owned / "overlay-work").mkdir()
     mirror = request.mirror
     overlay = Overlay(os.fsdecode(mirror.tree), str(owned / "layer"), str(owned / "overlay-work"))
@@ -385,79 +316,156 @@ def _fill_run_tree(
     }
 
 
-def _launcher(
+def _dependencies(
     request: RunRequest,
+    runner: Runner,
+    toolchain: Toolchain,
     sandbox: Sandbox | None,
-    interpreter: Interpreter,
-    argv: Sequence[str],
-    owned: Path,
-    cwd: str,
-    channel: Channel | None,
-    deadline: Deadline,
     tree: RunTree,
-    overlay: Overlay | None,
-) -> tuple[list[str], dict[str, str], str]:
-    """What to start, with which environment, and how the run is confined."""
-    run_dir = owned / "work"
-    plugin_dir = None if channel is None else str(channel.folder)
-    if sandbox is None:
-        (owned / "home").mkdir()
-        home, plugins = str(owned / "home"), str(owned / _PLUGIN_FOLDER)
-        env = _environment(interpreter, home, request.env_names, channel, plugins)
-        return list(argv), env, NO_SANDBOX
-    sandbox.check(interpreter.executable, str(run_dir), plugin_dir, interpreter.readable,
-                  overlay)  # fmt: skip
-    deadline.check("starting the sandbox")
-    home = "/tmp"  # noqa: S108 - the sandbox's own, empty tmpfs
-    env = _environment(interpreter, home, request.env_names, channel, PLUGINS)
-    _require_program(argv[0], env["PATH"], cwd, tree)
-    confined = sandbox.argv(
-        argv,
-        run_dir=str(run_dir),
-        plugin_dir=plugin_dir,
-        cwd=os.path.normpath(f"{WORK}/{cwd}"),
-        env=env,
-        readable=interpreter.readable,
-        hidden=request.secret_files,
-        overlay=overlay,
-    )
-    return confined, {"PATH": SYSTEM_PATH}, sandbox.describe()
-
-
-def _environment(
-    interpreter: Interpreter,
-    home: str,
-    passed: Iterable[str],
-    channel: Channel | None,
-    plugin_dir: str,
-) -> dict[str, str]:
-    """The allow-listed environment: nothing of the observer's reaches the run unless named.
-    ``plugin_dir`` is the channel's folder as the run sees it."""
-    env = {
-        "PATH": f"{interpreter.bin_dir}:{SYSTEM_PATH}",
-        "HOME": home,
-        "TMPDIR": home,
-        "LANG": os.environ.get("LANG", "C.UTF-8"),
-        "PYTHONDONTWRITEBYTECODE": "1",
+    cwd: str,
+    deadline: Deadline,
+    details: dict[str, Any],
+) -> dict[str, tuple[Path, str]]:
+    """The runner's dependencies from the operator's cache, installed first when needed: each
+    mounted folder's host path and path as the run sees it."""
+    spec = runner.dependencies(request.command)
+    if spec is None:
+        return {}
+    require_protected(runner, spec, cwd)
+    run_dir = Path(os.fsdecode(tree.root))
+    lockfiles = read_lockfiles(run_dir / cwd, spec) if tree.layer is None else {
+        name: tree.read(os.path.normpath(os.path.join(cwd, name)).encode())
+        for name in spec.lockfiles
+    }  # fmt: skip
+    cache = request.dependency_cache or default_runs_dir(os.environ) / "dependencies"
+    deadline.check("installing the dependencies")
+    installed = install(cache, runner, spec, lockfiles, toolchain, sandbox, deadline.remaining())
+    details["dependencies"] = {
+        "key": installed.key,
+        "lockfiles": {
+            name: "sha256:" + sha256(data).hexdigest() for name, data in lockfiles.items()
+        },
     }
-    env |= {name: os.environ[name] for name in _PASSED_THROUGH if name in os.environ}
-    env |= {name: os.environ[name] for name in passed if name in os.environ}
-    # However pytest is started (python -B -m pytest, pytest.main(), make), it reads these.
-    ours = "-p no:cacheprovider"
-    if channel is not None:
-        ours = f"-p {channel.module} {ours}"
-        env[REPORT_FDS] = " ".join(f"{fd}:{os.fstat(fd).st_ino}" for fd in channel.inherited)
-        env["PYTHONPATH"] = ":".join(filter(None, [plugin_dir, env.get("PYTHONPATH")]))
-    env["PYTEST_ADDOPTS"] = f"{env['PYTEST_ADDOPTS']} {ours}" if "PYTEST_ADDOPTS" in env else ours
-    return env
+    mounts: dict[str, tuple[Path, str]] = {}
+    work = WORK if sandbox is not None else str(run_dir)
+    for sub, place in spec.mounts.items():
+        host = installed.host(sub)
+        if place is not None:
+            seen = os.path.normpath(os.path.join(work, cwd, place))
+        else:
+            seen = f"{DEPENDENCIES_MOUNT}/{sub}" if sandbox is not None else str(host)
+        if sandbox is None and place is not None:
+            _link_in_place(Path(seen), host)
+        mounts[sub] = (host, seen)
+    return mounts
 
 
-def _outside_workspace(path: str, workspace: Path) -> None:
-    if _inside(path, workspace):
-        raise UsageError(
-            f"--python: {path} is inside the workspace, which the agent controls; "
-            "choose an interpreter outside it"
+def _link_in_place(path: Path, host: Path) -> None:
+    """Without a sandbox nothing can be mounted: the run's copy gets a link to the entry in
+    place of whatever the agent left there."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(host)
+
+
+@dataclass(frozen=True)
+class _Launch:
+    """How the run is started: confined in the sandbox (paths as the run sees them), or, with
+    no sandbox, at the observer's own paths."""
+
+    request: RunRequest
+    sandbox: Sandbox | None
+    toolchain: Toolchain
+    owned: Path
+    cwd: str  # relative to the work tree's root
+    channel: Channel | None
+    mounts: Mapping[str, tuple[Path, str]]  # dependency folders: host path, path in the run
+    tree: RunTree
+    overlay: Overlay | None  # the run's files: the mirror under the run's own layer
+
+    @property
+    def work(self) -> str:
+        return str(self.owned / "work") if self.sandbox is None else WORK
+
+    @property
+    def reports(self) -> str:
+        return str(self.owned / _REPORT_FOLDER) if self.sandbox is None else REPORTS
+
+    @property
+    def home(self) -> str:
+        return str(self.owned / "home") if self.sandbox is None else "/tmp"  # noqa: S108
+
+    def context(self) -> RunContext:
+        ends = None
+        if self.channel is not None:
+            folder = str(self.channel.folder) if self.sandbox is None else PLUGINS
+            ends = ChannelEnds(folder, self.channel.module, self.channel.descriptors)
+        return RunContext(
+            toolchain=self.toolchain,
+            channel=ends,
+            env=self.environment(),
+            dependencies={sub: seen for sub, (_, seen) in self.mounts.items()},
+            work=self.work,
+            cwd=os.path.normpath(f"{self.work}/{self.cwd}"),
+            reports=self.reports,
         )
+
+    def environment(self) -> dict[str, str]:
+        """The allow-listed environment: nothing of the observer's reaches the run unless
+        named."""
+        path = ":".join([*self.toolchain.path, SYSTEM_PATH])
+        env = {
+            "PATH": path,
+            "HOME": self.home,
+            "TMPDIR": self.home,
+            "LANG": os.environ.get("LANG", "C.UTF-8"),
+        }
+        env |= {name: os.environ[name] for name in _PASSED_THROUGH if name in os.environ}
+        env |= dict(self.toolchain.env)
+        return env | {n: os.environ[n] for n in self.request.env_names if n in os.environ}
+
+    def on_host(self, path: str) -> Path:
+        """A path the run named (in the work tree or the report folder), on the observer's
+        side; refused when it is anywhere else."""
+        written = self.owned / "work" if self.overlay is None else Path(self.overlay.upper)
+        for seen, host in ((self.work, written),
+                           (self.reports, self.owned / _REPORT_FOLDER)):  # fmt: skip
+            rel = os.path.relpath(os.path.normpath(path), seen)
+            if rel != os.pardir and not rel.startswith(os.pardir + os.sep):
+                return host / rel
+        raise ObservationFailed(f"the report {path} is outside the run's folders")
+
+    def confined(
+        self, invocation: Invocation, deadline: Deadline
+    ) -> tuple[list[str], dict[str, str], str]:
+        """What to start, with which environment, and how the run is confined."""
+        env = self.environment() | dict(invocation.env)
+        run_dir = self.owned / "work"
+        if self.sandbox is None:
+            (self.owned / "home").mkdir()
+            return list(invocation.argv), env, NO_SANDBOX
+        plugin_dir = None if self.channel is None else str(self.channel.folder)
+        readable = list(self.toolchain.readable)
+        probe = self.toolchain.probe or ("true",)
+        self.sandbox.check(probe, str(run_dir), plugin_dir, readable, self.overlay)
+        deadline.check("starting the sandbox")
+        _require_program(invocation.argv[0], env["PATH"], self.cwd, self.tree)
+        confined = self.sandbox.argv(
+            invocation.argv,
+            run_dir=str(run_dir),
+            plugin_dir=plugin_dir,
+            report_dir=str(self.owned / _REPORT_FOLDER),
+            cwd=os.path.normpath(f"{WORK}/{self.cwd}"),
+            env=env,
+            readable=readable,
+            hidden=self.request.secret_files,
+            mounts=[(str(host), seen) for host, seen in self.mounts.values()],
+            overlay=self.overlay,
+        )
+        return confined, {"PATH": SYSTEM_PATH}, self.sandbox.describe()
 
 
 def _require_program(program: str, path: str, cwd: str, tree: RunTree) -> None:
@@ -472,11 +480,6 @@ def _relative(path: Path, root: Path) -> str | None:
     if rel in (os.curdir, os.pardir) or rel.startswith(os.pardir + os.sep):
         return None
     return Path(rel).as_posix()
-
-
-def _inside(path: str, folder: Path) -> bool:
-    real, base = os.path.realpath(path), os.path.realpath(folder)
-    return real == base or real.startswith(base.rstrip("/") + "/")
 
 
 # --- secrets ------------------------------------------------------------------------------
@@ -545,21 +548,23 @@ def _run(
     log: Path,
     timeout_s: float,
     channel: Channel | None,
+    stdout: Path | None = None,
 ) -> tuple[int, bytes]:
     """Run without a shell, in a session of its own, so a timeout ends everything it started;
     whatever it leaves running is ended too, so nothing writes after the run is over. The exit
-    code, and what came through the channel's pipe meanwhile."""
+    code, and what came through the channel's pipe meanwhile. Standard output goes to the log
+    with standard error, or to ``stdout`` when the runner reports there."""
     if timeout_s <= 0:
         raise ObservationFailed("the observation ran out of time before the command started")
-    with open(log, "wb") as output:
+    with open(log, "wb") as output, open(stdout or os.devnull, "wb") as events:
         try:
             process = subprocess.Popen(
                 list(argv),
                 cwd=cwd,
                 env=dict(env),
                 stdin=subprocess.DEVNULL,
-                stdout=output,
-                stderr=subprocess.STDOUT,
+                stdout=output if stdout is None else events,
+                stderr=subprocess.STDOUT if stdout is None else output,
                 start_new_session=True,
                 pass_fds=() if channel is None else channel.inherited,
             )
@@ -620,35 +625,36 @@ def _drain(fd: int, into: bytearray) -> bool:
 # --- pytest's report ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Results:
-    """What the runner reported of its tests: counts and ``tests`` (empty when nothing counts,
-    and then why), and its failed and errored tests for people."""
-
-    counts: dict[str, Any]
-    failures: list[dict[str, str]]
-    none_because: str = ""
+def _signature(path: Path) -> tuple[int, int, int, int] | None:
+    """What changes whenever a file is written or replaced. Compared instead of the mtime with
+    the run's start: file times come from a coarser clock and can lag a fresh write behind it."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 class Channel:
-    """How one pytest run reports to the observer (see :mod:`.pytest_reporter`): the plugin
-    under a module name drawn for the run (so no file of the work tree is imported in its
-    place, and no configuration can name it to switch it off), a pipe holding the key only the
-    plugin reads, and the pipe its records come through."""
+    """How one run reports to the observer through a runner's plugin: the plugin copied under a
+    module name drawn for the run (so no file of the work tree is imported in its place, and no
+    configuration can name it to switch it off), a pipe holding the key only the plugin reads,
+    and the pipe its records come through."""
 
-    def __init__(self, owned: Path) -> None:
-        self.folder = owned / _PLUGIN_FOLDER
+    def __init__(self, folder: Path, plugin: Path) -> None:
+        self.folder = folder
+        self.plugin = plugin
         self.module = f"claim_report_{token_hex(8)}"
-        self._key = token_hex(32).encode()
+        self.key = token_hex(32).encode()
         self._open: set[int] = set()
         self.inherited: tuple[int, int] = (-1, -1)
         self.reader = -1
 
     def __enter__(self) -> Channel:
         self.folder.mkdir()
-        shutil.copyfile(_PLUGIN, self.folder / f"{self.module}.py")
+        shutil.copyfile(self.plugin, self.folder / f"{self.module}.py")
         key_read, key_write = self._pipe()
-        os.write(key_write, self._key)  # far below a pipe's buffer: nothing blocks
+        os.write(key_write, self.key)  # far below a pipe's buffer: nothing blocks
         self._close(key_write)
         self.reader, records_write = self._pipe()
         self.inherited = (key_read, records_write)
@@ -662,6 +668,11 @@ class Channel:
     ) -> None:
         for fd in list(self._open):
             self._close(fd)
+
+    @property
+    def descriptors(self) -> str:
+        """The inherited descriptors as the plugin finds them: ``fd:inode`` each."""
+        return " ".join(f"{fd}:{os.fstat(fd).st_ino}" for fd in self.inherited)
 
     def started(self) -> None:
         """The child holds its ends now: the observer's copies go, so only the run has them."""
@@ -678,111 +689,6 @@ class Channel:
             self._open.discard(fd)
             os.close(fd)
 
-    def results(self, stream: bytes) -> Results:
-        return read_records(stream, self._key)
-
-
-def read_records(stream: bytes, key: bytes) -> Results:
-    """The runner's records, when every one is bound to this run's key, in order, and the last
-    ends its session; otherwise no counts, and why."""
-    if len(stream) > MAX_REPORT_BYTES:
-        return _no_counts(f"its report was over {MAX_REPORT_BYTES} bytes")
-    if not stream:
-        return _no_counts(
-            "pytest reported nothing: it did not run with the plugin, or did not reach its "
-            "session's end"
-        )
-    lines = stream.split(b"\n")
-    nodes: dict[str, tuple[str, str]] = {}  # node id: worst outcome and its message
-    for number, line in enumerate(lines[:-1]):
-        try:
-            record = _record(line, number, key)
-            if record.get("end") is True:
-                if number != len(lines) - 2 or lines[-1]:
-                    return _no_counts(f"record {number + 2} follows the session's end")
-                return _counted(nodes)
-            node, outcome, message = _phase(record)
-        except _Refused as refused:
-            return _no_counts(f"record {number + 1} {refused}")
-        if outcome is not None and (
-            node not in nodes or _SEVERITY[outcome] > _SEVERITY[nodes[node][0]]
-        ):
-            nodes[node] = (outcome, message)
-    return _no_counts(
-        "pytest did not reach its session's end (the run exited, was killed or crashed first)"
-    )
-
-
-def _record(line: bytes, number: int, key: bytes) -> dict[str, Any]:
-    mac, _, body = line.partition(b" ")
-    if not hmac.compare_digest(mac, hmac.new(key, body, hashlib.sha256).hexdigest().encode()):
-        raise _Refused("is not bound to this run: something else wrote to the runner's pipe")
-    try:
-        record = json.loads(body)
-    except ValueError:
-        raise _Refused("is not JSON") from None
-    if type(record) is not dict or record.get("seq") != number:
-        raise _Refused("is out of order")
-    return record
-
-
-class _Refused(Exception):
-    """A record of the runner's pipe that cannot be counted."""
-
-
-def _phase(record: dict[str, Any]) -> tuple[str, str | None, str]:
-    """A test phase's node id, its outcome as pytest's junitxml would file it (None for a
-    passed setup or teardown), and its message."""
-    if set(record) != _RECORD_FIELDS or not all(
-        type(record[key]) is str for key in ("node", "when", "outcome", "message")
-    ):
-        raise _Refused("is not a test phase")
-    node, when, outcome = _text(record["node"]), record["when"], record["outcome"]
-    if outcome == "skipped":
-        found: str | None = SKIPPED
-    elif outcome == "failed" and when == "call":
-        found = SKIPPED if record["xfail"] is True else FAILED  # an xfail test that passed
-    elif outcome == "failed":
-        found = ERROR  # in setup, teardown or collection
-    elif outcome == "passed":
-        found = PASSED if when == "call" else None
-    else:
-        raise _Refused(f"has an unknown outcome {outcome!r}")
-    return node, found, _text(record["message"])
-
-
-def _counted(nodes: Mapping[str, tuple[str, str]]) -> Results:
-    counts: Counter[str] = Counter(outcome for outcome, _ in nodes.values())
-    tests: dict[str, str] = {}
-    failures: list[dict[str, str]] = []
-    for node, (outcome, message) in nodes.items():
-        name = junit_name(node)
-        if name not in tests or _SEVERITY[outcome] > _SEVERITY[tests[name]]:
-            tests[name] = outcome
-        if outcome in (FAILED, ERROR) and len(failures) < MAX_FAILURES:
-            failures.append({"test": name, "outcome": outcome, "message": _first_line(message)})
-    totals = {key: counts[outcome] for outcome, key in COUNT_KEYS.items()}
-    return Results(totals | {"tests": tests}, failures)
-
-
-def _no_counts(why: str) -> Results:
-    return Results({}, [], why)
-
-
-def _text(value: str) -> str:
-    """JSON may carry a lone surrogate (from a file name that is not UTF-8); a claim may not."""
-    return value.encode("utf-8", "replace").decode("utf-8")
-
-
-def _signature(path: Path) -> tuple[int, int, int, int] | None:
-    """What changes whenever a file is written or replaced. Compared instead of the mtime with
-    the run's start: file times come from a coarser clock and can lag a fresh write behind it."""
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        return None
-    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-
 
 def _read_fresh_report(
     report: Path, before: tuple[int, int, int, int] | None, exit_code: int, within: Path
@@ -790,9 +696,7 @@ def _read_fresh_report(
     after = _signature(report)
     if after is None or after == before:
         state = "missing" if after is None else "stale: the run did not write it"
-        raise ObservationFailed(
-            f"the JUnit report {report} is {state} (the command exited {exit_code})"
-        )
+        raise ObservationFailed(f"the report {report} is {state} (the command exited {exit_code})")
     return _read_report(report, within)
 
 
@@ -800,96 +704,19 @@ def _read_report(path: Path, within: Path) -> bytes:
     # The command may have left something other than a file there: opening a FIFO must not
     # block, a device must not be read as a report, and a link must not make the observer read
     # a file the run could not (its processes are gone, so nothing can swap the path now).
-    if not _inside(os.path.realpath(path.parent), within):
-        raise ObservationFailed(f"the JUnit report {path} is outside the run directory")
+    if not inside(os.path.realpath(path.parent), within):
+        raise ObservationFailed(f"the report {path} is outside the run directory")
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except OSError as exc:
-        raise ObservationFailed(f"cannot read the JUnit report {path}: {exc.strerror}") from None
+        raise ObservationFailed(f"cannot read the report {path}: {exc.strerror}") from None
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ObservationFailed(f"the JUnit report {path} is not a regular file")
+            raise ObservationFailed(f"the report {path} is not a regular file")
         data = handle.read(MAX_REPORT_BYTES + 1)
     if len(data) > MAX_REPORT_BYTES:
-        raise ObservationFailed(f"the JUnit report {path} is over {MAX_REPORT_BYTES} bytes")
+        raise ObservationFailed(f"the report {path} is over {MAX_REPORT_BYTES} bytes")
     return data
-
-
-class _Declaration(Exception):
-    """Raised from the expat handler on the first DOCTYPE or entity declaration."""
-
-
-def parse_junit(data: bytes) -> dict[str, Any]:
-    """Counts and per-test outcomes from a JUnit XML report (untrusted input)."""
-    _refuse_declarations(data)
-    try:
-        root = ET.fromstring(data)  # noqa: S314 - declarations are refused above
-    except ET.ParseError as exc:
-        raise ObservationFailed(f"the JUnit report is not XML: {exc}") from None
-    if root.tag not in ("testsuites", "testsuite"):
-        raise ObservationFailed(f"not a JUnit report: the root element is <{root.tag}>")
-    counts: Counter[str] = Counter()
-    tests: dict[str, str] = {}
-    for case in root.iter("testcase"):
-        outcome = _outcome(case)
-        counts[outcome] += 1
-        name = f"{case.get('classname', '')}::{case.get('name', '')}"
-        if name not in tests or _SEVERITY[outcome] > _SEVERITY[tests[name]]:
-            tests[name] = outcome
-    return {key: counts[outcome] for outcome, key in COUNT_KEYS.items()} | {"tests": tests}
-
-
-def junit_failures(data: bytes) -> list[dict[str, str]]:
-    """Each failed or errored test (the first MAX_FAILURES) with the first line of its
-    message: for the agent and people to read, never judged. Call after :func:`parse_junit`,
-    which refuses a report that declares entities."""
-    found = []
-    for case in ET.fromstring(data).iter("testcase"):  # noqa: S314 - see parse_junit
-        outcome = _outcome(case)
-        element = case.find("failure" if outcome == FAILED else "error")
-        if element is None or outcome not in (FAILED, ERROR):
-            continue
-        text = element.get("message") or element.text or ""
-        name = f"{case.get('classname', '')}::{case.get('name', '')}"
-        found.append({"test": name, "outcome": outcome, "message": _first_line(text)})
-        if len(found) == MAX_FAILURES:
-            break
-    return found
-
-
-def _first_line(text: str) -> str:
-    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    if len(first) > MAX_FAILURE_CHARS:
-        first = first[: MAX_FAILURE_CHARS - 3] + "..."
-    return first
-
-
-def _refuse_declarations(data: bytes) -> None:
-    """A report may not declare a DOCTYPE or entities: expansion is a way to make a small file
-    huge, and nothing a test report needs."""
-    parser = expat.ParserCreate()
-
-    def refuse(*_: object) -> None:
-        raise _Declaration
-
-    parser.StartDoctypeDeclHandler = refuse
-    parser.EntityDeclHandler = refuse
-    try:
-        parser.Parse(data, True)
-    except _Declaration:
-        raise ObservationFailed("the JUnit report declares a DOCTYPE or entities") from None
-    except expat.ExpatError as exc:
-        raise ObservationFailed(f"the JUnit report is not XML: {exc}") from None
-
-
-def _outcome(case: ET.Element) -> str:
-    if case.find("failure") is not None:
-        return FAILED
-    if case.find("error") is not None:
-        return ERROR
-    if case.find("skipped") is not None:
-        return SKIPPED
-    return PASSED
 
 
 def _tail(log: Path) -> list[str]:

@@ -30,23 +30,13 @@ from .repository import (
     run_git,
     split_z,
 )
+from .runners import is_runner_configuration
 
 Files = dict[bytes, str]
 """Relative path (POSIX, bytes) -> content digest."""
 
 _BYPRODUCT_DIRS = frozenset({b"__pycache__", b".pytest_cache"})
 _NEVER_WALKED = _BYPRODUCT_DIRS | {b".git"}
-_CONFIG_NAMES = frozenset(
-    {
-        b"conftest.py",
-        b"pytest.ini",
-        b"tox.ini",
-        b"setup.cfg",
-        b"pyproject.toml",
-        b"sitecustomize.py",
-        b"usercustomize.py",
-    }
-)
 
 
 def is_byproduct(rel: bytes) -> bool:
@@ -55,11 +45,6 @@ def is_byproduct(rel: bytes) -> bool:
         return rel.endswith(b".pyc")  # the common case, without splitting the path
     parts = rel.split(b"/")
     return rel.endswith(b".pyc") or any(part in _BYPRODUCT_DIRS for part in parts[:-1])
-
-
-def is_test_config(rel: bytes) -> bool:
-    name = rel.rsplit(b"/", 1)[-1]
-    return name in _CONFIG_NAMES or name.endswith(b".pth")
 
 
 @dataclass(frozen=True)
@@ -125,4 +110,8 @@ def tree_digest(files: Mapping[bytes, str]) -> str:
 
 def config_digests(files: Mapping[bytes, str]) -> dict[str, str]:
     """The test configuration files among ``files``, by displayed path."""
-    return {display(rel): digest for rel, digest in sorted(files.items()) if is_test_config(rel)}
+    return {
+        display(rel): digest
+        for rel, digest in sorted(files.items())
+        if is_runner_configuration(rel)
+    }

@@ -1,0 +1,183 @@
+"""What every test runner tells the observer, the gate and ``claim init``: one interface, so none
+of them names an ecosystem.
+
+A runner is asked, in order:
+
+- ``detect(root)``: for ``claim init``, whether the project uses it, and the command to write;
+- ``recognises(command)``: whether a configured command is its own (the first runner of the
+  registry that says yes runs it);
+- ``toolchain(command, chosen)``: the operator's programs the run needs, mounted read-only;
+- ``dependencies(command)``: what it installs from the trusted lockfile, into the operator's cache;
+- ``invocation(command, context)``: the argument list the sandbox starts (the runner's program
+  resolved to the toolchain, never through a script the agent can edit), the environment it adds,
+  and where its machine-readable report comes back;
+- ``results(report)``: the per-test results that report holds.
+
+``protected(rel)`` names the paths that decide what a run does for this ecosystem (its test files
+and its configuration): they are restored from the trusted ref before a run, and an agent's change
+to them is a protected change. Every runner's paths are protected in every repository: a project may
+mix ecosystems, and protecting too much can only cost a verdict, never give a false one.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import ClassVar
+
+from .results import Results
+
+
+class ReportSource(Enum):
+    """Where a runner's results come from."""
+
+    CHANNEL = "channel"  # pytest's plugin pipe (see observe/pytest_reporter.py)
+    FILE = "file"  # a file the runner writes into the report folder
+    STDOUT = "stdout"  # the runner's standard output (an event stream); stderr is the log
+    NONE = "none"  # no report: the exit code alone
+
+
+@dataclass(frozen=True)
+class Detected:
+    """What ``claim init`` writes for a project this runner found."""
+
+    command: tuple[str, ...]
+    why: str  # one line for the comment above the check: what was found
+    toolchain: str | None = None  # the folder found for ``toolchain =``, when not on PATH
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """The operator's programs a run needs: folders mounted read-only at their own paths, folders
+    put first on the run's PATH, and variables the programs need to find themselves."""
+
+    readable: tuple[str, ...] = ()
+    path: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    program: str | None = None  # the resolved program the command starts, outside the work tree
+    # What must start in the sandbox before the run counts (so a sandbox that cannot start the
+    # toolchain never passes for failed tests); empty: the command's own program, with no
+    # arguments, is not run, and the sandbox is probed with ``true``.
+    probe: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Dependencies:
+    """What a runner installs from the lockfile (:mod:`..dependency_cache`).
+
+    ``lockfiles`` are paths relative to the run's folder, and must be protected paths of the
+    runner: with a trusted ref pinned they are read as that commit has them, never as the agent
+    left them. Their digest keys a folder of the operator's cache, filled once by ``install``
+    (run with the network, in that folder, with the lockfiles written into it; ``{entry}`` in
+    ``install_env`` values stands for the folder as the install sees it) and mounted read-only
+    for every run after. ``mounts`` maps a folder of the entry to a path relative to the run's
+    folder (``node_modules``, shadowing the agent's), or to None: the observer places it, and
+    the runner finds where in ``RunContext.dependencies``."""
+
+    lockfiles: tuple[str, ...]
+    install: tuple[str, ...]
+    mounts: Mapping[str, str | None]
+    install_env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ChannelEnds:
+    """The observer's record pipe as the run sees it (for runners with a ``plugin``): the
+    plugin's folder, the module name it was copied under, and the inherited descriptors."""
+
+    folder: str
+    module: str
+    descriptors: str
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What a runner knows when it builds the run's command."""
+
+    toolchain: Toolchain
+    channel: ChannelEnds | None
+    env: Mapping[str, str]  # the run's environment so far (the operator's variables included)
+    dependencies: Mapping[str, str]  # each mounted folder of its Dependencies, as the run sees it
+    work: str  # the work tree's root as the run sees it
+    cwd: str  # the run's folder as the run sees it
+    reports: str  # an empty folder the run may write its report into, as the run sees it
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """What the sandbox starts, what it adds to the environment, and where results come back
+    (a FILE report by its path as the run sees it: in ``reports``, or in the work tree)."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    source: ReportSource = ReportSource.NONE
+    report: str | None = None
+
+
+class Runner(ABC):
+    """One test runner of one ecosystem."""
+
+    name: ClassVar[str]  # as the check's details and ``claim init`` name it
+    ecosystem: ClassVar[str]  # python, node, go, rust, java
+    # A reporter the run loads under a module name drawn for it, which writes HMAC'd records to
+    # an inherited pipe (ReportSource.CHANNEL): results no file of the run can forge.
+    plugin: ClassVar[Path | None] = None
+    # Whether a failed or errored test in the report fails the run whatever its exit code (the
+    # runner's own report, requested by the observer), or the exit code alone decides.
+    counts_failures: ClassVar[bool] = True
+    # One work-tree path of each kind ``protected`` answers yes for: an ignore glob of the gate
+    # that matches one is refused at load.
+    examples: ClassVar[tuple[str, ...]] = ()
+
+    @abstractmethod
+    def recognises(self, command: Sequence[str]) -> bool:
+        """Whether ``command`` (as configured, before any rewriting) runs this runner."""
+
+    @abstractmethod
+    def detect(self, root: Path) -> Detected | None:
+        """For ``claim init``: the check to write when the project at ``root`` uses this runner."""
+
+    @abstractmethod
+    def protected(self, rel: bytes) -> bool:
+        """Whether the work-tree path ``rel`` is a test file or test configuration here."""
+
+    def configuration(self, rel: bytes) -> bool:
+        """Whether ``rel`` configures the runner (recorded by digest in the run's details)."""
+        return False
+
+    def check(self, command: Sequence[str], report: str | None) -> None:  # noqa: B027
+        """Refuse (UsageError) a command this runner cannot be observed running; ``report`` is
+        the check's ``junit`` file. Most runners take any."""
+
+    def toolchain(self, command: Sequence[str], chosen: str | None, workspace: Path) -> Toolchain:
+        """The operator's programs for ``command``; ``chosen`` is the check's ``toolchain``
+        (``python`` for Python). Nothing of it may lie in ``workspace``."""
+        return Toolchain()
+
+    def dependencies(self, command: Sequence[str]) -> Dependencies | None:
+        return None
+
+    @abstractmethod
+    def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
+        """The command as the sandbox runs it."""
+
+    def results(self, report: bytes) -> Results:
+        """The per-test results in the runner's FILE or STDOUT report (untrusted input)."""
+        raise NotImplementedError(f"{self.name} reads no report")
+
+    def channel_results(self, stream: bytes, key: bytes) -> Results:
+        """The per-test results its plugin sent through the channel, bound to ``key``."""
+        raise NotImplementedError(f"{self.name} has no plugin")
+
+
+def program_name(command: Sequence[str]) -> str:
+    return os.path.basename(command[0]) if command else ""
+
+
+def inside(path: str, folder: Path | str) -> bool:
+    real, base = os.path.realpath(path), os.path.realpath(folder)
+    return real == base or real.startswith(base.rstrip("/") + "/")

@@ -1,0 +1,332 @@
+"""pytest: results through the observer's own plugin, never a report file the tests could write.
+
+Whatever the command, pytest loads the observer's plugin (:mod:`..pytest_reporter`, through
+``PYTEST_ADDOPTS``) under a module name drawn for the run; it reports each test's outcome through
+an inherited pipe, every record bound to a key only the plugin read, and counts only when its
+session reached its own end.
+
+Report names: a test is ``<classname>::<name>`` as a JUnit report spells them; pytest's node ids
+are mapped the way its junitxml plugin maps them (path separators become dots, ``.py`` is
+dropped, classes join the module: ``tests/test_x.py::TestA::test_b[1]`` is
+``tests.test_x.TestA::test_b[1]``). A required test may be named either way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...errors import UsageError
+from ..pytest_reporter import ENVIRONMENT as REPORT_FDS
+from ..sandbox import SYSTEM_PATH
+from .base import Detected, Invocation, ReportSource, RunContext, Runner, Toolchain, inside
+from .results import (
+    ERROR,
+    FAILED,
+    MAX_REPORT_BYTES,
+    PASSED,
+    SEVERITY,
+    SKIPPED,
+    Results,
+    no_counts,
+    tally,
+)
+
+PLUGIN = Path(__file__).parent.parent / "pytest_reporter.py"
+PYTHON_PROGRAM = re.compile(r"(python|pypy)[0-9.]*")
+_PYTEST_PROGRAMS = frozenset({"pytest", "py.test"})
+_REPORT_OPTIONS = ("--junitxml", "--junit-xml")
+_RECORD_FIELDS = {"seq", "node", "when", "outcome", "xfail", "message"}
+_QUERY_TIMEOUT_S = 30.0
+_CONFIG_NAMES = frozenset(
+    {
+        b"conftest.py",
+        b"pytest.ini",
+        b"tox.ini",
+        b"setup.cfg",
+        b"pyproject.toml",
+        b"sitecustomize.py",
+        b"usercustomize.py",
+    }
+)
+# A module by one of these names, anywhere pytest puts on sys.path, replaces pytest itself.
+_PYTEST_OWN = frozenset({b"pytest", b"_pytest", b"py", b"pluggy", b"iniconfig"})
+
+
+def is_pytest(command: Sequence[str]) -> bool:
+    """``pytest``/``py.test``, or ``python -m pytest``, by whatever path they are called."""
+    program = os.path.basename(command[0])
+    if program in _PYTEST_PROGRAMS:
+        return True
+    return PYTHON_PROGRAM.fullmatch(program) is not None and list(command[1:3]) == ["-m", "pytest"]
+
+
+def is_python_config(rel: bytes) -> bool:
+    name = rel.rsplit(b"/", 1)[-1]
+    return name in _CONFIG_NAMES or name.endswith(b".pth")
+
+
+class Pytest(Runner):
+    name = "pytest"
+    ecosystem = "python"
+    plugin = PLUGIN
+    examples = (
+        "conftest.py", "test_x.py", "x_test.py", "pytest.ini", "tox.ini", "setup.cfg",
+        "pyproject.toml", "x.pth", "pytest.py", "_pytest/x.py", "sitecustomize.py",
+    )  # fmt: skip
+
+    def recognises(self, command: Sequence[str]) -> bool:
+        return is_pytest(command)
+
+    def detect(self, root: Path) -> Detected | None:
+        def has(name: str, marker: str) -> bool:
+            try:
+                return marker in (root / name).read_text(errors="replace")
+            except OSError:
+                return False
+
+        found = (
+            (root / "pytest.ini").is_file()
+            or (root / "conftest.py").is_file()
+            or has("pyproject.toml", "[tool.pytest")
+            or has("setup.cfg", "[tool:pytest]")
+            or has("tox.ini", "[pytest]")
+            or any(root.glob("test_*.py"))
+            or any((root / folder).is_dir() and any((root / folder).rglob("test_*.py"))
+                   for folder in ("tests", "test"))
+        )  # fmt: skip
+        if not found:
+            return None
+        return Detected(("python", "-m", "pytest", "-q"), "pytest tests or configuration")
+
+    def protected(self, rel: bytes) -> bool:
+        """Test configuration, the test files pytest collects, modules that would replace
+        pytest."""
+        parts = rel.split(b"/")
+        name = parts[-1]
+        if is_python_config(rel):
+            return True
+        if name.endswith(b".py") and (name.startswith(b"test_") or name.endswith(b"_test.py")):
+            return True
+        return any(part.removesuffix(b".py") in _PYTEST_OWN for part in parts)
+
+    def configuration(self, rel: bytes) -> bool:
+        return is_python_config(rel)
+
+    def check(self, command: Sequence[str], report: str | None) -> None:
+        if report is not None:
+            raise UsageError("--junit is for other commands: pytest reports to the observer itself")
+        if any(arg.startswith(_REPORT_OPTIONS) for arg in command):
+            raise UsageError(
+                "remove --junitxml from the pytest command: the observer reads pytest's results "
+                "through its own plugin, never a report file the tests could write"
+            )
+
+    def toolchain(self, command: Sequence[str], chosen: str | None, workspace: Path) -> Toolchain:
+        return Interpreter.chosen(chosen, workspace).toolchain()
+
+    def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
+        assert context.channel is not None  # the observer opens one for every pytest run
+        # However pytest is started (python -B -m pytest, pytest.main(), make), it reads these;
+        # the operator's own values, passed on with env, are kept.
+        ours = f"-p {context.channel.module} -p no:cacheprovider"
+        given = context.env.get("PYTEST_ADDOPTS")
+        env = {
+            REPORT_FDS: context.channel.descriptors,
+            "PYTHONPATH": ":".join(filter(None, [context.channel.folder,
+                                                 context.env.get("PYTHONPATH")])),
+            "PYTEST_ADDOPTS": ours if given is None else f"{given} {ours}",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }  # fmt: skip
+        return Invocation(python_command(command, context.toolchain), env, ReportSource.CHANNEL)
+
+    def channel_results(self, stream: bytes, key: bytes) -> Results:
+        return read_records(stream, key)
+
+
+def python_command(command: Sequence[str], toolchain: Toolchain) -> tuple[str, ...]:
+    """``python``/``python3.X`` runs as the chosen interpreter; ``pytest`` as ``<it> -m pytest``."""
+    program = os.path.basename(command[0])
+    assert toolchain.program is not None  # a Python runner's toolchain is its interpreter
+    if PYTHON_PROGRAM.fullmatch(program):
+        return (toolchain.program, *command[1:])
+    if program in _PYTEST_PROGRAMS:
+        return (toolchain.program, "-m", "pytest", *command[1:])
+    return tuple(command)
+
+
+def report_name(name: str) -> str:
+    """The report name (``classname::name``) a ``--require-test`` NAME refers to."""
+    if "::" not in name:
+        raise UsageError(
+            f"--require-test: {name!r} names no test; use a pytest node id "
+            "(tests/test_x.py::test_a) or the report's classname::name"
+        )
+    return junit_name(name) if name.partition("::")[0].endswith(".py") else name
+
+
+def junit_name(node_id: str) -> str:
+    """The name pytest's junitxml gives a node id (its mangle_test_address): parameters are
+    kept verbatim."""
+    address, bracket, params = node_id.partition("[")
+    parts = address.split("::")
+    parts[0] = parts[0].replace("/", ".").removesuffix(".py")
+    return ".".join(parts[:-1]) + "::" + parts[-1] + bracket + params
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """The Python the operator chose, and the folders it needs to run (mounted read-only)."""
+
+    executable: str
+    prefixes: tuple[str, ...]
+
+    @classmethod
+    def chosen(cls, python: str | None, workspace: Path) -> Interpreter:
+        if python is None:
+            interpreter = cls(sys.executable, (sys.prefix, sys.base_prefix))
+        else:
+            executable = shutil.which(python)
+            if executable is None:
+                raise UsageError(f"--python: no interpreter {python!r}")
+            _outside_workspace(executable, workspace)  # before running it even once
+            interpreter = cls._query(os.path.abspath(executable))
+        for path in (interpreter.executable, *interpreter.prefixes):
+            _outside_workspace(path, workspace)
+        return interpreter
+
+    @classmethod
+    def _query(cls, executable: str) -> Interpreter:
+        script = "import sys; print(sys.prefix); print(sys.base_prefix)"
+        try:
+            done = subprocess.run(
+                [executable, "-I", "-c", script],
+                cwd="/",
+                env={"PATH": SYSTEM_PATH},
+                capture_output=True,
+                timeout=_QUERY_TIMEOUT_S,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise UsageError(f"--python: cannot run {executable}: {exc}") from None
+        lines = done.stdout.decode(errors="replace").splitlines()
+        if done.returncode != 0 or len(lines) != 2:
+            raise UsageError(f"--python: {executable} is not a working Python interpreter")
+        return cls(executable, (lines[0], lines[1]))
+
+    @property
+    def bin_dir(self) -> str:
+        return os.path.dirname(self.executable)
+
+    @property
+    def readable(self) -> list[str]:
+        """The prefixes, and the folder the executable really lives in, minus the system
+        folders the sandbox mounts anyway."""
+        real_home = os.path.dirname(os.path.dirname(os.path.realpath(self.executable)))
+        folders = {os.path.realpath(p) for p in (*self.prefixes, real_home)}
+        kept = [f for f in sorted(folders) if not inside(f, Path("/usr"))]
+        return [f for f in kept if not any(o != f and inside(f, Path(o)) for o in kept)]
+
+    def toolchain(self) -> Toolchain:
+        return Toolchain(
+            tuple(self.readable),
+            (self.bin_dir,),
+            program=self.executable,
+            probe=(self.executable, "-I", "-c", ""),
+        )
+
+
+def read_records(stream: bytes, key: bytes) -> Results:
+    """The runner's records, when every one is bound to this run's key, in order, and the last
+    ends its session; otherwise no counts, and why."""
+    if len(stream) > MAX_REPORT_BYTES:
+        return no_counts(f"its report was over {MAX_REPORT_BYTES} bytes")
+    if not stream:
+        return no_counts(
+            "pytest reported nothing: it did not run with the plugin, or did not reach its "
+            "session's end"
+        )
+    lines = stream.split(b"\n")
+    nodes: dict[str, tuple[str, str]] = {}  # node id: worst outcome and its message
+    for number, line in enumerate(lines[:-1]):
+        try:
+            record = _record(line, number, key)
+            if record.get("end") is True:
+                if number != len(lines) - 2 or lines[-1]:
+                    return no_counts(f"record {number + 2} follows the session's end")
+                return _counted(nodes)
+            node, outcome, message = _phase(record)
+        except _Refused as refused:
+            return no_counts(f"record {number + 1} {refused}")
+        if outcome is not None and (
+            node not in nodes or SEVERITY[outcome] > SEVERITY[nodes[node][0]]
+        ):
+            nodes[node] = (outcome, message)
+    return no_counts(
+        "pytest did not reach its session's end (the run exited, was killed or crashed first)"
+    )
+
+
+def _record(line: bytes, number: int, key: bytes) -> dict[str, Any]:
+    mac, _, body = line.partition(b" ")
+    if not hmac.compare_digest(mac, hmac.new(key, body, hashlib.sha256).hexdigest().encode()):
+        raise _Refused("is not bound to this run: something else wrote to the runner's pipe")
+    try:
+        record = json.loads(body)
+    except ValueError:
+        raise _Refused("is not JSON") from None
+    if type(record) is not dict or record.get("seq") != number:
+        raise _Refused("is out of order")
+    return record
+
+
+class _Refused(Exception):
+    """A record of the runner's pipe that cannot be counted."""
+
+
+def _phase(record: dict[str, Any]) -> tuple[str, str | None, str]:
+    """A test phase's node id, its outcome as pytest's junitxml would file it (None for a
+    passed setup or teardown), and its message."""
+    if set(record) != _RECORD_FIELDS or not all(
+        type(record[key]) is str for key in ("node", "when", "outcome", "message")
+    ):
+        raise _Refused("is not a test phase")
+    node, when, outcome = _text(record["node"]), record["when"], record["outcome"]
+    if outcome == "skipped":
+        found: str | None = SKIPPED
+    elif outcome == "failed" and when == "call":
+        found = SKIPPED if record["xfail"] is True else FAILED  # an xfail test that passed
+    elif outcome == "failed":
+        found = ERROR  # in setup, teardown or collection
+    elif outcome == "passed":
+        found = PASSED if when == "call" else None
+    else:
+        raise _Refused(f"has an unknown outcome {outcome!r}")
+    return node, found, _text(record["message"])
+
+
+def _counted(nodes: Mapping[str, tuple[str, str]]) -> Results:
+    return tally((junit_name(node), outcome, message) for node, (outcome, message) in nodes.items())
+
+
+def _text(value: str) -> str:
+    """JSON may carry a lone surrogate (from a file name that is not UTF-8); a claim may not."""
+    return value.encode("utf-8", "replace").decode("utf-8")
+
+
+def _outside_workspace(path: str, workspace: Path) -> None:
+    if inside(path, workspace):
+        raise UsageError(
+            f"--python: {path} is inside the workspace, which the agent controls; "
+            "choose an interpreter outside it"
+        )
