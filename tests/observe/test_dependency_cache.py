@@ -11,7 +11,12 @@ from pathlib import Path
 import pytest
 
 from completion_claim.errors import ObservationFailed, UsageError
-from completion_claim.observe.dependency_cache import install, read_lockfiles, require_protected
+from completion_claim.observe.dependency_cache import (
+    cache_key,
+    install,
+    read_lockfiles,
+    require_protected,
+)
 from completion_claim.observe.runners.base import (
     Dependencies,
     Detected,
@@ -146,3 +151,17 @@ def test_lockfiles_are_read_without_following_links(tmp_path: Path) -> None:
     (tmp_path / "deps.lock").unlink()
     with pytest.raises(ObservationFailed, match=r"deps\.lock is missing"):
         read_lockfiles(tmp_path, LockfileRunner().dependencies(()))
+
+
+def test_an_optional_lockfile_may_be_absent_and_its_absence_keys_the_entry(tmp_path: Path) -> None:
+    spec = Dependencies(("deps.lock", "deps.sum"), INSTALL, {"lib": "lib"}, optional=("deps.sum",))
+    (tmp_path / "deps.lock").write_bytes(b"left-pad\n")
+    absent = read_lockfiles(tmp_path, spec)
+    assert absent == {"deps.lock": b"left-pad\n"}
+    (tmp_path / "deps.sum").write_bytes(b"")
+    empty = read_lockfiles(tmp_path, spec)
+    runner = LockfileRunner()
+    assert cache_key(runner, spec, absent) != cache_key(runner, spec, empty)
+    (tmp_path / "deps.lock").unlink()
+    with pytest.raises(ObservationFailed, match=r"deps\.lock is missing"):
+        read_lockfiles(tmp_path, spec)

@@ -100,3 +100,17 @@ def test_descriptors_passed_on_reach_the_command(tmp_path: Path) -> None:
         os.close(read)
 
     assert done.stdout == "through\n"
+
+
+def test_the_run_reads_the_etc_files_toolchains_start_with_and_no_key(tmp_path: Path) -> None:
+    """node exits 13 when it cannot read OpenSSL's configuration; the user database names the
+    run's user. /etc/ssl/private beside them stays out."""
+    read = run_inside(tmp_path, "cat", "/etc/ssl/openssl.cnf", "/etc/passwd")
+    node = run_inside(tmp_path, "node", "-e", "console.log(require('crypto').randomUUID())")
+    private = run_inside(tmp_path, "ls", "/etc/ssl/private")
+
+    assert read.returncode == 0, read.stderr
+    assert "openssl_init" in read.stdout
+    assert "root:" in read.stdout
+    assert (node.returncode, len(node.stdout.strip())) == (0, 36), node.stderr
+    assert private.returncode != 0

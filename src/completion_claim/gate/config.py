@@ -571,8 +571,8 @@ def ignored_protected(glob: str, checks: Sequence[CheckConfig]) -> str | None:
 
     protect = [p for c in checks if isinstance(c, TestRunCheck) for p in c.protect]
     probes = [
-        *_PROTECTED_PROBES,
         *protected_examples(),
+        *_PROTECTED_PROBES,
         *(re.sub(r"[*?]", "x", p) for p in protect),
     ]
     return next((probe for probe in probes if fnmatch.fnmatchcase(probe, glob)), None)

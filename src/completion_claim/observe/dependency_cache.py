@@ -57,8 +57,9 @@ def cache_key(runner: Runner, spec: Dependencies, lockfiles: Mapping[str, bytes]
     ):
         hasher.update(part.encode() + b"\0")
     for name in spec.lockfiles:
-        data = lockfiles[name]
-        hasher.update(name.encode() + b"\0" + str(len(data)).encode() + b"\0" + data)
+        data = lockfiles.get(name)
+        size = "absent" if data is None else str(len(data))
+        hasher.update(name.encode() + b"\0" + size.encode() + b"\0" + (data or b""))
     return hasher.hexdigest()
 
 
@@ -69,6 +70,8 @@ def read_lockfiles(run_folder: Path, spec: Dependencies) -> dict[str, bytes]:
         try:
             fd = os.open(run_folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except FileNotFoundError:
+            if name in spec.optional:
+                continue
             raise ObservationFailed(
                 f"{name} is missing: the dependencies are installed from it"
             ) from None

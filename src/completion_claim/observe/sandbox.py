@@ -47,6 +47,9 @@ _ETC = (
     "/etc/ld.so.conf.d",
     "/etc/alternatives",
     "/etc/ssl/certs",
+    # OpenSSL reads its configuration when it starts (node exits 13 when it cannot); a file, so
+    # /etc/ssl/private beside it stays out.
+    "/etc/ssl/openssl.cnf",
     "/etc/mime.types",
 )
 _NETWORK_ETC = ("/etc/resolv.conf", "/etc/host.conf", "/etc/gai.conf")
@@ -150,7 +153,12 @@ class Sandbox:
                 args += ["--symlink", os.readlink(folder), folder]
             else:
                 args += ["--ro-bind-try", folder, folder]
-        for path in (*_ETC, *(_NETWORK_ETC if self.network else ())):
+        etc = (*_ETC, *(_NETWORK_ETC if self.network else ()))
+        # Else bwrap makes /etc and /etc/ssl 0700 on the way, and a dropped user reads none of
+        # them (node then exits 13 on OpenSSL's configuration).
+        for parent in _ancestors(etc):
+            args += ["--perms", "0755", "--dir", parent]
+        for path in etc:
             args += ["--ro-bind-try", path, path]
         # The scratch /tmp first: a later mount under it (an interpreter in /tmp) stays visible.
         args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]  # noqa: S108

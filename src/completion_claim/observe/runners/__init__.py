@@ -10,14 +10,26 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .base import Detected, Runner
+from .go import GoTest
 from .junit import JunitFile
+from .node import Jest, Mocha, NodeTest, PackageScript, Vitest
 from .pytest import Pytest
+from .rust import CargoTest
 
 # In the order a command is offered to them; the first that recognises it runs it.
-RUNNERS: tuple[Runner, ...] = (Pytest(),)
+RUNNERS: tuple[Runner, ...] = (
+    GoTest(),
+    CargoTest(),
+    NodeTest(),
+    Vitest(),
+    Jest(),
+    Mocha(),
+    PackageScript(),
+    Pytest(),
+)
 # An unrecognised command without a report runs with pytest's plugin channel open, so a pytest
 # it starts (make test, a script) still reports; anything else is judged by its exit code.
-FALLBACK: Runner = RUNNERS[0]
+FALLBACK: Runner = RUNNERS[-1]
 
 
 def runner_for(command: Sequence[str], junit: str | None = None) -> Runner:

@@ -76,12 +76,14 @@ class Dependencies:
     ``install_env`` values stands for the folder as the install sees it) and mounted read-only
     for every run after. ``mounts`` maps a folder of the entry to a path relative to the run's
     folder (``node_modules``, shadowing the agent's), or to None: the observer places it, and
-    the runner finds where in ``RunContext.dependencies``."""
+    the runner finds where in ``RunContext.dependencies``. A lockfile named in ``optional`` may
+    be absent (a Go module with no requirement has no go.sum); its absence is part of the key."""
 
     lockfiles: tuple[str, ...]
     install: tuple[str, ...]
     mounts: Mapping[str, str | None]
     install_env: Mapping[str, str] = field(default_factory=dict)
+    optional: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -172,6 +174,15 @@ class Runner(ABC):
     def channel_results(self, stream: bytes, key: bytes) -> Results:
         """The per-test results its plugin sent through the channel, bound to ``key``."""
         raise NotImplementedError(f"{self.name} has no plugin")
+
+
+# The operator's proxy settings, which an install (never a run) passes on to reach a registry.
+PROXY_SETTINGS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy")
+
+
+def observer_settings(names: Sequence[str]) -> dict[str, str]:
+    """The observer's values of ``names`` that are set."""
+    return {name: os.environ[name] for name in names if name in os.environ}
 
 
 def program_name(command: Sequence[str]) -> str:

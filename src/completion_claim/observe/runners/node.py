@@ -1,0 +1,487 @@
+"""Node and TypeScript: ``node --test``, vitest, jest and mocha, each asked for its own
+machine-readable report in the observer's report folder, never through a ``package.json`` script.
+
+The operator's ``node`` runs everything (the check's ``toolchain``: a program, or a folder holding
+``bin/node``; else the observer's PATH), resolved outside the work tree. vitest, jest and mocha
+come from the operator's dependency cache, installed by ``npm ci --ignore-scripts`` from the
+``package.json`` and ``package-lock.json`` the run tree holds (the trusted ref's, when one is
+pinned) and mounted read-only over the run's ``node_modules``: the agent's ``node_modules`` (and
+its ``.bin`` links) is never run. The runner's own entry script is started with ``node``.
+
+Report names (``require_tests``):
+
+- ``node --test``: node's junit reporter, ``<classname>::<suite> > <test>`` (node 20 writes the
+  classname ``test``: ``test::add``, ``test::calc > adds``). A test file that ran no test of its
+  own and exited 0 appears as a test named by its path (``test::test/calc.test.js``), counted as
+  skipped, never passed: its process may have ended before its tests ran. TypeScript test files
+  under ``node --test`` are not supported (node 20 cannot load them).
+- vitest: its junit reporter, ``<file>::<describe> > <test>`` (``test/calc.test.ts::calc > adds``).
+- jest: its JSON report, ``<file>::<describe> > <test>``; a test file that failed to run is
+  ``<file>::<file>``, an error.
+- mocha: its xunit reporter, ``<suite titles>::<test>`` (``calc nested::adds``).
+
+The code under test runs in the runner's processes, as the same user: like pytest's in-memory
+patching, what those processes print or write can be forged by it (docs/threat-model.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ...errors import ObservationFailed, UsageError
+from .base import (
+    Dependencies,
+    Detected,
+    Invocation,
+    ReportSource,
+    RunContext,
+    Runner,
+    Toolchain,
+    inside,
+    program_name,
+)
+from .results import (
+    ERROR,
+    FAILED,
+    MAX_REPORT_BYTES,
+    PASSED,
+    SKIPPED,
+    Results,
+    junit_results,
+    junit_root,
+    tally,
+)
+
+NODE_MODULES = "node_modules"
+LOCKFILES = ("package.json", "package-lock.json")
+NPM_CI = ("npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error")
+_NPX = frozenset({"npx", "pnpx"})
+_NPX_OPTIONS = frozenset({"--no-install", "--no", "--yes", "-y", "--offline"})
+_SCRIPT_RUNNERS = frozenset({"npm", "yarn", "pnpm", "bun"})
+_SCRIPT_EXTENSIONS = r"(js|mjs|cjs|jsx|ts|mts|cts|tsx)"
+_TEST_FILE = re.compile(
+    rf"(.+[._-](test|spec)|test[._-].+|test|__tests__)\.{_SCRIPT_EXTENSIONS}|.+\.snap"
+)
+_PROTECTED_FOLDERS = frozenset({b"__tests__", b"__mocks__", b"__snapshots__", b"node_modules"})
+_CONFIG = re.compile(
+    r"package\.json|package-lock\.json|npm-shrinkwrap\.json|yarn\.lock|pnpm-lock\.yaml"
+    r"|pnpm-workspace\.yaml|\.npmrc|\.yarnrc(\.yml)?|\.pnpmfile\.cjs|\.node-version|\.nvmrc"
+    r"|[tj]sconfig(\..+)?\.json|\.babelrc(\..+)?|babel\.config\..+|\.swcrc"
+    r"|(vitest|vite|jest)\.(config|setup|workspace)\..+|vitest\.projects\..+|jest-preset\..+"
+    r"|\.mocharc(\..+)?|\.c8rc(\..+)?|\.nycrc(\..+)?"
+)
+_ABSOLUTE_SCRIPT = re.compile(rf"/.+\.{_SCRIPT_EXTENSIONS}")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_STACK_STARTS = ("at ", "+ expected", "\u276f", "Error [ERR_TEST_FAILURE]")
+_SUMMARY_LINES = 3
+# Runners colour their output for a terminal; the log is read by people, in a file.
+_ENV = {"CI": "true", "NO_COLOR": "1", "FORCE_COLOR": "0"}
+
+
+# --- what every Node runner shares ----------------------------------------------------------
+
+
+def is_node_protected(rel: bytes) -> bool:
+    """Test files by the patterns node, vitest, jest and mocha collect; their configuration,
+    the package files and lockfiles; and ``node_modules``, which is never the fix."""
+    parts = rel.split(b"/")
+    if any(part in _PROTECTED_FOLDERS for part in parts[:-1]):
+        return True
+    name = parts[-1].decode("utf-8", "replace")
+    return _CONFIG.fullmatch(name) is not None or _TEST_FILE.fullmatch(name) is not None
+
+
+def is_node_configuration(rel: bytes) -> bool:
+    return _CONFIG.fullmatch(rel.rsplit(b"/", 1)[-1].decode("utf-8", "replace")) is not None
+
+
+def runner_arguments(command: Sequence[str], names: Iterable[str]) -> list[str] | None:
+    """The arguments after the runner's own name (``vitest``, ``npx vitest``, a path ending in
+    it), or None when the command does not start that runner."""
+    names = frozenset(names)
+    rest = list(command)
+    if rest and program_name(rest) in _NPX:
+        rest = rest[1:]
+        while rest and rest[0] in _NPX_OPTIONS:
+            rest = rest[1:]
+    if rest and program_name(rest) in names:
+        return rest[1:]
+    return None
+
+
+def node_toolchain(chosen: str | None, workspace: Path) -> Toolchain:
+    """The operator's node: the check's ``toolchain`` (a program, or a folder holding ``bin/node``
+    or ``node``), else the first on the observer's PATH; resolved, outside the work tree."""
+    if chosen is None:
+        found = shutil.which("node")
+        where = "node is not on the observer's PATH: install Node.js or set the check's toolchain"
+    else:
+        folder = Path(chosen)
+        candidates = [folder / "bin" / "node", folder / "node"] if folder.is_dir() else [folder]
+        found = next((str(c) for c in candidates if c.is_file()), None) or shutil.which(chosen)
+        where = f"toolchain: no node program at {chosen}"
+    if found is None:
+        raise UsageError(where)
+    if inside(found, workspace):
+        raise UsageError(
+            f"toolchain: {found} is inside the work tree, which the agent controls; "
+            "choose a node outside it"
+        )
+    program = os.path.realpath(found)
+    home = os.path.dirname(os.path.dirname(program))  # an install's root: bin/node in it
+    readable = () if inside(program, Path("/usr")) else (home,)
+    return Toolchain(readable, (os.path.dirname(program),), program=program,
+                     probe=(program, "--version"))  # fmt: skip
+
+
+def _node(context: RunContext) -> str:
+    assert context.toolchain.program is not None  # node_toolchain always names it
+    return context.toolchain.program
+
+
+def _refuse_options(runner: str, command: Sequence[str], options: Iterable[str]) -> None:
+    for arg in command[1:]:
+        for option in options:
+            if arg == option or arg.startswith(option + "=") or arg.startswith(option + "."):
+                raise UsageError(
+                    f"remove {option} from the {runner} command: the observer asks {runner} "
+                    "for its own report, in a folder only the run writes"
+                )
+
+
+def _no_report(runner: str, report: str | None) -> None:
+    if report is not None:
+        raise UsageError(f"--junit is for other commands: the observer reads {runner}'s report")
+
+
+class _NodeRunner(Runner):
+    """What the four share: node, the protected paths, the report folder."""
+
+    ecosystem = "node"
+    examples = (
+        "package.json", "package-lock.json", "yarn.lock", ".npmrc", "tsconfig.json",
+        "vitest.config.ts", "vite.config.js", "jest.config.js", ".mocharc.yml", "babel.config.js",
+        "x.test.js", "x.spec.ts", "__tests__/x.js", "__mocks__/x.js", "x.test.js.snap",
+        "node_modules/x/index.js",
+    )  # fmt: skip
+    report_name: ClassVar[str]
+
+    def protected(self, rel: bytes) -> bool:
+        return is_node_protected(rel)
+
+    def configuration(self, rel: bytes) -> bool:
+        return is_node_configuration(rel)
+
+    def toolchain(self, command: Sequence[str], chosen: str | None, workspace: Path) -> Toolchain:
+        return node_toolchain(chosen, workspace)
+
+    def report(self, context: RunContext) -> str:
+        return os.path.join(context.reports, self.report_name)
+
+
+class _PackageRunner(_NodeRunner):
+    """A runner installed from the lockfile: its entry script in the cache's node_modules."""
+
+    programs: ClassVar[frozenset[str]]
+    entry: ClassVar[str]  # the runner's script, relative to node_modules
+    config_names: ClassVar[tuple[str, ...]]  # files whose presence marks a project of it
+    detected_command: ClassVar[tuple[str, ...]]  # what claim init writes
+
+    def recognises(self, command: Sequence[str]) -> bool:
+        return runner_arguments(command, self.programs) is not None
+
+    def dependencies(self, command: Sequence[str]) -> Dependencies | None:
+        return Dependencies(LOCKFILES, NPM_CI, {NODE_MODULES: NODE_MODULES})
+
+    def entry_script(self, context: RunContext) -> str:
+        folder = context.dependencies.get(NODE_MODULES)
+        if folder is None:
+            raise ObservationFailed(f"{self.name} is installed from the lockfile, and none was")
+        return os.path.join(folder, self.entry)
+
+    def arguments(self, command: Sequence[str]) -> list[str]:
+        found = runner_arguments(command, self.programs)
+        assert found is not None  # only a command it recognises is given to it
+        return found
+
+    def detect(self, root: Path) -> Detected | None:
+        package = _package(root)
+        if package is None:
+            return None
+        listed = [
+            name
+            for key in ("devDependencies", "dependencies")
+            if isinstance(package.get(key), dict)
+            for name in package[key]
+        ]
+        config = next((n for n in self.config_names if any(root.glob(n))), None)
+        if self.name not in listed and config is None:
+            return None
+        why = f"{self.name} in package.json" if self.name in listed else f"{config} found"
+        return Detected(self.detected_command, why)
+
+
+def _package(root: Path) -> dict[str, Any] | None:
+    try:
+        found = json.loads((root / "package.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
+# --- node --test ----------------------------------------------------------------------------
+
+
+class NodeTest(_NodeRunner):
+    name = "node-test"
+    report_name = "node-test.xml"
+
+    def recognises(self, command: Sequence[str]) -> bool:
+        return program_name(command) in ("node", "nodejs") and "--test" in _node_options(command)
+
+    def detect(self, root: Path) -> Detected | None:
+        package = _package(root)
+        scripts = package.get("scripts") if package is not None else None
+        script = scripts.get("test") if isinstance(scripts, dict) else None
+        if not isinstance(script, str) or not re.match(r"node\s+(.*\s)?--test\b", script):
+            return None
+        return Detected(("node", "--test"), 'package.json\'s "test" script runs node --test')
+
+    def check(self, command: Sequence[str], report: str | None) -> None:
+        _no_report("node --test", report)
+        _refuse_options("node --test", command, ("--test-reporter", "--test-reporter-destination"))
+
+    def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
+        # Options go before the first test file: node reads everything after it as files.
+        at = list(command).index("--test") + 1
+        ours = (
+            "--test-reporter=junit", f"--test-reporter-destination={self.report(context)}",
+            "--test-reporter=spec", "--test-reporter-destination=stdout",
+        )  # fmt: skip
+        argv = (_node(context), *command[1:at], *ours, *command[at:])
+        return Invocation(argv, _ENV, ReportSource.FILE, self.report(context))
+
+    def results(self, report: bytes) -> Results:
+        return tally(_node_cases(junit_root(report), []))
+
+
+def _node_options(command: Sequence[str]) -> list[str]:
+    """node's own options: those before the first argument that is not one."""
+    options = []
+    for arg in command[1:]:
+        if not arg.startswith("-"):
+            break
+        options.append(arg)
+    return options
+
+
+def _node_cases(element: ET.Element, suites: list[str]) -> Iterator[tuple[str, str, str]]:
+    for child in element:
+        if child.tag == "testsuite":
+            yield from _node_cases(child, [*suites, child.get("name", "")])
+        elif child.tag == "testcase":
+            name = child.get("name", "")
+            outcome, message = _case(child)
+            if not suites and _ABSOLUTE_SCRIPT.fullmatch(name):  # a file, not a test of it
+                name = _relative(name)
+                if outcome == PASSED:
+                    # It declared no test and exited 0: it may have ended before its tests ran
+                    # (process.exit in the code it loads). Never a pass.
+                    outcome, message = SKIPPED, "the file ran no test"
+            full = " > ".join([*suites, name])
+            yield f"{child.get('classname', '')}::{full}", outcome, message
+
+
+def _case(case: ET.Element) -> tuple[str, str]:
+    for tag, outcome in (("failure", FAILED), ("error", ERROR), ("skipped", SKIPPED)):
+        found = case.find(tag)
+        if found is not None:
+            return outcome, summary(found.get("message") or found.text or "")
+    return PASSED, ""
+
+
+def summary(message: str) -> str:
+    """An assertion's message without its stack or diff, on one line: runners spread it over
+    several (``Expected: 5`` / ``Received: -1``), and only the first line reaches the agent."""
+    kept: list[str] = []
+    for raw in _ANSI.sub("", message).splitlines():
+        line = raw.strip()
+        if line.startswith(_STACK_STARTS) or len(kept) == _SUMMARY_LINES:
+            break
+        if line:
+            kept.append(line)
+    return " ".join(kept)
+
+
+def _relative(path: str) -> str:
+    """A file the run named by its absolute path, relative to the run's work tree."""
+    marker = re.search(r"/run/claim/work/|/claim-test-run-[^/]+/work/", path)
+    return path[marker.end() :] if marker else path
+
+
+# --- vitest ---------------------------------------------------------------------------------
+
+
+class Vitest(_PackageRunner):
+    name = "vitest"
+    report_name = "vitest.xml"
+    programs = frozenset({"vitest"})
+    entry = "vitest/vitest.mjs"
+    config_names = ("vitest.config.*", "vitest.workspace.*")
+    detected_command = ("vitest", "run")
+
+    def check(self, command: Sequence[str], report: str | None) -> None:
+        _no_report("vitest", report)
+        _refuse_options("vitest", command, ("--reporter", "--outputFile", "--watch", "-w"))
+
+    def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
+        args = self.arguments(command)
+        if args and args[0] in ("run", "watch", "dev"):
+            args = args[1:]  # always one run, never watching
+        ours = (
+            "--reporter=junit", f"--outputFile.junit={self.report(context)}",
+            "--reporter=default", "--no-cache",
+        )  # fmt: skip
+        argv = (_node(context), self.entry_script(context), "run", *args, *ours)
+        return Invocation(argv, _ENV, ReportSource.FILE, self.report(context))
+
+    def results(self, report: bytes) -> Results:
+        return junit_results(report)
+
+
+# --- jest -----------------------------------------------------------------------------------
+
+
+class Jest(_PackageRunner):
+    name = "jest"
+    report_name = "jest.json"
+    programs = frozenset({"jest"})
+    entry = "jest/bin/jest.js"
+    config_names = ("jest.config.*",)
+    detected_command = ("jest",)
+
+    def check(self, command: Sequence[str], report: str | None) -> None:
+        _no_report("jest", report)
+        _refuse_options("jest", command, ("--json", "--outputFile", "--watch", "--watchAll"))
+
+    def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
+        ours = ("--ci", "--json", f"--outputFile={self.report(context)}", "--no-watchman")
+        argv = (_node(context), self.entry_script(context), *self.arguments(command), *ours)
+        return Invocation(argv, _ENV, ReportSource.FILE, self.report(context))
+
+    def results(self, report: bytes) -> Results:
+        return tally(_jest_cases(report))
+
+
+_JEST_OUTCOMES = {
+    "passed": PASSED,
+    "failed": FAILED,
+    "pending": SKIPPED,
+    "skipped": SKIPPED,
+    "todo": SKIPPED,
+    "disabled": SKIPPED,
+    "focused": PASSED,
+}
+
+
+def _jest_cases(report: bytes) -> Iterator[tuple[str, str, str]]:
+    if len(report) > MAX_REPORT_BYTES:
+        raise ObservationFailed(f"jest's report is over {MAX_REPORT_BYTES} bytes")
+    try:
+        document = json.loads(report)
+    except ValueError:
+        raise ObservationFailed(
+            "jest's report is not JSON: the run ended before writing it"
+        ) from None
+    files = document.get("testResults") if isinstance(document, dict) else None
+    if not isinstance(files, list):
+        raise ObservationFailed("jest's report has no testResults list")
+    for file in files:
+        name = _relative(_text(file, "name"))
+        tests = file.get("assertionResults") if isinstance(file, dict) else None
+        if not isinstance(tests, list):
+            raise ObservationFailed(f"jest's report: {name} has no assertionResults list")
+        if not tests:  # the file did not run: a syntax error, a failing hook, no test at all
+            yield f"{name}::{name}", ERROR, summary(_text(file, "message")) or "it ran no test"
+        for test in tests:
+            titles = test.get("ancestorTitles") if isinstance(test, dict) else None
+            if not isinstance(titles, list) or not all(isinstance(t, str) for t in titles):
+                raise ObservationFailed(f"jest's report: a test of {name} has no ancestorTitles")
+            status = _text(test, "status")
+            if status not in _JEST_OUTCOMES:
+                raise ObservationFailed(f"jest's report: unknown test status {status!r}")
+            messages = test.get("failureMessages")
+            message = messages[0] if isinstance(messages, list) and messages else ""
+            full = " > ".join([*titles, _text(test, "title")])
+            yield f"{name}::{full}", _JEST_OUTCOMES[status], summary(str(message))
+
+
+def _text(mapping: object, key: str) -> str:
+    value = mapping.get(key) if isinstance(mapping, dict) else None
+    return value if isinstance(value, str) else ""
+
+
+# --- mocha ----------------------------------------------------------------------------------
+
+
+class Mocha(_PackageRunner):
+    name = "mocha"
+    report_name = "mocha.xml"
+    programs = frozenset({"mocha", "_mocha"})
+    entry = "mocha/bin/mocha.js"
+    config_names = (".mocharc.*",)
+    detected_command = ("mocha",)
+
+    def check(self, command: Sequence[str], report: str | None) -> None:
+        _no_report("mocha", report)
+        options = ("--reporter", "-R", "--reporter-option", "--reporter-options", "-O", "--watch")
+        _refuse_options("mocha", command, (*options, "-w"))
+
+    def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
+        ours = ("--reporter", "xunit", "--reporter-option", f"output={self.report(context)}")
+        argv = (_node(context), self.entry_script(context), *self.arguments(command), *ours)
+        return Invocation(argv, _ENV, ReportSource.FILE, self.report(context))
+
+    def results(self, report: bytes) -> Results:
+        return tally(_mocha_cases(junit_root(report)))
+
+
+def _mocha_cases(root: ET.Element) -> Iterator[tuple[str, str, str]]:
+    """mocha's xunit: ``classname`` holds the suite titles, ``file`` the test file."""
+    for case in root.iter("testcase"):
+        outcome, message = _case(case)
+        file, suites = _relative(case.get("file", "")), case.get("classname", "")
+        title = " > ".join(filter(None, [suites, case.get("name", "")]))
+        yield f"{file}::{title}" if file else f"{suites}::{case.get('name', '')}", outcome, message
+
+
+# --- package.json scripts -------------------------------------------------------------------
+
+
+class PackageScript(_NodeRunner):
+    """``npm test``, ``yarn test``, ``pnpm run x``: refused, never run. A script is the agent's
+    to edit (``"test": "exit 0"``), and what it runs is the runner's own command to write."""
+
+    name = "package-script"
+
+    def recognises(self, command: Sequence[str]) -> bool:
+        return program_name(command) in _SCRIPT_RUNNERS
+
+    def detect(self, root: Path) -> Detected | None:
+        return None
+
+    def check(self, command: Sequence[str], report: str | None) -> None:
+        raise UsageError(
+            f"{' '.join(command[:3])}: a package.json script is the agent's to edit, and is never "
+            "run; write the test runner's own command (node --test, vitest run, jest, mocha)"
+        )
+
+    def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
+        raise UsageError(f"{command[0]}: package.json scripts are never run")

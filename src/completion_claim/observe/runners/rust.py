@@ -1,0 +1,479 @@
+"""Rust: ``cargo test``, read from libtest's JSON events on standard output.
+
+The operator's toolchain (the check's ``toolchain``: a toolchain folder, its ``bin``, or a
+``cargo`` program; else ``cargo`` on the observer's PATH) is resolved to its real sysroot (a
+rustup proxy is asked for it, outside the work tree, so no ``rust-toolchain.toml`` of the
+agent's chooses it), which alone is mounted read-only (never all of ``~/.cargo``: it holds
+credentials) and whose ``bin/cargo`` runs directly. Crates come from the operator's cache: each
+crates.io package the Cargo.lock of the trusted ref pins is downloaded, checked against the
+lockfile's checksum and unpacked into a vendor folder, mounted read-only as the only source of
+crates.io packages of an ``--offline`` run; the build writes into the run's own ``/tmp``.
+
+The report: libtest's JSON events (``-Z unstable-options --format json``), unstable in libtest.
+On a stable or beta toolchain the run sets ``RUSTC_BOOTSTRAP=-1``: libtest accepts its unstable
+options whenever the variable is set at all, while rustc and rustdoc read ``-1`` as "behave as
+stable", so the code under test is compiled exactly as the operator's stable builds compile it
+(``#![feature]`` stays refused). cargo-nextest's JUnit report would need nextest, which is not
+installed with a toolchain; libtest's events need nothing more than the toolchain.
+
+Every test binary is started through a runner the observer sets (``target."cfg(all())"
+.runner``), which first prints the binary's path as an event, so each suite has a name.
+
+Report names: ``<target>::<test path>``, the target being the crate or test target the binary
+was built from (``calc::tests::adds`` for a unit test of the library ``calc``, ``arith::adds``
+for ``tests/arith.rs``); a documentation test is ``doctest::<file> - <item> (line <n>)``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...errors import UsageError
+from ..sandbox import SYSTEM_PATH
+from .base import (
+    PROXY_SETTINGS,
+    Dependencies,
+    Detected,
+    Invocation,
+    ReportSource,
+    RunContext,
+    Runner,
+    Toolchain,
+    inside,
+    observer_settings,
+    program_name,
+)
+from .results import FAILED, MAX_REPORT_BYTES, PASSED, SKIPPED, Results, no_counts, tally
+
+VENDOR = "vendor"  # the cache entry's folder of unpacked crates
+CRATES_DOWNLOAD = "https://static.crates.io/crates/{crate}/{crate}-{version}.crate"
+DOWNLOAD_VARIABLE = "CLAIM_CRATES_DOWNLOAD"  # the operator's mirror, as a URL template
+BINARY_EVENT = "claim-binary"
+_QUERY_TIMEOUT_S = 30.0
+_TOOLCHAIN_FILES = frozenset({b"rust-toolchain", b"rust-toolchain.toml"})
+_MANIFESTS = frozenset({b"Cargo.toml", b"Cargo.lock"})
+_CARGO_CONFIG = frozenset({b"config", b"config.toml"})
+_HASHED = re.compile(r"(.+)-[0-9a-f]{16}")
+_DOCTEST = re.compile(r".+ - .+ \(line \d+\)")
+_PANIC = re.compile(r"thread '.*' (?:\(\d+\) )?panicked at (.+):$")
+# Before Rust 1.73 the message came first, quoted: panicked at 'MESSAGE', PLACE
+_PANIC_LINES = 40  # the most lines of an old-style panic message looked through
+_OLD_PANIC = re.compile(r"thread '.*' panicked at '(.*)', (\S+:\d+:\d+)$", re.DOTALL)
+# Printed to standard output before each test binary starts: its path (cargo passes it as $0).
+_ANNOUNCE = f'printf \'{{"type":"{BINARY_EVENT}","path":"%s"}}\\n\' "$0"; exec "$0" "$@"'
+_REFUSED_CARGO = {
+    "--no-run": "builds the tests without running them",
+    "--message-format": "turns cargo's messages into events of its own",
+    "--config": "is the observer's: it sets the test runner and the crate source",
+}
+_REFUSED_LIBTEST = {
+    "--format": "chooses the report: the observer asks for libtest's JSON events",
+    "-Z": "chooses the report: the observer asks for libtest's JSON events",
+    "--logfile": "writes the results elsewhere",
+    "--nocapture": "mixes what the tests print into the report",
+    "--no-capture": "mixes what the tests print into the report",
+    "--list": "lists the tests without running them",
+    "-q": "chooses the report: the observer asks for libtest's JSON events",
+    "--quiet": "chooses the report: the observer asks for libtest's JSON events",
+}
+
+# Run in the cache entry by the operator's python3 in the sandbox, with the network: every
+# crates.io package of Cargo.lock, checked against its checksum, unpacked into vendor/ as cargo's
+# directory sources are (a .cargo-checksum.json holding the package's checksum).
+VENDOR_SCRIPT = r"""
+import hashlib, io, json, os, re, sys, tarfile, urllib.request
+REGISTRIES = ("registry+https://github.com/rust-lang/crates.io-index", "sparse+https://index.crates.io/")
+try:
+    lock = open("Cargo.lock", encoding="utf-8").read()
+except FileNotFoundError:
+    lock = ""
+os.makedirs("vendor")
+for block in lock.split("[[package]]")[1:]:
+    fields = dict(re.findall(r'^(\w+) = "([^"\n]*)"$', block, re.M))
+    source, name, version = fields.get("source"), fields.get("name", ""), fields.get("version", "")
+    if source is None:
+        continue
+    if source not in REGISTRIES:
+        sys.exit(f"Cargo.lock: {name} {version} comes from {source}, not crates.io")
+    checksum = fields.get("checksum", "")
+    if not (re.fullmatch(r"[A-Za-z0-9_-]+", name) and re.fullmatch(r"[0-9A-Za-z.+-]+", version)
+            and re.fullmatch(r"[0-9a-f]{64}", checksum)):
+        sys.exit(f"Cargo.lock: the package {name!r} {version!r} is not a crates.io package")
+    url = os.environ["CRATES_DOWNLOAD"].replace("{crate}", name).replace("{version}", version)
+    with urllib.request.urlopen(url, timeout=120) as response:
+        data = response.read()
+    if hashlib.sha256(data).hexdigest() != checksum:
+        sys.exit(f"{name} {version}: the download does not match the checksum in Cargo.lock")
+    folder = os.path.join("vendor", f"{name}-{version}")
+    prefix = f"{name}-{version}/"
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+        for member in archive.getmembers():
+            rel = os.path.normpath(member.name)
+            if not rel.startswith(prefix) or rel.startswith("/") or ".." in rel.split("/"):
+                sys.exit(f"{name} {version}: the archive holds {member.name!r}")
+            target = os.path.join(folder, rel[len(prefix):])
+            if member.isdir():
+                os.makedirs(target, exist_ok=True)
+            elif member.isfile():
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                with open(target, "wb") as out:
+                    out.write(archive.extractfile(member).read())
+    with open(os.path.join(folder, ".cargo-checksum.json"), "w") as out:
+        json.dump({"files": {}, "package": checksum}, out)
+"""
+
+
+def is_cargo_test(command: Sequence[str]) -> bool:
+    """``cargo test``, and ``cargo +TOOLCHAIN test`` (refused: the toolchain is the check's)."""
+    if program_name(command) != "cargo" or len(command) < 2:
+        return False
+    return command[1] == "test" or (command[1].startswith("+") and command[2:3] == ["test"])
+
+
+class CargoTest(Runner):
+    name = "cargo"
+    ecosystem = "rust"
+    examples = ("tests/arith.rs", "Cargo.toml", "Cargo.lock", "build.rs", ".cargo/config.toml",
+                "rust-toolchain.toml")  # fmt: skip
+
+    def recognises(self, command: Sequence[str]) -> bool:
+        return is_cargo_test(list(command))
+
+    def detect(self, root: Path) -> Detected | None:
+        if not (root / "Cargo.toml").is_file():
+            return None
+        found = None
+        if shutil.which("cargo") is None:
+            cargo = Path.home() / ".cargo" / "bin" / "cargo"
+            found = str(cargo) if cargo.is_file() else None
+        return Detected(("cargo", "test"), "Cargo.toml: a Rust package", found)
+
+    def protected(self, rel: bytes) -> bool:
+        """Integration tests, build scripts, manifests, lockfile, toolchain file and cargo's
+        configuration: what decides which code the tests build and how. Unit tests in src/
+        share their file with the code and cannot be told apart from it."""
+        parts = rel.split(b"/")
+        name = parts[-1]
+        if name in _MANIFESTS or name in _TOOLCHAIN_FILES or name == b"build.rs":
+            return True
+        if len(parts) > 1 and parts[-2] == b".cargo" and name in _CARGO_CONFIG:
+            return True
+        return name.endswith(b".rs") and b"tests" in parts[:-1]
+
+    def configuration(self, rel: bytes) -> bool:
+        parts = rel.split(b"/")
+        name = parts[-1]
+        cargo_config = len(parts) > 1 and parts[-2] == b".cargo" and name in _CARGO_CONFIG
+        return name in _MANIFESTS or name in _TOOLCHAIN_FILES or cargo_config
+
+    def check(self, command: Sequence[str], report: str | None) -> None:
+        if report is not None:
+            raise UsageError(
+                "junit is for other commands: cargo test reports to the observer through "
+                "libtest's events"
+            )
+        if command[1].startswith("+"):
+            raise UsageError(
+                f"remove {command[1]} from the cargo command: name the toolchain with toolchain "
+                "= (its folder), which the observer mounts and runs directly"
+            )
+        ours, theirs = _split(command[2:])
+        for args, refused in ((ours, _REFUSED_CARGO), (theirs, _REFUSED_LIBTEST)):
+            for arg in args:
+                flag = "-Z" if arg.startswith("-Z") else arg.split("=", 1)[0]
+                if flag in refused:
+                    raise UsageError(
+                        f"remove {flag} from the cargo test command: it {refused[flag]}"
+                    )
+
+    def toolchain(self, command: Sequence[str], chosen: str | None, workspace: Path) -> Toolchain:
+        sysroot = _sysroot(_chosen_cargo(command, chosen, workspace))
+        if inside(sysroot, workspace):
+            raise UsageError(
+                f"toolchain: {sysroot} is inside the workspace, which the agent controls"
+            )
+        bin_dir = os.path.join(sysroot, "bin")
+        env = {
+            "RUSTC": os.path.join(bin_dir, "rustc"),
+            "RUSTDOC": os.path.join(bin_dir, "rustdoc"),
+            "CARGO_HOME": "/tmp/cargo-home",  # noqa: S108 - the run's own: no credentials
+            "CARGO_TARGET_DIR": "/tmp/target",  # noqa: S108 - the run's own, never the tree's
+            "CARGO_TERM_COLOR": "never",
+            "CARGO_INCREMENTAL": "0",
+            "RUST_BACKTRACE": "0",
+        }
+        if not _nightly(os.path.join(bin_dir, "rustc")):
+            env["RUSTC_BOOTSTRAP"] = "-1"
+        cargo = os.path.join(bin_dir, "cargo")
+        readable = () if inside(sysroot, "/usr") else (sysroot,)
+        # cargo would need a home to start: the probe is the compiler, from the same folder.
+        probe = (env["RUSTC"], "--version")
+        return Toolchain(readable, (bin_dir,), env, cargo, probe)
+
+    def dependencies(self, command: Sequence[str]) -> Dependencies:
+        python = shutil.which("python3", path=SYSTEM_PATH) or "python3"
+        return Dependencies(
+            lockfiles=("Cargo.lock",),
+            optional=("Cargo.lock",),
+            # The script travels in the environment, so the command said in messages is short.
+            install=(python, "-I", "-c", "import os; exec(os.environ['VENDOR_SCRIPT'])"),
+            mounts={VENDOR: None},
+            install_env=observer_settings(PROXY_SETTINGS)
+            | {
+                "VENDOR_SCRIPT": VENDOR_SCRIPT,
+                "CRATES_DOWNLOAD": os.environ.get(DOWNLOAD_VARIABLE, CRATES_DOWNLOAD),
+            },
+        )
+
+    def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
+        assert context.toolchain.program is not None  # a Rust toolchain is its cargo program
+        ours, theirs = _split(command[2:])
+        argv = [context.toolchain.program, "test", "--offline"]
+        if "--no-fail-fast" not in ours:
+            argv.append("--no-fail-fast")
+        vendor = context.dependencies.get(VENDOR)
+        if vendor is not None:
+            argv += ["--config", 'source.crates-io.replace-with="claim-vendor"']
+            argv += ["--config", f"source.claim-vendor.directory={json.dumps(vendor)}"]
+        runner = json.dumps(["/bin/sh", "-c", _ANNOUNCE])
+        argv += ["--config", f'target."cfg(all())".runner={runner}']
+        argv += [*ours, "--", "-Z", "unstable-options", "--format", "json", *theirs]
+        return Invocation(tuple(argv), {}, ReportSource.STDOUT)
+
+    def results(self, report: bytes) -> Results:
+        return read_events(report)
+
+
+def _split(args: Sequence[str]) -> tuple[list[str], list[str]]:
+    """cargo's own arguments, and those after ``--`` for the test binaries."""
+    if "--" not in args:
+        return list(args), []
+    at = list(args).index("--")
+    return list(args[:at]), list(args[at + 1 :])
+
+
+def _chosen_cargo(command: Sequence[str], chosen: str | None, workspace: Path) -> str:
+    if chosen is not None:
+        candidates = [os.path.join(chosen, "bin", "cargo"), os.path.join(chosen, "cargo"), chosen]
+        found = next((c for c in candidates if os.path.isfile(c)), None) or shutil.which(chosen)
+        what = f"toolchain: no cargo program in {chosen!r}"
+    elif os.path.isabs(command[0]):
+        found, what = command[0], f"no cargo program {command[0]}"
+    else:
+        found, what = shutil.which("cargo"), "cargo is not on the PATH: set toolchain = its folder"
+    if found is None or not os.path.isfile(found):
+        raise UsageError(what)
+    if inside(found, workspace):
+        raise UsageError(
+            f"toolchain: {found} is inside the workspace, which the agent controls; the tests "
+            "run with the operator's cargo"
+        )
+    return os.path.abspath(found)
+
+
+def _sysroot(cargo: str) -> str:
+    """The toolchain folder ``cargo`` belongs to. A rustup proxy is asked (its ``rustc
+    --print sysroot``, run from ``/`` so no toolchain file of a work tree counts); a real cargo
+    lives in its sysroot's ``bin``."""
+    real = os.path.realpath(cargo)
+    if os.path.basename(real).startswith("rustup"):
+        env = {"PATH": f"{os.path.dirname(cargo)}:{SYSTEM_PATH}", "HOME": os.path.expanduser("~")}
+        env |= {k: os.environ[k] for k in ("RUSTUP_HOME", "CARGO_HOME", "RUSTUP_TOOLCHAIN")
+                if k in os.environ}  # fmt: skip
+        rustc = os.path.join(os.path.dirname(cargo), "rustc")
+        sysroot = _ask(rustc, ["--print", "sysroot"], env).strip()
+    else:
+        sysroot = os.path.dirname(os.path.dirname(real))
+    if not all(os.path.isfile(os.path.join(sysroot, "bin", p)) for p in ("cargo", "rustc")):
+        raise UsageError(f"toolchain: {cargo} belongs to no toolchain with bin/cargo and bin/rustc")
+    return os.path.realpath(sysroot)
+
+
+def _nightly(rustc: str) -> bool:
+    """Whether the toolchain accepts unstable options as it is (a nightly or dev build)."""
+    version = _ask(rustc, ["-vV"], {"PATH": SYSTEM_PATH})
+    release = next((line for line in version.splitlines() if line.startswith("release:")), "")
+    return "nightly" in release or "dev" in release
+
+
+def _ask(program: str, args: list[str], env: dict[str, str]) -> str:
+    try:
+        done = subprocess.run(
+            [program, *args], cwd="/", env=env, capture_output=True,
+            timeout=_QUERY_TIMEOUT_S, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UsageError(f"toolchain: cannot run {program}: {exc}") from None
+    if done.returncode != 0:
+        raise UsageError(f"toolchain: {program} {' '.join(args)} failed")
+    return done.stdout.decode(errors="replace")
+
+
+# --- libtest's events ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Suite:
+    """One test binary's run: its tests, and what its suite's end said of them."""
+
+    binary: str | None
+    outcomes: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+
+class _Refused(Exception):
+    """A stream that cannot be counted, and why."""
+
+
+class _Unfinished(_Refused):
+    def __init__(self, suite: _Suite) -> None:
+        super().__init__(
+            f"the suite of {suite.binary or 'a test binary'} never ended (the run was killed, or "
+            "a test ended the process)"
+        )
+
+
+def read_events(report: bytes) -> Results:
+    """Per-test results when every suite the stream started ended with counts that agree with
+    its tests; otherwise no counts, and why."""
+    if len(report) > MAX_REPORT_BYTES:
+        return no_counts(f"its report was over {MAX_REPORT_BYTES} bytes")
+    try:
+        suites = list(_suites(report))
+        outcomes = list(_outcomes(suites))
+    except _Refused as refused:
+        return no_counts(str(refused))
+    if not suites:
+        return no_counts("cargo test ran no test binary (the build failed, or built no test)")
+    return tally(outcomes)
+
+
+def _suites(report: bytes) -> Iterator[_Suite]:
+    binary: str | None = None
+    silent: str | None = None  # a binary announced that has not started a suite yet
+    suite: _Suite | None = None
+    for number, line in enumerate(report.splitlines(), 1):
+        if not line.startswith(b"{"):
+            continue  # not an event: a test binary of its own (harness = false) printing
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if type(event) is not dict:
+            continue
+        kind = event.get("type")
+        if kind == BINARY_EVENT:
+            if suite is not None:
+                raise _Unfinished(suite)
+            _require_spoken(silent)
+            binary = silent = _target(event.get("path")) or "a test binary"
+        elif kind == "suite":
+            silent = None
+            suite = _suite_event(event, suite, binary, number)
+            if suite is not None and event.get("event") != "started":
+                yield suite
+                suite = None
+        elif kind == "test":
+            if suite is None:
+                raise _Refused(f"line {number}: a test event outside any suite")
+            _test_event(event, suite)
+    if suite is not None:
+        raise _Unfinished(suite)
+    _require_spoken(silent)
+
+
+def _require_spoken(binary: str | None) -> None:
+    """A test binary that started no suite: it exited before libtest ran (code before main), or
+    it has no libtest harness (``harness = false``) and reports nothing the observer reads."""
+    if binary is not None:
+        raise _Refused(
+            f"the test binary {binary} reported no suite (it exited before its tests "
+            "ran, or runs without libtest's harness)"
+        )
+
+
+def _suite_event(
+    event: dict[str, Any], suite: _Suite | None, binary: str | None, number: int
+) -> _Suite | None:
+    if event.get("event") == "started":
+        if suite is not None:
+            raise _Refused(f"line {number}: a suite started inside another")
+        return _Suite(binary)
+    if event.get("event") not in ("ok", "failed") or suite is None:
+        raise _Refused(f"line {number}: a suite's end with no suite started")
+    counted = {
+        key: sum(1 for outcome, _ in suite.outcomes.values() if outcome == value)
+        for key, value in (("passed", PASSED), ("failed", FAILED), ("ignored", SKIPPED))
+    }
+    said = {key: event.get(key) for key in counted}
+    if said != counted:
+        raise _Refused(
+            f"line {number}: the suite's counts {said} disagree with its tests {counted}"
+        )
+    return suite
+
+
+def _test_event(event: dict[str, Any], suite: _Suite) -> None:
+    name, what = event.get("name"), event.get("event")
+    if type(name) is not str:
+        raise _Refused("a test event names no test")
+    outcome = {"ok": PASSED, "failed": FAILED, "ignored": SKIPPED}.get(str(what))
+    if outcome is None:
+        return  # started, a timeout warning, a benchmark
+    stdout, message = event.get("stdout"), event.get("message")
+    text = "\n".join(part for part in (message, stdout) if type(part) is str)
+    suite.outcomes[name] = (outcome, _panic(text) if outcome == FAILED else "")
+
+
+def _target(path: object) -> str | None:
+    if type(path) is not str:
+        return None
+    name = os.path.basename(path)
+    hashed = _HASHED.fullmatch(name)
+    return hashed.group(1) if hashed else name
+
+
+def _outcomes(suites: Sequence[_Suite]) -> Iterator[tuple[str, str, str]]:
+    for suite in suites:
+        for name, (outcome, message) in suite.outcomes.items():
+            if _DOCTEST.fullmatch(name):
+                yield f"doctest::{name}", outcome, message
+            elif suite.binary is None:
+                raise _Refused(
+                    f"{name} ran in a test binary the observer did not start (a runner of "
+                    ".cargo/config.toml for this target?)"
+                )
+            else:
+                yield f"{suite.binary}::{name}", outcome, message
+
+
+def _panic(text: str) -> str:
+    """A failed test's panic in one line: where, and what it said."""
+    lines = text.splitlines()
+    for at, line in enumerate(lines):
+        if "' panicked at '" not in line:
+            continue
+        for end in range(at, min(len(lines), at + _PANIC_LINES)):
+            old = _OLD_PANIC.match("\n".join(lines[at : end + 1]).strip())
+            if old is not None:
+                parts = [part.strip() for part in old.group(1).splitlines() if part.strip()]
+                return f"{old.group(2)}: {'; '.join(parts)}"
+    for at, line in enumerate(lines):
+        panic = _PANIC.match(line.strip())
+        if panic is None:
+            continue
+        said = []
+        for following in lines[at + 1 :]:
+            if following.startswith(("note:", "stack backtrace:")) or _PANIC.match(following):
+                break
+            if following.strip():
+                said.append(following.strip())
+        return f"{panic.group(1)}: {'; '.join(said)}" if said else f"panicked at {panic.group(1)}"
+    return next((line.strip() for line in lines if line.strip()), "")

@@ -1,0 +1,298 @@
+"""The gate on a Go module, from the check claim init writes: real go test runs in the sandbox,
+the operator's Go, modules from the trusted go.sum through the dependency cache."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from completion_claim.gate.run import run_gate, start_gate
+from tests.fixtures.ecosystems import init_config, served
+from tests.fixtures.projects import make_repo, write_files
+
+pytestmark = pytest.mark.skipif(shutil.which("go") is None, reason="go is not installed")
+
+GO_MOD = "module example.com/calc\n\ngo 1.19\n"
+CALC_BUGGY = "package calc\n\n// Add returns the sum.\nfunc Add(a, b int) int { return a - b }\n"
+CALC = CALC_BUGGY.replace("a - b", "a + b")
+CALC_WRONG = CALC_BUGGY.replace("a - b", "a * b")
+CALC_TEST = """package calc
+
+import "testing"
+
+func TestAdd(t *testing.T) {
+\tif got := Add(2, 3); got != 5 {
+\t\tt.Errorf("Add(2, 3) = %d, want 5", got)
+\t}
+}
+
+func TestAddZero(t *testing.T) {
+\tfor _, b := range []int{0, 4} {
+\t\tt.Run("zero", func(t *testing.T) {
+\t\t\tif got := Add(0, b); got != b {
+\t\t\t\tt.Fatalf("Add(0, %d) = %d", b, got)
+\t\t\t}
+\t\t})
+\t}
+}
+"""
+CALC_TEST_AGREEING = CALC_TEST.replace("got != 5", "got != -1")
+# A test elsewhere that passes whatever Add does: a run of it alone is green.
+OTHER_TEST = 'package calc\n\nimport "testing"\n\nfunc TestTrue(t *testing.T) {}\n'
+
+
+def go_project(root: Path) -> Path:
+    return make_repo(
+        root, {"go.mod": GO_MOD, "calc.go": CALC_BUGGY, "calc_test.go": CALC_TEST,
+               "other_test.go": OTHER_TEST}
+    )  # fmt: skip
+
+
+def test_go_a_wrong_fix_is_refuted_and_the_reason_names_the_failing_test(tmp_path: Path) -> None:
+    repo = go_project(tmp_path / "repo")
+    config = init_config(repo, tmp_path / "ops")
+    start_gate(config, repo)
+    write_files(repo, {"calc.go": CALC_WRONG})
+
+    result = run_gate(config, repo, outcome="Fixed Add.")
+
+    assert (result.verdict.state, result.exit_code) == ("refuted", 2)
+    assert result.agent_reason.splitlines()[0] == (
+        "example.com/calc::TestAdd failed: calc_test.go:7: Add(2, 3) = 6, want 5"
+    )
+
+
+def test_go_a_test_edited_to_agree_with_the_bug_is_not_verified(tmp_path: Path) -> None:
+    repo = go_project(tmp_path / "repo")
+    config = init_config(repo, tmp_path / "ops")
+    start_gate(config, repo)
+    write_files(repo, {"calc_test.go": CALC_TEST_AGREEING})
+
+    result = run_gate(config, repo, outcome="Fixed Add.")
+
+    assert result.exit_code != 0
+    assert result.verdict.state == "refuted"  # the test ran as the trusted commit has it
+    assert "your changes to calc_test.go were not used" in result.agent_reason
+
+
+def test_go_the_honest_fix_is_verified_with_each_test_named_by_its_package(tmp_path: Path) -> None:
+    repo = go_project(tmp_path / "repo")
+    required = (
+        'require_tests = ["example.com/calc::TestAdd", "example.com/calc::TestAddZero/zero#01"]\n'
+    )
+    config = init_config(repo, tmp_path / "ops", extra=required)
+    start_gate(config, repo)
+    write_files(repo, {"calc.go": CALC})
+
+    result = run_gate(config, repo, outcome="Fixed Add.")
+
+    assert (result.verdict.state, result.exit_code, result.agent_reason) == ("verified", 0, "")
+    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    assert item["observed_value"]["tests"] == {
+        "example.com/calc::TestAdd": "passed",
+        "example.com/calc::TestAddZero": "passed",
+        "example.com/calc::TestAddZero/zero": "passed",
+        "example.com/calc::TestAddZero/zero#01": "passed",
+        "example.com/calc::TestTrue": "passed",
+    }
+    assert item["details"]["runner"] == "go"
+    assert item["details"]["argv"][-3:] == ["test", "-json", "./..."]
+
+
+def test_go_a_required_test_the_run_does_not_name_is_not_verified(tmp_path: Path) -> None:
+    repo = go_project(tmp_path / "repo")
+    config = init_config(
+        repo, tmp_path / "ops", extra='require_tests = ["example.com/calc::TestSub"]\n'
+    )
+    start_gate(config, repo)
+    write_files(repo, {"calc.go": CALC})
+
+    result = run_gate(config, repo, outcome="Fixed Add.")
+
+    assert result.verdict.state != "verified"
+    assert result.exit_code != 0
+
+
+# --- modules from the trusted go.sum ------------------------------------------------------------
+
+GREET_VERSION = "v1.0.0"
+APP_MOD = "module example.com/app\n\ngo 1.19\n\nrequire example.com/greet v1.0.0\n"
+APP_BUGGY = (
+    'package app\n\nimport "example.com/greet"\n\nfunc Hi() string { return greet.Hello("ap") }\n'
+)
+APP = APP_BUGGY.replace('"ap"', '"app"')
+APP_TEST = (
+    'package app\n\nimport "testing"\n\n'
+    "func TestHi(t *testing.T) {\n"
+    '\tif got := Hi(); got != "hello app" {\n\t\tt.Fatal(got)\n\t}\n}\n'
+)
+# The agent's own copy of the dependency, which makes the buggy Hi pass.
+SHADOW_GREET = 'package greet\n\nfunc Hello(name string) string { return "hello app" }\n'
+
+
+@pytest.fixture(scope="module")
+def module_proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Go module proxy serving example.com/greet v1.0.0, as proxy.golang.org would."""
+    root = tmp_path_factory.mktemp("goproxy")
+    versions = root / "example.com" / "greet" / "@v"
+    versions.mkdir(parents=True)
+    module = "module example.com/greet\n\ngo 1.19\n"
+    (versions / "list").write_text(GREET_VERSION + "\n")
+    (versions / f"{GREET_VERSION}.info").write_text(
+        '{"Version":"v1.0.0","Time":"2024-01-01T00:00:00Z"}'
+    )
+    (versions / f"{GREET_VERSION}.mod").write_text(module)
+    prefix = f"example.com/greet@{GREET_VERSION}/"
+    with zipfile.ZipFile(versions / f"{GREET_VERSION}.zip", "w") as archive:
+        archive.writestr(prefix + "go.mod", module)
+        archive.writestr(
+            prefix + "greet.go",
+            'package greet\n\nfunc Hello(name string) string { return "hello " + name }\n',
+        )
+    with served(root) as url:
+        yield url
+
+
+@pytest.fixture
+def proxied(module_proxy: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The operator's module settings: the observer passes them to its install only."""
+    monkeypatch.setenv("GOPROXY", module_proxy)
+    monkeypatch.setenv("GONOSUMDB", "example.com")
+    return module_proxy
+
+
+def app_project(root: Path, proxy: str) -> Path:
+    """A module requiring example.com/greet, its go.sum made by go itself from the proxy."""
+    repo = make_repo(root, {"go.mod": APP_MOD, "app.go": APP_BUGGY, "app_test.go": APP_TEST},
+                     commit=False)  # fmt: skip
+    env = {**os.environ, "GOPROXY": proxy, "GONOSUMDB": "example.com",
+           "GOFLAGS": "-mod=mod -modcacherw", "GOMODCACHE": str(root.parent / "host-modcache"),
+           "GOTOOLCHAIN": "local"}  # fmt: skip
+    subprocess.run(["go", "mod", "tidy"], cwd=repo, env=env, check=True, capture_output=True)
+    subprocess.run(["go", "mod", "verify"], cwd=repo, env=env, check=True, capture_output=True)
+    assert "example.com/greet v1.0.0 h1:" in (repo / "go.sum").read_text()
+    return make_repo(root, {})
+
+
+def test_go_modules_come_from_the_trusted_go_sum_through_the_operators_cache(
+    tmp_path: Path, proxied: str
+) -> None:
+    repo = app_project(tmp_path / "repo", proxied)
+    config = init_config(repo, tmp_path / "ops")
+    start_gate(config, repo)
+    write_files(repo, {"app.go": APP})
+
+    first = run_gate(config, repo, outcome="Fixed Hi.")
+    write_files(repo, {"app.go": APP + "\n// again\n"})
+    again = run_gate(config, repo, outcome="Fixed Hi.")
+
+    assert (first.verdict.state, again.verdict.state) == ("verified", "verified")
+    details = [
+        next(e for e in r.document["evidence"] if e["check_type"] == "test_run")["details"]
+        for r in (first, again)
+    ]
+    assert details[0]["dependencies"] == details[1]["dependencies"]  # installed once
+    assert set(details[0]["dependencies"]["lockfiles"]) == {"go.mod", "go.sum"}
+    entry = config.runs_dir / "dependencies" / "go" / details[0]["dependencies"]["key"]
+    assert (entry / "gomodcache" / "example.com" / "greet@v1.0.0" / "greet.go").is_file()
+    assert (entry / "gocache" / "README").is_file()  # the standard library's build, seeded
+
+
+def test_attack_85_a_replace_directive_in_go_mod_is_undone_before_the_run(
+    tmp_path: Path, proxied: str
+) -> None:
+    """The agent points the dependency at its own copy (and asks for another Go): go.mod is
+    restored from the trusted commit, and the modules installed are those its go.sum pins."""
+    repo = app_project(tmp_path / "repo", proxied)
+    config = init_config(repo, tmp_path / "ops")
+    start_gate(config, repo)
+    go_mod = APP_MOD + "\ntoolchain go1.99.0\n\nreplace example.com/greet => ./shadow\n"
+    write_files(repo, {"go.mod": go_mod, "shadow/go.mod": "module example.com/greet\n\ngo 1.19\n",
+                       "shadow/greet.go": SHADOW_GREET})  # fmt: skip
+
+    result = run_gate(config, repo, outcome="Fixed Hi.")
+
+    assert (result.verdict.state, result.exit_code) == ("refuted", 2)
+    assert "example.com/app::TestHi failed: app_test.go:7: hello ap" in result.agent_reason
+    assert "your changes to go.mod, shadow/go.mod were not used" in result.agent_reason
+
+
+def test_attack_85_without_a_trusted_ref_a_changed_go_mod_is_not_verified(
+    tmp_path: Path, proxied: str
+) -> None:
+    repo = app_project(tmp_path / "repo", proxied)
+    config = init_config(repo, tmp_path / "ops", trusted=False)
+    start_gate(config, repo)
+    write_files(repo, {"go.mod": APP_MOD + "\nreplace example.com/greet => ./shadow\n",
+                       "shadow/go.mod": "module example.com/greet\n\ngo 1.19\n",
+                       "shadow/greet.go": SHADOW_GREET})  # fmt: skip
+
+    result = run_gate(config, repo, outcome="Fixed Hi.")
+
+    # Without a trusted commit the agent's go.mod is the one installed from: its replace
+    # names a folder the install never sees, so the run cannot even start; it would not count.
+    assert (result.verdict.state, result.exit_code) == ("unverified", 1)
+    assert "installing the dependencies" in result.agent_reason
+
+
+def test_attack_86_a_build_constraint_on_the_failing_test_is_undone(tmp_path: Path) -> None:
+    """``//go:build ignore`` leaves only the test that passes whatever Add does."""
+    repo = go_project(tmp_path / "repo")
+    config = init_config(repo, tmp_path / "ops")
+    start_gate(config, repo)
+    write_files(repo, {"calc.go": CALC_WRONG, "calc_test.go": "//go:build ignore\n\n" + CALC_TEST})
+
+    result = run_gate(config, repo, outcome="Fixed Add.")
+
+    assert (result.verdict.state, result.exit_code) == ("refuted", 2)
+    assert "example.com/calc::TestAdd failed" in result.agent_reason
+
+
+def test_attack_85_a_go_work_file_of_the_agents_is_removed_before_the_run(
+    tmp_path: Path, proxied: str
+) -> None:
+    """A go.work that replaces the dependency by the agent's copy: protected, so removed (the
+    trusted commit has none), with the copy's go.mod; go runs with GOWORK=off besides."""
+    repo = app_project(tmp_path / "repo", proxied)
+    config = init_config(repo, tmp_path / "ops")
+    start_gate(config, repo)
+    write_files(repo, {"go.work": "go 1.19\n\nuse .\n\nreplace example.com/greet => ./shadow\n",
+                       "shadow/go.mod": "module example.com/greet\n\ngo 1.19\n",
+                       "shadow/greet.go": SHADOW_GREET})  # fmt: skip
+
+    result = run_gate(config, repo, outcome="Fixed Hi.")
+
+    assert (result.verdict.state, result.exit_code) == ("refuted", 2)
+    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    assert item["details"]["protected_restored"]["removed"] == ["go.work", "shadow/go.mod"]
+
+
+def test_attack_86_a_test_binary_that_exits_before_its_tests_is_not_verified(
+    tmp_path: Path,
+) -> None:
+    """``os.Exit(0)`` in an init function of the code under test: its package's test binary
+    exits before any test, go test says ok, and another package's tests pass."""
+    repo = make_repo(tmp_path / "repo", {
+        "go.mod": GO_MOD, "calc.go": CALC_BUGGY, "calc_test.go": CALC_TEST,
+        "util/util.go": "package util\n", "util/util_test.go": OTHER_TEST.replace("calc", "util"),
+    })  # fmt: skip
+    config = init_config(repo, tmp_path / "ops")
+    start_gate(config, repo)
+    exits = CALC_WRONG.replace(
+        "package calc\n", 'package calc\n\nimport "os"\n\nfunc init() { os.Exit(0) }\n'
+    )
+    write_files(repo, {"calc.go": exits})
+
+    result = run_gate(config, repo, outcome="Fixed Add.")
+
+    assert (result.verdict.state, result.exit_code) == ("unverified", 1)
+    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    assert item["details"]["no_counts"].startswith(
+        "package example.com/calc passed without its test binary saying PASS"
+    )

@@ -1,0 +1,199 @@
+"""The gate on Node projects, end to end: the issue's ``node:test`` scenario and vitest (in
+TypeScript), with the operator's node and the packages of the trusted lockfile, in the sandbox.
+
+The check is what ``claim init`` writes for a detected runner: its command, the default
+branch's commit as ``trusted_ref``, a timeout. The dependency cache is the machine's shared one
+for tests, so vitest is downloaded once, not per test."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from completion_claim.cli import run as cli
+from completion_claim.gate.config import ConfigError
+from completion_claim.gate.run import run_gate, start_gate
+from completion_claim.observe.runners import detect
+from tests.fixtures.node_projects import PROJECTS, node_project, shared_dependency_cache
+from tests.fixtures.projects import git, head_commit, write_files
+from tests.gate.conftest import WriteConfig
+
+POLICY = """
+[policy]
+id = "ops/gate"
+requires = ["test_run"]
+max_age_s = 600
+min_tests = 2
+"""
+REQUIRED = {"node-test": "test::add", "vitest": "test/calc.test.ts::calc > adds"}
+FAILING = {
+    "node-test": "test::add failed: Expected values to be strictly equal:6 !== 5",
+    "vitest": "test/calc.test.ts::calc > adds failed: expected 6 to be 5 // Object.is equality",
+}
+RUNNERS = pytest.mark.parametrize("runner", ["node-test", "vitest"])
+
+
+def initialised(tmp_path: Path, runner: str, *, extra: str = "") -> tuple[Path, str]:
+    """The buggy project, and the configuration ``claim init`` gives it (plus ``extra``)."""
+    repo = node_project(tmp_path / "repo", runner)
+    ((_, detected),) = detect(repo)
+    check = (
+        f'\n[[check]]\ntype = "test_run"\ncommand = {json.dumps(list(detected.command))}\n'
+        f'trusted_ref = "{head_commit(repo)}"\ntimeout_s = 300\n{extra}'
+    )
+    shared_dependency_cache(tmp_path / "runs")
+    return repo, check
+
+
+@RUNNERS
+def test_the_honest_fix_is_verified_with_its_required_test(
+    tmp_path: Path, write_config: WriteConfig, runner: str
+) -> None:
+    required = f"require_tests = [{json.dumps(REQUIRED[runner])}]\n"
+    repo, check = initialised(tmp_path, runner, extra=required)
+    config = write_config(POLICY + check)
+    start_gate(config, repo)
+    code, right, _, _, _ = PROJECTS[runner]
+    write_files(repo, {code: right})
+
+    result = run_gate(config, repo, outcome="Fixed add().")
+
+    assert (result.verdict.state, result.exit_code, result.agent_reason) == ("verified", 0, "")
+    observed = result.document["evidence"][0]["observed_value"]
+    assert (observed["passed"], observed["failed"], observed["tests"][REQUIRED[runner]]) == (
+        2, 0, "passed",
+    )  # fmt: skip
+
+
+@RUNNERS
+def test_a_wrong_fix_is_refuted_and_the_agent_reads_the_failing_test(
+    tmp_path: Path, write_config: WriteConfig, runner: str
+) -> None:
+    repo, check = initialised(tmp_path, runner)
+    config = write_config(POLICY + check)
+    start_gate(config, repo)
+    code, right, _, _, _ = PROJECTS[runner]
+    write_files(repo, {code: right.replace("a + b", "a * b")})
+
+    result = run_gate(config, repo, outcome="Done. All tests pass.")
+
+    assert (result.verdict.state, result.exit_code) == ("refuted", 2)
+    assert result.agent_reason.splitlines()[0] == FAILING[runner]
+
+
+@RUNNERS
+def test_a_test_edited_to_agree_with_the_bug_is_not_verified(
+    tmp_path: Path, write_config: WriteConfig, runner: str
+) -> None:
+    repo, check = initialised(tmp_path, runner)
+    config = write_config(POLICY + check)
+    start_gate(config, repo)
+    _, _, _, test, text = PROJECTS[runner]
+    write_files(repo, {test: text.replace("5)", "-1)").replace("4)", "-4)")})
+
+    result = run_gate(config, repo, outcome="Done.")
+
+    assert result.exit_code != 0
+    assert result.verdict.state == "refuted"
+    assert f"your changes to {test} were not used" in result.agent_reason
+
+
+@RUNNERS
+def test_min_tests_and_require_tests_count_the_runners_report(
+    tmp_path: Path, write_config: WriteConfig, runner: str
+) -> None:
+    repo, check = initialised(tmp_path, runner, extra='require_tests = ["test::absent"]\n')
+    config = write_config(POLICY.replace("min_tests = 2", "min_tests = 3") + check)
+    start_gate(config, repo)
+    code, right, _, _, _ = PROJECTS[runner]
+    write_files(repo, {code: right})
+
+    result = run_gate(config, repo, outcome="Fixed add().")
+
+    (judged,) = result.verdict.evidence
+    assert (result.verdict.state, result.exit_code) == ("unverified", 1)
+    assert [f.detail for f in judged.reasons] == ["2 tests executed; the policy's min_tests is 3"]
+    assert judged.mismatch == 'tests.test::absent: expected "passed", observed nothing'
+
+
+def test_the_issue_scenario_runs_without_any_package_installed(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    """node --test needs no dependency: nothing is installed, and the run reports node's own
+    junit report."""
+    repo, check = initialised(tmp_path, "node-test")
+    config = write_config(POLICY + check)
+    start_gate(config, repo)
+    write_files(repo, {"calc.js": PROJECTS["node-test"][1]})
+
+    result = run_gate(config, repo, outcome="Fixed add().")
+
+    details = result.document["evidence"][0]["details"]
+    assert result.verdict.state == "verified"
+    assert "dependencies" not in details
+    assert details["runner"] == "node-test"
+    assert git(repo, "status", "--porcelain") == " M calc.js\n"
+
+
+def test_attack_83_a_vitest_config_passing_with_no_test_is_restored(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    """vitest.config.ts includes nothing, passes with no test and sends the junit report to a
+    file of the work tree: the trusted ref has no such file, so the run never sees it."""
+    repo, check = initialised(tmp_path, "vitest")
+    config = write_config(POLICY + check)
+    start_gate(config, repo)
+    write_files(repo, {
+        "calc.ts": PROJECTS["vitest"][1].replace("a + b", "a * b"),
+        "vitest.config.ts": (
+            'import { defineConfig } from "vitest/config";\n'
+            "export default defineConfig({ test: { include: ['nothing/**'], passWithNoTests: true,"
+            " reporters: ['junit'], outputFile: { junit: 'forged.xml' } } });\n"
+        ),
+    })  # fmt: skip
+
+    result = run_gate(config, repo, outcome="Done.")
+
+    assert (result.verdict.state, result.exit_code) == ("refuted", 2)
+    assert "your changes to vitest.config.ts were not used" in result.agent_reason
+
+
+def test_attack_82_a_gate_check_running_npm_test_is_refused(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    check = '\n[[check]]\ntype = "test_run"\ncommand = ["npm", "test"]\n'
+
+    with pytest.raises(ConfigError, match=r"package\.json script is the agent.s to edit"):
+        write_config(POLICY + check)
+
+
+@RUNNERS
+def test_claim_init_alone_gives_refuted_not_verified_and_verified(
+    tmp_path: Path, runner: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As a new user does it: ``claim init`` in the repository, commit claim.toml, ``claim gate
+    --start``, then ``claim gate`` after each attempt of the agent (the runs, and so the
+    dependency cache, in the default state folder)."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    shared_dependency_cache(state / "completion-claim" / "runs")
+    repo = node_project(tmp_path / "repo", runner)
+    assert cli(["init", "--repo", str(repo)]) == 0
+    git(repo, "add", "claim.toml")
+    git(repo, "commit", "-qm", "claim init")
+    assert cli(["gate", "--repo", str(repo), "--start"]) == 0
+    code, right, wrong, test, text = PROJECTS[runner]
+
+    def attempt(files: dict[str, str]) -> int:
+        write_files(repo, files)
+        capsys.readouterr()
+        return cli(["gate", "--repo", str(repo), "--outcome", "Fixed add()."])
+
+    wrong_fix = attempt({code: right.replace("a + b", "a * b")})
+    agreeing = attempt({code: wrong, test: text.replace("5)", "-1)").replace("4)", "-4)")})
+    honest = attempt({code: right, test: text})
+
+    assert (wrong_fix, honest) == (2, 0)
+    assert agreeing != 0

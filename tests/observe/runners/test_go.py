@@ -1,0 +1,274 @@
+"""The Go runner: what it recognises, detects and protects, how it runs go test, and what it
+reads from go test -json (reports captured from real runs, see reports/README.md)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from completion_claim.cli import run
+from completion_claim.errors import UsageError
+from completion_claim.observe.runners import runner_for
+from completion_claim.observe.runners.base import ReportSource, RunContext
+from completion_claim.observe.runners.go import GoTest, read_events
+from tests.fixtures.projects import write_files
+from tests.gate.test_go_gate import CALC_WRONG, go_project
+
+REPORTS = Path(__file__).parent / "reports"
+GO = GoTest()
+needs_go = pytest.mark.skipif(shutil.which("go") is None, reason="go is not installed")
+
+
+def report(name: str) -> bytes:
+    return (REPORTS / name).read_bytes()
+
+
+def test_go_test_is_recognised_as_go_and_nothing_else_is() -> None:
+    assert runner_for(["go", "test", "./..."]).name == "go"
+    assert runner_for(["/usr/local/go/bin/go", "test", "-run", "TestAdd", "./..."]).name == "go"
+    assert runner_for(["go", "vet", "./..."]).name != "go"
+    assert runner_for(["gotest"]).name != "go"
+
+
+def test_a_module_is_detected_by_its_go_mod(tmp_path: Path) -> None:
+    assert GO.detect(tmp_path) is None
+    (tmp_path / "go.mod").write_text("module example.com/calc\n\ngo 1.19\n")
+    detected = GO.detect(tmp_path)
+    assert detected is not None
+    assert detected.command == ("go", "test", "./...")
+
+
+@pytest.mark.parametrize(
+    ("path", "protected"),
+    [
+        ("calc_test.go", True),
+        ("internal/x/x_test.go", True),
+        ("go.mod", True),
+        ("sub/go.sum", True),
+        ("go.work", True),
+        ("testdata/golden.txt", True),
+        ("pkg/testdata/in/a.json", True),
+        ("calc.go", False),
+        ("testing.go", False),
+        ("testdata.go", False),
+    ],
+)
+def test_test_files_test_data_and_module_files_are_protected(path: str, protected: bool) -> None:
+    assert GO.protected(path.encode()) is protected
+
+
+def test_the_module_files_are_recorded_as_configuration() -> None:
+    assert GO.configuration(b"go.mod")
+    assert GO.configuration(b"a/go.sum")
+    assert not GO.configuration(b"calc_test.go")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["go", "test", "-modfile=other.mod", "./..."],
+        ["go", "test", "-mod=vendor", "./..."],
+        ["go", "test", "-overlay", "o.json", "./..."],
+        ["go", "test", "-c", "./..."],
+        ["go", "test", "-exec", "./fake", "./..."],
+    ],
+)
+def test_flags_that_choose_other_inputs_or_run_nothing_are_refused(command: list[str]) -> None:
+    with pytest.raises(UsageError, match="remove -"):
+        GO.check(command, None)
+
+
+def test_flags_after_args_are_the_test_binarys_and_a_junit_report_is_refused() -> None:
+    GO.check(["go", "test", "./...", "-args", "-c"], None)
+    with pytest.raises(UsageError, match="-json"):
+        GO.check(["go", "test", "./..."], "report.xml")
+
+
+@needs_go
+def test_the_operators_go_runs_from_its_real_goroot_offline(tmp_path: Path) -> None:
+    toolchain = GO.toolchain(["go", "test", "./..."], None, tmp_path)
+    assert toolchain.program is not None
+    assert toolchain.program.endswith("/bin/go")
+    goroot = toolchain.env["GOROOT"]
+    assert Path(goroot, "bin", "go").is_file()
+    assert not Path(goroot).is_symlink()
+    assert toolchain.env["GOTOOLCHAIN"] == "local"
+    assert toolchain.env["GOFLAGS"] == "-mod=mod"
+    assert toolchain.env["GOWORK"] == "off"
+    deps = {"gomodcache": "/run/claim/deps/gomodcache", "gocache": "/run/claim/deps/gocache"}
+    context = RunContext(toolchain, None, {}, deps,
+                         "/run/claim/work", "/run/claim/work", "/run/claim/report")  # fmt: skip
+    invocation = GO.invocation(["go", "test", "-json", "-count=1", "./..."], context)
+    # The run's build cache starts as a copy of the operator's seed, then go test runs.
+    assert invocation.argv[:2] == ("/bin/sh", "-c")
+    assert invocation.argv[3:] == (
+        "/run/claim/deps/gocache", toolchain.program, "test", "-json", "-count=1", "./...",
+    )  # fmt: skip
+    assert invocation.source is ReportSource.STDOUT
+    assert invocation.env == {
+        "GOPROXY": "off", "GOSUMDB": "off", "GOMODCACHE": "/run/claim/deps/gomodcache",
+    }  # fmt: skip
+
+
+def test_a_go_program_in_the_workspace_is_refused_before_it_runs(tmp_path: Path) -> None:
+    fake = tmp_path / "bin" / "go"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\ntouch ran\n")
+    fake.chmod(0o755)
+    with pytest.raises(UsageError, match="inside the workspace"):
+        GO.toolchain(["go", "test", "./..."], str(tmp_path / "bin"), tmp_path)
+    assert not (tmp_path / "ran").exists()
+
+
+def test_modules_are_downloaded_from_go_mod_and_go_sum_into_the_cache(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GOPROXY", "https://goproxy.example.invalid")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example.invalid:3128")
+    spec = GO.dependencies(["go", "test", "./..."])
+    # The operator's module and proxy settings reach the install, never the tests.
+    assert spec.install_env["GOPROXY"] == "https://goproxy.example.invalid"
+    assert spec.install_env["HTTPS_PROXY"] == "http://proxy.example.invalid:3128"
+    assert spec.lockfiles == ("go.mod", "go.sum")
+    assert spec.optional == ("go.sum",)  # a module with no requirement has none
+    assert "go mod download" in spec.install[-1]
+    assert spec.install_env["GOMODCACHE"] == "{entry}/gomodcache"
+    assert spec.install_env["GOCACHE"] == "{entry}/gocache"  # the standard library, built once
+    assert set(spec.mounts) == {"gomodcache", "gocache"}
+
+
+# --- go test -json ------------------------------------------------------------------------------
+
+
+def test_each_test_and_subtest_is_counted_by_package_and_name() -> None:
+    results = read_events(report("go-mixed.jsonl"))
+    assert results.none_because == ""
+    assert results.counts["tests"] == {
+        "example.com/calc::TestAdd": "failed",
+        "example.com/calc::TestTable": "failed",
+        "example.com/calc::TestTable/zero": "failed",
+        "example.com/calc::TestTable/same": "passed",
+        "example.com/calc::TestSkip": "skipped",
+        "example.com/calc/ok::TestFine": "passed",
+        "example.com/calc/broken::[build failed]": "error",
+        "example.com/calc/panics::TestNil": "failed",
+    }
+    assert {k: results.counts[k] for k in ("passed", "failed", "errors", "skipped")} == {
+        "passed": 2, "failed": 4, "errors": 1, "skipped": 1,
+    }  # fmt: skip
+
+
+def test_a_failures_message_is_what_the_test_said_without_go_tests_framing() -> None:
+    messages = {f["test"]: f["message"] for f in read_events(report("go-mixed.jsonl")).failures}
+    assert messages["example.com/calc::TestAdd"] == "calc_test.go:7: Add(2, 3) = -1, want 5"
+    # A parent with nothing of its own says what its failed subtest said.
+    assert messages["example.com/calc::TestTable"] == "calc_test.go:18: Add(0, 4) = -4, want 4"
+    assert messages["example.com/calc/panics::TestNil"].startswith("panic: assignment to entry")
+    assert messages["example.com/calc/broken::[build failed]"] == "the package did not build"
+
+
+def test_a_passing_run_counts_every_test() -> None:
+    results = read_events(report("go-passing.jsonl"))
+    assert (results.counts["passed"], results.counts["failed"], results.counts["skipped"]) == (
+        5, 0, 1,
+    )  # fmt: skip
+    assert results.failures == []
+
+
+def test_a_test_binary_that_exits_0_mid_test_counts_nothing() -> None:
+    """syscall.Exit(0) from the code under test, after printing a PASS line: Go 1.19's
+    test2json even files a pass for the test, but no event ends the package."""
+    results = read_events(report("go-exited.jsonl"))
+    assert results.counts == {}
+    assert "did not finish package example.com/calc" in results.none_because
+
+
+def test_a_test_binary_that_exits_0_before_its_tests_counts_nothing() -> None:
+    """os.Exit(0) in an init function of the code under test: go test says ok, with no test."""
+    results = read_events(report("go-init-exited.jsonl"))
+    assert results.counts == {}
+    assert "example.com/ie passed without its test binary saying PASS" in results.none_because
+
+
+@pytest.mark.parametrize("cut", [1, 5, -1])
+def test_a_stream_cut_short_counts_nothing(cut: int) -> None:
+    lines = report("go-passing.jsonl").splitlines(keepends=True)
+    results = read_events(b"".join(lines[:cut]))
+    assert results.counts == {}
+    assert "did not finish package" in results.none_because
+
+
+def test_an_event_after_its_packages_end_counts_nothing() -> None:
+    late = json.dumps({"Action": "pass", "Package": "example.com/calc", "Test": "TestLate"})
+    results = read_events(report("go-passing.jsonl") + late.encode() + b"\n")
+    assert results.counts == {}
+    assert "follows the end of package example.com/calc" in results.none_because
+
+
+def test_nothing_reported_counts_nothing() -> None:
+    assert read_events(b"").none_because == "go test -json reported no package"
+    assert read_events(b"{not json\n").counts == {}
+
+
+def test_a_build_failure_reported_as_events_names_the_compilers_first_line() -> None:
+    """Go 1.24 and later report a build as events of its own (cmd/test2json's documentation):
+    written by hand in that shape, as no such Go is installed here."""
+    events = [
+        {"ImportPath": "example.com/calc [example.com/calc.test]", "Action": "build-output",
+         "Output": "# example.com/calc [example.com/calc.test]\n"},
+        {"ImportPath": "example.com/calc [example.com/calc.test]", "Action": "build-output",
+         "Output": "./calc.go:4:32: undefined: c\n"},
+        {"ImportPath": "example.com/calc [example.com/calc.test]", "Action": "build-fail"},
+        {"Action": "start", "Package": "example.com/calc"},
+        {"Action": "output", "Package": "example.com/calc",
+         "Output": "FAIL\texample.com/calc [build failed]\n"},
+        {"Action": "fail", "Package": "example.com/calc", "Elapsed": 0,
+         "FailedBuild": "example.com/calc [example.com/calc.test]"},
+    ]  # fmt: skip
+    results = read_events(b"".join(json.dumps(e).encode() + b"\n" for e in events))
+    assert results.counts["tests"] == {"example.com/calc::[build failed]": "error"}
+    assert results.failures[0]["message"] == "./calc.go:4:32: undefined: c"
+
+
+def test_a_package_that_failed_without_a_failed_test_is_one_error() -> None:
+    events = [
+        {"Action": "run", "Package": "example.com/m", "Test": "TestA"},
+        {"Action": "pass", "Package": "example.com/m", "Test": "TestA"},
+        {"Action": "output", "Package": "example.com/m", "Output": "panic: in TestMain\n"},
+        {"Action": "fail", "Package": "example.com/m"},
+    ]
+    results = read_events(b"".join(json.dumps(e).encode() + b"\n" for e in events))
+    assert results.counts["tests"] == {
+        "example.com/m::TestA": "passed",
+        "example.com/m::[package failed]": "error",
+    }
+    assert results.failures[0]["message"] == "panic: in TestMain"
+
+
+# --- a real run through claim observe test-run ---------------------------------------------------
+
+
+@needs_go
+def test_claim_observe_test_run_counts_a_real_go_test_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = go_project(tmp_path / "repo")
+    write_files(repo, {"calc.go": CALC_WRONG})
+    claim = tmp_path / "claim.json"
+    assert run(["new", str(claim), "--task-id", "t-1", "--outcome", "fixed Add"]) == 0
+    assert run(["capture-git", str(claim), "--repo", str(repo)]) == 0
+    required = ["--require-test", "example.com/calc::TestTrue"]
+    assert run(["observe", "test-run", str(claim), "--cwd", str(repo), *required,
+                "--", "go", "test", "./..."]) == 0  # fmt: skip
+    [item] = json.loads(claim.read_text())["evidence"]
+    # TestAdd, TestAddZero and its second subtest (Add(0, 4)): a parent fails with its subtest.
+    assert item["observed_value"]["failed"] == 3
+    assert item["observed_value"]["tests"]["example.com/calc::TestTrue"] == "passed"
+    assert item["details"]["failures"][0] == {
+        "test": "example.com/calc::TestAdd", "outcome": "failed",
+        "message": "calc_test.go:7: Add(2, 3) = 6, want 5",
+    }  # fmt: skip
+    assert item["details"]["sandbox"].startswith("bubblewrap")

@@ -1,0 +1,255 @@
+"""``claim observe test-run`` with real Node runs in the sandbox: jest and mocha from the
+trusted lockfile, node --test, and the attacks on them (docs/threat-model.md, 80-84).
+
+The dependency cache is the machine's shared one for tests (tests/fixtures/node_projects.py):
+each package set is downloaded once, then mounted read-only into every run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from completion_claim.cli import run
+from tests.fixtures.node_projects import PROJECTS, node_project, shared_dependency_cache
+from tests.fixtures.projects import git, head_commit, write_files
+
+POLICY = {"id": "p", "requires": ["test_run"], "max_age_s": 300, "min_tests": 2}
+
+
+@pytest.fixture(autouse=True)
+def _shared_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The observer's default cache (under the state folder) is the shared one."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    shared_dependency_cache(state / "completion-claim" / "runs")
+
+
+def observed(
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+    *command: str,
+    trusted: bool = True,
+    options: tuple[str, ...] = (),
+) -> tuple[int, dict[str, Any], dict[str, Any]]:
+    """Capture the work tree into a new claim, observe ``command`` on it, verify it: the
+    verifier's exit code, the evidence item, and the verdict."""
+    claim = repo.parent / "claim.json"
+    claim.unlink(missing_ok=True)
+    assert run(["new", str(claim), "--task-id", "t", "--outcome", "fixed add()"]) == 0
+    assert run(["capture-git", str(claim), "--repo", str(repo)]) == 0
+    base = ("--trusted-ref", head_commit(repo)) if trusted else ()
+    code = run(["observe", "test-run", str(claim), "--cwd", str(repo), *base, *options, "--",
+                *command])  # fmt: skip
+    assert code == 0, capsys.readouterr()
+    (item,) = json.loads(claim.read_text())["evidence"]
+    policy = repo.parent / "policy.json"
+    policy.write_text(json.dumps(POLICY))
+    capsys.readouterr()
+    verified = run(["verify", str(claim), "--json", "--policy", str(policy)])
+    return verified, item, json.loads(capsys.readouterr().out)
+
+
+def fixed(repo: Path, runner: str, *, right: bool = True) -> None:
+    code, correct, _, _, _ = PROJECTS[runner]
+    write_files(repo, {code: correct if right else correct.replace("a + b", "a * b")})
+
+
+@pytest.mark.parametrize(
+    ("runner", "failing"),
+    [
+        ("jest", "test/calc.test.js::calc > adds"),
+        ("mocha", "test/calc.test.js::calc > adds"),
+        ("node-test", "test::add"),
+    ],
+)
+def test_a_wrong_fix_is_refuted_and_the_honest_one_verified(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], runner: str, failing: str
+) -> None:
+    repo = node_project(tmp_path / "repo", runner)
+    command = {"jest": ("jest",), "mocha": ("npx", "mocha"), "node-test": ("node", "--test")}
+
+    fixed(repo, runner, right=False)
+    wrong, item, _ = observed(repo, capsys, *command[runner])
+    fixed(repo, runner)
+    honest, good, _ = observed(repo, capsys, *command[runner])
+
+    assert wrong == 2
+    assert item["observed_value"]["tests"][failing] == "failed"
+    assert item["details"]["failures"][0]["test"] == failing
+    assert item["details"]["runner"] == runner
+    assert honest == 0
+    assert (good["observed_value"]["passed"], good["observed_value"]["failed"]) == (2, 0)
+    assert good["details"]["program"].endswith("/node")
+
+
+def test_the_dependency_cache_is_keyed_by_the_lockfile_and_read_only_in_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = node_project(tmp_path / "repo", "mocha")
+    writes = (
+        'const fs = require("node:fs");\n'
+        'it("writes into node_modules", () => {\n'
+        '  fs.writeFileSync("node_modules/mocha/planted.js", "x");\n});\n'
+    )
+    fixed(repo, "mocha")
+    write_files(repo, {"test/writes.test.js": writes})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a test that writes")
+    fixed(repo, "mocha", right=False)
+
+    _, item, _ = observed(repo, capsys, "mocha")
+
+    key = item["details"]["dependencies"]["key"]
+    assert item["observed_value"]["tests"]["test/writes.test.js::writes into node_modules"] == (
+        "failed"
+    )
+    (failure,) = [f for f in item["details"]["failures"] if "writes" in f["test"]]
+    assert "read-only file system" in failure["message"]
+    assert set(item["details"]["dependencies"]["lockfiles"]) == {"package.json",
+                                                                 "package-lock.json"}  # fmt: skip
+    assert len(key) == 64
+
+
+# --- attacks ----------------------------------------------------------------------------------
+
+
+def test_attack_80_a_runner_planted_in_node_modules_is_never_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The agent commits node_modules/.bin/mocha and node_modules/mocha/bin/mocha.js that write
+    a passing report and exit 0, and points package-lock.json at nothing: the run uses the
+    trusted lockfile's mocha, installed by the observer, mounted over node_modules."""
+    repo = node_project(tmp_path / "repo", "mocha")
+    fake = (
+        "#!/usr/bin/env node\n"
+        'const out = process.argv.find((a) => a.startsWith("output="));\n'
+        'if (out) require("fs").writeFileSync(out.slice(7), \'<testsuite><testcase '
+        'classname="calc" name="adds"/><testcase classname="calc" name="adds zero"/>'
+        "</testsuite>');\n"
+        "process.exit(0);\n"
+    )
+    fixed(repo, "mocha", right=False)
+    write_files(repo, {
+        ".gitignore": "", "node_modules/.bin/mocha": fake, "node_modules/mocha/bin/mocha.js": fake,
+        "package-lock.json": '{"lockfileVersion": 3, "packages": {}}',
+    })  # fmt: skip
+
+    for command in (("mocha",), ("npx", "mocha"), ("node_modules/.bin/mocha",)):
+        code, item, _ = observed(repo, capsys, *command)
+        assert code == 2
+        assert item["observed_value"]["failed"] == 2
+        assert "node_modules/mocha/bin/mocha.js" in item["details"]["protected_restored"]["removed"]
+        assert item["details"]["protected_restored"]["restored"] == ["package-lock.json"]
+    # Without a trusted ref the planted files are changed protected paths: not verified (the
+    # agent's lockfile would be installed, so it is left as it was here).
+    git(repo, "checkout", "package-lock.json")
+    fixed(repo, "mocha")
+    code, item, _ = observed(repo, capsys, "mocha", trusted=False)
+    assert code == 1
+    assert "node_modules/.bin/mocha" in item["details"]["test_config_changed"]
+
+
+def test_attack_81_a_test_file_ending_before_its_tests_is_never_a_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """node --test reports a test file whose process exits 0 before declaring a test as one
+    passing test named by its path: calc.js calls process.exit(0) when loaded."""
+    repo = node_project(tmp_path / "repo", "node-test")
+    write_files(repo, {"calc.js": "process.exit(0);\n" + PROJECTS["node-test"][2]})
+
+    code, item, result = observed(repo, capsys, "node", "--test")
+
+    assert item["observed_value"]["exit_code"] == 0  # node itself calls it a pass
+    assert item["observed_value"]["tests"] == {"test::test/calc.test.js": "skipped"}
+    assert item["observed_value"]["passed"] == 0
+    assert code == 1  # no test executed: min_tests
+    assert "no test executed" in json.dumps(result)
+
+
+def test_attack_82_a_package_script_is_never_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``"test": "exit 0"`` in package.json: ``npm test`` is refused, and the runner's own
+    command never reads the scripts (package.json is restored from the trusted ref too)."""
+    repo = node_project(tmp_path / "repo", "node-test")
+    claim = tmp_path / "claim.json"
+    assert run(["new", str(claim), "--task-id", "t", "--outcome", "o"]) == 0
+    write_files(repo, {"package.json": json.dumps({"scripts": {"test": "exit 0"}})})
+    capsys.readouterr()
+
+    refused = run(["observe", "test-run", str(claim), "--cwd", str(repo), "--", "npm", "test"])
+    said = capsys.readouterr().err
+    code, item, _ = observed(repo, capsys, "node", "--test")
+
+    assert refused != 0
+    assert "a package.json script is the agent's to edit, and is never run" in said
+    assert code == 2
+    assert item["details"]["protected_restored"]["restored"] == ["package.json"]
+
+
+def test_attack_83_a_runner_configuration_that_finds_no_test_is_restored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """jest.config.js whose testRegex matches nothing with passWithNoTests, and a vitest
+    config that passes with no test and reports to a file it writes: restored from the trusted
+    ref, or a changed protected path without one."""
+    repo = node_project(tmp_path / "repo", "jest")
+    fixed(repo, "jest", right=False)
+    write_files(repo, {"jest.config.js": (
+        'module.exports = { testRegex: "matches-nothing", passWithNoTests: true };\n'
+    )})  # fmt: skip
+
+    code, item, _ = observed(repo, capsys, "jest")
+    untrusted, unchanged, _ = observed(repo, capsys, "jest", trusted=False)
+
+    assert code == 2
+    assert item["details"]["protected_restored"]["removed"] == ["jest.config.js"]
+    assert untrusted == 1
+    assert unchanged["observed_value"]["tests"] == {}
+    assert unchanged["details"]["test_config_changed"] == ["jest.config.js"]
+
+
+def test_attack_84_a_mocharc_requiring_a_patch_is_restored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """.mocharc.yml --requires a file that makes every assertion pass."""
+    repo = node_project(tmp_path / "repo", "mocha")
+    fixed(repo, "mocha", right=False)
+    write_files(repo, {
+        ".mocharc.yml": "require: ./quiet.js\n",
+        "quiet.js": 'const assert = require("node:assert");\nassert.strictEqual = () => {};\n',
+    })  # fmt: skip
+
+    code, item, _ = observed(repo, capsys, "mocha")
+    untrusted, patched, _ = observed(repo, capsys, "mocha", trusted=False)
+
+    assert code == 2
+    assert item["details"]["protected_restored"]["removed"] == [".mocharc.yml"]
+    assert patched["observed_value"]["failed"] == 0  # the patch worked on the agent's config
+    assert untrusted == 1
+    assert patched["details"]["test_config_changed"] == [".mocharc.yml"]
+
+
+def test_a_node_installed_under_a_closed_home_folder_runs_as_the_sandbox_user(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """nvm's layout, under a home folder only its owner may enter: the install's folder is
+    mounted read-only at its own path, its parents passable."""
+    home = tmp_path / "home"
+    install = home / ".nvm" / "versions" / "node" / "v20"
+    (install / "bin").mkdir(parents=True)
+    os.link(os.path.realpath(shutil.which("node") or "node"), install / "bin" / "node")
+    home.chmod(0o700)
+    repo = node_project(tmp_path / "repo", "node-test")
+    fixed(repo, "node-test")
+
+    code, item, _ = observed(repo, capsys, "node", "--test", options=("--toolchain", str(install)))
+
+    assert code == 0
+    assert item["details"]["program"] == str(install / "bin" / "node")
+    assert item["details"]["argv"][0] == str(install / "bin" / "node")

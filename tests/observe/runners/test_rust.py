@@ -1,0 +1,278 @@
+"""The Rust runner: what it recognises, detects and protects, how it runs cargo test, and what it
+reads from libtest's JSON events (reports captured from real runs, see reports/README.md)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from completion_claim.cli import run
+from completion_claim.errors import UsageError
+from completion_claim.observe.runners import runner_for
+from completion_claim.observe.runners.base import ReportSource, RunContext
+from completion_claim.observe.runners.rust import BINARY_EVENT, CargoTest, read_events
+from tests.fixtures.projects import write_files
+from tests.gate.test_rust_gate import CARGO_LOCK, LIB_WRONG, rust_project
+
+REPORTS = Path(__file__).parent / "reports"
+CARGO = CargoTest()
+needs_cargo = pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed")
+
+
+def report(name: str) -> bytes:
+    return (REPORTS / name).read_bytes()
+
+
+def test_cargo_test_is_recognised_and_cargo_build_is_not() -> None:
+    assert runner_for(["cargo", "test"]).name == "cargo"
+    assert runner_for(["/opt/rust/bin/cargo", "test", "--workspace"]).name == "cargo"
+    assert runner_for(["cargo", "+nightly", "test"]).name == "cargo"
+    assert runner_for(["cargo", "build"]).name != "cargo"
+
+
+def test_a_package_is_detected_by_its_cargo_toml(tmp_path: Path) -> None:
+    assert CARGO.detect(tmp_path) is None
+    (tmp_path / "Cargo.toml").write_text('[package]\nname = "calc"\n')
+    detected = CARGO.detect(tmp_path)
+    assert detected is not None
+    assert detected.command == ("cargo", "test")
+
+
+@pytest.mark.parametrize(
+    ("path", "protected"),
+    [
+        ("tests/arith.rs", True),
+        ("tests/common/mod.rs", True),
+        ("crates/calc/tests/arith.rs", True),
+        ("Cargo.toml", True),
+        ("crates/calc/Cargo.toml", True),
+        ("Cargo.lock", True),
+        ("build.rs", True),
+        ("crates/calc/build.rs", True),
+        (".cargo/config.toml", True),
+        (".cargo/config", True),
+        ("rust-toolchain.toml", True),
+        ("rust-toolchain", True),
+        ("src/lib.rs", False),  # unit tests share it with the code: see docs/threat-model.md
+        ("src/tests.rs", False),
+        ("tests/README.md", False),
+    ],
+)
+def test_integration_tests_build_scripts_and_cargo_files_are_protected(
+    path: str, protected: bool
+) -> None:
+    assert CARGO.protected(path.encode()) is protected
+
+
+@pytest.mark.parametrize(
+    ("command", "flag"),
+    [
+        (["cargo", "+nightly", "test"], "+nightly"),
+        (["cargo", "test", "--no-run"], "--no-run"),
+        (["cargo", "test", "--config", "x=1"], "--config"),
+        (["cargo", "test", "--message-format=json"], "--message-format"),
+        (["cargo", "test", "--", "--format", "pretty"], "--format"),
+        (["cargo", "test", "--", "-Zunstable-options"], "-Z"),
+        (["cargo", "test", "--", "--nocapture"], "--nocapture"),
+        (["cargo", "test", "--", "--logfile", "x"], "--logfile"),
+    ],
+)
+def test_options_that_change_the_report_or_run_nothing_are_refused(
+    command: list[str], flag: str
+) -> None:
+    with pytest.raises(UsageError, match=f"remove {re.escape(flag)} "):
+        CARGO.check(command, None)
+
+
+def test_other_options_are_kept_and_a_junit_report_is_refused() -> None:
+    CARGO.check(["cargo", "test", "--workspace", "--", "--include-ignored"], None)
+    with pytest.raises(UsageError, match="libtest"):
+        CARGO.check(["cargo", "test"], "report.xml")
+
+
+@needs_cargo
+def test_the_toolchain_is_the_real_sysroot_and_never_the_cargo_home(tmp_path: Path) -> None:
+    toolchain = CARGO.toolchain(["cargo", "test"], None, tmp_path)
+    assert toolchain.program is not None
+    sysroot = os.path.dirname(os.path.dirname(toolchain.program))
+    assert os.path.basename(os.path.realpath(toolchain.program)) == "cargo"  # not rustup's proxy
+    assert Path(sysroot, "bin", "rustc").is_file()
+    assert toolchain.readable in ((), (sysroot,))
+    assert not any(".cargo" in folder.split("/") for folder in toolchain.readable)
+    assert toolchain.env["CARGO_HOME"].startswith("/tmp/")
+    assert toolchain.env["CARGO_TARGET_DIR"].startswith("/tmp/")
+    # A stable compiler stays stable for the code; only libtest sees the variable as set.
+    assert toolchain.env.get("RUSTC_BOOTSTRAP") in ("-1", None)
+
+
+@needs_cargo
+def test_the_run_asks_for_json_events_through_the_observers_runner(tmp_path: Path) -> None:
+    toolchain = CARGO.toolchain(["cargo", "test"], None, tmp_path)
+    context = RunContext(toolchain, None, {}, {"vendor": "/run/claim/deps/vendor"},
+                         "/run/claim/work", "/run/claim/work", "/run/claim/report")  # fmt: skip
+    invocation = CARGO.invocation(["cargo", "test", "--lib", "--", "adds"], context)
+    argv = list(invocation.argv)
+    assert argv[:4] == [toolchain.program, "test", "--offline", "--no-fail-fast"]
+    assert 'source.claim-vendor.directory="/run/claim/deps/vendor"' in argv
+    assert any(a.startswith('target."cfg(all())".runner=') for a in argv)
+    assert argv[-7:] == ["--lib", "--", "-Z", "unstable-options", "--format", "json", "adds"]
+    assert invocation.source is ReportSource.STDOUT
+
+
+def test_a_toolchain_folder_in_the_workspace_is_refused_before_it_runs(tmp_path: Path) -> None:
+    for program in ("cargo", "rustc"):
+        fake = tmp_path / "bin" / program
+        fake.parent.mkdir(exist_ok=True)
+        fake.write_text("#!/bin/sh\ntouch ran\n")
+        fake.chmod(0o755)
+    with pytest.raises(UsageError, match="inside the workspace"):
+        CARGO.toolchain(["cargo", "test"], str(tmp_path), tmp_path)
+    assert not (tmp_path / "ran").exists()
+
+
+def test_crates_are_installed_from_the_lockfile_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("https_proxy", "http://proxy.example.invalid:3128")
+    spec = CARGO.dependencies(["cargo", "test"])
+    assert spec.install_env["https_proxy"] == "http://proxy.example.invalid:3128"
+    assert spec.install_env["CRATES_DOWNLOAD"].endswith("/{crate}/{crate}-{version}.crate")
+    assert spec.lockfiles == ("Cargo.lock",)
+    assert spec.optional == ("Cargo.lock",)  # a crate without dependencies may have none
+    assert spec.mounts == {"vendor": None}
+
+
+# --- libtest's events ---------------------------------------------------------------------------
+
+
+def test_each_test_is_named_by_the_target_it_was_built_from() -> None:
+    results = read_events(report("cargo-mixed.jsonl"))
+    assert results.none_because == ""
+    assert results.counts["tests"] == {
+        "calc::tests::adds": "failed",
+        "calc::tests::zero": "failed",
+        "calc::tests::ignored": "skipped",
+        "arith::adds_big": "failed",
+        "arith::says_why": "failed",
+        "doctest::src/lib.rs - add (line 3)": "failed",
+    }
+    assert (results.counts["passed"], results.counts["failed"], results.counts["skipped"]) == (
+        0, 5, 1,
+    )  # fmt: skip
+
+
+def test_a_failures_message_is_its_panic_in_one_line() -> None:
+    messages = {f["test"]: f["message"] for f in read_events(report("cargo-mixed.jsonl")).failures}
+    assert messages["calc::tests::adds"] == (
+        "src/lib.rs:15:9: assertion `left == right` failed; left: -1; right: 5"
+    )
+    assert messages["arith::says_why"] == "tests/arith.rs:10:9: add(1, 1) = 0, want 2"
+
+
+def test_a_panic_as_rust_before_1_73_printed_it_is_one_line_too() -> None:
+    """Debian's rustc 1.63 put the message first, quoted (its libtest's event, as printed)."""
+    stdout = (
+        "thread 'tests::adds' panicked at 'assertion failed: `(left == right)`\n"
+        "  left: `-1`,\n right: `5`', src/lib.rs:15:9\n"
+        "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n"
+    )
+    events = [
+        {"type": BINARY_EVENT, "path": "/tmp/target/debug/deps/calc-0123456789abcdef"},
+        {"type": "suite", "event": "started", "test_count": 1},
+        {"type": "test", "event": "started", "name": "tests::adds"},
+        {"type": "test", "name": "tests::adds", "event": "failed", "stdout": stdout},
+        {"type": "suite", "event": "failed", "passed": 0, "failed": 1, "ignored": 0},
+    ]
+    results = read_events(b"".join(json.dumps(e).encode() + b"\n" for e in events))
+    assert results.failures[0]["message"] == (
+        "src/lib.rs:15:9: assertion failed: `(left == right)`; left: `-1`,; right: `5`"
+    )
+
+
+def test_a_passing_run_counts_every_binarys_tests() -> None:
+    results = read_events(report("cargo-passing.jsonl"))
+    assert (results.counts["passed"], results.counts["failed"]) == (6, 0)
+
+
+def test_a_test_binary_that_exits_mid_suite_counts_nothing() -> None:
+    """std::process::exit(0) from the code under test: cargo itself exits 0."""
+    results = read_events(report("cargo-exited.jsonl"))
+    assert results.counts == {}
+    assert results.none_because.startswith("the suite of calc never ended")
+
+
+def test_a_test_binary_that_starts_no_suite_counts_nothing() -> None:
+    """A binary that exits before libtest runs, or a harness = false target printing its own."""
+    passing = report("cargo-passing.jsonl")
+    silent = json.dumps({"type": BINARY_EVENT, "path": "/tmp/target/debug/deps/x-0123456789abcdef"})
+    for stream in (silent.encode() + b"\n" + passing, passing + silent.encode() + b"\nall fine\n"):
+        results = read_events(stream)
+        assert results.counts == {}
+        assert results.none_because.startswith("the test binary x reported no suite")
+
+
+@pytest.mark.parametrize("cut", [2, 8, -2])
+def test_a_stream_cut_short_counts_nothing(cut: int) -> None:
+    lines = report("cargo-passing.jsonl").splitlines(keepends=True)
+    results = read_events(b"".join(lines[:cut]))
+    assert results.counts == {}
+    assert "never ended" in results.none_because
+
+
+def test_a_suite_whose_counts_disagree_with_its_tests_counts_nothing() -> None:
+    """A failed test's event lost (or a forged pass added): the suite's own totals disagree."""
+    lines = [
+        line for line in report("cargo-mixed.jsonl").splitlines(keepends=True)
+        if b'"name": "tests::adds", "event": "failed"' not in line
+    ]  # fmt: skip
+    results = read_events(b"".join(lines))
+    assert results.counts == {}
+    assert "disagree with its tests" in results.none_because
+
+
+def test_a_suite_from_a_binary_the_observer_did_not_start_counts_nothing() -> None:
+    """Another runner of the operator's .cargo/config.toml wins over the observer's: its
+    binaries are not named."""
+    lines = [
+        line for line in report("cargo-passing.jsonl").splitlines(keepends=True)
+        if BINARY_EVENT.encode() not in line
+    ]  # fmt: skip
+    results = read_events(b"".join(lines))
+    assert results.counts == {}
+    assert "a test binary the observer did not start" in results.none_because
+
+
+def test_no_suite_counts_nothing_and_stray_lines_are_not_events() -> None:
+    assert "ran no test binary" in read_events(b"").none_because
+    stray = b"hello from a harness = false test\n{not json\n"
+    assert read_events(stray + report("cargo-passing.jsonl")).counts["passed"] == 6
+    event = json.dumps({"type": "test", "event": "ok", "name": "x"}).encode()
+    assert "outside any suite" in read_events(event + b"\n").none_because
+
+
+# --- a real run through claim observe test-run ---------------------------------------------------
+
+
+@needs_cargo
+def test_claim_observe_test_run_counts_a_real_cargo_test_run(tmp_path: Path) -> None:
+    repo = rust_project(tmp_path / "repo")
+    write_files(repo, {"src/lib.rs": LIB_WRONG})
+    claim = tmp_path / "claim.json"
+    assert run(["new", str(claim), "--task-id", "t-1", "--outcome", "fixed add"]) == 0
+    assert run(["capture-git", str(claim), "--repo", str(repo)]) == 0
+    assert run(["observe", "test-run", str(claim), "--cwd", str(repo),
+                "--require-test", "arith::adds", "--", "cargo", "test"]) == 0  # fmt: skip
+    [item] = json.loads(claim.read_text())["evidence"]
+    assert item["observed_value"]["tests"] == {
+        "calc::tests::adds_zero": "failed", "arith::adds": "failed",
+    }  # fmt: skip
+    assert item["details"]["failures"][1]["message"] == (
+        "tests/arith.rs:3:5: assertion `left == right` failed; left: 6; right: 5"
+    )
+    assert item["details"]["dependencies"]["lockfiles"] == {
+        "Cargo.lock": "sha256:" + hashlib.sha256(CARGO_LOCK.encode()).hexdigest()
+    }
