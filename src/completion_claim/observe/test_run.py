@@ -333,10 +333,18 @@ def _dependencies(
         return {}
     require_protected(runner, spec, cwd)
     run_dir = Path(os.fsdecode(tree.root))
-    lockfiles = read_lockfiles(run_dir / cwd, spec) if tree.layer is None else {
-        name: tree.read(os.path.normpath(os.path.join(cwd, name)).encode())
-        for name in spec.lockfiles
-    }  # fmt: skip
+    if tree.layer is None:
+        lockfiles = read_lockfiles(run_dir / cwd, spec)
+    else:
+        # The run's view is an overlay no one mounted here: its lockfiles, as the run is given
+        # them (restored ones from its layer), are read through a folder of their own.
+        with tempfile.TemporaryDirectory(prefix="claim-lockfiles-") as folder:
+            for name in spec.lockfiles:
+                rel = os.path.normpath(os.path.join(cwd, name)).encode()
+                if rel in tree.files:
+                    (Path(folder) / name).parent.mkdir(parents=True, exist_ok=True)
+                    (Path(folder) / name).write_bytes(tree.read(rel))
+            lockfiles = read_lockfiles(Path(folder), spec)
     cache = request.dependency_cache or default_runs_dir(os.environ) / "dependencies"
     deadline.check("installing the dependencies")
     installed = install(cache, runner, spec, lockfiles, toolchain, sandbox, deadline.remaining())
