@@ -33,15 +33,23 @@ browser:
 	  fi; }
 
 # The toolchains the runner tests use, from Debian: Go, Rust (when no rustup toolchain is on
-# PATH), Java's JUnit 5 console launcher (Maven Central is not reachable here; it writes the
-# report format Surefire and Gradle write). Node comes with the machine; npm packages come from
-# the registry through the observer's dependency cache.
+# PATH), Java: Maven with the Surefire, compiler and resources plugins, Gradle, JUnit 4 and 5
+# (Maven Central and Gradle's distributions are not reachable here: Debian's packages fill
+# /usr/share/maven-repo, which the Java tests build from offline). Node comes with the machine;
+# npm packages come from the registry through the observer's dependency cache.
 toolchains:
 	@missing=""; \
 	command -v go >/dev/null || missing="$$missing golang-go"; \
 	command -v cargo >/dev/null || missing="$$missing cargo"; \
 	command -v java >/dev/null || missing="$$missing default-jdk-headless"; \
 	test -f /usr/share/java/junit-platform-console-standalone.jar || missing="$$missing junit5"; \
+	command -v mvn >/dev/null || missing="$$missing maven"; \
+	command -v gradle >/dev/null || missing="$$missing gradle"; \
+	plugins=/usr/share/maven-repo/org/apache/maven/plugins; \
+	test -d $$plugins/maven-surefire-plugin || missing="$$missing libsurefire-java"; \
+	test -d $$plugins/maven-compiler-plugin || missing="$$missing libmaven-compiler-plugin-java"; \
+	test -d $$plugins/maven-resources-plugin || missing="$$missing libmaven-resources-plugin-java"; \
+	test -d /usr/share/maven-repo/junit/junit || missing="$$missing junit4"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    apt-get update -q && apt-get install -y -q $$missing; \

@@ -20,6 +20,7 @@ import contextlib
 import fnmatch
 import hashlib
 import os
+import shutil
 import stat
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -159,6 +160,20 @@ class RunTree:
             self._make_parents(rel)
             os.mknod(path, stat.S_IFCHR | 0o600, os.makedev(0, 0))
 
+    def remove_folder(self, rel: bytes) -> None:
+        """Whatever is at ``rel`` for this run (a folder, a file or a link), with what is below
+        it; the files it held are removed from ``files`` by the caller. Under an overlay the
+        mirror keeps it, hidden by a whiteout in the layer."""
+        for folder in (self.root,) if self.layer is None else (self.layer,):
+            path = os.path.join(folder, rel)
+            if os.path.islink(path) or os.path.isfile(path) or _is_special(path):
+                os.unlink(path)
+            elif os.path.isdir(path):
+                shutil.rmtree(path)
+        if self.layer is not None and os.path.lexists(os.path.join(self.root, rel)):
+            self._make_parents(rel)
+            os.mknod(os.path.join(self.layer, rel), stat.S_IFCHR | 0o600, os.makedev(0, 0))
+
     def read(self, rel: bytes) -> bytes:
         """A file as the run is given it: restored for this run (in ``layer``), else as read
         from the workspace. The observer's own copy, read before the run."""
@@ -217,6 +232,15 @@ class _Limits:
 
     def reading(self, rel: bytes) -> None:
         self.deadline.check(f"copying {display(rel)}")
+
+
+def _is_special(path: bytes) -> bool:
+    """A whiteout, a FIFO or a device: unlinked like a file."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return False
+    return not stat.S_ISDIR(mode) and not stat.S_ISREG(mode) and not stat.S_ISLNK(mode)
 
 
 def _refuse_special(path: bytes, rel: bytes) -> None:

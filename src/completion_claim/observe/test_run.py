@@ -83,6 +83,7 @@ _SECRET_NAME = re.compile("KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNO
 _SHORTEST_SECRET = 4  # shorter values would redact ordinary text
 _PASSED_THROUGH = ("LC_ALL", "TZ", "TERM")
 _POLL_S = 0.02  # how soon the end of a run is noticed while its pipe is read
+_MAX_BUILD_REPORTS = 10_000
 
 
 @dataclass(frozen=True)
@@ -187,6 +188,7 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         tree, mirror, overlay = _run_tree(request, workspace, sandbox, owned, owner)
         subject, details = _fill_run_tree(tree, request, workspace, mutations, excluded, deadline,
                                           mirror)  # fmt: skip
+        outputs = _clear_outputs(tree, runner, details)
         mounts = _dependencies(request, runner, toolchain, sandbox, tree, cwd, deadline, details)
         launch = _Launch(request, sandbox, toolchain, owned, cwd, channel, mounts, tree, overlay)
         invocation = runner.invocation(request.command, launch.context())
@@ -202,8 +204,13 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
             channel, report if invocation.source is ReportSource.STDOUT else None,
         )  # fmt: skip
         duration = time.monotonic() - started
-        results = _results(runner, invocation, channel, stream, report, report_before, exit_code,
-                           owned)  # fmt: skip
+        if invocation.source is ReportSource.BUILD:
+            # What the build wrote: in the overlay's own layer, or in the copy.
+            written = run_dir if overlay is None else Path(overlay.upper)
+            results = runner.build_results(_build_reports(runner, written, outputs, owned))
+        else:
+            results = _results(runner, invocation, channel, stream, report, report_before,
+                               exit_code, owned)  # fmt: skip
         tail = _tail(owned / "output.log")
         require_unchanged(mirror, (rel for rel in tree.files if rel in mirror.seen))
     observed = {"exit_code": exit_code} | results.counts
@@ -283,6 +290,47 @@ def _run_tree(
     mirror = request.mirror
     overlay = Overlay(os.fsdecode(mirror.tree), str(owned / "layer"), str(owned / "overlay-work"))
     return RunTree(mirror.tree, owner, os.fsencode(owned / "layer")), mirror, overlay
+
+
+def _clear_outputs(tree: RunTree, runner: Runner, details: dict[str, Any]) -> list[str]:
+    """Remove the build's output folders from the run's copy (what the agent left there, built
+    or written by hand, is not the run's): the build starts clean, and every report read from
+    them after the run was written by it. The folders, as work-tree paths."""
+    outputs = runner.outputs(os.fsdecode(rel) for rel in tree.files)
+    removed = []
+    for folder in outputs:
+        inner = os.fsencode(folder) + b"/"
+        held = [rel for rel in tree.files if rel.startswith(inner) or rel == inner[:-1]]
+        for rel in held:
+            tree.remove(rel)
+        tree.remove_folder(os.fsencode(folder))
+        if held:
+            removed.append(folder)
+    if removed:
+        details["build_outputs_removed"] = removed
+    return outputs
+
+
+def _build_reports(
+    runner: Runner, run_dir: Path, outputs: Sequence[str], owned: Path
+) -> list[bytes]:
+    """The report files the build wrote into its output folders, in path order. Links are not
+    followed: a folder the run replaced by a link is not searched."""
+    found: list[Path] = []
+    for folder in outputs:
+        for parent, folders, files in os.walk(run_dir / folder):
+            folders.sort()
+            paths = (Path(parent, name) for name in sorted(files))
+            found += [path for path in paths if runner.is_report(str(path.relative_to(run_dir)))]
+        if len(found) > _MAX_BUILD_REPORTS:
+            raise ObservationFailed(f"the build wrote over {_MAX_BUILD_REPORTS} report files")
+    reports, size = [], 0
+    for path in found:
+        reports.append(_read_report(path, owned))
+        size += len(reports[-1])
+        if size > MAX_REPORT_BYTES:
+            raise ObservationFailed(f"the build's reports are over {MAX_REPORT_BYTES} bytes")
+    return reports
 
 
 def _fill_run_tree(

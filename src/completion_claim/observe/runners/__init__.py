@@ -11,20 +11,25 @@ from pathlib import Path
 
 from .base import Detected, Runner
 from .go import GoTest
+from .java import Gradle, Maven
 from .junit import JunitFile
 from .node import Jest, Mocha, NodeTest, PackageScript, Vitest
 from .pytest import Pytest
 from .rust import CargoTest
+from .unittest import Unittest
 
 # In the order a command is offered to them; the first that recognises it runs it.
 RUNNERS: tuple[Runner, ...] = (
     GoTest(),
     CargoTest(),
+    Maven(),
+    Gradle(),
     NodeTest(),
     Vitest(),
     Jest(),
     Mocha(),
     PackageScript(),
+    Unittest(),
     Pytest(),
 )
 # An unrecognised command without a report runs with pytest's plugin channel open, so a pytest

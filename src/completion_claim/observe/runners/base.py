@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -38,6 +38,9 @@ class ReportSource(Enum):
     CHANNEL = "channel"  # pytest's plugin pipe (see observe/pytest_reporter.py)
     FILE = "file"  # a file the runner writes into the report folder
     STDOUT = "stdout"  # the runner's standard output (an event stream); stderr is the log
+    # Report files a build writes into its own output folders (Maven's target/, Gradle's
+    # build/), which are removed from the run's copy first: every one read is the run's own.
+    BUILD = "build"
     NONE = "none"  # no report: the exit code alone
 
 
@@ -170,6 +173,20 @@ class Runner(ABC):
     def results(self, report: bytes) -> Results:
         """The per-test results in the runner's FILE or STDOUT report (untrusted input)."""
         raise NotImplementedError(f"{self.name} reads no report")
+
+    def outputs(self, files: Iterable[str]) -> list[str]:
+        """The build's output folders, as work-tree paths, given the paths of the run's copy
+        (``ReportSource.BUILD``): removed from the copy before the run, and searched for its
+        reports after it."""
+        return []
+
+    def is_report(self, rel: str) -> bool:
+        """Whether ``rel``, a work-tree path inside one of the ``outputs``, is a report file."""
+        return False
+
+    def build_results(self, reports: Sequence[bytes]) -> Results:
+        """The per-test results of all the report files the build wrote (untrusted input)."""
+        raise NotImplementedError(f"{self.name} reads no build report")
 
     def channel_results(self, stream: bytes, key: bytes) -> Results:
         """The per-test results its plugin sent through the channel, bound to ``key``."""

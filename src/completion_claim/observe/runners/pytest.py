@@ -13,15 +13,12 @@ dropped, classes join the module: ``tests/test_x.py::TestA::test_b[1]`` is
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,18 +26,9 @@ from typing import Any
 from ...errors import UsageError
 from ..pytest_reporter import ENVIRONMENT as REPORT_FDS
 from ..sandbox import SYSTEM_PATH
+from . import channel
 from .base import Detected, Invocation, ReportSource, RunContext, Runner, Toolchain, inside
-from .results import (
-    ERROR,
-    FAILED,
-    MAX_REPORT_BYTES,
-    PASSED,
-    SEVERITY,
-    SKIPPED,
-    Results,
-    no_counts,
-    tally,
-)
+from .results import ERROR, FAILED, PASSED, SKIPPED, Results
 
 PLUGIN = Path(__file__).parent.parent / "pytest_reporter.py"
 PYTHON_PROGRAM = re.compile(r"(python|pypy)[0-9.]*")
@@ -247,61 +235,18 @@ class Interpreter:
 
 
 def read_records(stream: bytes, key: bytes) -> Results:
-    """The runner's records, when every one is bound to this run's key, in order, and the last
-    ends its session; otherwise no counts, and why."""
-    if len(stream) > MAX_REPORT_BYTES:
-        return no_counts(f"its report was over {MAX_REPORT_BYTES} bytes")
-    if not stream:
-        return no_counts(
-            "pytest reported nothing: it did not run with the plugin, or did not reach its "
-            "session's end"
-        )
-    lines = stream.split(b"\n")
-    nodes: dict[str, tuple[str, str]] = {}  # node id: worst outcome and its message
-    for number, line in enumerate(lines[:-1]):
-        try:
-            record = _record(line, number, key)
-            if record.get("end") is True:
-                if number != len(lines) - 2 or lines[-1]:
-                    return no_counts(f"record {number + 2} follows the session's end")
-                return _counted(nodes)
-            node, outcome, message = _phase(record)
-        except _Refused as refused:
-            return no_counts(f"record {number + 1} {refused}")
-        if outcome is not None and (
-            node not in nodes or SEVERITY[outcome] > SEVERITY[nodes[node][0]]
-        ):
-            nodes[node] = (outcome, message)
-    return no_counts(
-        "pytest did not reach its session's end (the run exited, was killed or crashed first)"
-    )
+    """pytest's records (:mod:`.channel`): one per test phase, named by node id."""
+    return channel.read_records(stream, key, "pytest", _phase, junit_name, span="session")
 
 
-def _record(line: bytes, number: int, key: bytes) -> dict[str, Any]:
-    mac, _, body = line.partition(b" ")
-    if not hmac.compare_digest(mac, hmac.new(key, body, hashlib.sha256).hexdigest().encode()):
-        raise _Refused("is not bound to this run: something else wrote to the runner's pipe")
-    try:
-        record = json.loads(body)
-    except ValueError:
-        raise _Refused("is not JSON") from None
-    if type(record) is not dict or record.get("seq") != number:
-        raise _Refused("is out of order")
-    return record
-
-
-class _Refused(Exception):
-    """A record of the runner's pipe that cannot be counted."""
-
-
-def _phase(record: dict[str, Any]) -> tuple[str, str | None, str]:
+def _phase(record: dict[str, Any]) -> channel.Outcome:
     """A test phase's node id, its outcome as pytest's junitxml would file it (None for a
     passed setup or teardown), and its message."""
     if set(record) != _RECORD_FIELDS or not all(
         type(record[key]) is str for key in ("node", "when", "outcome", "message")
     ):
-        raise _Refused("is not a test phase")
-    node, when, outcome = _text(record["node"]), record["when"], record["outcome"]
+        raise channel.Refused("is not a test phase")
+    node, when, outcome = channel.text(record["node"]), record["when"], record["outcome"]
     if outcome == "skipped":
         found: str | None = SKIPPED
     elif outcome == "failed" and when == "call":
@@ -311,17 +256,8 @@ def _phase(record: dict[str, Any]) -> tuple[str, str | None, str]:
     elif outcome == "passed":
         found = PASSED if when == "call" else None
     else:
-        raise _Refused(f"has an unknown outcome {outcome!r}")
-    return node, found, _text(record["message"])
-
-
-def _counted(nodes: Mapping[str, tuple[str, str]]) -> Results:
-    return tally((junit_name(node), outcome, message) for node, (outcome, message) in nodes.items())
-
-
-def _text(value: str) -> str:
-    """JSON may carry a lone surrogate (from a file name that is not UTF-8); a claim may not."""
-    return value.encode("utf-8", "replace").decode("utf-8")
+        raise channel.Refused(f"has an unknown outcome {outcome!r}")
+    return node, found, channel.text(record["message"])
 
 
 def _outside_workspace(path: str, workspace: Path) -> None:

@@ -66,7 +66,7 @@ def first_line(text: str) -> str:
 
 def junit_results(data: bytes) -> Results:
     """Results from a JUnit XML report: a test is ``<classname>::<name>``."""
-    return tally(_junit_cases(data))
+    return tally(junit_cases(data))
 
 
 def parse_junit(data: bytes) -> dict[str, Any]:
@@ -79,7 +79,8 @@ def junit_failures(data: bytes) -> list[dict[str, str]]:
     return junit_results(data).failures
 
 
-def _junit_cases(data: bytes) -> Iterable[tuple[str, str, str]]:
+def junit_cases(data: bytes) -> Iterable[tuple[str, str, str]]:
+    """Each test case of a JUnit XML report: ``(classname::name, outcome, message)``."""
     root = junit_root(data)
     for case in root.iter("testcase"):
         outcome = _outcome(case)

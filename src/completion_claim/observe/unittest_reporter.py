@@ -1,0 +1,166 @@
+"""The unittest runner a test run reports to the observer through (see :mod:`.runners.unittest`).
+
+Standalone on purpose: the observer mounts this file read-only into the sandbox under a module
+name drawn for each run, and starts it as ``python <this file> ARGS`` in place of ``python -m
+unittest ARGS``, with whatever interpreter the operator chose. Started by its path, its own
+folder (not the work tree) is first on ``sys.path`` while it imports the standard library; the
+work tree's folder is put there after, as ``-m`` would, for the tests.
+
+It reads the run's key from the observer's inherited pipe (named, with the records pipe, by
+``CLAIM_REPORT_FDS`` as ``fd:inode`` pairs) and closes it before any test module is imported,
+then runs unittest's own command line (``discover``, module names, ``-k``, ``-v``) with a result
+that sends each test's outcome through the records pipe, every line the HMAC-SHA256 of its JSON
+under the key, a space, and the JSON (:mod:`.runners.channel`), and, once unittest's run has
+returned, ``{"end": true}``. A run that stops before that record has reported nothing the
+observer counts. The exit code is unittest's: 0 when the run was successful, 1 otherwise, 5 when
+no test ran.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import stat
+import sys
+import traceback
+import unittest
+from typing import Any
+
+ENVIRONMENT = "CLAIM_REPORT_FDS"
+_MESSAGE_CHARS = 1000
+_PR_SET_DUMPABLE = 4
+_NO_TESTS = 5  # unittest's own exit code when nothing ran (Python 3.12)
+
+
+class _Channel:
+    def __init__(self, key: bytes, fd: int) -> None:
+        self._key, self._fd, self._sequence = key, fd, 0
+
+    @classmethod
+    def opened(cls) -> _Channel | None:
+        """The observer's channel, once its key is read and its pipe closed; None when the run
+        was not started by the observer (or a wrapper closed its pipes)."""
+        fds = os.environ.pop(ENVIRONMENT, None)
+        if fds is None:
+            return None
+        try:
+            (key_fd, key_pipe), (records_fd, records_pipe) = (
+                (int(number) for number in fd.split(":")) for fd in fds.split()
+            )
+            for fd, inode in ((key_fd, key_pipe), (records_fd, records_pipe)):
+                found = os.fstat(fd)
+                if not stat.S_ISFIFO(found.st_mode) or found.st_ino != inode:
+                    return None
+            with os.fdopen(key_fd, "rb") as pipe:
+                key = pipe.read(256)
+            os.set_inheritable(records_fd, False)
+        except (OSError, ValueError):
+            return None
+        if not key:
+            return None
+        _not_dumpable()
+        return cls(key, records_fd)
+
+    def send(self, record: dict[str, Any]) -> None:
+        if self._fd < 0:
+            return
+        body = json.dumps({"seq": self._sequence, **record}, separators=(",", ":")).encode()
+        self._sequence += 1
+        mac = hmac.new(self._key, body, hashlib.sha256).hexdigest().encode()
+        line = memoryview(mac + b" " + body + b"\n")
+        while line:
+            line = line[os.write(self._fd, line) :]
+
+    def end(self) -> None:
+        self.send({"end": True})
+        os.close(self._fd)
+        self._fd = -1
+
+
+def _not_dumpable() -> None:
+    """Other processes of the run's user may not read this one's memory, where the key is."""
+    with contextlib.suppress(ImportError, OSError, AttributeError):
+        import ctypes  # noqa: PLC0415 - an interpreter may lack it; the report does not need it
+
+        ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+def _result_class(channel: _Channel | None) -> type[unittest.TextTestResult]:
+    class Result(unittest.TextTestResult):
+        def addSuccess(self, test: Any) -> None:
+            super().addSuccess(test)
+            self._report(test, "passed", "")
+
+        def addFailure(self, test: Any, err: Any) -> None:
+            super().addFailure(test, err)
+            self._report(test, "failed", _message(err))
+
+        def addError(self, test: Any, err: Any) -> None:
+            super().addError(test, err)
+            self._report(test, "error", _message(err))
+
+        def addSkip(self, test: Any, reason: str) -> None:
+            super().addSkip(test, reason)
+            self._report(test, "skipped", "")
+
+        def addExpectedFailure(self, test: Any, err: Any) -> None:
+            super().addExpectedFailure(test, err)
+            self._report(test, "skipped", "")  # as pytest files an xfail
+
+        def addUnexpectedSuccess(self, test: Any) -> None:
+            super().addUnexpectedSuccess(test)
+            self._report(test, "failed", "unexpected success")
+
+        def addSubTest(self, test: Any, subtest: Any, err: Any) -> None:
+            super().addSubTest(test, subtest, err)
+            if err is not None:  # the test itself reports its own outcome after its subtests
+                failed = issubclass(err[0], test.failureException)
+                self._report(test, "failed" if failed else "error", _message(err))
+
+        def _report(self, test: Any, outcome: str, message: str) -> None:
+            if channel is not None:
+                channel.send({"test": _name(test), "outcome": outcome, "message": message})
+
+    return Result
+
+
+def _name(test: Any) -> str:
+    """``module.Class::method`` as a JUnit report names a test; a set-up error (``setUpClass
+    (tests.test_x.TestA)``) keeps unittest's id whole."""
+    identifier = str(test.id())
+    head, dot, tail = identifier.rpartition(".")
+    if not dot or " " in identifier:
+        return f"{identifier}::"
+    return f"{head}::{tail}"
+
+
+def _message(err: Any) -> str:
+    kind, value, _ = err
+    lines = traceback.format_exception_only(kind, value)
+    text = "".join(lines).strip()
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return first[:_MESSAGE_CHARS]
+
+
+def main(argv: list[str]) -> int:
+    channel = _Channel.opened()
+    # As ``python -m unittest`` would have it: the run's folder first, for the tests' imports.
+    sys.path[0] = os.getcwd()
+    runner = type("Runner", (unittest.TextTestRunner,), {"resultclass": _result_class(channel)})
+    program = unittest.main(module=None, argv=["python -m unittest", *argv],
+                            testRunner=runner, exit=False)  # fmt: skip
+    result = program.result
+    if channel is not None:
+        channel.end()
+    if not result.wasSuccessful():
+        return 1
+    if result.testsRun == 0 and not result.skipped:
+        return _NO_TESTS
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

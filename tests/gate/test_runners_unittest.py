@@ -1,0 +1,78 @@
+"""The gate on a project tested with ``python -m unittest``: a wrong fix is refuted naming the
+failing test, a test edited to agree with the bug is not verified, the honest fix is verified;
+required tests are named as pytest would (a node id) or as the report does."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from completion_claim.gate.run import run_gate, start_gate
+from tests.fixtures.projects import head_commit, make_repo, write_files
+from tests.gate.conftest import POLICY, WriteConfig
+from tests.observe.runners.test_unittest import CALC, CALC_BUGGY, TEST_CALC
+
+TEST = "tests/test_calc.py"
+
+
+def unittest_project(root: Path) -> Path:
+    return make_repo(root, {"calc.py": CALC_BUGGY, "tests/__init__.py": "", TEST: TEST_CALC})
+
+
+def check_for(repo: Path, extra: str = "") -> str:
+    return (
+        '[[check]]\ntype = "test_run"\ncommand = ["python", "-m", "unittest"]\n'
+        f'python = "{sys.executable}"\ntrusted_ref = "{head_commit(repo)}"\n{extra}'
+    )
+
+
+def test_a_wrong_fix_is_refuted_naming_the_failing_test(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    repo = unittest_project(tmp_path / "repo")
+    config = write_config(POLICY + check_for(repo))
+    start_gate(config, repo)
+    write_files(repo, {"calc.py": "def add(a, b):\n    return a * b\n"})
+
+    result = run_gate(config, repo, outcome="Fixed add().")
+
+    assert (result.verdict.state, result.exit_code) == ("refuted", 2)
+    assert "tests/test_calc.py::TestCalc::test_add failed: AssertionError: 6 != 5" in (
+        result.agent_reason.splitlines()
+    )
+
+
+def test_a_test_edited_to_agree_with_the_bug_is_not_verified(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    repo = unittest_project(tmp_path / "repo")
+    config = write_config(POLICY + check_for(repo))
+    start_gate(config, repo)
+    write_files(repo, {TEST: TEST_CALC.replace("add(2, 3), 5", "add(2, 3), -1")})
+
+    result = run_gate(config, repo, outcome="Done.")
+
+    assert (result.verdict.state, result.exit_code) == ("refuted", 2)
+    assert f"your changes to {TEST} were not used" in result.agent_reason
+
+
+@pytest.mark.parametrize(
+    "required",
+    ["tests/test_calc.py::TestCalc::test_add", "tests.test_calc.TestCalc::test_add"],
+    ids=["node-id", "report-name"],
+)
+def test_the_honest_fix_is_verified_with_its_required_test(
+    tmp_path: Path, write_config: WriteConfig, required: str
+) -> None:
+    repo = unittest_project(tmp_path / "repo")
+    config = write_config(
+        POLICY + "min_tests = 2\n" + check_for(repo, f'require_tests = ["{required}"]\n')
+    )
+    start_gate(config, repo)
+    write_files(repo, {"calc.py": CALC})
+
+    result = run_gate(config, repo, outcome="Fixed add().")
+
+    assert (result.verdict.state, result.exit_code, result.agent_reason) == ("verified", 0, "")
