@@ -93,6 +93,7 @@ bench: $(BIN)/claim sandbox
 	$(BIN)/python benchmarks/load.py
 	$(BIN)/python benchmarks/ledger.py
 	$(BIN)/python benchmarks/ecosystems.py
+	$(BIN)/python benchmarks/scaling.py
 
 # Regenerate committed artefacts; tests fail when the committed copies drift from these.
 schema: $(BIN)/claim

@@ -64,7 +64,8 @@ def _one_verdict_everywhere(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     """Every claim a gate test recorded re-verifies, from the document alone, to the verdict
     the gate reached: the same state and the same unmet list (attack 48)."""
     yield
-    for claim_path in sorted((tmp_path / "runs").rglob("claim.json")):
+    # <runs>/<repository>/<run>/claim.json: not a claim.json the agent left in the mirror's tree.
+    for claim_path in sorted((tmp_path / "runs").glob("*/*/claim.json")):
         recorded = json.loads(claim_path.read_text(encoding="utf-8"))["verdict"]
         again = reverify(claim_path, capsys)
         assert (again["state"], again["unmet"]) == (recorded["state"], recorded["unmet"])

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
+import pwd
+import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,10 +26,12 @@ from completion_claim.gate.config import ConfigError, GateConfig, load_config
 from completion_claim.gate.run import (
     GATE_VERIFIER_ID,
     NO_OUTCOME,
+    mirror_path,
     protected_targets,
     run_gate,
     start_gate,
 )
+from tests.fixtures.installed import installed_python
 from tests.fixtures.pages import Site as WebApp
 from tests.fixtures.pages import needs_chromium, served_site
 from tests.fixtures.projects import (
@@ -465,7 +474,7 @@ def test_the_default_outcome_says_none_was_given(tmp_path: Path, write_config: W
     start_gate(config, repo)
     write_files(repo, {"README": "x\n"})
     assert run(["gate", "--config", str(config.path), "--repo", str(repo), "--json"]) == 0
-    claims = list(config.runs_dir.rglob("claim.json"))
+    claims = list(config.runs_dir.glob("*/*/claim.json"))
     assert json.loads(claims[0].read_text())["claimed_outcome"] == NO_OUTCOME
 
 
@@ -943,7 +952,7 @@ def file_writes(claim_path: Path) -> list[str]:
 
 
 def last_claim(config: GateConfig) -> Path:
-    return sorted(config.runs_dir.rglob("claim.json"), key=lambda p: p.parent.name)[-1]
+    return sorted(config.runs_dir.glob("*/*/claim.json"), key=lambda p: p.parent.name)[-1]
 
 
 def test_the_gates_own_outputs_in_the_work_tree_are_not_the_agents_changes(
@@ -1031,3 +1040,175 @@ def test_an_ignore_glob_never_hides_a_protected_path(
     result = run_gate(config, repo, outcome="Fixed add().")
 
     assert file_writes(result.claim_path) == ["build/test_x.py", "calc.py"]
+
+
+# --- the run tree: the operator's mirror (issue 19) -------------------------------------------
+
+
+def _log_of_the_run(token: str) -> Path | None:
+    """The output log of the sandboxed run that printed ``token`` (the observer's own folder)."""
+    for log in Path(tempfile.gettempdir()).glob("claim-test-run-*/output.log"):
+        with contextlib.suppress(OSError):
+            if token in log.read_text(errors="replace"):
+                return log
+    return None
+
+
+def test_attack_74_a_file_changed_while_the_tests_run_is_not_seen_and_fails_the_run(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    token = uuid.uuid4().hex
+    waiting = (
+        "import pathlib, time\n\n"
+        "def test_waits():\n"
+        f"    print('RUNNING-{token}', flush=True)\n"
+        "    time.sleep(3)\n"
+        "    seen = 'EDITED' if 'edited' in pathlib.Path('calc.py').read_text() else 'ORIGINAL'\n"
+        "    print('SAW-' + seen, flush=True)\n"
+    )
+    repo = make_repo(
+        tmp_path / "repo",
+        {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC, "tests/test_waits.py": waiting},
+    )
+    config = write_config(POLICY + TEST_RUN_CHECK.replace('"-q"]', '"-q", "-s"]'))
+    start_gate(config, repo)
+    write_files(repo, {"calc.py": CALC})
+    seen: list[str] = []
+
+    def leftover_agent_process() -> None:
+        """Edits the work tree once the tests run, then reads what they saw."""
+        deadline = time.monotonic() + 120
+        while (log := _log_of_the_run(f"RUNNING-{token}")) is None:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.02)
+        write_files(repo, {"calc.py": CALC + "# edited during the run\n"})
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                text = log.read_text(errors="replace")
+                if "SAW-" in text:
+                    seen.append(text.split("SAW-", 1)[1].split()[0])
+                    return
+            time.sleep(0.02)
+
+    editor = threading.Thread(target=leftover_agent_process)
+    editor.start()
+    result = run_gate(config, repo, outcome="Fixed add().")
+    editor.join()
+
+    assert seen == ["ORIGINAL"]  # the tests ran on what the claim records
+    assert result.verdict.state == "unverified"
+    item = evidence_of(result.document, "test_run")
+    assert item["details"]["error"] == (
+        "calc.py changed in the work tree while the tests ran (a process still writing "
+        "there?): the run no longer describes the work tree"
+    )
+
+
+def test_attack_78_a_sandboxed_test_cannot_change_the_operators_mirror(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    tampering = (
+        "import pathlib\n\n"
+        "def test_tampers():\n"
+        "    import calc\n"
+        "    assert not hasattr(calc, 'TAMPERED')\n"
+        "    pathlib.Path('calc.py').write_text('TAMPERED = True\\n')\n"
+        "    mounts = pathlib.Path('/proc/self/mountinfo').read_text()\n"
+        "    for word in mounts.replace(',', ' ').split():\n"
+        "        if word.startswith('lowerdir='):\n"
+        "            try:\n"
+        "                (pathlib.Path(word[9:]) / 'calc.py').write_text('TAMPERED = True\\n')\n"
+        "            except OSError:\n"
+        "                pass\n"
+    )
+    repo = make_repo(
+        tmp_path / "repo",
+        {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC, "tests/test_z.py": tampering},
+    )
+    config = write_config(POLICY + TEST_RUN_CHECK)
+    start_gate(config, repo)
+    write_files(repo, {"calc.py": CALC})
+
+    first = run_gate(config, repo, outcome="Fixed add().")
+    again = run_gate(config, repo, outcome="Fixed add().")
+
+    assert (first.verdict.state, again.verdict.state) == ("verified", "verified")
+    counts = [
+        evidence_of(result.document, "test_run")["observed_value"] for result in (first, again)
+    ]
+    assert counts[0] == counts[1]
+    assert counts[1]["failed"] == 0
+    assert (mirror_path(config, repo) / "tree" / "calc.py").read_text() == CALC
+    assert (repo / "calc.py").read_text() == CALC
+
+
+def test_a_second_gate_reads_only_what_changed_and_sees_every_change(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    repo = buggy_project(tmp_path / "repo")
+    config = write_config(POLICY + TEST_RUN_CHECK)
+    start_gate(config, repo)
+    write_files(repo, {"calc.py": CALC})
+    assert run_gate(config, repo, outcome="Fixed add().").verdict.state == "verified"
+
+    broken = CALC.replace("a + b", "a * b")
+    write_files(repo, {"calc.py": broken, "extra.py": "X = 1\n"})
+    result = run_gate(config, repo, outcome="Still fixed.")
+
+    assert result.verdict.state == "refuted"
+    assert sorted(m["target"] for m in result.document["mutations"]) == ["calc.py", "extra.py"]
+    tree = mirror_path(config, repo) / "tree"
+    assert (tree / "calc.py").read_text() == broken
+    assert (tree / "extra.py").read_text() == "X = 1\n"
+
+
+@pytest.fixture
+def throwaway_user() -> Iterator[tuple[int, int]]:
+    """A user that is not root, made for one test: the gate's overlay then needs a user
+    namespace of its own."""
+    if os.geteuid() != 0:
+        pytest.skip("this suite runs as a non-root user: every gate test above is that case")
+    name = f"claim-{uuid.uuid4().hex[:8]}"
+    subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+                   check=True)  # fmt: skip
+    try:
+        entry = pwd.getpwnam(name)
+        yield entry.pw_uid, entry.pw_gid
+    finally:
+        subprocess.run(["userdel", name], check=True)
+
+
+def test_a_gate_run_by_a_user_that_is_not_root_mounts_its_overlay_and_judges(
+    throwaway_user: tuple[int, int],
+) -> None:
+    uid, gid = throwaway_user
+    place = Path(tempfile.mkdtemp(prefix="claim-nonroot-gate-"))
+    try:
+        repo = buggy_project(place / "repo")
+        config = place / "ops" / "claim.toml"
+        config.parent.mkdir()
+        config.write_text(f'[gate]\nruns_dir = "{place / "runs"}"\n{POLICY}{TEST_RUN_CHECK}')
+        subprocess.run(["chown", "-R", f"{uid}:{gid}", str(place)], check=True)
+
+        def gate(*args: str) -> subprocess.CompletedProcess[str]:
+            command = [str(installed_python()), "-m", "completion_claim", "gate", "--config",
+                       str(config), "--repo", str(repo), "--json", *args]  # fmt: skip
+            return subprocess.run(
+                ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--", *command],
+                env={"PATH": "/usr/bin:/bin", "HOME": str(place), "LANG": "C.UTF-8"},
+                cwd=place, capture_output=True, text=True, check=False,
+            )  # fmt: skip
+
+        assert gate("--start").returncode == 0
+        write_files(repo, {"calc.py": CALC})
+        os.chown(repo / "calc.py", uid, gid)
+        fixed = gate()
+        write_files(repo, {"calc.py": CALC.replace("a + b", "a * b")})
+        broken = gate()
+
+        assert (fixed.returncode, broken.returncode) == (0, 2), fixed.stderr + broken.stderr
+        tree = place / "runs" / f"repo-{hashlib.sha256(str(repo).encode()).hexdigest()[:8]}"
+        assert (tree / "mirror" / "tree" / "calc.py").stat().st_uid == uid
+    finally:
+        shutil.rmtree(place)

@@ -105,7 +105,7 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
         python = pytest_interpreter(sys.executable, root, os.environ.get("PATH", os.defpath))
         facts = replace(facts, python=None if python == sys.executable else python)
     write_atomic(path, starter_config(facts).encode(), exclusive=not force)
-    found = [name for name, _, _ in facts.runners]
+    found = [name for name, _, _, _ in facts.runners]
     found += [name for name, on in (("Dockerfile", facts.dockerfile),
                                     ("a database URL", facts.database)) if on]  # fmt: skip
     if as_json:

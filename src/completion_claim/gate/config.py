@@ -749,8 +749,8 @@ class RepoFacts:
     """What ``claim init`` looked at."""
 
     name: str
-    # (runner name, its ecosystem, what it found), in the registry's order
-    runners: tuple[tuple[str, str, Detected], ...]
+    # (runner name, its ecosystem, what it found, a test as it names one), in the registry's order
+    runners: tuple[tuple[str, str, Detected, str], ...]
     default_branch: str | None
     dockerfile: bool
     database: bool
@@ -761,7 +761,7 @@ class RepoFacts:
 
     @property
     def pytest(self) -> bool:
-        return any(ecosystem == "python" for _, ecosystem, _ in self.runners)
+        return any(ecosystem == "python" for _, ecosystem, _, _ in self.runners)
 
 
 def look_at(
@@ -772,14 +772,16 @@ def look_at(
 ) -> RepoFacts:
     from ..observe.runners import detect  # noqa: PLC0415 - runners load only for init and runs
 
-    found = tuple((runner.name, runner.ecosystem, found) for runner, found in detect(root))
+    found = tuple(
+        (runner.name, runner.ecosystem, found, runner.example_test)
+        for runner, found in detect(root)
+    )
     database = "DATABASE_URL" in environ or any(name.startswith("PG") for name in environ)
     dockerfile = (root / "Dockerfile").is_file()
     return RepoFacts(root.name, found, default_branch, dockerfile, database, trusted_commit)
 
 
 _PYTEST_COMMAND = ("python", "-m", "pytest", "-q")
-_REQUIRED_EXAMPLE = {"pytest": ("tests/test_x.py::test_y",)}
 
 
 def _toml_strings(values: Sequence[str]) -> str:
@@ -831,10 +833,10 @@ def starter_config(facts: RepoFacts) -> str:
         if facts.default_branch and facts.trusted_commit
         else '# trusted_ref = "<full commit id>"'
     )
-    runners: Sequence[tuple[str, str, Detected | None]] = facts.runners or (
-        ("pytest", "python", None),
+    runners: Sequence[tuple[str, str, Detected | None, str]] = facts.runners or (
+        ("pytest", "python", None, "tests/test_x.py::test_y"),
     )
-    for name, ecosystem, detected in runners:
+    for name, ecosystem, detected, example in runners:
         block = [
             f"# {name}: {detected.why}" if detected else "# pytest: none found; uncomment to use",
             "[[check]]",
@@ -848,7 +850,7 @@ def starter_config(facts: RepoFacts) -> str:
             '# protect = ["fixtures/**"]     # more paths the agent may not change',
             "# env = []                      # variables passed to the tests",
             "# network = false",
-            f"# require_tests = [{_toml_strings(_REQUIRED_EXAMPLE.get(name, ()))[1:-1]}]",
+            f"# require_tests = {_toml_strings([example] if example else [])}",
             "timeout_s = 600",
             "",
         ]

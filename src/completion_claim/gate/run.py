@@ -10,6 +10,7 @@ makes every observation that follows strictly later, and no earlier one count.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
 import os
@@ -43,8 +44,10 @@ from ..model import (
 )
 from ..observe._common import Observation, ObserverSettings, run_observer
 from ..observe.git_capture import capture, mutation_record, repository_root
-from ..observe.repository import content_digest, git_process, object_format_of
+from ..observe.mirror import Mirror
+from ..observe.repository import content_digest, git_process, object_format_of, run_git
 from ..observe.run_tree import is_protected
+from ..observe.sandbox import run_owner
 from ..report import render_report
 from ..timefmt import format_time
 from ..trust import check_signatures
@@ -85,6 +88,7 @@ EXIT_FOR_STATE = {"verified": 0, "unverified": 1, "refuted": 2}  # cli/__init__.
 MAX_LINK_HOPS = 40  # as the kernel's limit on links followed in one path
 WHOLE_TREE = "."
 """The target of an ``uncaptured`` mutation: the work tree as a whole."""
+MIRROR_NAME = "mirror"
 OUTPUTS_NAME = "outputs.json"
 """Under the runs directory's folder of a repository: ``{path: digest}`` of each file the gate
 wrote into the work tree (``record_gate_outputs``)."""
@@ -153,12 +157,16 @@ def _test_baselines(
         return []
     mutations: list[Mutation] = []
     ignored: tuple[str, ...] = ()
+    mirror: Mirror | None = None
     error = None
-    try:
-        mutations, ignored = _capture(config, root, head, datetime.now(UTC))
-    except ObservationFailed as failure:
-        error = f"the work tree could not be captured: {failure}"
-    return take_test_baselines(config, root, anchors, mutations, ignored, error)
+    # Held from the capture to the last run, as when judging.
+    with contextlib.ExitStack() as held:
+        try:
+            mirror = held.enter_context(_mirror(config, root))
+            mutations, ignored = _capture(config, root, head, datetime.now(UTC), mirror)
+        except ObservationFailed as failure:
+            error = f"the work tree could not be captured: {failure}"
+        return take_test_baselines(config, root, anchors, mutations, ignored, error, mirror)
 
 
 def run_gate(
@@ -195,60 +203,66 @@ def run_gate(
     deadline = None if config.timeout_s is None else started.timestamp() + config.timeout_s
     run_dir = _new_run_dir(config, root, started)
     claim_path = run_dir / CLAIM_NAME
-    mutations: list[Mutation] = []
-    ignored: tuple[str, ...] = ()
-    try:
-        if capture_error is not None:
-            raise ObservationFailed(capture_error)
-        mutations, ignored = _capture(config, root, chosen.revision, started)
-        if ignored:
-            events.step("capture", f"not a change, ignored: {', '.join(ignored)}")
-    except ObservationFailed as failure:
-        # The work tree is the agent's: one that cannot be read honestly (a link out of it, a
-        # file name git cannot record, a base whose objects were tampered with) is the agent's
-        # to fix, and nothing is observed; so is a run with nothing trusted to measure from. The
-        # claim records it as a change of a kind nothing may cover, so that whoever verifies
-        # the recorded claim reaches the gate's verdict.
-        capture_error = str(failure)
-        mutations = [Mutation("m1", UNCAPTURED, WHOLE_TREE, Timestamp.of(started), None)]
-        events.step("capture", f"could not capture the change: {failure}")
-    else:
-        files = sum(1 for m in mutations if m.kind == FILE_WRITE)
-        events.step(
-            "capture", f"{files} changed file(s), {len(mutations) - files} configured target(s)"
+    mirror: Mirror | None = None
+    # Held from the capture to the last check: the run reads what the capture read.
+    with contextlib.ExitStack() as held:
+        mutations: list[Mutation] = []
+        ignored: tuple[str, ...] = ()
+        try:
+            if capture_error is not None:
+                raise ObservationFailed(capture_error)
+            mirror = held.enter_context(_mirror(config, root))
+            mutations, ignored = _capture(config, root, chosen.revision, started, mirror)
+            if ignored:
+                events.step("capture", f"not a change, ignored: {', '.join(ignored)}")
+        except ObservationFailed as failure:
+            # The work tree is the agent's: one that cannot be read honestly (a link out of it, a
+            # file name git cannot record, a base whose objects were tampered with) is the agent's
+            # to fix, and nothing is observed; so is a run with nothing trusted to measure from. The
+            # claim records it as a change of a kind nothing may cover, so that whoever verifies
+            # the recorded claim reaches the gate's verdict.
+            capture_error = str(failure)
+            mutations = [Mutation("m1", UNCAPTURED, WHOLE_TREE, Timestamp.of(started), None)]
+            events.step("capture", f"could not capture the change: {failure}")
+        else:
+            files = sum(1 for m in mutations if m.kind == FILE_WRITE)
+            events.step(
+                "capture", f"{files} changed file(s), {len(mutations) - files} configured target(s)"
+            )
+        task = task_id or f"{root.name}@{(chosen.revision or 'empty')[:12]}@{format_time(started)}"
+        baselines = "taken at start" if record is not None else "not taken (no claim gate --start)"
+        uncaptured = (
+            ""
+            if capture_error is None
+            else f"; the work tree could not be captured: {capture_error}"
         )
-    task = task_id or f"{root.name}@{(chosen.revision or 'empty')[:12]}@{format_time(started)}"
-    baselines = "taken at start" if record is not None else "not taken (no claim gate --start)"
-    uncaptured = (
-        "" if capture_error is None else f"; the work tree could not be captured: {capture_error}"
-    )
-    create_claim(
-        claim_path,
-        {
-            "spec_version": "0.1",
-            "task": {
-                "id": task,
-                "description": f"claim gate on {root.name} against {chosen.revision} "
-                f"({chosen.source}); baselines {baselines}{uncaptured}",
+        create_claim(
+            claim_path,
+            {
+                "spec_version": "0.1",
+                "task": {
+                    "id": task,
+                    "description": f"claim gate on {root.name} against {chosen.revision} "
+                    f"({chosen.source}); baselines {baselines}{uncaptured}",
+                },
+                "claimed_outcome": outcome,
+                "mutations": [
+                    {name: value for name, value in mutation_record(m).items() if value is not None}
+                    for m in mutations
+                ],
+                "evidence": [],
             },
-            "claimed_outcome": outcome,
-            "mutations": [
-                {name: value for name, value in mutation_record(m).items() if value is not None}
-                for m in mutations
-            ],
-            "evidence": [],
-        },
-    )
-    # Nothing changed: the verdict is unverified (require_mutations) whatever a check sees, so
-    # none runs; the recorded claim, without evidence, re-verifies to the same verdict.
-    skipped = capture_error is not None or not mutations
-    if not mutations:
-        events.step("checks", "none run: nothing changed")
-    for number, check in enumerate(() if skipped else config.checks, start=1):
-        note = _observe(config, check, number, claim_path, mutations, root, record,
-                        trusted_ref, deadline, events, ignored)  # fmt: skip
-        if note is not None:
-            notes.append(f"  check {number} (test_run): its test baseline {note}")
+        )
+        # Nothing changed: the verdict is unverified (require_mutations) whatever a check sees, so
+        # none runs; the recorded claim, without evidence, re-verifies to the same verdict.
+        skipped = capture_error is not None or not mutations
+        if not mutations:
+            events.step("checks", "none run: nothing changed")
+        for number, check in enumerate(() if skipped else config.checks, start=1):
+            note = _observe(config, check, number, claim_path, mutations, root, record,
+                            trusted_ref, deadline, events, mirror, ignored)  # fmt: skip
+            if note is not None:
+                notes.append(f"  check {number} (test_run): its test baseline {note}")
     raw, claim = read_claim(claim_path)
     # The policy is judged as the claim records it: whoever verifies the recorded claim, with
     # `claim verify`, a service or another implementation, applies the same rules to the same
@@ -400,8 +414,16 @@ def policy_json(policy: Policy) -> dict[str, Any]:
 # --- capture ---------------------------------------------------------------------------------
 
 
+def _mirror(config: GateConfig, root: Path) -> Mirror:
+    """The operator's mirror of the work tree (``observe.mirror``): a file its change cache
+    vouches for is not read again, and a file read by the capture is copied for the test run in
+    the same pass."""
+    object_format = run_git(root, "rev-parse", "--show-object-format").decode().strip()
+    return Mirror.kept(mirror_path(config, root), root, run_owner(), object_format)
+
+
 def _capture(
-    config: GateConfig, root: Path, base: str | None, at: datetime
+    config: GateConfig, root: Path, base: str | None, at: datetime, mirror: Mirror
 ) -> tuple[list[Mutation], tuple[str, ...]]:
     """The work tree's changes against ``base``, and against HEAD (what was committed and
     reverted since the base still differs from HEAD, and the test run checks against HEAD), then
@@ -425,8 +447,10 @@ def _capture(
     found: list[Mutation] = []
     ignored: dict[str, None] = {}
     taken: set[str] = set()
-    for revision in dict.fromkeys((base, "HEAD")):
-        for change in capture(root, revision, found, at, excluded=()):
+    # HEAD at the base (no commit since) holds no change the base's capture missed.
+    head = _head_commit(root)
+    for revision in dict.fromkeys((base, "HEAD" if head is None or head != base else base)):
+        for change in capture(root, revision, found, at, excluded=(), mirror=mirror):
             if is_ignored(change.target, change.digest):
                 ignored[change.target] = None
                 continue
@@ -445,6 +469,11 @@ def _capture(
         found.append(Mutation(next_id("m", taken), kind, target, Timestamp.of(at), None))
         taken.add(found[-1].id)
     return found, tuple(ignored)
+
+
+def mirror_path(config: GateConfig, root: Path) -> Path:
+    """The operator's mirror of the work tree and its change cache (``observe.mirror``)."""
+    return config.runs_dir / repository_id(root) / MIRROR_NAME
 
 
 def gate_outputs_path(config: GateConfig, root: Path) -> Path:
@@ -555,6 +584,7 @@ def _observe(
     trusted_ref: str | None,
     deadline: float | None,
     events: GateEvents,
+    mirror: Mirror | None,
     ignored: Sequence[str] = (),
 ) -> str | None:
     """Run one check through its observer; a failed attempt is recorded (details.error), never
@@ -568,7 +598,8 @@ def _observe(
     if isinstance(check, TestRunCheck):
         covers = tuple(m.id for m in mutations if m.kind == FILE_WRITE)
         target, expected, observe, note = _test_run(config, check, root, claim_path, timeout,
-                                                    trusted_ref, record, ignored)  # fmt: skip
+                                                    trusted_ref, record, mirror,
+                                                    ignored)  # fmt: skip
     else:
         covers = tuple(m.id for m in mutations if m.target == check.target
                        and m.kind != FILE_WRITE)  # fmt: skip
@@ -630,11 +661,13 @@ def _test_run(
     timeout: float,
     trusted_ref: str | None,
     record: dict[str, Any] | None,
+    mirror: Mirror | None,
     ignored: Sequence[str],
 ) -> tuple[str, Any, Callable[[], Observation], str | None]:
     from ..observe import test_run  # noqa: PLC0415
 
-    request, problem = test_request(config, check, root, timeout, trusted_ref, record, ignored)
+    request, problem = test_request(config, check, root, timeout, trusted_ref, record, mirror,
+                                    ignored)  # fmt: skip
     # The tests that passed before the agent worked must pass again (attack 93).
     baseline = baseline_for(check, request, record)
     request = with_baseline(request, baseline)

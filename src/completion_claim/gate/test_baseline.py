@@ -30,6 +30,7 @@ from .anchors import pinned_trusted_ref, stored_content
 from .config import GateConfig, TestRunCheck
 
 if TYPE_CHECKING:
+    from ..observe.mirror import Mirror
     from ..observe.test_run import RunRequest
 
 RECORD_KEY = "test_baselines"
@@ -45,6 +46,7 @@ def test_request(
     timeout: float,
     trusted_ref: str | None,
     record: Mapping[str, Any] | None,
+    mirror: Mirror | None,
     ignored: Sequence[str],
 ) -> tuple[RunRequest, str | None]:
     """The run the gate observes for this check, and why it cannot run (a trusted ref named by
@@ -66,6 +68,7 @@ def test_request(
         trusted_ref=commit, trusted_content=stored, protect=check.protect,
         secret_files=() if config.sign_key is None else (str(config.sign_key),),
         dependency_cache=config.runs_dir / "dependencies",
+        mirror=mirror,
     )  # fmt: skip
     return request, problem
 
@@ -77,11 +80,13 @@ def take_test_baselines(
     mutations: Sequence[Mutation],
     ignored: Sequence[str],
     capture_error: str | None,
+    mirror: Mirror | None,
 ) -> list[dict[str, Any]]:
     """Run each test_run check that takes a baseline once, on the work tree as it is now (bound
-    to ``mutations``, its differences from HEAD); each check's entry names the tests that
-    passed, or says why none could be taken. ``anchors``: the start record's so far (the
-    trusted refs it pinned, the operator's copies)."""
+    to ``mutations``, its differences from HEAD, read through ``mirror`` as the capture read
+    it); each check's entry names the tests that passed, or says why none could be taken.
+    ``anchors``: the start record's so far (the trusted refs it pinned, the operator's
+    copies)."""
     from ..observe import test_run  # noqa: PLC0415
 
     deadline = None if config.timeout_s is None else _now() + config.timeout_s
@@ -90,7 +95,9 @@ def take_test_baselines(
         if not isinstance(check, TestRunCheck) or not check.baseline:
             continue
         timeout = check.timeout_s if deadline is None else min(check.timeout_s, deadline - _now())
-        request, problem = test_request(config, check, root, timeout, None, anchors, ignored)
+        request, problem = test_request(
+            config, check, root, timeout, None, anchors, mirror, ignored
+        )
         entry: dict[str, Any] = {
             "target": request.target,
             "trusted_ref": request.trusted_ref,

@@ -89,6 +89,8 @@ _TREE_MODE = b"40000"
 _HEX = re.compile(r"[0-9a-f]+")
 _FORMATS = {40: "sha1", 64: "sha256"}
 _OBJECT_ID_BYTES = {"sha1": 20, "sha256": 32}
+_ENTRIES: dict[tuple[str, str], dict[bytes, tuple[bytes, str]]] = {}
+_ENTRIES_KEPT = 4
 
 
 def git_process(
@@ -298,7 +300,11 @@ def display(path: bytes) -> str:
 
 
 def changed_files(
-    root: Path, commit: str | None, failure: type[ClaimError], left_out: Callable[[bytes], bool]
+    root: Path,
+    commit: str | None,
+    failure: type[ClaimError],
+    left_out: Callable[[bytes], bool],
+    read: Callable[[bytes], WorkTreeFile | None] | None = None,
 ) -> dict[bytes, str | None]:
     """Every work-tree path whose content or type (file, link) differs from ``commit``'s tree
     (None: no commit yet, every file is new), with its digest now (None: gone).
@@ -306,7 +312,8 @@ def changed_files(
     The paths looked at are the commit's files, the index's and the untracked ones not ignored;
     ``left_out`` paths are not read. The exec bit is not compared. A committed file that is now a
     folder, a device or below a link is gone; submodules and untracked nested repositories (as
-    folders) are not files.
+    folders) are not files. ``read`` gives a path's ``work_tree_file`` (the operator's change
+    cache may answer without reading it); by default the file is read.
     """
     object_format = run_git(root, "rev-parse", "--show-object-format", failure=failure)
     object_format_name = object_format.decode().strip()
@@ -319,7 +326,11 @@ def changed_files(
         committed = base.get(rel)
         if left_out(rel) or (committed is not None and committed[0] == _SUBMODULE_MODE):
             continue
-        now = work_tree_file(root_bytes, rel, failure, object_format_name)
+        now = (
+            work_tree_file(root_bytes, rel, failure, object_format_name)
+            if read is None
+            else read(rel)
+        )
         if now is None:
             if committed is not None:
                 changed[rel] = None
@@ -412,7 +423,18 @@ class VerifiedObjects:
 
     def entries(self, commit: str) -> dict[bytes, tuple[bytes, str]]:
         """Path -> (mode, object id) of every entry below the commit's tree that is not itself
-        a tree (files, links, submodules), as ``ls-tree -r`` lists them."""
+        a tree (files, links, submodules), as ``ls-tree -r`` lists them.
+
+        Kept for the last few commits read: an id names one content, checked when it was read,
+        and a gate reads its base's tree two or three times (100,000 entries in a monorepo)."""
+        key = (str(self.root), commit)
+        if key not in _ENTRIES:
+            if len(_ENTRIES) >= _ENTRIES_KEPT:
+                del _ENTRIES[next(iter(_ENTRIES))]
+            _ENTRIES[key] = self._entries(commit)
+        return dict(_ENTRIES[key])
+
+    def _entries(self, commit: str) -> dict[bytes, tuple[bytes, str]]:
         entries: dict[bytes, tuple[bytes, str]] = {}
         # (tree id, path prefix): one subtree can sit at two paths, and each path is listed.
         level = [(self.commit_tree(commit), b"")]

@@ -1,10 +1,12 @@
-"""The run directory: a fresh copy of exactly the files the claim describes, outside the workspace.
+"""The run directory: exactly the files the claim describes, outside the workspace.
 
 The workspace's listed files (tracked, and untracked but not ignored; never a virtualenv) are
-copied, not linked, hashing each as it is copied, so the run is bound to the bytes it ran on.
-Every file that differs from ``HEAD`` must be the claim's latest ``file_write`` for that path,
-with the same digest, or the run is refused: the agent cannot add a file the claim never
-mentions. A symbolic link that leaves the workspace is refused; one inside is copied as the link.
+copied, not linked, hashing each as it is copied, so the run is bound to the bytes it ran on: into
+a fresh folder, or into the operator's mirror (:mod:`.mirror`), where a file whose stat the change
+cache recorded is not read again. Every file that differs from ``HEAD`` must be the claim's latest
+``file_write`` for that path, with the same digest, or the run is refused: the agent cannot add a
+file the claim never mentions. A symbolic link that leaves the workspace is refused; one inside is
+copied as the link.
 
 Protected paths (test configuration, the test files pytest collects, what would shadow pytest
 itself, and the operator's ``--protect`` globs) are either made exactly as in a commit the
@@ -14,9 +16,11 @@ its id), or, without one, listed when the agent changed them.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import os
+import shutil
 import stat
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,13 +31,13 @@ from typing import BinaryIO, Protocol
 from ..errors import ObservationFailed, UsageError
 from ..model import Mutation
 from .git_capture import DELETED, latest_file_writes
-from .repository import VerifiedObjects, content_digest, display, object_format_of
+from .mirror import Mirror
+from .repository import VerifiedObjects, display, object_format_of
 from .runners import is_runner_protected
 from .workspace import Files, Workspace, is_byproduct, tree_entries
 
 MAX_FILE_BYTES = 1 << 30
 MAX_TREE_BYTES = 4 << 30
-_CHUNK = 1 << 20
 _TEST_FOLDERS = frozenset({b"tests", b"test"})
 _SYMLINK_MODE = "120000"
 _EXECUTABLE_MODE = "100755"
@@ -59,68 +63,42 @@ class Deadline:
 
 @dataclass
 class RunTree:
-    """What was copied: each file's digest (as the claim records it) and git object id."""
+    """What the run is given: each file's digest (as the claim records it) and git object id.
+
+    The files are in ``root``: a fresh copy, or the operator's mirror (:mod:`.mirror`), which the
+    run sees through an overlay whose writable layer is ``layer``; what is restored or removed
+    for this run alone (protected paths) goes to ``layer``, never to the mirror."""
 
     root: bytes
     owner: int | None
+    layer: bytes | None = None  # the overlay's upper folder; None: changes go to root
     files: Files = field(default_factory=dict)
     object_ids: dict[bytes, str] = field(default_factory=dict)
     virtualenvs: list[bytes] = field(default_factory=list)  # left out: never the run's Python
     _copied_bytes: int = 0
 
-    def copy_from(
-        self, workspace: Workspace, excluded: Iterable[str], deadline: Deadline, hash_name: str
+    def fill(
+        self, workspace: Workspace, excluded: Iterable[str], deadline: Deadline, mirror: Mirror
     ) -> None:
-        source = os.fsencode(workspace.root)
+        """Every listed file but the skipped ones, through ``mirror``: read only when its cache
+        cannot vouch for it; the mirror keeps nothing else."""
         skipped = [os.fsencode(path) for path in excluded]
         listed = workspace.listed()
         self.virtualenvs = [os.path.dirname(rel) for rel in listed
                             if os.path.basename(rel) == b"pyvenv.cfg"]  # fmt: skip
+        limits = _Limits(self, deadline)
+        left_out = [*skipped, *self.virtualenvs]
         for rel in listed:
-            deadline.check("copying the workspace")
-            if is_byproduct(rel) or _under(rel, skipped) or _under(rel, self.virtualenvs):
+            deadline.check("reading the workspace")
+            if is_byproduct(rel) or (left_out and _under(rel, left_out)):
                 continue
-            self._copy(source, rel, deadline, hash_name)
-
-    def _copy(self, source: bytes, rel: bytes, deadline: Deadline, hash_name: str) -> None:
-        path = os.path.join(source, rel)
-        try:
-            info = os.lstat(path)
-        except FileNotFoundError:
-            return  # a tracked file deleted from the work tree
-        if stat.S_ISDIR(info.st_mode):
-            return  # a submodule or nested repository: not a file the claim can describe
-        if stat.S_ISLNK(info.st_mode):
-            # Digested as capture-git digests it, so the claim's record can be compared.
-            digest = content_digest(source, rel, ObservationFailed)
-            self.add_link(rel, os.readlink(path), hash_name, digest)
-            return
-        if not stat.S_ISREG(info.st_mode):
-            raise ObservationFailed(f"{display(rel)} is not a regular file; it cannot be copied")
-        self._check_size(rel, info.st_size)
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError as exc:
-            raise ObservationFailed(f"cannot read {display(rel)}: {exc.strerror}") from None
-        with os.fdopen(fd, "rb") as handle:
-            size = os.fstat(fd).st_size
-            self._check_size(rel, size)
-            content = hashlib.sha256()
-            blob = hashlib.new(hash_name, b"blob %d\0" % size)
-            with self._create(rel, executable=bool(info.st_mode & 0o111)) as out:
-                copied = 0
-                while chunk := handle.read(_CHUNK):
-                    deadline.check(f"copying {display(rel)}")
-                    copied += len(chunk)
-                    if copied > size:
-                        break
-                    content.update(chunk)
-                    blob.update(chunk)
-                    out.write(chunk)
-        if copied != size:
-            raise ObservationFailed(f"{display(rel)} changed while it was copied")
-        self.files[rel] = "sha256:" + content.hexdigest()
-        self.object_ids[rel] = blob.hexdigest()
+            found = mirror.file(rel, ObservationFailed, limits)
+            if found is None:
+                _refuse_special(os.path.join(os.fsencode(workspace.root), rel), rel)
+                continue
+            self.files[rel] = found.digest
+            self.object_ids[rel] = found.blob or ""
+        mirror.keep(self.files)
 
     def _check_size(self, rel: bytes, size: int) -> None:
         if size > MAX_FILE_BYTES:
@@ -144,7 +122,7 @@ class RunTree:
                 f"{display(rel)} is a symbolic link out of the workspace "
                 f"(to {display(target)}); it is refused"
             )
-        destination = os.path.join(self.root, rel)
+        destination = os.path.join(self._changes, rel)
         self._make_parents(rel)
         os.symlink(target, destination)
         if self.owner is not None:
@@ -155,6 +133,9 @@ class RunTree:
     def write(self, rel: bytes, data: bytes, mode: str, hash_name: str) -> None:
         """Put ``data`` at ``rel`` as git stores it (``mode`` from a tree entry)."""
         self.remove(rel)
+        if self.layer is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(self.layer, rel))  # the whiteout remove() left
         if mode == _SYMLINK_MODE:
             self.add_link(rel, data, hash_name)
             return
@@ -164,14 +145,65 @@ class RunTree:
         self.object_ids[rel] = _blob_id(hash_name, data)
 
     def remove(self, rel: bytes) -> None:
-        if rel in self.files:
+        if rel not in self.files:
+            return
+        del self.files[rel]
+        del self.object_ids[rel]
+        if self.layer is None:
             os.unlink(os.path.join(self.root, rel))
-            del self.files[rel]
-            del self.object_ids[rel]
+            return
+        path = os.path.join(self.layer, rel)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # restored for this run earlier
+        if os.path.lexists(os.path.join(self.root, rel)):
+            # A whiteout: overlayfs shows the mirror's file as gone.
+            self._make_parents(rel)
+            os.mknod(path, stat.S_IFCHR | 0o600, os.makedev(0, 0))
+
+    def remove_folder(self, rel: bytes) -> None:
+        """Whatever is at ``rel`` for this run (a folder, a file or a link), with what is below
+        it; the files it held are removed from ``files`` by the caller. Under an overlay the
+        mirror keeps it, hidden by a whiteout in the layer."""
+        for folder in (self.root,) if self.layer is None else (self.layer,):
+            path = os.path.join(folder, rel)
+            if os.path.islink(path) or os.path.isfile(path) or _is_special(path):
+                os.unlink(path)
+            elif os.path.isdir(path):
+                shutil.rmtree(path)
+        if self.layer is not None and os.path.lexists(os.path.join(self.root, rel)):
+            self._make_parents(rel)
+            os.mknod(os.path.join(self.layer, rel), stat.S_IFCHR | 0o600, os.makedev(0, 0))
+
+    def read(self, rel: bytes) -> bytes:
+        """A file as the run is given it: restored for this run (in ``layer``), else as read
+        from the workspace. The observer's own copy, read before the run."""
+        missing = f"{display(rel)} is missing: the dependencies are installed from it"
+        if rel not in self.files:
+            raise ObservationFailed(missing)
+        for folder in (self.layer, self.root):
+            if folder is None:
+                continue
+            try:
+                fd = os.open(os.path.join(folder, rel), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise ObservationFailed(f"cannot read {display(rel)}: {exc.strerror}") from None
+            with os.fdopen(fd, "rb") as handle:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise ObservationFailed(f"{display(rel)} is not a regular file")
+                return handle.read(MAX_FILE_BYTES)
+        raise ObservationFailed(
+            f"{display(rel)} is missing: the dependencies are installed from it"
+        )
+
+    @property
+    def _changes(self) -> bytes:
+        return self.root if self.layer is None else self.layer
 
     def _create(self, rel: bytes, *, executable: bool) -> BinaryIO:
         self._make_parents(rel)
-        destination = os.path.join(self.root, rel)
+        destination = os.path.join(self._changes, rel)
         mode = 0o755 if executable else 0o644
         fd = os.open(destination, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
         if self.owner is not None:
@@ -179,13 +211,49 @@ class RunTree:
         return os.fdopen(fd, "wb")
 
     def _make_parents(self, rel: bytes) -> None:
-        folder = self.root
+        folder = self._changes
         for part in rel.split(b"/")[:-1]:
             folder = os.path.join(folder, part)
             if not os.path.isdir(folder):
                 os.mkdir(folder, 0o755)
                 if self.owner is not None:
                     os.chown(folder, self.owner, self.owner)
+
+
+@dataclass
+class _Limits:
+    """A run's bounds on what it reads: each file's and the tree's size, and the deadline."""
+
+    tree: RunTree
+    deadline: Deadline
+
+    def admit(self, rel: bytes, size: int) -> None:
+        self.tree._check_size(rel, size)
+
+    def reading(self, rel: bytes) -> None:
+        self.deadline.check(f"copying {display(rel)}")
+
+
+def _is_special(path: bytes) -> bool:
+    """A whiteout, a FIFO or a device: unlinked like a file."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return False
+    return not stat.S_ISDIR(mode) and not stat.S_ISREG(mode) and not stat.S_ISLNK(mode)
+
+
+def _refuse_special(path: bytes, rel: bytes) -> None:
+    """A listed path that is neither a file nor a link: a FIFO or a device is refused (a run
+    cannot be given it); gone, a folder (a submodule) or below a link, it is simply not there."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return
+    if not stat.S_ISDIR(info.st_mode) and os.path.realpath(os.path.dirname(path)) == (
+        os.path.dirname(path)
+    ):
+        raise ObservationFailed(f"{display(rel)} is not a regular file; it cannot be copied")
 
 
 def _blob_id(hash_name: str, data: bytes) -> str:

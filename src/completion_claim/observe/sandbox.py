@@ -2,7 +2,12 @@
 
 Inside, the run sees only what is mounted: the system directories programs need (read-only), the
 interpreter's own prefixes (read-only), the run directory (a copy of the workspace) and the folder
-holding the observer's pytest plugin (read-only), at fixed paths. The workspace, ``/root``,
+holding the observer's pytest plugin (read-only), at fixed paths. The run directory may be an
+overlay (``Overlay``): the operator's mirror of the workspace below, read-only, and a folder of the
+run's own above, which takes every write. It is mounted in a mount namespace of the run's own
+(util-linux ``unshare``, with a user namespace when the observer is not root: overlayfs mounts
+there since Linux 5.11) before bwrap starts, so the host never sees it and the mirror stays as
+it was. The workspace, ``/root``,
 ``/home``, the host's ``/tmp`` and the signing key's folder are simply not there. The run has its
 own PID namespace (every process it starts dies with it), its own IPC and host name, no network
 unless asked, and a fresh ``/proc`` (the observer's command line is invisible). An observer
@@ -49,6 +54,30 @@ _ETC = (
 )
 _NETWORK_ETC = ("/etc/resolv.conf", "/etc/host.conf", "/etc/gai.conf")
 _PROBE_TIMEOUT_S = 10.0
+# Mounts the overlay ($2 options) on $3 with mount ($1), then becomes the rest: bwrap. Paths come
+# as arguments, never as script text.
+_MOUNT_SCRIPT = (
+    'm=$1 o=$2 d=$3; shift 3; "$m" -t overlay overlay -o "$o" "$d" || exit 125; exec "$@"'
+)
+_OPTION_SEPARATORS = (",", ":", "\\")
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """The run directory as an overlay: ``lower`` (the mirror) read-only below ``upper``, the
+    run's own, with overlayfs's ``work`` folder beside it on the same file system."""
+
+    lower: str
+    upper: str
+    work: str
+
+    def options(self) -> str:
+        for path in (self.lower, self.upper, self.work):
+            if any(separator in path for separator in _OPTION_SEPARATORS):
+                raise ObservationFailed(
+                    f"{path}: an overlay cannot be mounted from a path holding ',', ':' or '\\'"
+                )
+        return f"lowerdir={self.lower},upperdir={self.upper},workdir={self.work}"
 
 
 @dataclass(frozen=True)
@@ -95,12 +124,14 @@ class Sandbox:
         hidden: Sequence[str],
         report_dir: str | None = None,
         mounts: Sequence[tuple[str, str]] = (),
+        overlay: Overlay | None = None,
     ) -> list[str]:
         """The bwrap command running ``command`` in ``cwd`` (a path inside the sandbox).
 
         ``readable`` folders are mounted read-only at their own paths (the interpreter's
         prefixes); none may hold a ``hidden`` path (the signing key). ``plugin_dir``, when
-        given, is mounted read-only at PLUGINS."""
+        given, is mounted read-only at PLUGINS. With ``overlay``, ``run_dir`` is where it is
+        mounted first (in the run's own mount namespace)."""
         for folder in readable:
             for secret in hidden:
                 if _inside(secret, folder):
@@ -114,6 +145,9 @@ class Sandbox:
             args.append("--unshare-net")
         if self.setpriv is None:
             args.append("--unshare-user")
+            if overlay is not None:
+                # Under unshare's user namespace the observer is root; the run is not.
+                args += ["--uid", str(os.geteuid()), "--gid", str(os.getegid())]
         for folder in _SYSTEM_DIRS:
             if os.path.islink(folder):
                 args += ["--symlink", os.readlink(folder), folder]
@@ -149,10 +183,27 @@ class Sandbox:
         if self.setpriv is not None:
             args += [self.setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
             args += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
-        return args + list(command)
+        return self._mounting(overlay, run_dir) + args + list(command)
+
+    def _mounting(self, overlay: Overlay | None, run_dir: str) -> list[str]:
+        """What mounts ``overlay`` on ``run_dir`` before bwrap starts; nothing without one."""
+        if overlay is None:
+            return []
+        programs = [shutil.which(name, path=SYSTEM_PATH) for name in ("unshare", "mount", "sh")]
+        unshare, mount, shell = programs
+        if unshare is None or mount is None or shell is None:
+            raise ObservationFailed("unshare and mount (util-linux) are needed to mount the run")
+        namespaces = ["-m"] if self.setpriv is not None else ["-U", "-r", "-m"]
+        return [unshare, *namespaces, "--propagation", "private", "--", shell, "-c",
+                _MOUNT_SCRIPT, "sh", mount, overlay.options(), run_dir]  # fmt: skip
 
     def check(
-        self, command: Sequence[str], run_dir: str, plugin_dir: str | None, readable: Sequence[str]
+        self,
+        command: Sequence[str],
+        run_dir: str,
+        plugin_dir: str | None,
+        readable: Sequence[str],
+        overlay: Overlay | None = None,
     ) -> None:
         """Start the toolchain's probe ``command`` in the same sandbox: a sandbox that cannot
         start it is refused before the run, so a broken sandbox never passes for a failed
@@ -165,6 +216,7 @@ class Sandbox:
             env={"PATH": SYSTEM_PATH},
             readable=readable,
             hidden=(),
+            overlay=overlay,
         )
         try:
             done = subprocess.run(probe, capture_output=True, timeout=_PROBE_TIMEOUT_S, check=False)
@@ -174,6 +226,12 @@ class Sandbox:
             complaint = done.stderr.decode(errors="replace").strip().splitlines()
             reason = complaint[-1] if complaint else f"exit {done.returncode}"
             raise ObservationFailed(f"the sandbox (bwrap) cannot start {command[0]}: {reason}")
+
+
+def run_owner() -> int | None:
+    """Who owns the files a sandboxed run is given: NOBODY when the observer is root (the run
+    drops to it), else the observer (None: no change of owner)."""
+    return NOBODY if os.geteuid() == 0 else None
 
 
 def _version(bwrap: str) -> str:

@@ -10,7 +10,8 @@ standard output; any other command's JUnit XML report is named with ``--junit``.
 the run is recorded by its exit code alone (no counts), never as a run of zero tests. What the
 tests print is kept for people to read, redacted of secrets, and never judged.
 
-The run happens in a fresh copy of exactly the files the claim describes (:mod:`.run_tree`), with
+The run happens on exactly the files the claim describes (:mod:`.run_tree`: a fresh copy, or the
+operator's mirror of the workspace seen through an overlay that takes the run's writes), with
 protected test paths from a ref the operator trusts when given, under the operator's toolchain
 and a scrubbed environment, in a sandbox (:mod:`.sandbox`) that cannot reach the workspace, the
 signing key or the network, and whose every process dies with it. Matching of required tests is
@@ -45,6 +46,7 @@ from ..errors import ObservationFailed, UsageError
 from ..model import Mutation
 from ._common import Observation
 from .dependency_cache import DEPENDENCIES_MOUNT, install, read_lockfiles, require_protected
+from .mirror import Mirror, require_unchanged
 from .run_tree import (
     Deadline,
     GitContent,
@@ -67,7 +69,7 @@ from .runners.base import (
 )
 from .runners.pytest import report_name
 from .runners.results import MAX_REPORT_BYTES, PASSED, Results, no_counts
-from .sandbox import PLUGINS, REPORTS, SYSTEM_PATH, WORK, Sandbox
+from .sandbox import PLUGINS, REPORTS, SYSTEM_PATH, WORK, Overlay, Sandbox
 from .values import REDACTED, redact_url, url_secrets
 from .workspace import Workspace, config_digests, tree_digest
 
@@ -103,6 +105,7 @@ class RunRequest:
     protect: tuple[str, ...] = ()  # globs of further protected paths
     secret_files: tuple[str, ...] = ()  # read after the run, to redact their material
     dependency_cache: Path | None = None  # the operator's; None: under the default runs dir
+    mirror: Mirror | None = None  # the operator's mirror, held by the caller; None: a fresh copy
 
     @property
     def runner(self) -> Runner:
@@ -182,11 +185,12 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
             folder.mkdir()
             if owner is not None:
                 os.chown(folder, owner, owner)
-        tree = RunTree(os.fsencode(run_dir), owner)
-        subject, details = _fill_run_tree(tree, request, workspace, mutations, excluded, deadline)
+        tree, mirror, overlay = _run_tree(request, workspace, sandbox, owned, owner)
+        subject, details = _fill_run_tree(tree, request, workspace, mutations, excluded, deadline,
+                                          mirror)  # fmt: skip
         outputs = _clear_outputs(tree, runner, details)
-        mounts = _dependencies(request, runner, toolchain, sandbox, run_dir, cwd, deadline, details)
-        launch = _Launch(request, sandbox, toolchain, owned, cwd, channel, mounts)
+        mounts = _dependencies(request, runner, toolchain, sandbox, tree, cwd, deadline, details)
+        launch = _Launch(request, sandbox, toolchain, owned, cwd, channel, mounts, tree, overlay)
         invocation = runner.invocation(request.command, launch.context())
         started_argv, host_env, details["sandbox"] = launch.confined(invocation, deadline)
         report = None if invocation.report is None else launch.on_host(invocation.report)
@@ -194,17 +198,24 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
             report = owned / "stdout"  # the observer's file: the run holds only its descriptor
         report_before = _signature(report) if report is not None else None
         started = time.monotonic()
+        host_cwd = run_dir / cwd if overlay is None else owned  # bwrap sets the run's own
         exit_code, stream = _run(
-            started_argv, run_dir / cwd, host_env, owned / "output.log", deadline.remaining(),
+            started_argv, host_cwd, host_env, owned / "output.log", deadline.remaining(),
             channel, report if invocation.source is ReportSource.STDOUT else None,
         )  # fmt: skip
         duration = time.monotonic() - started
         if invocation.source is ReportSource.BUILD:
-            results = runner.build_results(_build_reports(runner, run_dir, outputs, owned))
+            # What the build wrote: in the overlay's own layer, or in the copy.
+            written = run_dir if overlay is None else Path(overlay.upper)
+            results = runner.build_results(_build_reports(runner, written, outputs, owned))
         else:
             results = _results(runner, invocation, channel, stream, report, report_before,
                                exit_code, owned)  # fmt: skip
         tail = _tail(owned / "output.log")
+        # The tests read the mirror, never the work tree: a later edit cannot reach them. The
+        # files this pass had to read (the changed ones) are checked again, so a process still
+        # writing them is named; re-checking every file would cost a stat per file per stop.
+        require_unchanged(mirror, (rel for rel in mirror.read_paths if rel in tree.files))
     observed = {"exit_code": exit_code} | results.counts
     if request.required and not results.counts:
         raise ObservationFailed(
@@ -261,6 +272,29 @@ def _results(
     return runner.results(_read_fresh_report(report, report_before, exit_code, owned))
 
 
+def _run_tree(
+    request: RunRequest,
+    workspace: Workspace,
+    sandbox: Sandbox | None,
+    owned: Path,
+    owner: int | None,
+) -> tuple[RunTree, Mirror, Overlay | None]:
+    """Where the run's files are: with the operator's mirror and a sandbox, the mirror seen
+    through an overlay (the run's writes go to a layer of its own); else a fresh copy."""
+    run_dir = owned / "work"
+    hash_name = workspace.object_format()
+    if request.mirror is None or sandbox is None:
+        mirror = Mirror.fresh(workspace.root, os.fsencode(run_dir), owner, hash_name)
+        return RunTree(os.fsencode(run_dir), owner), mirror, None
+    (owned / "layer").mkdir()
+    if owner is not None:
+        os.chown(owned / "layer", owner, owner)
+    (owned / "overlay-work").mkdir()
+    mirror = request.mirror
+    overlay = Overlay(os.fsdecode(mirror.tree), str(owned / "layer"), str(owned / "overlay-work"))
+    return RunTree(mirror.tree, owner, os.fsencode(owned / "layer")), mirror, overlay
+
+
 def _clear_outputs(tree: RunTree, runner: Runner, details: dict[str, Any]) -> list[str]:
     """Remove the build's output folders from the run's copy (what the agent left there, built
     or written by hand, is not the run's): the build starts clean, and every report read from
@@ -272,11 +306,7 @@ def _clear_outputs(tree: RunTree, runner: Runner, details: dict[str, Any]) -> li
         held = [rel for rel in tree.files if rel.startswith(inner) or rel == inner[:-1]]
         for rel in held:
             tree.remove(rel)
-        path = os.path.join(tree.root, os.fsencode(folder))
-        if os.path.islink(path) or os.path.isfile(path):
-            os.unlink(path)
-        elif os.path.isdir(path):
-            shutil.rmtree(path)
+        tree.remove_folder(os.fsencode(folder))
         if held:
             removed.append(folder)
     if removed:
@@ -313,11 +343,12 @@ def _fill_run_tree(
     mutations: Sequence[Mutation],
     excluded: Sequence[str],
     deadline: Deadline,
+    mirror: Mirror,
 ) -> tuple[str, dict[str, Any]]:
-    """Copy the workspace, bind it to the claim, then deal with protected paths: the digest of
-    what was copied, and the details saying what became of protected paths."""
+    """Give the run the workspace, bind it to the claim, then deal with protected paths: the
+    digest of what the run was given, and the details saying what became of protected paths."""
     hash_name = workspace.object_format()
-    tree.copy_from(workspace, excluded, deadline, hash_name)
+    tree.fill(workspace, excluded, deadline, mirror)
     head = workspace.head()
     require_recorded(tree, head, mutations, excluded)
     subject = tree_digest(tree.files)
@@ -341,7 +372,7 @@ def _dependencies(
     runner: Runner,
     toolchain: Toolchain,
     sandbox: Sandbox | None,
-    run_dir: Path,
+    tree: RunTree,
     cwd: str,
     deadline: Deadline,
     details: dict[str, Any],
@@ -352,7 +383,19 @@ def _dependencies(
     if spec is None:
         return {}
     require_protected(runner, spec, cwd)
-    lockfiles = read_lockfiles(run_dir / cwd, spec)
+    run_dir = Path(os.fsdecode(tree.root))
+    if tree.layer is None:
+        lockfiles = read_lockfiles(run_dir / cwd, spec)
+    else:
+        # The run's view is an overlay no one mounted here: its lockfiles, as the run is given
+        # them (restored ones from its layer), are read through a folder of their own.
+        with tempfile.TemporaryDirectory(prefix="claim-lockfiles-") as folder:
+            for name in spec.lockfiles:
+                rel = os.path.normpath(os.path.join(cwd, name)).encode()
+                if rel in tree.files:
+                    (Path(folder) / name).parent.mkdir(parents=True, exist_ok=True)
+                    (Path(folder) / name).write_bytes(tree.read(rel))
+            lockfiles = read_lockfiles(Path(folder), spec)
     cache = request.dependency_cache or default_runs_dir(os.environ) / "dependencies"
     deadline.check("installing the dependencies")
     installed = install(cache, runner, spec, lockfiles, toolchain, sandbox, deadline.remaining())
@@ -399,6 +442,8 @@ class _Launch:
     cwd: str  # relative to the work tree's root
     channel: Channel | None
     mounts: Mapping[str, tuple[Path, str]]  # dependency folders: host path, path in the run
+    tree: RunTree
+    overlay: Overlay | None  # the run's files: the mirror under the run's own layer
 
     @property
     def work(self) -> str:
@@ -444,7 +489,8 @@ class _Launch:
     def on_host(self, path: str) -> Path:
         """A path the run named (in the work tree or the report folder), on the observer's
         side; refused when it is anywhere else."""
-        for seen, host in ((self.work, self.owned / "work"),
+        written = self.owned / "work" if self.overlay is None else Path(self.overlay.upper)
+        for seen, host in ((self.work, written),
                            (self.reports, self.owned / _REPORT_FOLDER)):  # fmt: skip
             rel = os.path.relpath(os.path.normpath(path), seen)
             if rel != os.pardir and not rel.startswith(os.pardir + os.sep):
@@ -463,9 +509,9 @@ class _Launch:
         plugin_dir = None if self.channel is None else str(self.channel.folder)
         readable = list(self.toolchain.readable)
         probe = self.toolchain.probe or ("true",)
-        self.sandbox.check(probe, str(run_dir), plugin_dir, readable)
+        self.sandbox.check(probe, str(run_dir), plugin_dir, readable, self.overlay)
         deadline.check("starting the sandbox")
-        _require_program(invocation.argv[0], env["PATH"], run_dir / self.cwd)
+        _require_program(invocation.argv[0], env["PATH"], self.cwd, self.tree)
         confined = self.sandbox.argv(
             invocation.argv,
             run_dir=str(run_dir),
@@ -476,12 +522,14 @@ class _Launch:
             readable=readable,
             hidden=self.request.secret_files,
             mounts=[(str(host), seen) for host, seen in self.mounts.values()],
+            overlay=self.overlay,
         )
         return confined, {"PATH": SYSTEM_PATH}, self.sandbox.describe()
 
 
-def _require_program(program: str, path: str, cwd: Path) -> None:
-    found = (cwd / program).is_file() if "/" in program else shutil.which(program, path=path)
+def _require_program(program: str, path: str, cwd: str, tree: RunTree) -> None:
+    within = os.fsencode(os.path.normpath(os.path.join(cwd, program)))
+    found = within in tree.files if "/" in program else shutil.which(program, path=path)
     if not found and not os.path.isabs(program):
         raise ObservationFailed(f"command not found: {program}")
 

@@ -41,6 +41,8 @@ _NEVER_WALKED = _BYPRODUCT_DIRS | {b".git"}
 
 def is_byproduct(rel: bytes) -> bool:
     """Written by running Python tests, not read by them as source."""
+    if b"__pycache__" not in rel and b".pytest_cache" not in rel:
+        return rel.endswith(b".pyc")  # the common case, without splitting the path
     parts = rel.split(b"/")
     return rel.endswith(b".pyc") or any(part in _BYPRODUCT_DIRS for part in parts[:-1])
 

@@ -16,7 +16,7 @@ from completion_claim.observe.runners import (
 )
 from completion_claim.observe.runners.base import Runner
 from completion_claim.observe.runners.junit import JunitFile
-from completion_claim.observe.runners.pytest import Pytest
+from completion_claim.observe.runners.pytest import Pytest, report_name
 
 
 @pytest.mark.parametrize(
@@ -82,3 +82,15 @@ def test_each_runner_protects_its_own_examples(runner: object) -> None:
     assert isinstance(runner, Runner)
     assert runner.examples
     assert all(runner.protected(example.encode()) for example in runner.examples)
+
+
+@pytest.mark.parametrize("runner", RUNNERS, ids=lambda runner: runner.name)
+def test_each_detected_runner_names_an_example_test_as_require_tests_takes_it(
+    runner: Runner,
+) -> None:
+    """claim init writes it as the commented require_tests example."""
+    if runner.name == "package-script":  # never detected: its commands are refused
+        assert runner.example_test == ""
+        return
+    assert "::" in runner.example_test
+    report_name(runner.example_test)

@@ -137,6 +137,8 @@ class Runner(ABC):
     # One work-tree path of each kind ``protected`` answers yes for: an ignore glob of the gate
     # that matches one is refused at load.
     examples: ClassVar[tuple[str, ...]] = ()
+    # A test named as this runner's report names it, for the example ``claim init`` writes.
+    example_test: ClassVar[str] = ""
 
     @abstractmethod
     def recognises(self, command: Sequence[str]) -> bool:

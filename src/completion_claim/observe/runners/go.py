@@ -106,6 +106,7 @@ def is_go_test(command: Sequence[str]) -> bool:
 
 class GoTest(Runner):
     name = "go"
+    example_test = "example.com/calc::TestAdd"
     ecosystem = "go"
     examples = ("calc_test.go", "testdata/golden.txt", "go.mod", "go.sum", "go.work")
 

@@ -119,6 +119,7 @@ class Maven(Runner):
     """``mvn test`` (or ``verify``): Surefire's and Failsafe's reports, every module's."""
 
     name = "maven"
+    example_test = "com.example.CalcTest::add"
     ecosystem = "java"
     examples = (
         "pom.xml", ".mvn/maven.config", "mvnw", "src/test/java/X.java",
@@ -223,6 +224,7 @@ class Gradle(Runner):
     """``gradle test``: the JUnit XML reports of every module's test tasks."""
 
     name = "gradle"
+    example_test = "com.example.CalcTest::add"
     ecosystem = "java"
     examples = (
         "build.gradle", "build.gradle.kts", "settings.gradle.kts", "gradle.properties",

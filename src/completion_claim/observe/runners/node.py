@@ -241,6 +241,7 @@ def _package(root: Path) -> dict[str, Any] | None:
 
 class NodeTest(_NodeRunner):
     name = "node-test"
+    example_test = "test::add"
     report_name = "node-test.xml"
 
     def recognises(self, command: Sequence[str]) -> bool:
@@ -331,6 +332,7 @@ def _relative(path: str) -> str:
 
 class Vitest(_PackageRunner):
     name = "vitest"
+    example_test = "test/calc.test.ts::calc > adds"
     report_name = "vitest.xml"
     programs = frozenset({"vitest"})
     entry = "vitest/vitest.mjs"
@@ -361,6 +363,7 @@ class Vitest(_PackageRunner):
 
 class Jest(_PackageRunner):
     name = "jest"
+    example_test = "test/calc.test.js::calc > adds"
     report_name = "jest.json"
     programs = frozenset({"jest"})
     entry = "jest/bin/jest.js"
@@ -433,6 +436,7 @@ def _text(mapping: object, key: str) -> str:
 
 class Mocha(_PackageRunner):
     name = "mocha"
+    example_test = "test/calc.test.js::calc > adds"
     report_name = "mocha.xml"
     programs = frozenset({"mocha", "_mocha"})
     entry = "mocha/bin/mocha.js"

@@ -66,6 +66,7 @@ def is_python_config(rel: bytes) -> bool:
 
 class Pytest(Runner):
     name = "pytest"
+    example_test = "tests/test_calc.py::test_add"
     ecosystem = "python"
     plugin = PLUGIN
     examples = (

@@ -140,6 +140,7 @@ def is_cargo_test(command: Sequence[str]) -> bool:
 
 class CargoTest(Runner):
     name = "cargo"
+    example_test = "calc::tests::adds"
     ecosystem = "rust"
     examples = ("tests/arith.rs", "Cargo.toml", "Cargo.lock", "build.rs", ".cargo/config.toml",
                 "rust-toolchain.toml")  # fmt: skip

@@ -42,6 +42,7 @@ def is_unittest(command: Sequence[str]) -> bool:
 
 class Unittest(Runner):
     name = "unittest"
+    example_test = "tests.test_calc.TestCalc::test_add"
     ecosystem = "python"
     plugin = PLUGIN
     examples = ("test.py", "tests.py", "test_x.py", "unittest.py", "unittest/x.py")

@@ -1,0 +1,208 @@
+"""What the gate adds to a stop as the repository grows (issue 19): repositories of 1k to 100k
+small files, one changed file and one test, side by side in one run:
+
+- ``git status --porcelain`` (what a stat cache answers in),
+- the bare test run, ``python -m pytest -q tests`` in the work tree (no sandbox),
+- ``claim gate`` after ``claim gate --start``: the first gate (the operator's mirror is empty, so
+  every file is read and copied once) and later ones (only what the change cache cannot vouch
+  for is read),
+- the added time (gate minus bare run) and the ratios;
+
+then, on one size, the scaling with the number of changed files (1, 10, 100, 1000).
+
+Medians of ``--runs``, interleaved so every command sees the same machine load. The generated
+repositories are kept under the system's temporary folder between runs (building 100k files and
+committing them takes a while); each run puts its repository back to its commit and checks that
+``git status`` is clean before measuring, and the runs folder (the mirror, the start record) is
+new every run. ``--profile`` prints where one later gate's time goes (cProfile, cumulative).
+
+Run: ``.venv/bin/python benchmarks/scaling.py`` (``--sizes 1000,10000`` for a quick look).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CLAIM = str(Path(sys.executable).with_name("claim"))
+LAYOUT_VERSION = 1  # bump when the generated repository changes
+FILES_A_FOLDER = 100
+CALC_BUGGY = "def add(a, b):\n    return a - b\n"
+CALC = "def add(a, b):\n    return a + b\n"
+TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+CONFIG = """\
+[policy]
+id = "bench/scaling"
+requires = ["test_run"]
+max_age_s = 3600
+
+[gate]
+runs_dir = "{runs}"
+
+[[check]]
+type = "test_run"
+command = ["python", "-m", "pytest", "-q", "tests"]
+"""
+GIT = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
+
+
+def repository(files: int) -> Path:
+    """A committed repository of ``files`` small modules plus calc.py (buggy) and one test,
+    back at its commit with nothing changed."""
+    root = Path(tempfile.gettempdir()) / f"claim-bench-scaling-v{LAYOUT_VERSION}" / str(files)
+    if not (root / ".bench-ready").exists():
+        subprocess.run(["rm", "-rf", str(root)], check=True)
+        root.mkdir(parents=True)
+        for number in range(files):
+            folder = root / "pkg" / f"d{number // FILES_A_FOLDER:05d}"
+            if number % FILES_A_FOLDER == 0:
+                folder.mkdir(parents=True)
+            (folder / f"m{number:06d}.py").write_text(f"VALUE = {number}\n")
+        (root / "tests").mkdir()
+        (root / "calc.py").write_text(CALC_BUGGY)
+        (root / "tests" / "test_calc.py").write_text(TEST)
+        git(root, "init", "-q", "-b", "main")
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", "base")
+        (root / ".git" / "info" / "exclude").write_text(".bench-ready\n")
+        (root / ".bench-ready").write_text("")
+    git(root, "checkout", "-q", "--", ".")
+    git(root, "clean", "-q", "-fd")
+    if git(root, "status", "--porcelain"):
+        sys.exit(f"{root} is not back at its commit; remove it and run again")
+    return root
+
+
+def git(root: Path, *args: str) -> str:
+    done = subprocess.run([*GIT, *args], cwd=root, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def timed(argv: list[str], cwd: Path, expect: int | None = 0) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, check=False)
+    elapsed = time.perf_counter() - started
+    if expect is not None and done.returncode != expect:
+        sys.exit(f"{' '.join(argv[:3])} exited {done.returncode}: {done.stderr.decode()[-800:]}")
+    return elapsed
+
+
+class Bench:
+    def __init__(self, repo: Path, place: Path) -> None:
+        self.repo = repo
+        config = place / "ops" / "claim.toml"
+        config.parent.mkdir(parents=True)
+        config.write_text(CONFIG.format(runs=place / "runs"))
+        self.gate = [CLAIM, "gate", "--config", str(config), "--repo", str(repo), "--json"]
+        self.status = ["git", "status", "--porcelain"]
+        self.pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"]
+
+    def start(self) -> None:
+        timed([*self.gate, "--start"], self.repo)
+
+    def side_by_side(self, runs: int) -> dict[str, float]:
+        found: dict[str, list[float]] = {"status": [], "pytest": [], "gate": []}
+        for _ in range(runs):
+            found["status"].append(timed(self.status, self.repo))
+            found["pytest"].append(timed(self.pytest, self.repo))
+            found["gate"].append(timed(self.gate, self.repo))
+        return {name: statistics.median(times) for name, times in found.items()}
+
+
+def change(repo: Path, count: int, round_: int) -> None:
+    """calc.py fixed, and ``count - 1`` modules edited (new content every round)."""
+    (repo / "calc.py").write_text(CALC)
+    for number in range(count - 1):
+        path = repo / "pkg" / f"d{number // FILES_A_FOLDER:05d}" / f"m{number:06d}.py"
+        path.write_text(f"VALUE = {number}\n# round {round_}\n")
+
+
+def sizes_table(sizes: list[int], runs: int, profile: bool) -> None:
+    print("| files | git status | bare pytest | first gate | later gate (median) | added | "
+          "gate / bare |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
+    for files in sizes:
+        repo = repository(files)
+        with tempfile.TemporaryDirectory(prefix="claim-bench-scaling-") as folder:
+            bench = Bench(repo, Path(folder))
+            bench.start()
+            change(repo, 1, 0)
+            first = timed(bench.gate, repo)
+            times = bench.side_by_side(runs)
+            added = times["gate"] - times["pytest"]
+            print(
+                f"| {files:,} | {times['status']:.3f} s | {times['pytest']:.3f} s | "
+                f"{first:.3f} s | {times['gate']:.3f} s | {added:+.3f} s | "
+                f"{times['gate'] / times['pytest']:.2f}x |",
+                flush=True,
+            )
+            if profile and files == max(sizes):
+                where_the_time_goes(bench)
+        repository(files)  # back at its commit for the next run
+
+
+def changed_table(files: int, counts: list[int], runs: int) -> None:
+    print(f"\nChanged files, {files:,}-file repository (each gate after a fresh edit of them):")
+    print("| changed files | bare pytest | gate (median) | added |")
+    print("|---|---|---|---|")
+    repo = repository(files)
+    with tempfile.TemporaryDirectory(prefix="claim-bench-scaling-") as folder:
+        bench = Bench(repo, Path(folder))
+        bench.start()
+        change(repo, 1, 0)
+        timed(bench.gate, repo)  # the mirror filled once
+        for count in counts:
+            gates, tests = [], []
+            for round_ in range(runs):
+                change(repo, count, round_ + 1)
+                gates.append(timed(bench.gate, repo))
+                tests.append(timed(bench.pytest, repo))
+            gate, pytest = statistics.median(gates), statistics.median(tests)
+            print(f"| {count:,} | {pytest:.3f} s | {gate:.3f} s | {gate - pytest:+.3f} s |",
+                  flush=True)  # fmt: skip
+    repository(files)
+
+
+def where_the_time_goes(bench: Bench) -> None:
+    """One later gate in this process, under cProfile: the costliest calls."""
+    from completion_claim.cli import run  # noqa: PLC0415
+
+    profiler = cProfile.Profile()
+    cwd = os.getcwd()
+    os.chdir(bench.repo)
+    try:
+        profiler.runcall(lambda: run(bench.gate[1:]))
+    finally:
+        os.chdir(cwd)
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)
+    stats.sort_stats("cumulative").print_stats(30)
+    stats.sort_stats("tottime").print_stats(20)
+    print("\nWhere one later gate's time goes (cProfile: cumulative, then own time):")
+    print(out.getvalue())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="1000,10000,50000,100000")
+    parser.add_argument("--changed", default="1,10,100,1000")
+    parser.add_argument("--changed-on", type=int, default=10000)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    sizes = [int(size) for size in args.sizes.split(",")]
+    sizes_table(sizes, args.runs, args.profile)
+    changed_table(args.changed_on, [int(count) for count in args.changed.split(",")], args.runs)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,397 @@
+"""The operator's mirror of a work tree: the files a test run is given, kept where the agent
+cannot write, and read again from the work tree only when the change cache cannot vouch for them.
+
+A mirror is a folder of the runs directory (the gate's: ``<runs>/<repository>/mirror``) holding
+``tree/``, a copy of the listed files, and ``index``, the change cache: for each path, the
+``lstat`` of the work-tree file it was copied from (device, inode, size, mtime, ctime, mode), when
+that was taken, and the digests of what was copied (``sha256:`` and git's blob id). A file whose
+``lstat`` is the one recorded is not read again: its digests and its copy stand. Anything else is
+read once, hashed and copied in the same pass, and recorded.
+
+The cache trusts ctime: a process that is not root cannot set it (``utime`` sets mtime and atime,
+and moves ctime to now), and any write, rename, link or mode change moves the ctime of the inode,
+so of every path that names it. An entry is trusted only when the file's times are older than the
+moment its stat was taken, by more than file-system timestamps can lag (``RACY_NS``): a write in
+the same clock tick as the stat could otherwise leave every field as recorded, as git's "racily
+clean" entries. Symbolic links are never cached: their digest reads their target.
+
+The agent's ``.git/index`` and its stat data are never read. The index is dropped while a pass
+works on the mirror and written back at its end, so a pass that dies half-way leaves no index, and
+the next one starts from an empty tree rather than from copies the index does not describe. One
+pass at a time holds the mirror (a lock file beside it), for as long as a run reads it: the gate
+holds one pass from its capture to its last check, so each path is stat'ed, and read if need be,
+once a gate; ``changed_since`` then says whether the work tree moved on while the tests ran.
+
+Without a folder (``Mirror.fresh``) the same code copies every file into a fresh tree: the copy a
+run without a persistent mirror gets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import marshal
+import os
+import shutil
+import stat
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from types import TracebackType
+from typing import Protocol
+
+from .._files import write_atomic
+from ..errors import ClaimError, ObservationFailed
+from .repository import WorkTreeFile, display, work_tree_file
+
+INDEX_VERSION = 1
+RACY_NS = 2_000_000_000  # above any file system's timestamp granularity (FAT: 2 s)
+LOCK_POLL_S = 0.05
+LOCK_WAIT_S = 900.0  # above a test run's default timeout (600 s)
+_CHUNK = 1 << 20
+_LINK = -1  # the inode recorded for a link: no stat ever matches it
+
+Key = tuple[int, int, int, int, int, int]
+"""(device, inode, size, mtime_ns, ctime_ns, mode) of a work-tree file."""
+Entry = tuple[int, int, int, int, int, int, int, str, str]
+"""A Key, when it was taken (ns), the sha256 digest and git's blob id of what was copied."""
+
+
+class Limits(Protocol):
+    """What a pass may read: each file's size is admitted before it is used, and a long read
+    can be stopped between chunks (the observer's deadline)."""
+
+    def admit(self, rel: bytes, size: int) -> None: ...
+
+    def reading(self, rel: bytes) -> None: ...
+
+
+def stat_key(info: os.stat_result) -> Key:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns,
+            info.st_mode)  # fmt: skip
+
+
+class Mirror:
+    """One pass over a work tree: ``file`` gives each path's digests, from the cache or by
+    copying it; ``keep`` removes what the pass did not want; leaving saves the index."""
+
+    def __init__(
+        self,
+        workspace: Path,
+        tree: bytes,
+        owner: int | None,
+        object_format: str,
+        folder: Path | None = None,
+    ) -> None:
+        self.workspace = os.fsencode(workspace)
+        self.tree = tree
+        self.owner = owner
+        self.object_format = object_format
+        self.folder = folder
+        self.entries: dict[bytes, Entry] = {}
+        self.seen: dict[bytes, os.stat_result] = {}  # each path as this pass read it
+        # What this pass found: a path is stat'ed once a pass (the gate's capture and its run
+        # share one), and a change after that is caught when the run ends (changed_since).
+        self._found: dict[bytes, WorkTreeFile] = {}
+        self._prefix = os.path.join(self.workspace, b"")
+        self.read_paths: list[bytes] = []  # read from the work tree in this pass
+        self._taken = time.time_ns()
+        self._folders: dict[bytes, bool] = {}
+        self._lock: int | None = None
+
+    @classmethod
+    def fresh(cls, workspace: Path, tree: bytes, owner: int | None, object_format: str) -> Mirror:
+        return cls(workspace, tree, owner, object_format)
+
+    @classmethod
+    def kept(cls, folder: Path, workspace: Path, owner: int | None, object_format: str) -> Mirror:
+        """The persistent mirror in ``folder`` (the operator's runs directory)."""
+        return cls(workspace, os.fsencode(folder / "tree"), owner, object_format, folder)
+
+    # --- holding the mirror ---------------------------------------------------------------
+
+    def __enter__(self) -> Mirror:
+        if self.folder is None:
+            return self
+        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._lock = os.open(self.folder / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            self._wait_for_lock()
+            self.entries = self._load()
+        except BaseException:
+            self._release()
+            raise
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.folder / "index")
+        if not self.entries:
+            shutil.rmtree(self.tree, ignore_errors=True)  # copies no index describes
+        self._make_folder(self.tree)
+        self._taken = time.time_ns()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            # The index describes the tree unless the pass stopped half-way through a change to
+            # it, which only an unforeseen error can do (a refusal is raised before one).
+            if self.folder is not None and (kind is None or issubclass(kind, ClaimError)):
+                state = (INDEX_VERSION, self.workspace, self.owner, self.object_format,
+                         self.entries)  # fmt: skip
+                write_atomic(self.folder / "index", marshal.dumps(state))
+        finally:
+            self._release()
+
+    def _wait_for_lock(self) -> None:
+        """Another gate on this work tree holds the mirror until its last check ends."""
+        assert self._lock is not None
+        ends = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() > ends:
+                    raise ObservationFailed(
+                        f"another gate on this work tree held {self.folder} for over "
+                        f"{LOCK_WAIT_S:g} s"
+                    ) from None
+                time.sleep(LOCK_POLL_S)
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)  # closing the only descriptor releases the flock
+            self._lock = None
+
+    def _load(self) -> dict[bytes, Entry]:
+        """The index, when it describes this work tree, owner and object format; else none
+        (the tree is then rebuilt)."""
+        assert self.folder is not None
+        try:
+            state = marshal.loads((self.folder / "index").read_bytes())  # noqa: S302 - the operator's own file
+        except (OSError, ValueError, EOFError, TypeError):
+            return {}
+        wanted = (INDEX_VERSION, self.workspace, self.owner, self.object_format)
+        if type(state) is not tuple or len(state) != 5 or state[:4] != wanted:
+            return {}
+        entries = state[4]
+        return entries if type(entries) is dict else {}
+
+    # --- reading the work tree -------------------------------------------------------------
+
+    def file(
+        self, rel: bytes, failure: type[ClaimError], limits: Limits | None = None
+    ) -> WorkTreeFile | None:
+        """``work_tree_file`` of ``rel``, with its copy in the mirror: from the cache when the
+        file's stat is as recorded, else read once (hashed and copied in one pass). ``limits``
+        sees each regular file's size before it is used, and each chunk read."""
+        # This runs once a listed file a pass (100,000 times in a large repository): kept lean.
+        known = self._found.get(rel)
+        if known is not None:  # read or vouched for earlier in this pass
+            if limits is not None and not known.link:
+                limits.admit(rel, self.entries[rel][2])
+            return known
+        slash = rel.rfind(b"/")
+        if slash > 0 and not self._real_folder(rel[:slash]):
+            return None  # below a link: not in the work tree, as git sees it
+        path = self._prefix + rel
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise failure(f"cannot read {display(rel)}: {exc.strerror or exc}") from None
+        if stat.S_ISLNK(info.st_mode):
+            return self._link(rel, info, failure)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        if limits is not None:
+            limits.admit(rel, info.st_size)
+        entry = self.entries.get(rel)
+        if (
+            entry is not None
+            and entry[1] == info.st_ino
+            and entry[4] == info.st_ctime_ns
+            and entry[3] == info.st_mtime_ns
+            and entry[2] == info.st_size
+            and entry[0] == info.st_dev
+            and entry[5] == info.st_mode
+            and entry[4] < entry[6] - RACY_NS
+            and entry[3] < entry[6] - RACY_NS
+        ):
+            self.seen[rel] = info
+            found = self._found[rel] = WorkTreeFile(entry[7], entry[8], link=False)
+            return found
+        return self._copy(rel, path, failure, limits)
+
+    def _copy(
+        self, rel: bytes, path: bytes, failure: type[ClaimError], limits: Limits | None
+    ) -> WorkTreeFile | None:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise failure(f"cannot read {display(rel)}: {exc.strerror or exc}") from None
+        temporary = os.path.join(self._scratch(), b"copy-%d" % os.getpid())
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                return None  # swapped since the lstat: what is there now is no file
+            content = hashlib.sha256()
+            blob = hashlib.new(self.object_format, b"blob %d\0" % info.st_size)
+            executable = bool(info.st_mode & 0o111)
+            out_fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                             0o755 if executable else 0o644)  # fmt: skip
+            if self.owner is not None:
+                os.fchown(out_fd, self.owner, self.owner)
+            seen = 0
+            with os.fdopen(out_fd, "wb") as out:
+                while chunk := handle.read(_CHUNK):
+                    if limits is not None:
+                        limits.reading(rel)
+                    seen += len(chunk)
+                    if seen > info.st_size:
+                        break
+                    content.update(chunk)
+                    blob.update(chunk)
+                    out.write(chunk)
+        if seen != info.st_size:
+            os.unlink(temporary)
+            raise failure(f"{display(rel)} changed while it was being read")
+        self._place(rel, temporary)
+        key = stat_key(info)
+        digest = "sha256:" + content.hexdigest()
+        self.entries[rel] = (*key, self._taken, digest, blob.hexdigest())
+        self.seen[rel] = info
+        self.read_paths.append(rel)
+        found = self._found[rel] = WorkTreeFile(digest, blob.hexdigest(), link=False)
+        return found
+
+    def _link(
+        self, rel: bytes, info: os.stat_result, failure: type[ClaimError]
+    ) -> WorkTreeFile | None:
+        """A link is digested afresh every pass (its digest reads its target), and kept in the
+        mirror as the link: relative, so it points into the copy. One that leaves the work
+        tree is refused."""
+        found = work_tree_file(self.workspace, rel, failure, self.object_format)
+        if found is None:
+            return None
+        target = os.readlink(os.path.join(self.workspace, rel))
+        resolved = os.path.normpath(os.path.join(os.path.dirname(rel), target))
+        if os.path.isabs(target) or resolved == b".." or resolved.startswith(b"../"):
+            raise failure(f"{display(rel)} is a symbolic link out of the workspace "
+                          f"(to {display(target)}); it is refused")  # fmt: skip
+        temporary = os.path.join(self._scratch(), b"link-%d" % os.getpid())
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        os.symlink(target, temporary)
+        if self.owner is not None:
+            os.lchown(temporary, self.owner, self.owner)
+        self._place(rel, temporary)
+        key = stat_key(info)
+        self.entries[rel] = (key[0], _LINK, *key[2:], self._taken, found.digest, found.blob or "")
+        self.seen[rel] = info
+        self.read_paths.append(rel)
+        self._found[rel] = found
+        return found
+
+    def _real_folder(self, folder: bytes) -> bool:
+        known = self._folders.get(folder)
+        if known is None:
+            path = os.path.join(self.workspace, folder) if folder else self.workspace
+            known = self._folders[folder] = os.path.realpath(path) == path
+        return known
+
+    # --- the mirror's tree -------------------------------------------------------------------
+
+    def _scratch(self) -> bytes:
+        """Where copies are made before they are moved into place: beside the tree (the same
+        file system, so the move is a rename), never in it."""
+        scratch = self.tree + b".scratch" if self.folder is not None else self.tree + b"-scratch"
+        self._make_folder(scratch)
+        return scratch
+
+    def _place(self, rel: bytes, temporary: bytes) -> None:
+        destination = os.path.join(self.tree, rel)
+        folder = self.tree
+        for part in rel.split(b"/")[:-1]:
+            folder = os.path.join(folder, part)
+            if not _is_folder(folder):
+                self._clear(folder)
+                self._make_folder(folder)
+        if _is_folder(destination):
+            self._clear(destination)
+        os.rename(temporary, destination)
+
+    def _clear(self, path: bytes) -> None:
+        """Whatever is at ``path`` in the mirror (a file where a folder now goes, or the
+        reverse), and the entries below it."""
+        with contextlib.suppress(FileNotFoundError):
+            if _is_folder(path):
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+        rel = os.path.relpath(path, self.tree)
+        for gone in [known for known in self.entries if known == rel
+                     or known.startswith(rel + b"/")]:  # fmt: skip
+            del self.entries[gone]
+            self._found.pop(gone, None)
+
+    def _make_folder(self, path: bytes) -> None:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, 0o755)
+            if self.owner is not None:
+                os.chown(path, self.owner, self.owner)
+
+    def keep(self, wanted: Iterable[bytes]) -> None:
+        """Remove from the mirror every file but ``wanted``, and the folders left empty."""
+        kept = set(wanted)
+        for rel in [rel for rel in self.entries if rel not in kept]:
+            del self.entries[rel]
+            self._found.pop(rel, None)
+            with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+                os.unlink(os.path.join(self.tree, rel))
+            folder = os.path.dirname(rel)
+            while folder:
+                try:
+                    os.rmdir(os.path.join(self.tree, folder))
+                except OSError as exc:
+                    if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                        break
+                folder = os.path.dirname(folder)
+
+    def changed_since(self, paths: Iterable[bytes]) -> bytes | None:
+        """The first of ``paths`` whose work-tree file is no longer what this pass read."""
+        for rel in paths:
+            before = self.seen.get(rel)
+            try:
+                now: Key | None = stat_key(os.lstat(self._prefix + rel))
+            except OSError:
+                now = None
+            if before is None or now != stat_key(before):
+                return rel
+        return None
+
+
+def _is_folder(path: bytes) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def require_unchanged(mirror: Mirror, paths: Iterable[bytes]) -> None:
+    changed = mirror.changed_since(paths)
+    if changed is not None:
+        raise ObservationFailed(
+            f"{display(changed)} changed in the work tree while the tests ran (a process still "
+            "writing there?): the run no longer describes the work tree"
+        )

@@ -1,0 +1,167 @@
+"""The operator's mirror and its change cache: a file is read again whenever its stat cannot
+vouch for it, whatever the agent does to hide the change (attacks 75 to 77, 79)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+
+from completion_claim.errors import ObservationFailed
+from completion_claim.observe.mirror import RACY_NS, Mirror
+from tests.fixtures.projects import make_repo
+
+ORIGINAL = "def add(a, b):\n    return a + b\n"
+SAME_SIZE = "def add(a, b):\n    return a - b\n"
+
+
+def sha256(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def aged(root: Path, files: dict[str, str]) -> Path:
+    """A repository whose files are older than the racy window, so the cache may vouch for
+    them: only then does any attack on it mean something."""
+    repo = make_repo(root, files)
+    time.sleep(RACY_NS / 1e9 + 0.2)
+    return repo
+
+
+def one_pass(repo: Path, folder: Path, paths: list[str]) -> tuple[dict[str, str | None], list[str]]:
+    """Each path's digest through the mirror, and the paths it read from the work tree."""
+    with Mirror.kept(folder, repo, None, "sha1") as mirror:
+        found = {path: mirror.file(path.encode(), ObservationFailed) for path in paths}
+        mirror.keep(path.encode() for path in paths)
+    digests = {path: None if file is None else file.digest for path, file in found.items()}
+    return digests, sorted(rel.decode() for rel in mirror.read_paths)
+
+
+def rewrite_keeping_mtime(path: Path, text: str) -> None:
+    """Same size, and the modification time put back: only the ctime moves."""
+    before = path.stat()
+    path.write_text(text)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def test_an_unchanged_file_is_not_read_again(tmp_path: Path) -> None:
+    repo = aged(tmp_path / "repo", {"calc.py": ORIGINAL})
+    first = one_pass(repo, tmp_path / "mirror", ["calc.py"])
+
+    again = one_pass(repo, tmp_path / "mirror", ["calc.py"])
+
+    assert first == ({"calc.py": sha256(ORIGINAL)}, ["calc.py"])
+    assert again == ({"calc.py": sha256(ORIGINAL)}, [])
+    assert (tmp_path / "mirror" / "tree" / "calc.py").read_text() == ORIGINAL
+
+
+def test_a_file_written_within_the_racy_window_is_read_again(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"calc.py": ORIGINAL})
+    one_pass(repo, tmp_path / "mirror", ["calc.py"])
+
+    assert one_pass(repo, tmp_path / "mirror", ["calc.py"])[1] == ["calc.py"]
+
+
+def test_attack_75_a_change_with_its_mtime_put_back_is_read(tmp_path: Path) -> None:
+    repo = aged(tmp_path / "repo", {"calc.py": ORIGINAL})
+    one_pass(repo, tmp_path / "mirror", ["calc.py"])
+
+    rewrite_keeping_mtime(repo / "calc.py", SAME_SIZE)
+
+    assert one_pass(repo, tmp_path / "mirror", ["calc.py"]) == (
+        {"calc.py": sha256(SAME_SIZE)},
+        ["calc.py"],
+    )
+    assert (tmp_path / "mirror" / "tree" / "calc.py").read_text() == SAME_SIZE
+
+
+def test_attack_76_a_hard_link_or_a_symlink_makes_two_paths_one_file(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"calc.py": ORIGINAL})
+    os.link(repo / "calc.py", repo / "twin.py")
+    os.symlink("calc.py", repo / "alias.py")
+    time.sleep(RACY_NS / 1e9 + 0.2)
+    paths = ["alias.py", "calc.py", "twin.py"]
+    one_pass(repo, tmp_path / "mirror", paths)
+
+    rewrite_keeping_mtime(repo / "twin.py", SAME_SIZE)  # through one name: the inode changes
+
+    digests, read = one_pass(repo, tmp_path / "mirror", paths)
+    assert digests == {
+        "alias.py": f"symlink:calc.py:{sha256(SAME_SIZE)}",
+        "calc.py": sha256(SAME_SIZE),
+        "twin.py": sha256(SAME_SIZE),
+    }
+    assert read == paths
+    assert (tmp_path / "mirror" / "tree" / "calc.py").read_text() == SAME_SIZE
+    assert os.readlink(tmp_path / "mirror" / "tree" / "alias.py") == "calc.py"
+
+
+def test_attack_77_content_the_cache_saw_before_comes_back(tmp_path: Path) -> None:
+    repo = aged(tmp_path / "repo", {"calc.py": ORIGINAL})
+    one_pass(repo, tmp_path / "mirror", ["calc.py"])
+    rewrite_keeping_mtime(repo / "calc.py", SAME_SIZE)
+    assert one_pass(repo, tmp_path / "mirror", ["calc.py"])[0] == {"calc.py": sha256(SAME_SIZE)}
+
+    rewrite_keeping_mtime(repo / "calc.py", ORIGINAL)  # A -> B -> A, times as at first
+
+    assert one_pass(repo, tmp_path / "mirror", ["calc.py"]) == (
+        {"calc.py": sha256(ORIGINAL)},
+        ["calc.py"],
+    )
+    assert (tmp_path / "mirror" / "tree" / "calc.py").read_text() == ORIGINAL
+
+
+def test_attack_79_a_mirror_taken_from_another_repository_is_not_trusted(tmp_path: Path) -> None:
+    theirs = aged(tmp_path / "theirs", {"calc.py": SAME_SIZE})
+    ours = make_repo(tmp_path / "ours", {"calc.py": ORIGINAL})
+    one_pass(theirs, tmp_path / "their-mirror", ["calc.py"])
+    shutil.copytree(tmp_path / "their-mirror", tmp_path / "mirror")
+
+    assert one_pass(ours, tmp_path / "mirror", ["calc.py"]) == (
+        {"calc.py": sha256(ORIGINAL)},
+        ["calc.py"],
+    )
+    assert (tmp_path / "mirror" / "tree" / "calc.py").read_text() == ORIGINAL
+
+
+def test_a_pass_that_died_leaves_no_index_and_the_next_starts_afresh(tmp_path: Path) -> None:
+    repo = aged(tmp_path / "repo", {"calc.py": ORIGINAL, "old.py": "x = 1\n"})
+    one_pass(repo, tmp_path / "mirror", ["calc.py", "old.py"])
+    try:
+        with Mirror.kept(tmp_path / "mirror", repo, None, "sha1"):
+            raise RuntimeError("killed")
+    except RuntimeError:
+        pass
+
+    assert one_pass(repo, tmp_path / "mirror", ["calc.py"])[1] == ["calc.py"]
+    assert sorted(os.listdir(tmp_path / "mirror" / "tree")) == ["calc.py"]
+
+
+def test_what_is_no_longer_wanted_leaves_the_mirror_with_its_folders(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"calc.py": ORIGINAL, "pkg/deep/mod.py": "x = 1\n"})
+    one_pass(repo, tmp_path / "mirror", ["calc.py", "pkg/deep/mod.py"])
+
+    one_pass(repo, tmp_path / "mirror", ["calc.py"])
+
+    assert sorted(os.listdir(tmp_path / "mirror" / "tree")) == ["calc.py"]
+
+
+def test_a_second_pass_waits_for_the_one_holding_the_mirror(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"calc.py": ORIGINAL})
+    order: list[str] = []
+    first = Mirror.kept(tmp_path / "mirror", repo, None, "sha1").__enter__()
+
+    def second() -> None:
+        with Mirror.kept(tmp_path / "mirror", repo, None, "sha1"):
+            order.append("second")
+
+    waiting = threading.Thread(target=second)
+    waiting.start()
+    time.sleep(0.3)
+    order.append("first leaves")
+    first.__exit__(None, None, None)
+    waiting.join()
+
+    assert order == ["first leaves", "second"]
