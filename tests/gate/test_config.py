@@ -129,6 +129,18 @@ def test_a_wrong_type_names_the_key_and_its_line(tmp_path: Path) -> None:
     assert error_of(tmp_path, text) == "claim.toml:21: network must be true or false"
 
 
+def test_a_test_runs_baseline_is_on_unless_the_operator_turns_it_off(tmp_path: Path) -> None:
+    check = load_config(write(tmp_path, FULL), ENVIRON).checks[0]
+    assert isinstance(check, gate_config.TestRunCheck)
+    assert check.baseline
+    text = FULL.replace("network = false", "network = false\nbaseline = false")
+    check = load_config(write(tmp_path, text), ENVIRON).checks[0]
+    assert isinstance(check, gate_config.TestRunCheck)
+    assert not check.baseline
+    text = FULL.replace("network = false", 'network = false\nbaseline = "no"')
+    assert error_of(tmp_path, text) == "claim.toml:22: baseline must be true or false"
+
+
 def test_a_missing_required_key_names_its_table(tmp_path: Path) -> None:
     text = FULL.replace('target = "staging"\n', "")
     assert error_of(tmp_path, text) == "claim.toml:25: missing required key 'target'"

@@ -293,6 +293,7 @@ def test_attack_86_a_test_binary_that_exits_before_its_tests_is_not_verified(
 
     assert (result.verdict.state, result.exit_code) == ("unverified", 1)
     [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
-    assert item["details"]["no_counts"].startswith(
-        "package example.com/calc passed without its test binary saying PASS"
-    )
+    # The start's baseline (attack 93) requires util's test, and a run with no counts cannot
+    # show it passed: the attempt fails, saying why the run has none.
+    why = item["details"].get("no_counts") or item["details"]["error"]
+    assert "package example.com/calc passed without its test binary saying PASS" in why

@@ -16,8 +16,13 @@ from completion_claim.cli import run as cli
 from completion_claim.gate.config import ConfigError
 from completion_claim.gate.run import run_gate, start_gate
 from completion_claim.observe.runners import detect
-from tests.fixtures.node_projects import PROJECTS, node_project, shared_dependency_cache
-from tests.fixtures.projects import git, head_commit, write_files
+from tests.fixtures.node_projects import (
+    PROJECTS,
+    node_project,
+    package_files,
+    shared_dependency_cache,
+)
+from tests.fixtures.projects import git, head_commit, make_repo, write_files
 from tests.gate.conftest import WriteConfig
 
 POLICY = """
@@ -197,3 +202,45 @@ def test_claim_init_alone_gives_refuted_not_verified_and_verified(
 
     assert (wrong_fix, honest) == (2, 0)
     assert agreeing != 0
+
+
+CASES_JS = "function add(a, b) {\n  return a + b;\n}\n\nmodule.exports = { add, CASES: [1, 2] };\n"
+CASES_TEST = """const test = require("node:test");
+const assert = require("node:assert");
+const { add, CASES } = require("../calc.js");
+
+for (const n of CASES) {
+  test(`add ${n}`, () => {
+    assert.strictEqual(add(n, n), 2 * n);
+  });
+}
+"""
+
+
+@pytest.mark.parametrize("baseline", [True, False], ids=["baseline", "control-without"])
+def test_attack_93_a_node_test_the_code_no_longer_yields_is_not_verified(
+    tmp_path: Path, write_config: WriteConfig, baseline: bool
+) -> None:
+    """The trusted test takes its cases from the code: code that breaks add(2, 2) and drops 2
+    from its cases takes that test out of the run, which then passes (verified, the control
+    without a baseline shows). The start's baseline says it passed before."""
+    files = {"calc.js": CASES_JS, "test/calc.test.js": CASES_TEST, ".gitignore": "node_modules/\n"}
+    repo = make_repo(tmp_path / "repo", files | package_files("node-test"))
+    ((_, detected),) = detect(repo)
+    config = write_config(
+        POLICY.replace("min_tests = 2", "min_tests = 1")
+        + f'\n[[check]]\ntype = "test_run"\ncommand = {json.dumps(list(detected.command))}\n'
+        f'trusted_ref = "{head_commit(repo)}"\ntimeout_s = 300\n'
+        f"baseline = {json.dumps(baseline)}\n"
+    )
+    start_gate(config, repo)
+    broken = CASES_JS.replace("a + b", "a === 2 ? 0 : a + b").replace("[1, 2]", "[1]")
+    write_files(repo, {"calc.js": broken})
+
+    result = run_gate(config, repo, outcome="Done.")
+
+    if not baseline:
+        assert result.verdict.state == "verified"
+        return
+    assert result.verdict.state != "verified"
+    assert "add 2 passed before you started and is now not run at all" in result.agent_reason

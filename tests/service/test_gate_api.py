@@ -35,6 +35,8 @@ from tests.fixtures.installed import installed_python
 from tests.fixtures.projects import CALC, GIT_ENV, write_files
 from tests.fixtures.serve import ready_line
 from tests.gate.payloads import DEFAULT_SESSIONS, documented_stop
+from tests.gate.test_test_baseline import project as baseline_project
+from tests.gate.test_test_baseline import skipping_add
 from tests.needs import unavailable
 
 
@@ -92,6 +94,22 @@ def test_start_takes_the_baselines_for_the_session(service: GateService) -> None
         answer = http.post_json("/v1/gate", {"repo": str(repo), "session": "s-1"})
     assert started == {"repo": os.path.realpath(repo), "index": 0}
     assert "the start record" in answer["report"]
+
+
+def test_attack_93_the_services_start_takes_the_test_baseline(service: GateService) -> None:
+    """The operator's start through the service runs the tests once: the test that passed then
+    and that the agent's code now skips is required at the gate."""
+    repo = baseline_project(service.observed / "repo")
+    with client(service, service.operator_token) as operator:
+        operator.post_json("/v1/gate/start", {"repo": str(repo), "session": "s-1"})
+    with client(service) as http:
+        write_files(repo, {"calc.py": skipping_add("pytest")})
+        answer = http.post_json("/v1/gate", {"repo": str(repo), "session": "s-1"})
+    assert answer["verdict"]["state"] != "verified"
+    assert (
+        "tests/test_calc.py::test_add passed before you started and is now skipped"
+        in (answer["agent_reason"])
+    )
 
 
 @pytest.mark.parametrize("token", [None, "not-a-token"])

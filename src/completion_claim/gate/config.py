@@ -75,6 +75,7 @@ class TestRunCheck:
     junit: str | None = None
     python_line: int | None = None  # where ``python`` is set, for errors about its value
     toolchain: str | None = None  # the operator's toolchain for a runner other than Python's
+    baseline: bool = True  # run once at the start; the tests that passed then stay required
     check_type: str = field(default=TEST_RUN, init=False)
 
     @property
@@ -463,6 +464,7 @@ class _Reader:
             junit=self.optional(values, "check", index, "junit", str),
             python_line=self.lines.of("check", index, "python") if "python" in values else None,
             toolchain=self.optional(values, "check", index, "toolchain", str),
+            baseline=self.optional(values, "check", index, "baseline", bool) is not False,
         )
 
     def endpoint_health(
@@ -715,7 +717,7 @@ _PROTECTED_PROBES = ("tests/x.py", "test/x.py", CONFIG_NAME)
 _CHECK_KEYS = {
     TEST_RUN: {
         "command", "trusted_ref", "protect", "python", "env", "network", "require_tests",
-        "timeout_s", "junit", "toolchain",
+        "timeout_s", "junit", "toolchain", "baseline",
     },
     ENDPOINT_HEALTH: {
         "url", "target", "expect_status", "expect_json", "expect_header", "method", "timeout_s",

@@ -19,7 +19,8 @@ from ..errors import UsageError
 from .hooks import canonical
 
 HOOK_TIMEOUT_S = 600
-"""The gate runs the project's tests; the harnesses' defaults (30-60 s) would cut it off."""
+"""The gate runs the project's tests, on stop and once at session start (the test baseline); the
+harnesses' defaults (30-60 s) would cut it off."""
 
 SCOPES = ("project", "user")
 

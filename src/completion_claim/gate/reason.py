@@ -111,11 +111,33 @@ def _contradiction(item: Evidence, result: EvidenceResult, root: Path) -> list[s
                 verb = "failed" if failure.get("outcome") == "failed" else "errored"
                 message = failure.get("message") or "no message"
                 lines.append(f"{name} {verb}: {message}")
+    lines += _baseline_lost(item, root)
     if not lines:
         observed = item.observed_value if isinstance(item.observed_value, dict) else {}
         lines.append(
             f"{_subject(item)} failed: {result.mismatch or 'the observation differs'}"
             + _tail_hint(item, observed)
+        )
+    return lines
+
+
+def _baseline_lost(item: Evidence, root: Path) -> list[str]:
+    """The tests that passed at the start and did not pass now, other than those named failing
+    above: skipped (code that skips its own failing test) or no longer run at all."""
+    passed = (item.details or {}).get("baseline_passed")
+    observed = item.observed_value if isinstance(item.observed_value, dict) else {}
+    tests = observed.get("tests")
+    if not isinstance(passed, list) or not isinstance(tests, dict):
+        return []
+    lines = []
+    for name in passed:
+        outcome = tests.get(name)
+        if outcome in ("passed", "failed", "error"):  # a failure has its own line, with why
+            continue
+        now = "skipped" if outcome == "skipped" else "not run at all"
+        lines.append(
+            f"{node_id(str(name), root)} passed before you started and is now {now}: "
+            "make it pass again"
         )
     return lines
 

@@ -52,13 +52,7 @@ from ..report import render_report
 from ..timefmt import format_time
 from ..trust import check_signatures
 from ..verify import Verdict, verify
-from .anchors import (
-    NO_TRUSTED_BASE,
-    operator_config,
-    pinned_trusted_ref,
-    start_anchors,
-    stored_content,
-)
+from .anchors import NO_TRUSTED_BASE, operator_config, start_anchors
 from .baseline import (
     StartExists,
     already_started,
@@ -79,6 +73,13 @@ from .config import (
     require_toolchains,
 )
 from .reason import agent_reason
+from .test_baseline import (
+    RECORD_KEY,
+    baseline_for,
+    take_test_baselines,
+    test_request,
+    with_baseline,
+)
 
 GATE_VERIFIER_ID = f"claim-gate/{__version__}"
 NO_OUTCOME = "(no outcome given)"
@@ -127,9 +128,9 @@ def start_gate(
     config: GateConfig, repo: Path, session: str | None = None, *, restart: bool = False
 ) -> Path:
     """Record the base commit, the trust anchors (trusted refs resolved, the operator's copies
-    of protected and configuration files) and a snapshot of each readback, endpoint and page;
-    the record path. Once per session: ``restart`` (the operator's explicit say) replaces a
-    record."""
+    of protected and configuration files), the tests each test_run check passes now, and a
+    snapshot of each readback, endpoint and page; the record path. Once per session:
+    ``restart`` (the operator's explicit say) replaces a record."""
     root = repository_root(repo)
     _refuse_runs_dir_inside(config, root)
     require_toolchains(config, root)
@@ -138,13 +139,34 @@ def start_gate(
     if not restart and path.exists():  # fails before the snapshots; the write decides races
         raise refused
     anchors = start_anchors(config, root)
+    head = _head_commit(root)
+    anchors[RECORD_KEY] = _test_baselines(config, root, head, anchors)
     try:
-        write_start_record(
-            path, _head_commit(root), take_snapshots(config), anchors, replace=restart
-        )
+        write_start_record(path, head, take_snapshots(config), anchors, replace=restart)
     except StartExists:
         raise refused from None
     return path
+
+
+def _test_baselines(
+    config: GateConfig, root: Path, head: str | None, anchors: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Each test_run check run once on the work tree as the agent finds it, bound to its
+    differences from HEAD as the gate captures them."""
+    if not any(isinstance(c, TestRunCheck) and c.baseline for c in config.checks):
+        return []
+    mutations: list[Mutation] = []
+    ignored: tuple[str, ...] = ()
+    mirror: Mirror | None = None
+    error = None
+    # Held from the capture to the last run, as when judging.
+    with contextlib.ExitStack() as held:
+        try:
+            mirror = held.enter_context(_mirror(config, root))
+            mutations, ignored = _capture(config, root, head, datetime.now(UTC), mirror)
+        except ObservationFailed as failure:
+            error = f"the work tree could not be captured: {failure}"
+        return take_test_baselines(config, root, anchors, mutations, ignored, error, mirror)
 
 
 def run_gate(
@@ -237,8 +259,10 @@ def run_gate(
         if not mutations:
             events.step("checks", "none run: nothing changed")
         for number, check in enumerate(() if skipped else config.checks, start=1):
-            _observe(config, check, number, claim_path, mutations, root, record, trusted_ref,
-                     deadline, events, mirror, ignored)  # fmt: skip
+            note = _observe(config, check, number, claim_path, mutations, root, record,
+                            trusted_ref, deadline, events, mirror, ignored)  # fmt: skip
+            if note is not None:
+                notes.append(f"  check {number} (test_run): its test baseline {note}")
     raw, claim = read_claim(claim_path)
     # The policy is judged as the claim records it: whoever verifies the recorded claim, with
     # `claim verify`, a service or another implementation, applies the same rules to the same
@@ -562,17 +586,20 @@ def _observe(
     events: GateEvents,
     mirror: Mirror | None,
     ignored: Sequence[str] = (),
-) -> None:
+) -> str | None:
     """Run one check through its observer; a failed attempt is recorded (details.error), never
-    a contradiction, and the gate goes on to the next check."""
+    a contradiction, and the gate goes on to the next check. What the report should say of a
+    test baseline not used in full."""
     name = f"check {number} ({check.check_type})"
     timeout = check.timeout_s
     if deadline is not None:
         timeout = min(timeout, deadline - datetime.now(UTC).timestamp())
+    note = None
     if isinstance(check, TestRunCheck):
         covers = tuple(m.id for m in mutations if m.kind == FILE_WRITE)
-        target, expected, observe = _test_run(config, check, root, claim_path, timeout,
-                                              trusted_ref, record, mirror, ignored)  # fmt: skip
+        target, expected, observe, note = _test_run(config, check, root, claim_path, timeout,
+                                                    trusted_ref, record, mirror,
+                                                    ignored)  # fmt: skip
     else:
         covers = tuple(m.id for m in mutations if m.target == check.target
                        and m.kind != FILE_WRITE)  # fmt: skip
@@ -606,8 +633,9 @@ def _observe(
         item = run_observer(settings, check.check_type, _refusal_fails(observe), target, expected)
     except ObservationFailed as failure:
         events.step(name, f"could not observe: {failure}")
-        return
+        return note
     events.step(name, _summary(item))
+    return note
 
 
 def _refusal_fails(observe: Callable[[], Observation]) -> Callable[[], Observation]:
@@ -635,25 +663,14 @@ def _test_run(
     record: dict[str, Any] | None,
     mirror: Mirror | None,
     ignored: Sequence[str],
-) -> tuple[str, Any, Callable[[], Observation]]:
+) -> tuple[str, Any, Callable[[], Observation], str | None]:
     from ..observe import test_run  # noqa: PLC0415
 
-    problem = commit = stored = None
-    try:
-        commit = pinned_trusted_ref(trusted_ref or check.trusted_ref, record)
-    except ObservationFailed as failure:
-        problem = str(failure)
-    if commit is not None:
-        stored = stored_content(config, root, record, commit, check.protect)
-    request = test_run.prepare(
-        check.command, root, check.junit, check.require_tests, max(timeout, 0.001),
-        [root / rel for rel in ignored], python=check.chosen_toolchain, env_names=check.env,
-        sandboxed=True, network=check.network,
-        trusted_ref=commit, trusted_content=stored, protect=check.protect,
-        secret_files=() if config.sign_key is None else (str(config.sign_key),),
-        dependency_cache=config.runs_dir / "dependencies",
-        mirror=mirror,
-    )  # fmt: skip
+    request, problem = test_request(config, check, root, timeout, trusted_ref, record, mirror,
+                                    ignored)  # fmt: skip
+    # The tests that passed before the agent worked must pass again (attack 93).
+    baseline = baseline_for(check, request, record)
+    request = with_baseline(request, baseline)
 
     def observe() -> Observation:
         if problem is not None:
@@ -661,9 +678,10 @@ def _test_run(
         if timeout <= 0:
             raise ObservationFailed("the gate ran out of time ([gate].timeout_s)")
         _, claim = read_claim(claim_path)
-        return test_run.observe(request, claim.mutations)
+        seen = test_run.observe(request, claim.mutations)
+        return replace(seen, details={**seen.details, **baseline.details})
 
-    return request.target, request.expected, observe
+    return request.target, request.expected, observe, baseline.note
 
 
 def _summary(item: dict[str, Any]) -> str:
