@@ -22,6 +22,7 @@ mix ecosystems, and protecting too much can only cost a verdict, never give a fa
 from __future__ import annotations
 
 import os
+import shutil
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from enum import Enum
 from pathlib import Path
 from typing import ClassVar
 
+from ...errors import UsageError
 from .results import Results
 
 
@@ -211,3 +213,28 @@ def program_name(command: Sequence[str]) -> str:
 def inside(path: str, folder: Path | str) -> bool:
     real, base = os.path.realpath(path), os.path.realpath(folder)
     return real == base or real.startswith(base.rstrip("/") + "/")
+
+
+def chosen_program(
+    program: str, command: Sequence[str], chosen: str | None, workspace: Path, unset: str
+) -> str:
+    """The operator's ``program``: in the check's ``toolchain`` (the program, or a folder
+    holding it or its ``bin/``), else the command's own absolute path, else on the observer's
+    PATH (``unset`` says what to do when it is not); never one in the workspace. Not resolved:
+    a proxy (rustup's) must be run by the path it was found at."""
+    if chosen is not None:
+        candidates = [os.path.join(chosen, "bin", program), os.path.join(chosen, program), chosen]
+        found = next((c for c in candidates if os.path.isfile(c)), None) or shutil.which(chosen)
+        what = f"toolchain: no {program} program in {chosen!r}"
+    elif os.path.isabs(command[0]):
+        found, what = command[0], f"no {program} program {command[0]}"
+    else:
+        found, what = shutil.which(program), f"{program} is not on the PATH: {unset}"
+    if found is None or not os.path.isfile(found):
+        raise UsageError(what)
+    if inside(found, workspace):
+        raise UsageError(
+            f"toolchain: {found} is inside the workspace, which the agent controls; the tests "
+            f"run with the operator's {program}"
+        )
+    return found

@@ -39,6 +39,7 @@ from .base import (
     RunContext,
     Runner,
     Toolchain,
+    chosen_program,
     inside,
     observer_settings,
     program_name,
@@ -209,22 +210,9 @@ def _test_flags(command: Sequence[str]) -> Iterator[str]:
 
 
 def _chosen_go(command: Sequence[str], chosen: str | None, workspace: Path) -> str:
-    if chosen is not None:
-        candidates = [os.path.join(chosen, "bin", "go"), os.path.join(chosen, "go"), chosen]
-        found = next((c for c in candidates if os.path.isfile(c)), None) or shutil.which(chosen)
-        what = f"toolchain: no go program in {chosen!r}"
-    elif os.path.isabs(command[0]):
-        found, what = command[0], f"no go program {command[0]}"
-    else:
-        found, what = shutil.which("go"), "go is not on the PATH: set toolchain = the Go folder"
-    if found is None or not os.path.isfile(found):
-        raise UsageError(what)
-    if inside(found, workspace):
-        raise UsageError(
-            f"toolchain: {found} is inside the workspace, which the agent controls; the tests "
-            "run with the operator's go"
-        )
-    return os.path.realpath(found)
+    return os.path.realpath(
+        chosen_program("go", command, chosen, workspace, "set toolchain = the Go folder")
+    )
 
 
 def _goroot(go: str) -> str:

@@ -47,6 +47,7 @@ from .base import (
     RunContext,
     Runner,
     Toolchain,
+    chosen_program,
     inside,
     observer_settings,
     program_name,
@@ -262,22 +263,9 @@ def _split(args: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def _chosen_cargo(command: Sequence[str], chosen: str | None, workspace: Path) -> str:
-    if chosen is not None:
-        candidates = [os.path.join(chosen, "bin", "cargo"), os.path.join(chosen, "cargo"), chosen]
-        found = next((c for c in candidates if os.path.isfile(c)), None) or shutil.which(chosen)
-        what = f"toolchain: no cargo program in {chosen!r}"
-    elif os.path.isabs(command[0]):
-        found, what = command[0], f"no cargo program {command[0]}"
-    else:
-        found, what = shutil.which("cargo"), "cargo is not on the PATH: set toolchain = its folder"
-    if found is None or not os.path.isfile(found):
-        raise UsageError(what)
-    if inside(found, workspace):
-        raise UsageError(
-            f"toolchain: {found} is inside the workspace, which the agent controls; the tests "
-            "run with the operator's cargo"
-        )
-    return os.path.abspath(found)
+    return os.path.abspath(
+        chosen_program("cargo", command, chosen, workspace, "set toolchain = its folder")
+    )
 
 
 def _sysroot(cargo: str) -> str:
