@@ -71,12 +71,11 @@ lint: $(BIN)/claim
 # workers than cores can finish sooner on an idle machine (WORKERS=4), at the price of the
 # time-bound tests and every other job racing for the CPU; WORKERS=0 runs in this process.
 # loadgroup hands tests out one at a time, for balance (a module's fixtures then run once a
-# worker), and keeps on one worker the tests that share an xdist_group mark. The slowest tests
-# are listed at the end: the suite's time budget is watched from there.
+# worker), and keeps on one worker the tests that share an xdist_group mark.
 WORKERS ?= auto
 
 test: lint sandbox browser toolchains
-	$(BIN)/pytest -q -n $(WORKERS) --dist loadgroup --durations=20
+	$(BIN)/pytest -q -n $(WORKERS) --dist loadgroup
 
 # The real Claude Code CLI for tests/gate/e2e, cached per machine outside the repo; the tests
 # install it themselves on first use, this only does it ahead (a CI cache step, say).
