@@ -51,6 +51,7 @@ runs_dir = "{runs}"
 [[check]]
 type = "test_run"
 command = ["python", "-m", "pytest", "-q", "tests"]
+trusted_ref = "{commit}"
 """
 GIT = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
 
@@ -101,7 +102,8 @@ class Bench:
         self.repo = repo
         config = place / "ops" / "claim.toml"
         config.parent.mkdir(parents=True)
-        config.write_text(CONFIG.format(runs=place / "runs"))
+        commit = git(repo, "rev-parse", "HEAD").strip()
+        config.write_text(CONFIG.format(runs=place / "runs", commit=commit))
         self.gate = [CLAIM, "gate", "--config", str(config), "--repo", str(repo), "--json"]
         self.status = ["git", "status", "--porcelain"]
         self.pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"]

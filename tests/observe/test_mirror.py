@@ -126,17 +126,32 @@ def test_attack_79_a_mirror_taken_from_another_repository_is_not_trusted(tmp_pat
     assert (tmp_path / "mirror" / "tree" / "calc.py").read_text() == ORIGINAL
 
 
-def test_a_pass_that_died_leaves_no_index_and_the_next_starts_afresh(tmp_path: Path) -> None:
+def test_a_pass_that_died_changing_the_tree_leaves_no_index_and_the_next_starts_afresh(
+    tmp_path: Path,
+) -> None:
     repo = aged(tmp_path / "repo", {"calc.py": ORIGINAL, "old.py": "x = 1\n"})
     one_pass(repo, tmp_path / "mirror", ["calc.py", "old.py"])
+    (repo / "calc.py").write_text(SAME_SIZE)
     try:
-        with Mirror.kept(tmp_path / "mirror", repo, None, "sha1"):
+        with Mirror.kept(tmp_path / "mirror", repo, None, "sha1") as mirror:
+            mirror.file(b"calc.py", ObservationFailed)
             raise RuntimeError("killed")
     except RuntimeError:
         pass
 
+    assert not (tmp_path / "mirror" / "index").exists()
     assert one_pass(repo, tmp_path / "mirror", ["calc.py"])[1] == ["calc.py"]
     assert sorted(os.listdir(tmp_path / "mirror" / "tree")) == ["calc.py"]
+
+
+def test_a_pass_that_changes_nothing_writes_no_index(tmp_path: Path) -> None:
+    repo = aged(tmp_path / "repo", {"calc.py": ORIGINAL})
+    one_pass(repo, tmp_path / "mirror", ["calc.py"])
+    index = tmp_path / "mirror" / "index"
+    before = index.stat()
+
+    assert one_pass(repo, tmp_path / "mirror", ["calc.py"]) == ({"calc.py": sha256(ORIGINAL)}, [])
+    assert (index.stat().st_ino, index.stat().st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
 
 
 def test_what_is_no_longer_wanted_leaves_the_mirror_with_its_folders(tmp_path: Path) -> None:

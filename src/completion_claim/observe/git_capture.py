@@ -31,7 +31,7 @@ from .repository import (
     git_toplevel,
     object_format_of,
 )
-from .workspace import is_byproduct
+from .workspace import Workspace, is_byproduct
 
 if TYPE_CHECKING:
     from .mirror import Mirror
@@ -76,16 +76,25 @@ def capture(
     """
     claim_files = [_relative(root, path) for path in excluded]
 
-    def left_out(rel: bytes) -> bool:
-        # Asked of every file (100,000 in a monorepo); the gate's claim is not in the tree.
-        if not claim_files:
-            return is_byproduct(rel)
+    def with_claims(rel: bytes) -> bool:
         return is_byproduct(rel) or any(_belongs_to(rel, claim) for claim in claim_files)
+
+    # Asked of every file (100,000 in a monorepo); the gate's claim is not in the tree.
+    left_out = with_claims if claim_files else is_byproduct
 
     root_bytes = os.fsencode(root)
     commit = None if base is None else _resolve(root, base)
-    read = None if mirror is None else (lambda rel: mirror.file(rel, ObservationFailed))
-    current = changed_files(root, commit, ObservationFailed, left_out, read)
+    if mirror is None:
+        current = changed_files(root, commit, ObservationFailed, left_out)
+    else:
+        current = changed_files(
+            root,
+            commit,
+            ObservationFailed,
+            left_out,
+            lambda paths: mirror.scan(paths, ObservationFailed),
+            mirror.listed(Workspace(root, in_git=True)),
+        )
     latest = {target: m.digest for target, m in latest_file_writes(recorded).items()}
     for target, digest in latest.items():
         rel = target.encode()

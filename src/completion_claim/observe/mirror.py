@@ -15,9 +15,10 @@ moment its stat was taken, by more than file-system timestamps can lag (``RACY_N
 the same clock tick as the stat could otherwise leave every field as recorded, as git's "racily
 clean" entries. Symbolic links are never cached: their digest reads their target.
 
-The agent's ``.git/index`` and its stat data are never read. The index is dropped while a pass
-works on the mirror and written back at its end, so a pass that dies half-way leaves no index, and
-the next one starts from an empty tree rather than from copies the index does not describe. One
+The agent's ``.git/index`` and its stat data are never read. The index is removed before a pass
+first changes the mirror and written back once the tree is as the run is given it, so a pass that
+dies half-way leaves no index, and the next one starts from an empty tree rather than from copies
+the index does not describe; a pass that changes nothing writes nothing. One
 pass at a time holds the mirror (a lock file beside it), for as long as a run reads it: the gate
 holds one pass from its capture to its last check, so each path is stat'ed, and read if need be,
 once a gate; ``changed_since`` then says whether the work tree moved on while the tests ran.
@@ -44,9 +45,11 @@ from typing import Protocol
 
 from .._files import write_atomic
 from ..errors import ClaimError, ObservationFailed
-from .repository import WorkTreeFile, display, work_tree_file
+from .repository import WorkTreeFile, display, entries_kept_in, work_tree_file
+from .runners import kinds_fingerprint, known_kinds, remember_kinds
+from .workspace import Workspace
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 RACY_NS = 2_000_000_000  # above any file system's timestamp granularity (FAT: 2 s)
 LOCK_POLL_S = 0.05
 LOCK_WAIT_S = 900.0  # above a test run's default timeout (600 s)
@@ -94,12 +97,15 @@ class Mirror:
         self.seen: dict[bytes, os.stat_result] = {}  # each path as this pass read it
         # What this pass found: a path is stat'ed once a pass (the gate's capture and its run
         # share one), and a change after that is caught when the run ends (changed_since).
-        self._found: dict[bytes, WorkTreeFile] = {}
+        self._found: dict[bytes, WorkTreeFile | None] = {}
         self._prefix = os.path.join(self.workspace, b"")
         self.read_paths: list[bytes] = []  # read from the work tree in this pass
         self._taken = time.time_ns()
         self._folders: dict[bytes, bool] = {}
         self._lock: int | None = None
+        self._held = contextlib.ExitStack()
+        self._saved = False
+        self._listed: list[bytes] | None = None
 
     @classmethod
     def fresh(cls, workspace: Path, tree: bytes, owner: int | None, object_format: str) -> Mirror:
@@ -123,11 +129,14 @@ class Mirror:
         except BaseException:
             self._release()
             raise
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.folder / "index")
+        if not self._saved:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.folder / "index")
         if not self.entries:
             shutil.rmtree(self.tree, ignore_errors=True)  # copies no index describes
         self._make_folder(self.tree)
+        # The commits' entries (the base's, HEAD's, the trusted ref's) are kept beside it.
+        self._held.enter_context(entries_kept_in(self.folder / "commits"))
         self._taken = time.time_ns()
         return self
 
@@ -140,12 +149,28 @@ class Mirror:
         try:
             # The index describes the tree unless the pass stopped half-way through a change to
             # it, which only an unforeseen error can do (a refusal is raised before one).
-            if self.folder is not None and (kind is None or issubclass(kind, ClaimError)):
-                state = (INDEX_VERSION, self.workspace, self.owner, self.object_format,
-                         self.entries)  # fmt: skip
-                write_atomic(self.folder / "index", marshal.dumps(state))
+            if kind is None or issubclass(kind, ClaimError):
+                self.save()
         finally:
             self._release()
+
+    def save(self) -> None:
+        """Write the index now (once the tree is as the run is given it: a gate saves while
+        the tests run); a change to the tree after this removes it again until the end."""
+        if self.folder is None or self._saved:
+            return
+        state = (INDEX_VERSION, self.workspace, self.owner, self.object_format,
+                 kinds_fingerprint(), self.entries, known_kinds(self.entries))  # fmt: skip
+        write_atomic(self.folder / "index", marshal.dumps(state))
+        self._saved = True
+
+    def _changing(self) -> None:
+        """The tree is about to change: a saved index no longer describes it."""
+        if self._saved:
+            assert self.folder is not None
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.folder / "index")
+            self._saved = False
 
     def _wait_for_lock(self) -> None:
         """Another gate on this work tree holds the mirror until its last check ends."""
@@ -164,70 +189,102 @@ class Mirror:
                 time.sleep(LOCK_POLL_S)
 
     def _release(self) -> None:
+        self._held.close()
         if self._lock is not None:
             os.close(self._lock)  # closing the only descriptor releases the flock
             self._lock = None
 
     def _load(self) -> dict[bytes, Entry]:
         """The index, when it describes this work tree, owner and object format; else none
-        (the tree is then rebuilt)."""
+        (the tree is then rebuilt). The kinds of its paths (:func:`.runners.path_kind`) are
+        believed only when the code that worked them out is this one."""
         assert self.folder is not None
         try:
             state = marshal.loads((self.folder / "index").read_bytes())  # noqa: S302 - the operator's own file
         except (OSError, ValueError, EOFError, TypeError):
             return {}
         wanted = (INDEX_VERSION, self.workspace, self.owner, self.object_format)
-        if type(state) is not tuple or len(state) != 5 or state[:4] != wanted:
+        if type(state) is not tuple or len(state) != 7 or state[:4] != wanted:
             return {}
-        entries = state[4]
-        return entries if type(entries) is dict else {}
+        entries, kinds = state[5], state[6]
+        if type(entries) is not dict:
+            return {}
+        if state[4] == kinds_fingerprint() and type(kinds) is dict:
+            remember_kinds(kinds)
+            # Kept as it is until the tree changes: a pass that reads nothing writes nothing.
+            self._saved = True
+        return entries
 
     # --- reading the work tree -------------------------------------------------------------
+
+    def listed(self, workspace: Workspace) -> list[bytes]:
+        """The work tree's listed files (``Workspace.listed``), listed once a pass: the capture
+        and the run it holds are given the same files."""
+        if self._listed is None:
+            self._listed = workspace.listed()
+        return self._listed
 
     def file(
         self, rel: bytes, failure: type[ClaimError], limits: Limits | None = None
     ) -> WorkTreeFile | None:
-        """``work_tree_file`` of ``rel``, with its copy in the mirror: from the cache when the
-        file's stat is as recorded, else read once (hashed and copied in one pass). ``limits``
-        sees each regular file's size before it is used, and each chunk read."""
-        # This runs once a listed file a pass (100,000 times in a large repository): kept lean.
-        known = self._found.get(rel)
-        if known is not None:  # read or vouched for earlier in this pass
-            if limits is not None and not known.link:
-                limits.admit(rel, self.entries[rel][2])
-            return known
-        slash = rel.rfind(b"/")
-        if slash > 0 and not self._real_folder(rel[:slash]):
-            return None  # below a link: not in the work tree, as git sees it
-        path = self._prefix + rel
-        try:
-            info = os.lstat(path)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise failure(f"cannot read {display(rel)}: {exc.strerror or exc}") from None
-        if stat.S_ISLNK(info.st_mode):
-            return self._link(rel, info, failure)
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        if limits is not None:
-            limits.admit(rel, info.st_size)
-        entry = self.entries.get(rel)
-        if (
-            entry is not None
-            and entry[1] == info.st_ino
-            and entry[4] == info.st_ctime_ns
-            and entry[3] == info.st_mtime_ns
-            and entry[2] == info.st_size
-            and entry[0] == info.st_dev
-            and entry[5] == info.st_mode
-            and entry[4] < entry[6] - RACY_NS
-            and entry[3] < entry[6] - RACY_NS
-        ):
-            self.seen[rel] = info
-            found = self._found[rel] = WorkTreeFile(entry[7], entry[8], link=False)
-            return found
-        return self._copy(rel, path, failure, limits)
+        """``work_tree_file`` of ``rel``, with its copy in the mirror (``scan`` of one path)."""
+        return self.scan((rel,), failure, limits)[rel]
+
+    def scan(
+        self, paths: Iterable[bytes], failure: type[ClaimError], limits: Limits | None = None
+    ) -> dict[bytes, WorkTreeFile | None]:
+        """``work_tree_file`` of each of ``paths``, with its copy in the mirror: from the cache
+        when the file's stat is as recorded, else read once (hashed and copied in one pass);
+        None where there is no file or link to copy. ``limits`` sees each regular file's size
+        before it is used, and each chunk read. Returns what the pass has found so far: a path
+        is looked at once a pass, whoever asks."""
+        # Once a listed file a pass, 100,000 times in a monorepo: the loop is kept lean.
+        found = self._found
+        entries = self.entries
+        lstat = os.lstat
+        prefix = self._prefix
+        folders = self._folders
+        for rel in paths:
+            if rel in found:  # read or vouched for earlier in this pass
+                known = found[rel]
+                if limits is not None and known is not None and not known.link:
+                    limits.admit(rel, entries[rel][2])
+                continue
+            slash = rel.rfind(b"/")
+            if slash > 0 and not folders.get(rel[:slash]) and not self._real_folder(rel[:slash]):
+                found[rel] = None  # below a link: not in the work tree, as git sees it
+                continue
+            try:
+                info = lstat(prefix + rel)
+            except FileNotFoundError:
+                found[rel] = None
+                continue
+            except OSError as exc:
+                raise failure(f"cannot read {display(rel)}: {exc.strerror or exc}") from None
+            entry = entries.get(rel)
+            if (
+                entry is not None
+                and entry[1] == info.st_ino
+                and entry[4] == info.st_ctime_ns
+                and entry[3] == info.st_mtime_ns
+                and entry[2] == info.st_size
+                and entry[0] == info.st_dev
+                and entry[5] == info.st_mode
+                and entry[4] < entry[6] - RACY_NS
+                and entry[3] < entry[6] - RACY_NS
+            ):
+                if limits is not None:
+                    limits.admit(rel, info.st_size)
+                found[rel] = WorkTreeFile(entry[7], entry[8], False)
+            elif stat.S_ISLNK(info.st_mode):
+                found[rel] = self._link(rel, info, failure)
+            elif stat.S_ISREG(info.st_mode):
+                if limits is not None:
+                    limits.admit(rel, info.st_size)
+                found[rel] = self._copy(rel, prefix + rel, failure, limits)
+            else:
+                found[rel] = None
+        return found
 
     def _copy(
         self, rel: bytes, path: bytes, failure: type[ClaimError], limits: Limits | None
@@ -320,6 +377,7 @@ class Mirror:
         return scratch
 
     def _place(self, rel: bytes, temporary: bytes) -> None:
+        self._changing()
         destination = os.path.join(self.tree, rel)
         folder = self.tree
         for part in rel.split(b"/")[:-1]:
@@ -334,6 +392,7 @@ class Mirror:
     def _clear(self, path: bytes) -> None:
         """Whatever is at ``path`` in the mirror (a file where a folder now goes, or the
         reverse), and the entries below it."""
+        self._changing()
         with contextlib.suppress(FileNotFoundError):
             if _is_folder(path):
                 shutil.rmtree(path)
@@ -354,7 +413,10 @@ class Mirror:
     def keep(self, wanted: Iterable[bytes]) -> None:
         """Remove from the mirror every file but ``wanted``, and the folders left empty."""
         kept = set(wanted)
-        for rel in [rel for rel in self.entries if rel not in kept]:
+        gone = [rel for rel in self.entries if rel not in kept]
+        if gone:
+            self._changing()
+        for rel in gone:
             del self.entries[rel]
             self._found.pop(rel, None)
             with contextlib.suppress(FileNotFoundError, NotADirectoryError):

@@ -33,7 +33,7 @@ import stat
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from hashlib import sha256
 from pathlib import Path
@@ -186,8 +186,8 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
             if owner is not None:
                 os.chown(folder, owner, owner)
         tree, mirror, overlay = _run_tree(request, workspace, sandbox, owned, owner)
-        subject, details = _fill_run_tree(tree, request, workspace, mutations, excluded, deadline,
-                                          mirror)  # fmt: skip
+        details = _fill_run_tree(tree, request, workspace, mutations, excluded, deadline, mirror)
+        captured = dict(tree.files)  # before protected paths are restored: the workspace's
         outputs = _clear_outputs(tree, runner, details)
         mounts = _dependencies(request, runner, toolchain, sandbox, tree, cwd, deadline, details)
         launch = _Launch(request, sandbox, toolchain, owned, cwd, channel, mounts, tree, overlay)
@@ -199,9 +199,18 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         report_before = _signature(report) if report is not None else None
         started = time.monotonic()
         host_cwd = run_dir / cwd if overlay is None else owned  # bwrap sets the run's own
+        digests: dict[str, Any] = {}
+
+        def digest_the_trees() -> None:
+            # Read by no one before the run ends: worked out while the tests run.
+            digests["subject"] = tree_digest(captured)
+            digests["test_config"] = config_digests(tree.files)
+            mirror.save()
+
         exit_code, stream = _run(
             started_argv, host_cwd, host_env, owned / "output.log", deadline.remaining(),
             channel, report if invocation.source is ReportSource.STDOUT else None,
+            digest_the_trees,
         )  # fmt: skip
         duration = time.monotonic() - started
         if invocation.source is ReportSource.BUILD:
@@ -232,8 +241,8 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         "runner": runner.name,
         "argv": redact_argv(invocation.argv, secrets),
         "output_tail": [redact(line, secrets) for line in tail],
-        "workspace_before": subject,
-        "test_config": config_digests(tree.files),
+        "workspace_before": digests["subject"],
+        "test_config": digests["test_config"],
     }
     if toolchain.program is not None:
         details["python" if runner.ecosystem == "python" else "program"] = toolchain.program
@@ -247,7 +256,7 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         target=shlex.join(redact_argv(request.command, secrets)),
         expected=request.expected_of(counted=counted),
         observed_value=observed,
-        subject=subject,
+        subject=digests["subject"],
         details=details,
     )
 
@@ -344,23 +353,20 @@ def _fill_run_tree(
     excluded: Sequence[str],
     deadline: Deadline,
     mirror: Mirror,
-) -> tuple[str, dict[str, Any]]:
+) -> dict[str, Any]:
     """Give the run the workspace, bind it to the claim, then deal with protected paths: the
-    digest of what the run was given, and the details saying what became of protected paths."""
+    details saying what became of them."""
     hash_name = workspace.object_format()
     tree.fill(workspace, excluded, deadline, mirror)
     head = workspace.head()
     require_recorded(tree, head, mutations, excluded)
-    subject = tree_digest(tree.files)
     if request.trusted_ref is None:
-        return subject, {
-            "test_config_changed": changed_protected(tree, head, mutations, request.protect)
-        }
+        return {"test_config_changed": changed_protected(tree, head, mutations, request.protect)}
     source = request.trusted_content or GitContent(
         workspace.root, pinned_commit(workspace.root, request.trusted_ref)
     )
     commit, restored = restore_protected(tree, source, request.protect, hash_name, deadline)
-    return subject, {
+    return {
         "trusted_ref": commit,
         "protected_restored": restored,
         "test_config_changed": [],
@@ -608,11 +614,13 @@ def _run(
     timeout_s: float,
     channel: Channel | None,
     stdout: Path | None = None,
+    meanwhile: Callable[[], None] = lambda: None,
 ) -> tuple[int, bytes]:
     """Run without a shell, in a session of its own, so a timeout ends everything it started;
     whatever it leaves running is ended too, so nothing writes after the run is over. The exit
     code, and what came through the channel's pipe meanwhile. Standard output goes to the log
-    with standard error, or to ``stdout`` when the runner reports there."""
+    with standard error, or to ``stdout`` when the runner reports there. ``meanwhile`` is the
+    observer's own work, done once the command has started."""
     if timeout_s <= 0:
         raise ObservationFailed("the observation ran out of time before the command started")
     with open(log, "wb") as output, open(stdout or os.devnull, "wb") as events:
@@ -632,10 +640,13 @@ def _run(
         except OSError as exc:
             raise ObservationFailed(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
         try:
+            ends = time.monotonic() + timeout_s
+            if channel is not None:
+                channel.started()
+            meanwhile()
             if channel is None:
-                return process.wait(timeout=timeout_s), b""
-            channel.started()
-            return _wait_reading(process, channel.reader, timeout_s)
+                return process.wait(timeout=max(ends - time.monotonic(), 0)), b""
+            return _wait_reading(process, channel.reader, ends - time.monotonic())
         except subprocess.TimeoutExpired:
             raise ObservationFailed(
                 f"the command ran longer than {timeout_s:g} s and was killed"

@@ -30,7 +30,7 @@ from .repository import (
     run_git,
     split_z,
 )
-from .runners import is_runner_configuration
+from .runners import CONFIGURATION, of_kind
 
 Files = dict[bytes, str]
 """Relative path (POSIX, bytes) -> content digest."""
@@ -110,8 +110,4 @@ def tree_digest(files: Mapping[bytes, str]) -> str:
 
 def config_digests(files: Mapping[bytes, str]) -> dict[str, str]:
     """The test configuration files among ``files``, by displayed path."""
-    return {
-        display(rel): digest
-        for rel, digest in sorted(files.items())
-        if is_runner_configuration(rel)
-    }
+    return {display(rel): files[rel] for rel in sorted(of_kind(files, CONFIGURATION))}
