@@ -34,7 +34,7 @@ def test_a_commits_files_are_listed_as_ls_tree_lists_them(
         if line:
             meta, path = line.split("\t", 1)
             mode, _, oid = meta.split()
-            listed[path.encode()] = (mode.encode(), oid)
+            listed[path.encode()] = (mode, oid)
     assert entries == listed
 
 

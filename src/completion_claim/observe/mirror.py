@@ -38,10 +38,10 @@ import os
 import shutil
 import stat
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol
 
 from .._files import write_atomic
 from ..errors import ClaimError, ObservationFailed
@@ -62,13 +62,14 @@ Entry = tuple[int, int, int, int, int, int, int, str, str]
 """A Key, when it was taken (ns), the sha256 digest and git's blob id of what was copied."""
 
 
-class Limits(Protocol):
-    """What a pass may read: each file's size is admitted before it is used, and a long read
-    can be stopped between chunks (the observer's deadline)."""
+@dataclass(frozen=True)
+class Limits:
+    """What one scan may give: no file over ``file_bytes``, no more than ``tree_bytes`` in all;
+    ``reading`` is told of each chunk read, so a long read can be stopped (the deadline)."""
 
-    def admit(self, rel: bytes, size: int) -> None: ...
-
-    def reading(self, rel: bytes) -> None: ...
+    file_bytes: int
+    tree_bytes: int
+    reading: Callable[[bytes], None]
 
 
 def stat_key(info: os.stat_result) -> Key:
@@ -235,20 +236,23 @@ class Mirror:
     ) -> dict[bytes, WorkTreeFile | None]:
         """``work_tree_file`` of each of ``paths``, with its copy in the mirror: from the cache
         when the file's stat is as recorded, else read once (hashed and copied in one pass);
-        None where there is no file or link to copy. ``limits`` sees each regular file's size
-        before it is used, and each chunk read. Returns what the pass has found so far: a path
-        is looked at once a pass, whoever asks."""
+        None where there is no file or link to copy. ``limits`` bound the sizes of the regular
+        files, checked before any is used, and see each chunk read. Returns what the pass has
+        found so far: a path is looked at once a pass, whoever asks."""
         # Once a listed file a pass, 100,000 times in a monorepo: the loop is kept lean.
         found = self._found
         entries = self.entries
         lstat = os.lstat
         prefix = self._prefix
         folders = self._folders
+        most, total = (-1, -1) if limits is None else (limits.file_bytes, limits.tree_bytes)
         for rel in paths:
             if rel in found:  # read or vouched for earlier in this pass
                 known = found[rel]
-                if limits is not None and known is not None and not known.link:
-                    limits.admit(rel, entries[rel][2])
+                if most >= 0 and known is not None and not known.link:
+                    total -= entries[rel][2]
+                    if entries[rel][2] > most or total < 0:
+                        _too_big(rel, entries[rel][2], limits, failure)
                 continue
             slash = rel.rfind(b"/")
             if slash > 0 and not folders.get(rel[:slash]) and not self._real_folder(rel[:slash]):
@@ -273,14 +277,18 @@ class Mirror:
                 and entry[4] < entry[6] - RACY_NS
                 and entry[3] < entry[6] - RACY_NS
             ):
-                if limits is not None:
-                    limits.admit(rel, info.st_size)
+                if most >= 0:
+                    total -= info.st_size
+                    if info.st_size > most or total < 0:
+                        _too_big(rel, info.st_size, limits, failure)
                 found[rel] = WorkTreeFile(entry[7], entry[8], False)
             elif stat.S_ISLNK(info.st_mode):
                 found[rel] = self._link(rel, info, failure)
             elif stat.S_ISREG(info.st_mode):
-                if limits is not None:
-                    limits.admit(rel, info.st_size)
+                if most >= 0:
+                    total -= info.st_size
+                    if info.st_size > most or total < 0:
+                        _too_big(rel, info.st_size, limits, failure)
                 found[rel] = self._copy(rel, prefix + rel, failure, limits)
             else:
                 found[rel] = None
@@ -412,8 +420,7 @@ class Mirror:
 
     def keep(self, wanted: Iterable[bytes]) -> None:
         """Remove from the mirror every file but ``wanted``, and the folders left empty."""
-        kept = set(wanted)
-        gone = [rel for rel in self.entries if rel not in kept]
+        gone = self.entries.keys() - set(wanted)
         if gone:
             self._changing()
         for rel in gone:
@@ -441,6 +448,14 @@ class Mirror:
             if before is None or now != stat_key(before):
                 return rel
         return None
+
+
+def _too_big(rel: bytes, size: int, limits: Limits | None, failure: type[ClaimError]) -> None:
+    assert limits is not None
+    if size > limits.file_bytes:
+        raise failure(f"{display(rel)} is {size} bytes, over the {limits.file_bytes} a copied "
+                      "file may have")  # fmt: skip
+    raise failure(f"the workspace is over the {limits.tree_bytes} bytes a run copies")
 
 
 def _is_folder(path: bytes) -> bool:

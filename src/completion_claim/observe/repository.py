@@ -83,9 +83,9 @@ _ANY_OWNER = ("-c", "safe.directory=*")
 # (a .gitignore, an included configuration file) would block it for ever.
 GIT_TIMEOUT_S = 300.0
 
-_LINK_MODE = b"120000"
-_SUBMODULE_MODE = b"160000"
-_NOT_COMMITTED = (b"", "")
+_LINK_MODE = "120000"
+_SUBMODULE_MODE = "160000"
+_NOT_COMMITTED = ("", "")
 _MAX_LINK_HOPS = 40  # as the kernel's own limit
 _CHUNK = 1 << 20
 
@@ -94,7 +94,8 @@ _TREE_MODE = b"40000"
 _HEX = re.compile(r"[0-9a-f]+")
 _FORMATS = {40: "sha1", 64: "sha256"}
 _OBJECT_ID_BYTES = {"sha1": 20, "sha256": 32}
-_ENTRIES: dict[tuple[str, str], dict[bytes, tuple[bytes, str]]] = {}
+_ENTRIES: dict[tuple[str, str], dict[bytes, tuple[str, str]]] = {}
+_KEPT_ENTRIES_VERSION = 1
 _ENTRIES_KEPT = 4
 # Where a commit's entries are kept between processes (``entries_kept_in``): the operator's.
 _ENTRIES_FOLDER: list[Path] = []
@@ -311,16 +312,16 @@ def changed_files(
     root: Path,
     commit: str | None,
     failure: type[ClaimError],
-    left_out: Callable[[bytes], bool],
+    chosen: Callable[[Iterable[bytes]], list[bytes]],
     read: Callable[[list[bytes]], Mapping[bytes, WorkTreeFile | None]] | None = None,
     listed: Iterable[bytes] | None = None,
 ) -> dict[bytes, str | None]:
     """Every work-tree path whose content or type (file, link) differs from ``commit``'s tree
     (None: no commit yet, every file is new), with its digest now (None: gone); in no order.
 
-    The paths looked at are the commit's files, the index's and the untracked ones not ignored;
-    ``left_out`` paths are not read. The exec bit is not compared. A committed file that is now a
-    folder, a device or below a link is gone; submodules and untracked nested repositories (as
+    The paths looked at are the commit's files, the index's and the untracked ones not ignored,
+    those that ``chosen`` keeps of them. The exec bit is not compared. A committed file that is
+    now a folder, a device or below a link is gone; submodules and untracked nested repositories (as
     folders) are not files. ``read`` gives the ``work_tree_file`` of each path asked (the
     operator's change cache may answer without reading them); by default each file is read.
     ``listed``: the index's and the untracked files, when the caller has listed them already.
@@ -331,8 +332,8 @@ def changed_files(
         listed = sorted(set(split_z(run_git(root, *listing, failure=failure))))
     wanted = [
         rel
-        for rel in dict.fromkeys(itertools.chain(listed, base))
-        if not left_out(rel) and base.get(rel, _NOT_COMMITTED)[0] != _SUBMODULE_MODE
+        for rel in chosen(dict.fromkeys(itertools.chain(listed, base)))
+        if base.get(rel, _NOT_COMMITTED)[0] != _SUBMODULE_MODE
     ]
     found: Mapping[bytes, WorkTreeFile | None]
     if read is None:
@@ -353,12 +354,12 @@ def changed_files(
     return changed
 
 
-def _differs(committed: tuple[bytes, str], now: WorkTreeFile) -> bool:
+def _differs(committed: tuple[str, str], now: WorkTreeFile) -> bool:
     mode, object_id = committed
     return object_id != now.blob or (mode == _LINK_MODE) != now.link
 
 
-def _tree(root: Path, commit: str, failure: type[ClaimError]) -> dict[bytes, tuple[bytes, str]]:
+def _tree(root: Path, commit: str, failure: type[ClaimError]) -> dict[bytes, tuple[str, str]]:
     """Path -> (mode, object id) of every entry in the commit's tree, each object checked."""
     return VerifiedObjects(root, commit, failure).entries(commit)
 
@@ -447,7 +448,7 @@ class VerifiedObjects:
             raise self.failure(f"commit {commit} names no tree")
         return tree
 
-    def entries(self, commit: str) -> dict[bytes, tuple[bytes, str]]:
+    def entries(self, commit: str) -> dict[bytes, tuple[str, str]]:
         """Path -> (mode, object id) of every entry below the commit's tree that is not itself
         a tree (files, links, submodules), as ``ls-tree -r`` lists them.
 
@@ -461,7 +462,7 @@ class VerifiedObjects:
             _ENTRIES[key] = self._kept_entries(commit)
         return dict(_ENTRIES[key])
 
-    def _kept_entries(self, commit: str) -> dict[bytes, tuple[bytes, str]]:
+    def _kept_entries(self, commit: str) -> dict[bytes, tuple[str, str]]:
         if not _ENTRIES_FOLDER or object_format_of(commit) != self.object_format:
             return self._entries(commit)
         kept = _ENTRIES_FOLDER[-1] / commit
@@ -469,11 +470,11 @@ class VerifiedObjects:
             found = marshal.loads(kept.read_bytes())  # noqa: S302 - the operator's own file
         except (OSError, ValueError, EOFError, TypeError):
             found = None
-        if type(found) is dict:
-            return found
+        if type(found) is tuple and found[0] == _KEPT_ENTRIES_VERSION and type(found[1]) is dict:
+            return found[1]
         entries = self._entries(commit)
         kept.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        write_atomic(kept, marshal.dumps(entries))
+        write_atomic(kept, marshal.dumps((_KEPT_ENTRIES_VERSION, entries)))
         # The newest few are enough: a gate reads its base and HEAD.
         older = sorted(kept.parent.iterdir(), key=lambda path: path.stat().st_mtime)
         for stale in older[:-_ENTRIES_KEPT]:
@@ -481,8 +482,8 @@ class VerifiedObjects:
                 stale.unlink()
         return entries
 
-    def _entries(self, commit: str) -> dict[bytes, tuple[bytes, str]]:
-        entries: dict[bytes, tuple[bytes, str]] = {}
+    def _entries(self, commit: str) -> dict[bytes, tuple[str, str]]:
+        entries: dict[bytes, tuple[str, str]] = {}
         # (tree id, path prefix): one subtree can sit at two paths, and each path is listed.
         level = [(self.commit_tree(commit), b"")]
         size = _OBJECT_ID_BYTES[self.object_format]
@@ -494,7 +495,7 @@ class VerifiedObjects:
                     if mode == _TREE_MODE:
                         below.append((object_id, prefix + name + b"/"))
                     else:
-                        entries[prefix + name] = (mode, object_id)
+                        entries[prefix + name] = (mode.decode(), object_id)
             level = below
         return entries
 

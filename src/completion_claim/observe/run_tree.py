@@ -31,10 +31,10 @@ from typing import BinaryIO, Protocol
 from ..errors import ObservationFailed, UsageError
 from ..model import Mutation
 from .git_capture import DELETED, latest_file_writes
-from .mirror import Mirror
+from .mirror import Limits, Mirror
 from .repository import VerifiedObjects, display, object_format_of
 from .runners import PROTECTED, is_runner_protected, of_kind
-from .workspace import Files, Workspace, is_byproduct, tree_entries
+from .workspace import Files, Workspace, is_byproduct, tree_entries, without_byproducts
 
 MAX_FILE_BYTES = 1 << 30
 MAX_TREE_BYTES = 4 << 30
@@ -74,7 +74,6 @@ class RunTree:
     files: Files = field(default_factory=dict)
     object_ids: dict[bytes, str] = field(default_factory=dict)
     virtualenvs: list[bytes] = field(default_factory=list)  # left out: never the run's Python
-    _copied_bytes: int = 0
 
     def fill(
         self, workspace: Workspace, excluded: Iterable[str], deadline: Deadline, mirror: Mirror
@@ -86,10 +85,13 @@ class RunTree:
         self.virtualenvs = [os.path.dirname(rel) for rel in listed if rel.endswith(b"pyvenv.cfg")
                             and os.path.basename(rel) == b"pyvenv.cfg"]  # fmt: skip
         left_out = [*skipped, *self.virtualenvs]
-        wanted = [rel for rel in listed if not is_byproduct(rel)
-                  and not (left_out and _under(rel, left_out))]  # fmt: skip
+        wanted = without_byproducts(listed)
+        if left_out:
+            wanted = [rel for rel in wanted if not _under(rel, left_out)]
         deadline.check("reading the workspace")
-        found = mirror.scan(wanted, ObservationFailed, _Limits(self, deadline))
+        limits = Limits(MAX_FILE_BYTES, MAX_TREE_BYTES,
+                        lambda rel: deadline.check(f"copying {display(rel)}"))  # fmt: skip
+        found = mirror.scan(wanted, ObservationFailed, limits)
         files, object_ids = self.files, self.object_ids
         for rel in wanted:
             now = found[rel]
@@ -99,17 +101,6 @@ class RunTree:
             files[rel] = now.digest
             object_ids[rel] = now.blob or ""
         mirror.keep(files)
-
-    def _check_size(self, rel: bytes, size: int) -> None:
-        if size > MAX_FILE_BYTES:
-            raise ObservationFailed(
-                f"{display(rel)} is {size} bytes, over the {MAX_FILE_BYTES} a copied file may have"
-            )
-        self._copied_bytes += size
-        if self._copied_bytes > MAX_TREE_BYTES:
-            raise ObservationFailed(
-                f"the workspace is over the {MAX_TREE_BYTES} bytes a run copies"
-            )
 
     def add_link(
         self, rel: bytes, target: bytes, hash_name: str, digest: str | None = None
@@ -218,20 +209,6 @@ class RunTree:
                 os.mkdir(folder, 0o755)
                 if self.owner is not None:
                     os.chown(folder, self.owner, self.owner)
-
-
-@dataclass
-class _Limits:
-    """A run's bounds on what it reads: each file's and the tree's size, and the deadline."""
-
-    tree: RunTree
-    deadline: Deadline
-
-    def admit(self, rel: bytes, size: int) -> None:
-        self.tree._check_size(rel, size)
-
-    def reading(self, rel: bytes) -> None:
-        self.deadline.check(f"copying {display(rel)}")
 
 
 def _is_special(path: bytes) -> bool:

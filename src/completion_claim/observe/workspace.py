@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +35,7 @@ from .runners import CONFIGURATION, of_kind
 Files = dict[bytes, str]
 """Relative path (POSIX, bytes) -> content digest."""
 
+_SUBMODULE_MODE = "160000"
 _BYPRODUCT_DIRS = frozenset({b"__pycache__", b".pytest_cache"})
 _NEVER_WALKED = _BYPRODUCT_DIRS | {b".git"}
 
@@ -45,6 +46,16 @@ def is_byproduct(rel: bytes) -> bool:
         return rel.endswith(b".pyc")  # the common case, without splitting the path
     parts = rel.split(b"/")
     return rel.endswith(b".pyc") or any(part in _BYPRODUCT_DIRS for part in parts[:-1])
+
+
+def without_byproducts(paths: Iterable[bytes]) -> list[bytes]:
+    """``paths`` but the byproducts, asking ``is_byproduct`` only of the few that may be."""
+    return [
+        rel
+        for rel in paths
+        if not rel.endswith(b".pyc")
+        and ((b"__pycache__" not in rel and b".pytest_cache" not in rel) or not is_byproduct(rel))
+    ]
 
 
 @dataclass(frozen=True)
@@ -87,7 +98,7 @@ def tree_entries(root: Path, commit: str) -> dict[bytes, tuple[str, str]]:
     """``path -> (mode, object id)`` for every file (blob: files and links) in ``commit`` (a
     full id), each object checked against its id (``VerifiedObjects``)."""
     entries = VerifiedObjects(root, commit, ObservationFailed).entries(commit)
-    return {rel: (mode.decode(), oid) for rel, (mode, oid) in entries.items() if mode != b"160000"}
+    return {rel: entry for rel, entry in entries.items() if entry[0] != _SUBMODULE_MODE}
 
 
 def _walk(root: bytes) -> Iterator[bytes]:
