@@ -4,6 +4,7 @@ vouch for it, whatever the agent does to hide the change (attacks 75 to 77, 79).
 from __future__ import annotations
 
 import hashlib
+import marshal
 import os
 import shutil
 import threading
@@ -11,7 +12,9 @@ import time
 from pathlib import Path
 
 from completion_claim.errors import ObservationFailed
+from completion_claim.observe import runners
 from completion_claim.observe.mirror import RACY_NS, Mirror
+from completion_claim.observe.runners import CONFIGURATION, PROTECTED, is_runner_protected
 from tests.fixtures.projects import make_repo
 
 ORIGINAL = "def add(a, b):\n    return a + b\n"
@@ -180,3 +183,31 @@ def test_a_second_pass_waits_for_the_one_holding_the_mirror(tmp_path: Path) -> N
     waiting.join()
 
     assert order == ["first leaves", "second"]
+
+
+def test_each_paths_kind_is_kept_for_the_next_process(tmp_path: Path) -> None:
+    """Whether a path is protected is worked out once a path, not once a stop: the kinds the
+    index keeps are the ones the next process starts from."""
+    repo = aged(tmp_path / "repo", {"calc.py": ORIGINAL, "pytest.ini": "[pytest]\n"})
+    with Mirror.kept(tmp_path / "mirror", repo, None, "sha1") as mirror:
+        mirror.scan([b"calc.py", b"pytest.ini"], ObservationFailed)
+        assert is_runner_protected(b"pytest.ini")
+        assert not is_runner_protected(b"calc.py")
+
+    runners._KINDS.clear()  # a new process
+    with Mirror.kept(tmp_path / "mirror", repo, None, "sha1"):
+        assert runners._KINDS == {b"calc.py": 0, b"pytest.ini": PROTECTED | CONFIGURATION}
+
+
+def test_kinds_kept_under_other_rules_are_not_believed(tmp_path: Path) -> None:
+    repo = aged(tmp_path / "repo", {"tests/test_kept_kind.py": ORIGINAL})
+    one_pass(repo, tmp_path / "mirror", ["tests/test_kept_kind.py"])
+    index = tmp_path / "mirror" / "index"
+    state = list(marshal.loads(index.read_bytes()))
+    # An index kept by other code (an upgrade, an edit) that took the test file for code.
+    state[4], state[6] = "0" * 64, {b"tests/test_kept_kind.py": 0}
+    index.write_bytes(marshal.dumps(tuple(state)))
+    runners._KINDS.clear()
+
+    with Mirror.kept(tmp_path / "mirror", repo, None, "sha1"):
+        assert is_runner_protected(b"tests/test_kept_kind.py")

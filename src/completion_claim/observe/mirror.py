@@ -47,7 +47,7 @@ from .._files import write_atomic
 from ..errors import ClaimError, ObservationFailed
 from .repository import WorkTreeFile, display, entries_kept_in, work_tree_file
 from .runners import kinds_fingerprint, known_kinds, remember_kinds
-from .workspace import Workspace
+from .workspace import Listing, Workspace
 
 INDEX_VERSION = 2
 RACY_NS = 2_000_000_000  # above any file system's timestamp granularity (FAT: 2 s)
@@ -107,6 +107,7 @@ class Mirror:
         self._held = contextlib.ExitStack()
         self._saved = False
         self._listed: list[bytes] | None = None
+        self._listing: Listing | None = None
 
     @classmethod
     def fresh(cls, workspace: Path, tree: bytes, owner: int | None, object_format: str) -> Mirror:
@@ -126,6 +127,8 @@ class Mirror:
         self._lock = os.open(self.folder / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
             self._wait_for_lock()
+            # A kept mirror is a gate's, of a git work tree: git lists it while the index loads.
+            self._listing = Listing(Workspace(Path(os.fsdecode(self.workspace)), in_git=True))
             self.entries = self._load()
         except BaseException:
             self._release()
@@ -190,6 +193,9 @@ class Mirror:
                 time.sleep(LOCK_POLL_S)
 
     def _release(self) -> None:
+        if self._listing is not None:
+            self._listing.stop()
+            self._listing = None
         self._held.close()
         if self._lock is not None:
             os.close(self._lock)  # closing the only descriptor releases the flock
@@ -222,7 +228,13 @@ class Mirror:
         """The work tree's listed files (``Workspace.listed``), listed once a pass: the capture
         and the run it holds are given the same files."""
         if self._listed is None:
-            self._listed = workspace.listed()
+            started, self._listing = self._listing, None
+            if started is not None and os.fsencode(workspace.root) == self.workspace:
+                self._listed = started.result()
+            else:
+                if started is not None:
+                    started.stop()
+                self._listed = workspace.listed()
         return self._listed
 
     def file(

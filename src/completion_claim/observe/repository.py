@@ -119,6 +119,54 @@ def run_git(root: Path, *args: str, failure: type[ClaimError] = ObservationFaile
     return done.stdout
 
 
+class StartedGit:
+    """A git command started now, its output taken later (``run_git``'s, with its errors):
+    git lists a monorepo's files while the observer does something else."""
+
+    def __init__(self, root: Path, args: tuple[str, ...], failure: type[ClaimError]) -> None:
+        self.args = args
+        self.failure = failure
+        pinned = ("--git-dir", os.path.join(root, ".git"), "--work-tree", str(root))
+        try:
+            self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
+                [*_GIT, *pinned, *args],
+                cwd=root,
+                env=_environment(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        except FileNotFoundError:
+            raise failure("git is not installed (not found on PATH)") from None
+
+    def output(self) -> bytes:
+        process = self._process
+        assert process is not None, "output() is taken once"
+        self._process = None
+        try:
+            out, err = process.communicate(timeout=GIT_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            raise self.failure(
+                f"git {self.args[0]} did not finish in {GIT_TIMEOUT_S:g} s and was stopped "
+                "(a FIFO where git reads a file?)"
+            ) from None
+        if process.returncode != 0:
+            complaint = err.decode(errors="replace").strip().splitlines()
+            raise self.failure(
+                f"git {self.args[0]} failed: {complaint[-1] if complaint else process.returncode}"
+            )
+        return out
+
+    def stop(self) -> None:
+        """Not wanted after all: ended, and waited for."""
+        if self._process is not None:
+            self._process.kill()
+            self._process.communicate()
+            self._process = None
+
+
 def git_toplevel(path: Path, failure: type[ClaimError] = ObservationFailed) -> Path | None:
     """The root of the git work tree holding ``path``, or None when it is not in one.
 

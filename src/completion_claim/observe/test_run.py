@@ -69,7 +69,7 @@ from .runners.base import (
 )
 from .runners.pytest import report_name
 from .runners.results import MAX_REPORT_BYTES, PASSED, Results, no_counts
-from .sandbox import PLUGINS, REPORTS, SYSTEM_PATH, WORK, Overlay, Sandbox
+from .sandbox import PLUGINS, REPORTS, SYSTEM_PATH, WORK, Overlay, Probe, Sandbox
 from .values import REDACTED, redact_url, url_secrets
 from .workspace import Workspace, config_digests, tree_digest
 
@@ -186,11 +186,19 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
             if owner is not None:
                 os.chown(folder, owner, owner)
         tree, mirror, overlay = _run_tree(request, workspace, sandbox, owned, owner)
+        probe = None
+        if sandbox is not None:
+            # Whether the sandbox starts the toolchain, found out while the files are prepared.
+            plugin_dir = None if channel is None else str(channel.folder)
+            probe = sandbox.probe(toolchain.probe or ("true",), str(run_dir), plugin_dir,
+                                  list(toolchain.readable), overlay)  # fmt: skip
+            stack.callback(probe.stop)
         details = _fill_run_tree(tree, request, workspace, mutations, excluded, deadline, mirror)
         captured = dict(tree.files)  # before protected paths are restored: the workspace's
         outputs = _clear_outputs(tree, runner, details)
         mounts = _dependencies(request, runner, toolchain, sandbox, tree, cwd, deadline, details)
-        launch = _Launch(request, sandbox, toolchain, owned, cwd, channel, mounts, tree, overlay)
+        launch = _Launch(request, sandbox, toolchain, owned, cwd, channel, mounts, tree, overlay,
+                         probe)  # fmt: skip
         invocation = runner.invocation(request.command, launch.context())
         started_argv, host_env, details["sandbox"] = launch.confined(invocation, deadline)
         report = None if invocation.report is None else launch.on_host(invocation.report)
@@ -450,6 +458,7 @@ class _Launch:
     mounts: Mapping[str, tuple[Path, str]]  # dependency folders: host path, path in the run
     tree: RunTree
     overlay: Overlay | None  # the run's files: the mirror under the run's own layer
+    probe: Probe | None  # whether the sandbox starts the toolchain: started before the files
 
     @property
     def work(self) -> str:
@@ -514,8 +523,8 @@ class _Launch:
             return list(invocation.argv), env, NO_SANDBOX
         plugin_dir = None if self.channel is None else str(self.channel.folder)
         readable = list(self.toolchain.readable)
-        probe = self.toolchain.probe or ("true",)
-        self.sandbox.check(probe, str(run_dir), plugin_dir, readable, self.overlay)
+        assert self.probe is not None, "a sandboxed run is probed first"
+        self.probe.result()
         deadline.check("starting the sandbox")
         _require_program(invocation.argv[0], env["PATH"], self.cwd, self.tree)
         confined = self.sandbox.argv(

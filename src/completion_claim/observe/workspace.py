@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..errors import ObservationFailed
 from .repository import (
+    StartedGit,
     VerifiedObjects,
     display,
     git_process,
@@ -73,10 +74,7 @@ class Workspace:
     def listed(self) -> list[bytes]:
         """The files a run is given: in git, the tracked and the untracked but not ignored ones
         (so nothing hidden through .gitignore or .git/info/exclude); outside git, every file."""
-        if self.in_git:
-            listing = ("ls-files", "-z", "--cached", "--others", "--exclude-standard")
-            return sorted(set(split_z(run_git(self.root, *listing))))
-        return sorted(_walk(os.fsencode(self.root)))
+        return Listing(self).result()
 
     def head(self) -> dict[bytes, tuple[str, str]] | None:
         """``HEAD``'s files as ``path -> (mode, object id)``; None outside git, and empty in a
@@ -92,6 +90,25 @@ class Workspace:
         if not self.in_git:
             return "sha1"
         return run_git(self.root, "rev-parse", "--show-object-format").decode().strip()
+
+
+class Listing:
+    """``Workspace.listed``, started when made and taken by ``result``: git lists a monorepo's
+    files while the caller goes on. One not wanted after all is ``stop``ped."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.root = workspace.root
+        listing = ("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+        self._git = StartedGit(self.root, listing, ObservationFailed) if workspace.in_git else None
+
+    def result(self) -> list[bytes]:
+        if self._git is None:
+            return sorted(_walk(os.fsencode(self.root)))
+        return sorted(set(split_z(self._git.output())))
+
+    def stop(self) -> None:
+        if self._git is not None:
+            self._git.stop()
 
 
 def tree_entries(root: Path, commit: str) -> dict[bytes, tuple[str, str]]:
