@@ -36,7 +36,8 @@ def aged(root: Path, files: dict[str, str]) -> Path:
 def one_pass(repo: Path, folder: Path, paths: list[str]) -> tuple[dict[str, str | None], list[str]]:
     """Each path's digest through the mirror, and the paths it read from the work tree."""
     with Mirror.kept(folder, repo, None, "sha1") as mirror:
-        found = {path: mirror.file(path.encode(), ObservationFailed) for path in paths}
+        scanned = mirror.scan([path.encode() for path in paths], ObservationFailed)
+        found = {path: scanned[path.encode()] for path in paths}
         mirror.keep(path.encode() for path in paths)
     digests = {path: None if file is None else file.digest for path, file in found.items()}
     return digests, sorted(rel.decode() for rel in mirror.read_paths)
@@ -137,7 +138,7 @@ def test_a_pass_that_died_changing_the_tree_leaves_no_index_and_the_next_starts_
     (repo / "calc.py").write_text(SAME_SIZE)
     try:
         with Mirror.kept(tmp_path / "mirror", repo, None, "sha1") as mirror:
-            mirror.file(b"calc.py", ObservationFailed)
+            mirror.scan([b"calc.py"], ObservationFailed)
             raise RuntimeError("killed")
     except RuntimeError:
         pass

@@ -3,17 +3,18 @@ cannot write, and read again from the work tree only when the change cache canno
 
 A mirror is a folder of the runs directory (the gate's: ``<runs>/<repository>/mirror``) holding
 ``tree/``, a copy of the listed files, and ``index``, the change cache: for each path, the
-``lstat`` of the work-tree file it was copied from (device, inode, size, mtime, ctime, mode), when
-that was taken, and the digests of what was copied (``sha256:`` and git's blob id). A file whose
-``lstat`` is the one recorded is not read again: its digests and its copy stand. Anything else is
-read once, hashed and copied in the same pass, and recorded.
+``lstat`` of the work-tree file it was copied from (device, inode, size, mtime, ctime, mode) and
+the digests of what was copied (``sha256:`` and git's blob id). A file whose ``lstat`` is the one
+recorded is not read again: its digests and its copy stand. Anything else is read once, hashed
+and copied in the same pass, and recorded.
 
 The cache trusts ctime: a process that is not root cannot set it (``utime`` sets mtime and atime,
 and moves ctime to now), and any write, rename, link or mode change moves the ctime of the inode,
-so of every path that names it. An entry is trusted only when the file's times are older than the
-moment its stat was taken, by more than file-system timestamps can lag (``RACY_NS``): a write in
-the same clock tick as the stat could otherwise leave every field as recorded, as git's "racily
-clean" entries. Symbolic links are never cached: their digest reads their target.
+so of every path that names it. A stat is recorded only when the file's times are older than the
+pass that took it, by more than file-system timestamps can lag (``RACY_NS``): a write in the same
+clock tick as the stat could otherwise leave every field as recorded, as git's "racily clean"
+entries; such a file is read again by the next pass. Symbolic links are never cached: their
+digest reads their target.
 
 The agent's ``.git/index`` and its stat data are never read. The index is removed before a pass
 first changes the mirror and written back once the tree is as the run is given it, so a pass that
@@ -37,6 +38,7 @@ import marshal
 import os
 import shutil
 import stat
+import struct
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -49,17 +51,20 @@ from .repository import WorkTreeFile, display, entries_kept_in, work_tree_file
 from .runners import kinds_fingerprint, known_kinds, remember_kinds
 from .workspace import Listing, Workspace
 
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 RACY_NS = 2_000_000_000  # above any file system's timestamp granularity (FAT: 2 s)
 LOCK_POLL_S = 0.05
 LOCK_WAIT_S = 900.0  # above a test run's default timeout (600 s)
 _CHUNK = 1 << 20
-_LINK = -1  # the inode recorded for a link: no stat ever matches it
+_PACKED = struct.Struct("<QQqqqI")
+_NEVER = b""  # the key of an entry no stat may vouch for: a link, a racily clean file
 
 Key = tuple[int, int, int, int, int, int]
 """(device, inode, size, mtime_ns, ctime_ns, mode) of a work-tree file."""
-Entry = tuple[int, int, int, int, int, int, int, str, str]
-"""A Key, when it was taken (ns), the sha256 digest and git's blob id of what was copied."""
+Entry = tuple[bytes, str, str]
+"""The packed Key of the file copied (``_NEVER`` when no stat may vouch for it), the sha256
+digest and git's blob id of what was copied: few objects, as 100,000 of them are loaded and
+saved at every stop."""
 
 
 @dataclass(frozen=True)
@@ -77,8 +82,15 @@ def stat_key(info: os.stat_result) -> Key:
             info.st_mode)  # fmt: skip
 
 
+def _packed_key(info: os.stat_result) -> bytes:
+    try:
+        return _PACKED.pack(*stat_key(info))
+    except struct.error:  # a time beyond 2262: never vouched for, read every time
+        return _NEVER
+
+
 class Mirror:
-    """One pass over a work tree: ``file`` gives each path's digests, from the cache or by
+    """One pass over a work tree: ``scan`` gives each path's digests, from the cache or by
     copying it; ``keep`` removes what the pass did not want; leaving saves the index."""
 
     def __init__(
@@ -99,6 +111,7 @@ class Mirror:
         # What this pass found: a path is stat'ed once a pass (the gate's capture and its run
         # share one), and a change after that is caught when the run ends (changed_since).
         self._found: dict[bytes, WorkTreeFile | None] = {}
+        self._sizes: dict[bytes, int] = {}  # of the regular files found
         self._prefix = os.path.join(self.workspace, b"")
         self.read_paths: list[bytes] = []  # read from the work tree in this pass
         self._taken = time.time_ns()
@@ -237,12 +250,6 @@ class Mirror:
                 self._listed = workspace.listed()
         return self._listed
 
-    def file(
-        self, rel: bytes, failure: type[ClaimError], limits: Limits | None = None
-    ) -> WorkTreeFile | None:
-        """``work_tree_file`` of ``rel``, with its copy in the mirror (``scan`` of one path)."""
-        return self.scan((rel,), failure, limits)[rel]
-
     def scan(
         self, paths: Iterable[bytes], failure: type[ClaimError], limits: Limits | None = None
     ) -> dict[bytes, WorkTreeFile | None]:
@@ -257,14 +264,16 @@ class Mirror:
         lstat = os.lstat
         prefix = self._prefix
         folders = self._folders
+        sizes = self._sizes
+        pack = _PACKED.pack
         most, total = (-1, -1) if limits is None else (limits.file_bytes, limits.tree_bytes)
         for rel in paths:
             if rel in found:  # read or vouched for earlier in this pass
                 known = found[rel]
                 if most >= 0 and known is not None and not known.link:
-                    total -= entries[rel][2]
-                    if entries[rel][2] > most or total < 0:
-                        _too_big(rel, entries[rel][2], limits, failure)
+                    total -= sizes[rel]
+                    if sizes[rel] > most or total < 0:
+                        _too_big(rel, sizes[rel], limits, failure)
                 continue
             slash = rel.rfind(b"/")
             if slash > 0 and not folders.get(rel[:slash]) and not self._real_folder(rel[:slash]):
@@ -278,25 +287,22 @@ class Mirror:
             except OSError as exc:
                 raise failure(f"cannot read {display(rel)}: {exc.strerror or exc}") from None
             entry = entries.get(rel)
-            if (
-                entry is not None
-                and entry[1] == info.st_ino
-                and entry[4] == info.st_ctime_ns
-                and entry[3] == info.st_mtime_ns
-                and entry[2] == info.st_size
-                and entry[0] == info.st_dev
-                and entry[5] == info.st_mode
-                and entry[4] < entry[6] - RACY_NS
-                and entry[3] < entry[6] - RACY_NS
-            ):
+            key = _NEVER
+            if entry is not None and entry[0]:
+                with contextlib.suppress(struct.error):  # a time beyond 2262: read it
+                    key = pack(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns,
+                               info.st_ctime_ns, info.st_mode)  # fmt: skip
+            if key and entry is not None and key == entry[0]:
+                sizes[rel] = info.st_size
                 if most >= 0:
                     total -= info.st_size
                     if info.st_size > most or total < 0:
                         _too_big(rel, info.st_size, limits, failure)
-                found[rel] = WorkTreeFile(entry[7], entry[8], False)
+                found[rel] = WorkTreeFile(entry[1], entry[2], False)
             elif stat.S_ISLNK(info.st_mode):
                 found[rel] = self._link(rel, info, failure)
             elif stat.S_ISREG(info.st_mode):
+                sizes[rel] = info.st_size
                 if most >= 0:
                     total -= info.st_size
                     if info.st_size > most or total < 0:
@@ -344,9 +350,12 @@ class Mirror:
             os.unlink(temporary)
             raise failure(f"{display(rel)} changed while it was being read")
         self._place(rel, temporary)
-        key = stat_key(info)
         digest = "sha256:" + content.hexdigest()
-        self.entries[rel] = (*key, self._taken, digest, blob.hexdigest())
+        # Vouched for later only when its times are older than this pass by more than their
+        # granularity: a write in the same tick as the stat would leave every field as it is.
+        settled = max(info.st_mtime_ns, info.st_ctime_ns) < self._taken - RACY_NS
+        key = _packed_key(info) if settled else _NEVER
+        self.entries[rel] = (key, digest, blob.hexdigest())
         self.seen[rel] = info
         self.read_paths.append(rel)
         found = self._found[rel] = WorkTreeFile(digest, blob.hexdigest(), link=False)
@@ -373,8 +382,7 @@ class Mirror:
         if self.owner is not None:
             os.lchown(temporary, self.owner, self.owner)
         self._place(rel, temporary)
-        key = stat_key(info)
-        self.entries[rel] = (key[0], _LINK, *key[2:], self._taken, found.digest, found.blob or "")
+        self.entries[rel] = (_NEVER, found.digest, found.blob or "")
         self.seen[rel] = info
         self.read_paths.append(rel)
         self._found[rel] = found
