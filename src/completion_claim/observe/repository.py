@@ -32,6 +32,7 @@ import os
 import re
 import stat
 import subprocess
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import NamedTuple
@@ -127,16 +128,20 @@ class StartedGit:
         self.args = args
         self.failure = failure
         pinned = ("--git-dir", os.path.join(root, ".git"), "--work-tree", str(root))
+        # Files, not pipes: git writes all it has without waiting for the reader.
+        self._out = tempfile.TemporaryFile()  # noqa: SIM115 - closed by output() or stop()
+        self._err = tempfile.TemporaryFile()  # noqa: SIM115
         try:
             self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
                 [*_GIT, *pinned, *args],
                 cwd=root,
                 env=_environment(),
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                stdout=self._out,
+                stderr=self._err,
             )
         except FileNotFoundError:
+            self._close()
             raise failure("git is not installed (not found on PATH)") from None
 
     def output(self) -> bytes:
@@ -144,14 +149,19 @@ class StartedGit:
         assert process is not None, "output() is taken once"
         self._process = None
         try:
-            out, err = process.communicate(timeout=GIT_TIMEOUT_S)
+            process.wait(timeout=GIT_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             process.kill()
-            process.communicate()
+            process.wait()
+            self._close()
             raise self.failure(
                 f"git {self.args[0]} did not finish in {GIT_TIMEOUT_S:g} s and was stopped "
                 "(a FIFO where git reads a file?)"
             ) from None
+        self._out.seek(0)
+        self._err.seek(0)
+        out, err = self._out.read(), self._err.read()
+        self._close()
         if process.returncode != 0:
             complaint = err.decode(errors="replace").strip().splitlines()
             raise self.failure(
@@ -163,8 +173,13 @@ class StartedGit:
         """Not wanted after all: ended, and waited for."""
         if self._process is not None:
             self._process.kill()
-            self._process.communicate()
+            self._process.wait()
             self._process = None
+            self._close()
+
+    def _close(self) -> None:
+        self._out.close()
+        self._err.close()
 
 
 def git_toplevel(path: Path, failure: type[ClaimError] = ObservationFailed) -> Path | None:
