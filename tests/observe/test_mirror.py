@@ -10,8 +10,12 @@ import shutil
 import threading
 import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from completion_claim.errors import ObservationFailed
+from completion_claim.observe import mirror as mirror_module
 from completion_claim.observe import runners
 from completion_claim.observe.mirror import RACY_NS, Mirror
 from completion_claim.observe.runners import CONFIGURATION, PROTECTED, is_runner_protected
@@ -212,3 +216,57 @@ def test_kinds_kept_under_other_rules_are_not_believed(tmp_path: Path) -> None:
 
     with Mirror.kept(tmp_path / "mirror", repo, None, "sha1"):
         assert is_runner_protected(b"tests/test_kept_kind.py")
+
+
+def _split_repo(tmp_path: Path) -> tuple[Path, list[str]]:
+    names = [f"m{number}.py" for number in range(10)]
+    return aged(tmp_path / "repo", dict.fromkeys(names, ORIGINAL)), names
+
+
+def test_a_second_process_vouches_for_half_the_tree_and_its_changes_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large tree's first scan has a forked process stat its second half: what it cannot
+    vouch for (a change with its mtime put back, there as here) is read all the same."""
+    monkeypatch.setattr(mirror_module, "_SPLIT_AT", 4)
+    repo, names = _split_repo(tmp_path)
+    one_pass(repo, tmp_path / "mirror", names)
+    rewrite_keeping_mtime(repo / "m2.py", SAME_SIZE)
+    rewrite_keeping_mtime(repo / "m8.py", SAME_SIZE)
+    stated: list[str] = []
+    lstat = os.lstat
+
+    def counted(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        if os.fsdecode(path).startswith(str(repo)):
+            stated.append(os.path.basename(os.fsdecode(path)))
+        return lstat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "lstat", counted)
+    digests, read = one_pass(repo, tmp_path / "mirror", names)
+
+    # This process stat'ed the first half, and of the second only what the other could not
+    # vouch for.
+    assert sorted(stated) == ["m0.py", "m1.py", "m2.py", "m3.py", "m4.py", "m8.py"]
+    assert read == ["m2.py", "m8.py"]
+    assert digests == {name: sha256(SAME_SIZE if name in ("m2.py", "m8.py") else ORIGINAL)
+                       for name in names}  # fmt: skip
+    assert (tmp_path / "mirror" / "tree" / "m8.py").read_text() == SAME_SIZE
+
+
+def test_when_the_second_process_fails_this_one_looks_at_every_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mirror_module, "_SPLIT_AT", 4)
+    repo, names = _split_repo(tmp_path)
+    one_pass(repo, tmp_path / "mirror", names)
+    rewrite_keeping_mtime(repo / "m8.py", SAME_SIZE)
+
+    def dies(self: Mirror, rel: bytes) -> bool:
+        raise OSError("the forked process dies")
+
+    monkeypatch.setattr(Mirror, "_vouches", dies)
+    digests, read = one_pass(repo, tmp_path / "mirror", names)
+
+    assert read == ["m8.py"]
+    assert digests["m8.py"] == sha256(SAME_SIZE)
+    assert digests["m1.py"] == sha256(ORIGINAL)

@@ -57,6 +57,7 @@ LOCK_POLL_S = 0.05
 LOCK_WAIT_S = 900.0  # above a test run's default timeout (600 s)
 _CHUNK = 1 << 20
 _PACKED = struct.Struct("<QQqqqI")
+_SPLIT_AT = 20_000  # paths, below which a second process costs more than it saves
 _NEVER = b""  # the key of an entry no stat may vouch for: a link, a racily clean file
 
 Key = tuple[int, int, int, int, int, int]
@@ -258,7 +259,31 @@ class Mirror:
         None where there is no file or link to copy. ``limits`` bound the sizes of the regular
         files, checked before any is used, and see each chunk read. Returns what the pass has
         found so far: a path is looked at once a pass, whoever asks."""
-        # Once a listed file a pass, 100,000 times in a monorepo: the loop is kept lean.
+        # Once a listed file a pass, 100,000 times in a monorepo: the loop is kept lean, and
+        # the first scan of a large tree has a second process stat the second half of it.
+        paths = list(paths)
+        found = self._found
+        half, other = len(paths), None
+        if not found and self.entries and len(paths) >= _SPLIT_AT:
+            half = len(paths) // 2
+            try:
+                other = self._vouch_elsewhere(paths[half:])
+            except OSError:  # no second process today: this one looks at every path
+                half = len(paths)
+        with contextlib.ExitStack() as waited:
+            if other is not None:
+                waited.callback(other)  # reaped, whatever happens here
+            self._scan(paths, half, other, failure, limits)
+        return found
+
+    def _scan(
+        self,
+        paths: list[bytes],
+        half: int,
+        other: Callable[[], set[int] | None] | None,
+        failure: type[ClaimError],
+        limits: Limits | None,
+    ) -> None:
         found = self._found
         entries = self.entries
         lstat = os.lstat
@@ -267,7 +292,9 @@ class Mirror:
         sizes = self._sizes
         pack = _PACKED.pack
         most, total = (-1, -1) if limits is None else (limits.file_bytes, limits.tree_bytes)
-        for rel in paths:
+        for at, rel in enumerate(paths):
+            if at == half and other is not None:
+                self._take_vouched(paths[half:], other())
             if rel in found:  # read or vouched for earlier in this pass
                 known = found[rel]
                 if most >= 0 and known is not None and not known.link:
@@ -310,7 +337,63 @@ class Mirror:
                 found[rel] = self._copy(rel, prefix + rel, failure, limits)
             else:
                 found[rel] = None
-        return found
+
+    def _vouch_elsewhere(self, paths: list[bytes]) -> Callable[[], set[int] | None]:
+        """Have a forked process ``lstat`` ``paths`` against the index while this one goes on;
+        what is returned waits for it and gives the positions of the paths it could not vouch
+        for (None when it failed: this process then looks at them all itself)."""
+        reader, writer = os.pipe()
+        # No thread runs in an observer, and the child only reads: forking is safe here.
+        child = os.fork()
+        if child == 0:  # the other process: reads the index and the work tree's stats only
+            status = 1
+            try:
+                os.close(reader)
+                doubtful = [at for at, rel in enumerate(paths) if not self._vouches(rel)]
+                with os.fdopen(writer, "wb") as out:
+                    out.write(marshal.dumps(doubtful))
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(writer)
+
+        answered: list[set[int] | None] = []
+
+        def answer() -> set[int] | None:
+            if not answered:  # asked again to make sure the child is reaped
+                with os.fdopen(reader, "rb") as answers:
+                    data = answers.read()
+                _, status = os.waitpid(child, 0)
+                doubtful = marshal.loads(data) if status == 0 else None  # noqa: S302 - our fork's
+                answered.append(set(doubtful) if type(doubtful) is list else None)
+            return answered[0]
+
+        return answer
+
+    def _take_vouched(self, paths: list[bytes], doubtful: set[int] | None) -> None:
+        """What the other process vouched for (all ``paths`` but the ``doubtful`` positions)
+        is found; the rest, and all of them when it failed, this process looks at itself."""
+        if doubtful is None:
+            return
+        for at, rel in enumerate(paths):
+            if at not in doubtful:
+                kept = self.entries[rel]
+                self._found[rel] = WorkTreeFile(kept[1], kept[2], False)
+                self._sizes[rel] = _size_of(kept[0])
+
+    def _vouches(self, rel: bytes) -> bool:
+        """Whether the index vouches for ``rel`` as the work tree holds it now (``scan``'s
+        test, without reading anything)."""
+        entry = self.entries.get(rel)
+        if entry is None or not entry[0]:
+            return False
+        slash = rel.rfind(b"/")
+        if slash > 0 and not self._real_folder(rel[:slash]):
+            return False
+        try:
+            return _packed_key(os.lstat(self._prefix + rel)) == entry[0]
+        except OSError:
+            return False
 
     def _copy(
         self, rel: bytes, path: bytes, failure: type[ClaimError], limits: Limits | None
@@ -468,6 +551,10 @@ class Mirror:
             if before is None or now != stat_key(before):
                 return rel
         return None
+
+
+def _size_of(key: bytes) -> int:
+    return int(_PACKED.unpack(key)[2])
 
 
 def _too_big(rel: bytes, size: int, limits: Limits | None, failure: type[ClaimError]) -> None:
