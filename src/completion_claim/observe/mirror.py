@@ -57,6 +57,7 @@ LOCK_POLL_S = 0.05
 LOCK_WAIT_S = 900.0  # above a test run's default timeout (600 s)
 _CHUNK = 1 << 20
 _PACKED = struct.Struct("<QQqqqI")
+_SIZE_IN_KEY, _SIZE_AT = struct.Struct("<q"), 16  # the size's place in a packed key
 _SPLIT_AT = 20_000  # paths, below which a second process costs more than it saves
 _NEVER = b""  # the key of an entry no stat may vouch for: a link, a racily clean file
 
@@ -375,11 +376,13 @@ class Mirror:
         is found; the rest, and all of them when it failed, this process looks at itself."""
         if doubtful is None:
             return
+        entries, found, sizes = self.entries, self._found, self._sizes
+        size_in = _SIZE_IN_KEY.unpack_from
         for at, rel in enumerate(paths):
             if at not in doubtful:
-                kept = self.entries[rel]
-                self._found[rel] = WorkTreeFile(kept[1], kept[2], False)
-                self._sizes[rel] = _size_of(kept[0])
+                kept = entries[rel]
+                found[rel] = WorkTreeFile(kept[1], kept[2], False)
+                sizes[rel] = size_in(kept[0], _SIZE_AT)[0]
 
     def _vouches(self, rel: bytes) -> bool:
         """Whether the index vouches for ``rel`` as the work tree holds it now (``scan``'s
@@ -551,10 +554,6 @@ class Mirror:
             if before is None or now != stat_key(before):
                 return rel
         return None
-
-
-def _size_of(key: bytes) -> int:
-    return int(_PACKED.unpack(key)[2])
 
 
 def _too_big(rel: bytes, size: int, limits: Limits | None, failure: type[ClaimError]) -> None:
