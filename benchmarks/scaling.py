@@ -3,9 +3,9 @@ small files, one changed file and one test, side by side in one run:
 
 - ``git status --porcelain`` (what a stat cache answers in),
 - the bare test run, ``python -m pytest -q tests`` in the work tree (no sandbox),
-- ``claim gate`` after ``claim gate --start``: the first gate (the operator's mirror is empty, so
-  every file is read and copied once) and later ones (only what the change cache cannot vouch
-  for is read),
+- ``claim gate`` after ``claim gate --start``, configured as ``claim init`` writes it (the tests
+  restored from a trusted commit): the first gate after the start (which filled the operator's
+  mirror) and later ones (only what the change cache cannot vouch for is read),
 - the added time (gate minus bare run) and the ratios;
 
 then, on one size, the scaling with the number of changed files (1, 10, 100, 1000).

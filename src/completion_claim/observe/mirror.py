@@ -24,6 +24,12 @@ pass at a time holds the mirror (a lock file beside it), for as long as a run re
 holds one pass from its capture to its last check, so each path is stat'ed, and read if need be,
 once a gate; ``changed_since`` then says whether the work tree moved on while the tests ran.
 
+A stop costs an ``lstat`` per listed file: the first scan of a large tree has a forked process
+stat its second half against the index (it only reads) while this one does the first, and
+the index keeps what is a function of content alone (each path's kind, :mod:`.runners`; the
+commits' entries, :func:`.repository.entries_kept_in`), so that a stop's other work grows with
+what changed.
+
 Without a folder (``Mirror.fresh``) the same code copies every file into a fresh tree: the copy a
 run without a persistent mirror gets.
 """
