@@ -198,19 +198,6 @@ class Sandbox:
         return [unshare, *namespaces, "--propagation", "private", "--", shell, "-c",
                 _MOUNT_SCRIPT, "sh", mount, overlay.options(), run_dir]  # fmt: skip
 
-    def check(
-        self,
-        command: Sequence[str],
-        run_dir: str,
-        plugin_dir: str | None,
-        readable: Sequence[str],
-        overlay: Overlay | None = None,
-    ) -> None:
-        """Start the toolchain's probe ``command`` in the same sandbox: a sandbox that cannot
-        start it is refused before the run, so a broken sandbox never passes for a failed
-        test."""
-        self.probe(command, run_dir, plugin_dir, readable, overlay).result()
-
     def probe(
         self,
         command: Sequence[str],
@@ -219,8 +206,10 @@ class Sandbox:
         readable: Sequence[str],
         overlay: Overlay | None = None,
     ) -> Probe:
-        """``check``, started now and judged by ``Probe.result``: it runs while the observer
-        prepares the run's files (it reads none of them)."""
+        """Start the toolchain's probe ``command`` in the same sandbox, judged by
+        ``Probe.result``: a sandbox that cannot start it is refused before the run, so a broken
+        sandbox never passes for a failed test. It runs while the observer prepares the run's
+        files (it reads none of them)."""
         argv = self.argv(
             command,
             run_dir=run_dir,
