@@ -19,6 +19,7 @@ setpriv.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -244,8 +245,7 @@ class Probe:
         try:
             _, err = process.communicate(timeout=max(self._ends - time.monotonic(), 0))
         except subprocess.TimeoutExpired as exc:
-            process.kill()
-            process.communicate()
+            _end(process)
             raise ObservationFailed(f"the sandbox (bwrap) does not start: {exc}") from None
         if process.returncode != 0:
             complaint = err.decode(errors="replace").strip().splitlines()
@@ -253,11 +253,20 @@ class Probe:
             raise ObservationFailed(f"the sandbox (bwrap) cannot start {self.program}: {reason}")
 
     def stop(self) -> None:
-        """Not wanted after all: ended, and waited for."""
+        """Not wanted after all: waited for (it is short), its verdict dropped. Not killed:
+        the sandbox's own first process would outlive bwrap, holding the probe's pipe."""
         if self._process is not None:
-            self._process.kill()
-            self._process.communicate()
-            self._process = None
+            with contextlib.suppress(ObservationFailed):
+                self.result()
+
+
+def _end(process: subprocess.Popen[bytes]) -> None:
+    """Kill a probe past its time and reap it, never waiting for its pipe: a process the
+    sandbox left may hold it open."""
+    process.kill()
+    process.wait()
+    if process.stderr is not None:
+        process.stderr.close()
 
 
 def run_owner() -> int | None:
