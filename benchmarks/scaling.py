@@ -3,9 +3,9 @@ small files, one changed file and one test, side by side in one run:
 
 - ``git status --porcelain`` (what a stat cache answers in),
 - the bare test run, ``python -m pytest -q tests`` in the work tree (no sandbox),
-- ``claim gate`` after ``claim gate --start``: the first gate (the operator's mirror is empty, so
-  every file is read and copied once) and later ones (only what the change cache cannot vouch
-  for is read),
+- ``claim gate`` after ``claim gate --start``, configured as ``claim init`` writes it (the tests
+  restored from a trusted commit): the first gate after the start (which filled the operator's
+  mirror) and later ones (only what the change cache cannot vouch for is read),
 - the added time (gate minus bare run) and the ratios;
 
 then, on one size, the scaling with the number of changed files (1, 10, 100, 1000).
@@ -51,6 +51,7 @@ runs_dir = "{runs}"
 [[check]]
 type = "test_run"
 command = ["python", "-m", "pytest", "-q", "tests"]
+trusted_ref = "{commit}"
 """
 GIT = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
 
@@ -101,7 +102,8 @@ class Bench:
         self.repo = repo
         config = place / "ops" / "claim.toml"
         config.parent.mkdir(parents=True)
-        config.write_text(CONFIG.format(runs=place / "runs"))
+        commit = git(repo, "rev-parse", "HEAD").strip()
+        config.write_text(CONFIG.format(runs=place / "runs", commit=commit))
         self.gate = [CLAIM, "gate", "--config", str(config), "--repo", str(repo), "--json"]
         self.status = ["git", "status", "--porcelain"]
         self.pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"]

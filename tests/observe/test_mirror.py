@@ -4,14 +4,21 @@ vouch for it, whatever the agent does to hide the change (attacks 75 to 77, 79).
 from __future__ import annotations
 
 import hashlib
+import marshal
 import os
 import shutil
 import threading
 import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from completion_claim.errors import ObservationFailed
+from completion_claim.observe import mirror as mirror_module
+from completion_claim.observe import runners
 from completion_claim.observe.mirror import RACY_NS, Mirror
+from completion_claim.observe.runners import CONFIGURATION, PROTECTED, is_runner_protected
 from tests.fixtures.projects import make_repo
 
 ORIGINAL = "def add(a, b):\n    return a + b\n"
@@ -33,7 +40,8 @@ def aged(root: Path, files: dict[str, str]) -> Path:
 def one_pass(repo: Path, folder: Path, paths: list[str]) -> tuple[dict[str, str | None], list[str]]:
     """Each path's digest through the mirror, and the paths it read from the work tree."""
     with Mirror.kept(folder, repo, None, "sha1") as mirror:
-        found = {path: mirror.file(path.encode(), ObservationFailed) for path in paths}
+        scanned = mirror.scan([path.encode() for path in paths], ObservationFailed)
+        found = {path: scanned[path.encode()] for path in paths}
         mirror.keep(path.encode() for path in paths)
     digests = {path: None if file is None else file.digest for path, file in found.items()}
     return digests, sorted(rel.decode() for rel in mirror.read_paths)
@@ -126,17 +134,32 @@ def test_attack_79_a_mirror_taken_from_another_repository_is_not_trusted(tmp_pat
     assert (tmp_path / "mirror" / "tree" / "calc.py").read_text() == ORIGINAL
 
 
-def test_a_pass_that_died_leaves_no_index_and_the_next_starts_afresh(tmp_path: Path) -> None:
+def test_a_pass_that_died_changing_the_tree_leaves_no_index_and_the_next_starts_afresh(
+    tmp_path: Path,
+) -> None:
     repo = aged(tmp_path / "repo", {"calc.py": ORIGINAL, "old.py": "x = 1\n"})
     one_pass(repo, tmp_path / "mirror", ["calc.py", "old.py"])
+    (repo / "calc.py").write_text(SAME_SIZE)
     try:
-        with Mirror.kept(tmp_path / "mirror", repo, None, "sha1"):
+        with Mirror.kept(tmp_path / "mirror", repo, None, "sha1") as mirror:
+            mirror.scan([b"calc.py"], ObservationFailed)
             raise RuntimeError("killed")
     except RuntimeError:
         pass
 
+    assert not (tmp_path / "mirror" / "index").exists()
     assert one_pass(repo, tmp_path / "mirror", ["calc.py"])[1] == ["calc.py"]
     assert sorted(os.listdir(tmp_path / "mirror" / "tree")) == ["calc.py"]
+
+
+def test_a_pass_that_changes_nothing_writes_no_index(tmp_path: Path) -> None:
+    repo = aged(tmp_path / "repo", {"calc.py": ORIGINAL})
+    one_pass(repo, tmp_path / "mirror", ["calc.py"])
+    index = tmp_path / "mirror" / "index"
+    before = index.stat()
+
+    assert one_pass(repo, tmp_path / "mirror", ["calc.py"]) == ({"calc.py": sha256(ORIGINAL)}, [])
+    assert (index.stat().st_ino, index.stat().st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
 
 
 def test_what_is_no_longer_wanted_leaves_the_mirror_with_its_folders(tmp_path: Path) -> None:
@@ -165,3 +188,85 @@ def test_a_second_pass_waits_for_the_one_holding_the_mirror(tmp_path: Path) -> N
     waiting.join()
 
     assert order == ["first leaves", "second"]
+
+
+def test_each_paths_kind_is_kept_for_the_next_process(tmp_path: Path) -> None:
+    """Whether a path is protected is worked out once a path, not once a stop: the kinds the
+    index keeps are the ones the next process starts from."""
+    repo = aged(tmp_path / "repo", {"calc.py": ORIGINAL, "pytest.ini": "[pytest]\n"})
+    with Mirror.kept(tmp_path / "mirror", repo, None, "sha1") as mirror:
+        mirror.scan([b"calc.py", b"pytest.ini"], ObservationFailed)
+        assert is_runner_protected(b"pytest.ini")
+        assert not is_runner_protected(b"calc.py")
+
+    runners._KINDS.clear()  # a new process
+    with Mirror.kept(tmp_path / "mirror", repo, None, "sha1"):
+        assert runners._KINDS == {b"calc.py": 0, b"pytest.ini": PROTECTED | CONFIGURATION}
+
+
+def test_kinds_kept_under_other_rules_are_not_believed(tmp_path: Path) -> None:
+    repo = aged(tmp_path / "repo", {"tests/test_kept_kind.py": ORIGINAL})
+    one_pass(repo, tmp_path / "mirror", ["tests/test_kept_kind.py"])
+    index = tmp_path / "mirror" / "index"
+    state = list(marshal.loads(index.read_bytes()))
+    # An index kept by other code (an upgrade, an edit) that took the test file for code.
+    state[4], state[6] = "0" * 64, {b"tests/test_kept_kind.py": 0}
+    index.write_bytes(marshal.dumps(tuple(state)))
+    runners._KINDS.clear()
+
+    with Mirror.kept(tmp_path / "mirror", repo, None, "sha1"):
+        assert is_runner_protected(b"tests/test_kept_kind.py")
+
+
+def _split_repo(tmp_path: Path) -> tuple[Path, list[str]]:
+    names = [f"m{number}.py" for number in range(10)]
+    return aged(tmp_path / "repo", dict.fromkeys(names, ORIGINAL)), names
+
+
+def test_a_second_process_vouches_for_half_the_tree_and_its_changes_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large tree's first scan has a forked process stat its second half: what it cannot
+    vouch for (a change with its mtime put back, there as here) is read all the same."""
+    monkeypatch.setattr(mirror_module, "_SPLIT_AT", 4)
+    repo, names = _split_repo(tmp_path)
+    one_pass(repo, tmp_path / "mirror", names)
+    rewrite_keeping_mtime(repo / "m2.py", SAME_SIZE)
+    rewrite_keeping_mtime(repo / "m8.py", SAME_SIZE)
+    stated: list[str] = []
+    lstat = os.lstat
+
+    def counted(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        if os.fsdecode(path).startswith(str(repo)):
+            stated.append(os.path.basename(os.fsdecode(path)))
+        return lstat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "lstat", counted)
+    digests, read = one_pass(repo, tmp_path / "mirror", names)
+
+    # This process stat'ed the first half, and of the second only what the other could not
+    # vouch for.
+    assert sorted(stated) == ["m0.py", "m1.py", "m2.py", "m3.py", "m4.py", "m8.py"]
+    assert read == ["m2.py", "m8.py"]
+    assert digests == {name: sha256(SAME_SIZE if name in ("m2.py", "m8.py") else ORIGINAL)
+                       for name in names}  # fmt: skip
+    assert (tmp_path / "mirror" / "tree" / "m8.py").read_text() == SAME_SIZE
+
+
+def test_when_the_second_process_fails_this_one_looks_at_every_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mirror_module, "_SPLIT_AT", 4)
+    repo, names = _split_repo(tmp_path)
+    one_pass(repo, tmp_path / "mirror", names)
+    rewrite_keeping_mtime(repo / "m8.py", SAME_SIZE)
+
+    def dies(self: Mirror, rel: bytes) -> bool:
+        raise OSError("the forked process dies")
+
+    monkeypatch.setattr(Mirror, "_vouches", dies)
+    digests, read = one_pass(repo, tmp_path / "mirror", names)
+
+    assert read == ["m8.py"]
+    assert digests["m8.py"] == sha256(SAME_SIZE)
+    assert digests["m1.py"] == sha256(ORIGINAL)

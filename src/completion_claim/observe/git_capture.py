@@ -31,7 +31,7 @@ from .repository import (
     git_toplevel,
     object_format_of,
 )
-from .workspace import is_byproduct
+from .workspace import Workspace, without_byproducts
 
 if TYPE_CHECKING:
     from .mirror import Mirror
@@ -76,20 +76,30 @@ def capture(
     """
     claim_files = [_relative(root, path) for path in excluded]
 
-    def left_out(rel: bytes) -> bool:
-        # Asked of every file (100,000 in a monorepo); the gate's claim is not in the tree.
+    def chosen(paths: Iterable[bytes]) -> list[bytes]:
+        # Every file (100,000 in a monorepo); the gate's claim is not in the tree.
+        kept = without_byproducts(paths)
         if not claim_files:
-            return is_byproduct(rel)
-        return is_byproduct(rel) or any(_belongs_to(rel, claim) for claim in claim_files)
+            return kept
+        return [rel for rel in kept if not any(_belongs_to(rel, claim) for claim in claim_files)]
 
     root_bytes = os.fsencode(root)
     commit = None if base is None else _resolve(root, base)
-    read = None if mirror is None else (lambda rel: mirror.file(rel, ObservationFailed))
-    current = changed_files(root, commit, ObservationFailed, left_out, read)
+    if mirror is None:
+        current = changed_files(root, commit, ObservationFailed, chosen)
+    else:
+        current = changed_files(
+            root,
+            commit,
+            ObservationFailed,
+            chosen,
+            lambda paths: mirror.scan(paths, ObservationFailed),
+            mirror.listed(Workspace(root, in_git=True)),
+        )
     latest = {target: m.digest for target, m in latest_file_writes(recorded).items()}
     for target, digest in latest.items():
         rel = target.encode()
-        if _was_captured(target, digest) and rel not in current and not left_out(rel):
+        if _was_captured(target, digest) and rel not in current and chosen([rel]):
             current[rel] = content_digest(root_bytes, rel, ObservationFailed)
     changes = []
     for rel, digest in sorted(current.items()):

@@ -3,24 +3,32 @@ cannot write, and read again from the work tree only when the change cache canno
 
 A mirror is a folder of the runs directory (the gate's: ``<runs>/<repository>/mirror``) holding
 ``tree/``, a copy of the listed files, and ``index``, the change cache: for each path, the
-``lstat`` of the work-tree file it was copied from (device, inode, size, mtime, ctime, mode), when
-that was taken, and the digests of what was copied (``sha256:`` and git's blob id). A file whose
-``lstat`` is the one recorded is not read again: its digests and its copy stand. Anything else is
-read once, hashed and copied in the same pass, and recorded.
+``lstat`` of the work-tree file it was copied from (device, inode, size, mtime, ctime, mode) and
+the digests of what was copied (``sha256:`` and git's blob id). A file whose ``lstat`` is the one
+recorded is not read again: its digests and its copy stand. Anything else is read once, hashed
+and copied in the same pass, and recorded.
 
 The cache trusts ctime: a process that is not root cannot set it (``utime`` sets mtime and atime,
 and moves ctime to now), and any write, rename, link or mode change moves the ctime of the inode,
-so of every path that names it. An entry is trusted only when the file's times are older than the
-moment its stat was taken, by more than file-system timestamps can lag (``RACY_NS``): a write in
-the same clock tick as the stat could otherwise leave every field as recorded, as git's "racily
-clean" entries. Symbolic links are never cached: their digest reads their target.
+so of every path that names it. A stat is recorded only when the file's times are older than the
+pass that took it, by more than file-system timestamps can lag (``RACY_NS``): a write in the same
+clock tick as the stat could otherwise leave every field as recorded, as git's "racily clean"
+entries; such a file is read again by the next pass. Symbolic links are never cached: their
+digest reads their target.
 
-The agent's ``.git/index`` and its stat data are never read. The index is dropped while a pass
-works on the mirror and written back at its end, so a pass that dies half-way leaves no index, and
-the next one starts from an empty tree rather than from copies the index does not describe. One
+The agent's ``.git/index`` and its stat data are never read. The index is removed before a pass
+first changes the mirror and written back once the tree is as the run is given it, so a pass that
+dies half-way leaves no index, and the next one starts from an empty tree rather than from copies
+the index does not describe; a pass that changes nothing writes nothing. One
 pass at a time holds the mirror (a lock file beside it), for as long as a run reads it: the gate
 holds one pass from its capture to its last check, so each path is stat'ed, and read if need be,
 once a gate; ``changed_since`` then says whether the work tree moved on while the tests ran.
+
+A stop costs an ``lstat`` per listed file: the first scan of a large tree has a forked process
+stat its second half against the index (it only reads) while this one does the first, and
+the index keeps what is a function of content alone (each path's kind, :mod:`.runners`; the
+commits' entries, :func:`.repository.entries_kept_in`), so that a stop's other work grows with
+what changed.
 
 Without a folder (``Mirror.fresh``) the same code copies every file into a fresh tree: the copy a
 run without a persistent mirror gets.
@@ -36,36 +44,45 @@ import marshal
 import os
 import shutil
 import stat
+import struct
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol
 
 from .._files import write_atomic
 from ..errors import ClaimError, ObservationFailed
-from .repository import WorkTreeFile, display, work_tree_file
+from .repository import WorkTreeFile, display, entries_kept_in, work_tree_file
+from .runners import kinds_fingerprint, known_kinds, remember_kinds
+from .workspace import Listing, Workspace
 
-INDEX_VERSION = 1
+INDEX_VERSION = 3
 RACY_NS = 2_000_000_000  # above any file system's timestamp granularity (FAT: 2 s)
 LOCK_POLL_S = 0.05
 LOCK_WAIT_S = 900.0  # above a test run's default timeout (600 s)
 _CHUNK = 1 << 20
-_LINK = -1  # the inode recorded for a link: no stat ever matches it
+_PACKED = struct.Struct("<QQqqqI")
+_SIZE_IN_KEY, _SIZE_AT = struct.Struct("<q"), 16  # the size's place in a packed key
+_SPLIT_AT = 20_000  # paths, below which a second process costs more than it saves
+_NEVER = b""  # the key of an entry no stat may vouch for: a link, a racily clean file
 
 Key = tuple[int, int, int, int, int, int]
 """(device, inode, size, mtime_ns, ctime_ns, mode) of a work-tree file."""
-Entry = tuple[int, int, int, int, int, int, int, str, str]
-"""A Key, when it was taken (ns), the sha256 digest and git's blob id of what was copied."""
+Entry = tuple[bytes, str, str]
+"""The packed Key of the file copied (``_NEVER`` when no stat may vouch for it), the sha256
+digest and git's blob id of what was copied: few objects, as 100,000 of them are loaded and
+saved at every stop."""
 
 
-class Limits(Protocol):
-    """What a pass may read: each file's size is admitted before it is used, and a long read
-    can be stopped between chunks (the observer's deadline)."""
+@dataclass(frozen=True)
+class Limits:
+    """What one scan may give: no file over ``file_bytes``, no more than ``tree_bytes`` in all;
+    ``reading`` is told of each chunk read, so a long read can be stopped (the deadline)."""
 
-    def admit(self, rel: bytes, size: int) -> None: ...
-
-    def reading(self, rel: bytes) -> None: ...
+    file_bytes: int
+    tree_bytes: int
+    reading: Callable[[bytes], None]
 
 
 def stat_key(info: os.stat_result) -> Key:
@@ -73,8 +90,15 @@ def stat_key(info: os.stat_result) -> Key:
             info.st_mode)  # fmt: skip
 
 
+def _packed_key(info: os.stat_result) -> bytes:
+    try:
+        return _PACKED.pack(*stat_key(info))
+    except struct.error:  # a time beyond 2262: never vouched for, read every time
+        return _NEVER
+
+
 class Mirror:
-    """One pass over a work tree: ``file`` gives each path's digests, from the cache or by
+    """One pass over a work tree: ``scan`` gives each path's digests, from the cache or by
     copying it; ``keep`` removes what the pass did not want; leaving saves the index."""
 
     def __init__(
@@ -94,12 +118,17 @@ class Mirror:
         self.seen: dict[bytes, os.stat_result] = {}  # each path as this pass read it
         # What this pass found: a path is stat'ed once a pass (the gate's capture and its run
         # share one), and a change after that is caught when the run ends (changed_since).
-        self._found: dict[bytes, WorkTreeFile] = {}
+        self._found: dict[bytes, WorkTreeFile | None] = {}
+        self._sizes: dict[bytes, int] = {}  # of the regular files found
         self._prefix = os.path.join(self.workspace, b"")
         self.read_paths: list[bytes] = []  # read from the work tree in this pass
         self._taken = time.time_ns()
         self._folders: dict[bytes, bool] = {}
         self._lock: int | None = None
+        self._held = contextlib.ExitStack()
+        self._saved = False
+        self._listed: list[bytes] | None = None
+        self._listing: Listing | None = None
 
     @classmethod
     def fresh(cls, workspace: Path, tree: bytes, owner: int | None, object_format: str) -> Mirror:
@@ -119,15 +148,20 @@ class Mirror:
         self._lock = os.open(self.folder / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
             self._wait_for_lock()
+            # A kept mirror is a gate's, of a git work tree: git lists it while the index loads.
+            self._listing = Listing(Workspace(Path(os.fsdecode(self.workspace)), in_git=True))
             self.entries = self._load()
         except BaseException:
             self._release()
             raise
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.folder / "index")
+        if not self._saved:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.folder / "index")
         if not self.entries:
             shutil.rmtree(self.tree, ignore_errors=True)  # copies no index describes
         self._make_folder(self.tree)
+        # The commits' entries (the base's, HEAD's, the trusted ref's) are kept beside it.
+        self._held.enter_context(entries_kept_in(self.folder / "commits"))
         self._taken = time.time_ns()
         return self
 
@@ -140,12 +174,28 @@ class Mirror:
         try:
             # The index describes the tree unless the pass stopped half-way through a change to
             # it, which only an unforeseen error can do (a refusal is raised before one).
-            if self.folder is not None and (kind is None or issubclass(kind, ClaimError)):
-                state = (INDEX_VERSION, self.workspace, self.owner, self.object_format,
-                         self.entries)  # fmt: skip
-                write_atomic(self.folder / "index", marshal.dumps(state))
+            if kind is None or issubclass(kind, ClaimError):
+                self.save()
         finally:
             self._release()
+
+    def save(self) -> None:
+        """Write the index now (once the tree is as the run is given it: a gate saves while
+        the tests run); a change to the tree after this removes it again until the end."""
+        if self.folder is None or self._saved:
+            return
+        state = (INDEX_VERSION, self.workspace, self.owner, self.object_format,
+                 kinds_fingerprint(), self.entries, known_kinds(self.entries))  # fmt: skip
+        write_atomic(self.folder / "index", marshal.dumps(state))
+        self._saved = True
+
+    def _changing(self) -> None:
+        """The tree is about to change: a saved index no longer describes it."""
+        if self._saved:
+            assert self.folder is not None
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.folder / "index")
+            self._saved = False
 
     def _wait_for_lock(self) -> None:
         """Another gate on this work tree holds the mirror until its last check ends."""
@@ -164,70 +214,195 @@ class Mirror:
                 time.sleep(LOCK_POLL_S)
 
     def _release(self) -> None:
+        if self._listing is not None:
+            self._listing.stop()
+            self._listing = None
+        self._held.close()
         if self._lock is not None:
             os.close(self._lock)  # closing the only descriptor releases the flock
             self._lock = None
 
     def _load(self) -> dict[bytes, Entry]:
         """The index, when it describes this work tree, owner and object format; else none
-        (the tree is then rebuilt)."""
+        (the tree is then rebuilt). The kinds of its paths (:func:`.runners.path_kind`) are
+        believed only when the code that worked them out is this one."""
         assert self.folder is not None
         try:
             state = marshal.loads((self.folder / "index").read_bytes())  # noqa: S302 - the operator's own file
         except (OSError, ValueError, EOFError, TypeError):
             return {}
         wanted = (INDEX_VERSION, self.workspace, self.owner, self.object_format)
-        if type(state) is not tuple or len(state) != 5 or state[:4] != wanted:
+        if type(state) is not tuple or len(state) != 7 or state[:4] != wanted:
             return {}
-        entries = state[4]
-        return entries if type(entries) is dict else {}
+        entries, kinds = state[5], state[6]
+        if type(entries) is not dict:
+            return {}
+        if state[4] == kinds_fingerprint() and type(kinds) is dict:
+            remember_kinds(kinds)
+            # Kept as it is until the tree changes: a pass that reads nothing writes nothing.
+            self._saved = True
+        return entries
 
     # --- reading the work tree -------------------------------------------------------------
 
-    def file(
-        self, rel: bytes, failure: type[ClaimError], limits: Limits | None = None
-    ) -> WorkTreeFile | None:
-        """``work_tree_file`` of ``rel``, with its copy in the mirror: from the cache when the
-        file's stat is as recorded, else read once (hashed and copied in one pass). ``limits``
-        sees each regular file's size before it is used, and each chunk read."""
-        # This runs once a listed file a pass (100,000 times in a large repository): kept lean.
-        known = self._found.get(rel)
-        if known is not None:  # read or vouched for earlier in this pass
-            if limits is not None and not known.link:
-                limits.admit(rel, self.entries[rel][2])
-            return known
+    def listed(self, workspace: Workspace) -> list[bytes]:
+        """The work tree's listed files (``Workspace.listed``), listed once a pass: the capture
+        and the run it holds are given the same files."""
+        if self._listed is None:
+            started, self._listing = self._listing, None
+            if started is not None and os.fsencode(workspace.root) == self.workspace:
+                self._listed = started.result()
+            else:
+                if started is not None:
+                    started.stop()
+                self._listed = workspace.listed()
+        return self._listed
+
+    def scan(
+        self, paths: Iterable[bytes], failure: type[ClaimError], limits: Limits | None = None
+    ) -> dict[bytes, WorkTreeFile | None]:
+        """``work_tree_file`` of each of ``paths``, with its copy in the mirror: from the cache
+        when the file's stat is as recorded, else read once (hashed and copied in one pass);
+        None where there is no file or link to copy. ``limits`` bound the sizes of the regular
+        files, checked before any is used, and see each chunk read. Returns what the pass has
+        found so far: a path is looked at once a pass, whoever asks."""
+        # Once a listed file a pass, 100,000 times in a monorepo: the loop is kept lean, and
+        # the first scan of a large tree has a second process stat the second half of it.
+        paths = list(paths)
+        found = self._found
+        half, other = len(paths), None
+        if not found and self.entries and len(paths) >= _SPLIT_AT:
+            half = len(paths) // 2
+            try:
+                other = self._vouch_elsewhere(paths[half:])
+            except OSError:  # no second process today: this one looks at every path
+                half = len(paths)
+        with contextlib.ExitStack() as waited:
+            if other is not None:
+                waited.callback(other)  # reaped, whatever happens here
+            self._scan(paths, half, other, failure, limits)
+        return found
+
+    def _scan(
+        self,
+        paths: list[bytes],
+        half: int,
+        other: Callable[[], set[int] | None] | None,
+        failure: type[ClaimError],
+        limits: Limits | None,
+    ) -> None:
+        found = self._found
+        entries = self.entries
+        lstat = os.lstat
+        prefix = self._prefix
+        folders = self._folders
+        sizes = self._sizes
+        pack = _PACKED.pack
+        most, total = (-1, -1) if limits is None else (limits.file_bytes, limits.tree_bytes)
+        for at, rel in enumerate(paths):
+            if at == half and other is not None:
+                self._take_vouched(paths[half:], other())
+            if rel in found:  # read or vouched for earlier in this pass
+                known = found[rel]
+                if most >= 0 and known is not None and not known.link:
+                    total -= sizes[rel]
+                    if sizes[rel] > most or total < 0:
+                        _too_big(rel, sizes[rel], limits, failure)
+                continue
+            slash = rel.rfind(b"/")
+            if slash > 0 and not folders.get(rel[:slash]) and not self._real_folder(rel[:slash]):
+                found[rel] = None  # below a link: not in the work tree, as git sees it
+                continue
+            try:
+                info = lstat(prefix + rel)
+            except FileNotFoundError:
+                found[rel] = None
+                continue
+            except OSError as exc:
+                raise failure(f"cannot read {display(rel)}: {exc.strerror or exc}") from None
+            entry = entries.get(rel)
+            key = _NEVER
+            if entry is not None and entry[0]:
+                with contextlib.suppress(struct.error):  # a time beyond 2262: read it
+                    key = pack(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns,
+                               info.st_ctime_ns, info.st_mode)  # fmt: skip
+            if key and entry is not None and key == entry[0]:
+                sizes[rel] = info.st_size
+                if most >= 0:
+                    total -= info.st_size
+                    if info.st_size > most or total < 0:
+                        _too_big(rel, info.st_size, limits, failure)
+                found[rel] = WorkTreeFile(entry[1], entry[2], False)
+            elif stat.S_ISLNK(info.st_mode):
+                found[rel] = self._link(rel, info, failure)
+            elif stat.S_ISREG(info.st_mode):
+                sizes[rel] = info.st_size
+                if most >= 0:
+                    total -= info.st_size
+                    if info.st_size > most or total < 0:
+                        _too_big(rel, info.st_size, limits, failure)
+                found[rel] = self._copy(rel, prefix + rel, failure, limits)
+            else:
+                found[rel] = None
+
+    def _vouch_elsewhere(self, paths: list[bytes]) -> Callable[[], set[int] | None]:
+        """Have a forked process ``lstat`` ``paths`` against the index while this one goes on;
+        what is returned waits for it and gives the positions of the paths it could not vouch
+        for (None when it failed: this process then looks at them all itself)."""
+        reader, writer = os.pipe()
+        # No thread runs in an observer, and the child only reads: forking is safe here.
+        child = os.fork()
+        if child == 0:  # the other process: reads the index and the work tree's stats only
+            status = 1
+            try:
+                os.close(reader)
+                doubtful = [at for at, rel in enumerate(paths) if not self._vouches(rel)]
+                with os.fdopen(writer, "wb") as out:
+                    out.write(marshal.dumps(doubtful))
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(writer)
+
+        answered: list[set[int] | None] = []
+
+        def answer() -> set[int] | None:
+            if not answered:  # asked again to make sure the child is reaped
+                with os.fdopen(reader, "rb") as answers:
+                    data = answers.read()
+                _, status = os.waitpid(child, 0)
+                doubtful = marshal.loads(data) if status == 0 else None  # noqa: S302 - our fork's
+                answered.append(set(doubtful) if type(doubtful) is list else None)
+            return answered[0]
+
+        return answer
+
+    def _take_vouched(self, paths: list[bytes], doubtful: set[int] | None) -> None:
+        """What the other process vouched for (all ``paths`` but the ``doubtful`` positions)
+        is found; the rest, and all of them when it failed, this process looks at itself."""
+        if doubtful is None:
+            return
+        entries, found, sizes = self.entries, self._found, self._sizes
+        size_in = _SIZE_IN_KEY.unpack_from
+        for at, rel in enumerate(paths):
+            if at not in doubtful:
+                kept = entries[rel]
+                found[rel] = WorkTreeFile(kept[1], kept[2], False)
+                sizes[rel] = size_in(kept[0], _SIZE_AT)[0]
+
+    def _vouches(self, rel: bytes) -> bool:
+        """Whether the index vouches for ``rel`` as the work tree holds it now (``scan``'s
+        test, without reading anything)."""
+        entry = self.entries.get(rel)
+        if entry is None or not entry[0]:
+            return False
         slash = rel.rfind(b"/")
         if slash > 0 and not self._real_folder(rel[:slash]):
-            return None  # below a link: not in the work tree, as git sees it
-        path = self._prefix + rel
+            return False
         try:
-            info = os.lstat(path)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise failure(f"cannot read {display(rel)}: {exc.strerror or exc}") from None
-        if stat.S_ISLNK(info.st_mode):
-            return self._link(rel, info, failure)
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        if limits is not None:
-            limits.admit(rel, info.st_size)
-        entry = self.entries.get(rel)
-        if (
-            entry is not None
-            and entry[1] == info.st_ino
-            and entry[4] == info.st_ctime_ns
-            and entry[3] == info.st_mtime_ns
-            and entry[2] == info.st_size
-            and entry[0] == info.st_dev
-            and entry[5] == info.st_mode
-            and entry[4] < entry[6] - RACY_NS
-            and entry[3] < entry[6] - RACY_NS
-        ):
-            self.seen[rel] = info
-            found = self._found[rel] = WorkTreeFile(entry[7], entry[8], link=False)
-            return found
-        return self._copy(rel, path, failure, limits)
+            return _packed_key(os.lstat(self._prefix + rel)) == entry[0]
+        except OSError:
+            return False
 
     def _copy(
         self, rel: bytes, path: bytes, failure: type[ClaimError], limits: Limits | None
@@ -267,9 +442,12 @@ class Mirror:
             os.unlink(temporary)
             raise failure(f"{display(rel)} changed while it was being read")
         self._place(rel, temporary)
-        key = stat_key(info)
         digest = "sha256:" + content.hexdigest()
-        self.entries[rel] = (*key, self._taken, digest, blob.hexdigest())
+        # Vouched for later only when its times are older than this pass by more than their
+        # granularity: a write in the same tick as the stat would leave every field as it is.
+        settled = max(info.st_mtime_ns, info.st_ctime_ns) < self._taken - RACY_NS
+        key = _packed_key(info) if settled else _NEVER
+        self.entries[rel] = (key, digest, blob.hexdigest())
         self.seen[rel] = info
         self.read_paths.append(rel)
         found = self._found[rel] = WorkTreeFile(digest, blob.hexdigest(), link=False)
@@ -296,8 +474,7 @@ class Mirror:
         if self.owner is not None:
             os.lchown(temporary, self.owner, self.owner)
         self._place(rel, temporary)
-        key = stat_key(info)
-        self.entries[rel] = (key[0], _LINK, *key[2:], self._taken, found.digest, found.blob or "")
+        self.entries[rel] = (_NEVER, found.digest, found.blob or "")
         self.seen[rel] = info
         self.read_paths.append(rel)
         self._found[rel] = found
@@ -320,6 +497,7 @@ class Mirror:
         return scratch
 
     def _place(self, rel: bytes, temporary: bytes) -> None:
+        self._changing()
         destination = os.path.join(self.tree, rel)
         folder = self.tree
         for part in rel.split(b"/")[:-1]:
@@ -334,6 +512,7 @@ class Mirror:
     def _clear(self, path: bytes) -> None:
         """Whatever is at ``path`` in the mirror (a file where a folder now goes, or the
         reverse), and the entries below it."""
+        self._changing()
         with contextlib.suppress(FileNotFoundError):
             if _is_folder(path):
                 shutil.rmtree(path)
@@ -353,8 +532,10 @@ class Mirror:
 
     def keep(self, wanted: Iterable[bytes]) -> None:
         """Remove from the mirror every file but ``wanted``, and the folders left empty."""
-        kept = set(wanted)
-        for rel in [rel for rel in self.entries if rel not in kept]:
+        gone = self.entries.keys() - set(wanted)
+        if gone:
+            self._changing()
+        for rel in gone:
             del self.entries[rel]
             self._found.pop(rel, None)
             with contextlib.suppress(FileNotFoundError, NotADirectoryError):
@@ -379,6 +560,14 @@ class Mirror:
             if before is None or now != stat_key(before):
                 return rel
         return None
+
+
+def _too_big(rel: bytes, size: int, limits: Limits | None, failure: type[ClaimError]) -> None:
+    assert limits is not None
+    if size > limits.file_bytes:
+        raise failure(f"{display(rel)} is {size} bytes, over the {limits.file_bytes} a copied "
+                      "file may have")  # fmt: skip
+    raise failure(f"the workspace is over the {limits.tree_bytes} bytes a run copies")
 
 
 def _is_folder(path: bytes) -> bool:

@@ -24,15 +24,20 @@ a link that leaves the root (or leads into ``.git``) at any step is refused, nam
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import itertools
+import marshal
 import os
 import re
 import stat
 import subprocess
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
+from .._files import write_atomic
 from ..errors import ClaimError, ObservationFailed
 
 # Each key that names a program git may run, emptied or pointed at nothing.
@@ -79,8 +84,9 @@ _ANY_OWNER = ("-c", "safe.directory=*")
 # (a .gitignore, an included configuration file) would block it for ever.
 GIT_TIMEOUT_S = 300.0
 
-_LINK_MODE = b"120000"
-_SUBMODULE_MODE = b"160000"
+_LINK_MODE = "120000"
+_SUBMODULE_MODE = "160000"
+_NOT_COMMITTED = ("", "")
 _MAX_LINK_HOPS = 40  # as the kernel's own limit
 _CHUNK = 1 << 20
 
@@ -89,8 +95,11 @@ _TREE_MODE = b"40000"
 _HEX = re.compile(r"[0-9a-f]+")
 _FORMATS = {40: "sha1", 64: "sha256"}
 _OBJECT_ID_BYTES = {"sha1": 20, "sha256": 32}
-_ENTRIES: dict[tuple[str, str], dict[bytes, tuple[bytes, str]]] = {}
+_ENTRIES: dict[tuple[str, str], dict[bytes, tuple[str, str]]] = {}
+_KEPT_ENTRIES_VERSION = 1
 _ENTRIES_KEPT = 4
+# Where a commit's entries are kept between processes (``entries_kept_in``): the operator's.
+_ENTRIES_FOLDER: list[Path] = []
 
 
 def git_process(
@@ -109,6 +118,68 @@ def run_git(root: Path, *args: str, failure: type[ClaimError] = ObservationFaile
         complaint = done.stderr.decode(errors="replace").strip().splitlines()
         raise failure(f"git {args[0]} failed: {complaint[-1] if complaint else done.returncode}")
     return done.stdout
+
+
+class StartedGit:
+    """A git command started now, its output taken later (``run_git``'s, with its errors):
+    git lists a monorepo's files while the observer does something else."""
+
+    def __init__(self, root: Path, args: tuple[str, ...], failure: type[ClaimError]) -> None:
+        self.args = args
+        self.failure = failure
+        pinned = ("--git-dir", os.path.join(root, ".git"), "--work-tree", str(root))
+        # Files, not pipes: git writes all it has without waiting for the reader.
+        self._out = tempfile.TemporaryFile()  # noqa: SIM115 - closed by output() or stop()
+        self._err = tempfile.TemporaryFile()  # noqa: SIM115
+        try:
+            self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
+                [*_GIT, *pinned, *args],
+                cwd=root,
+                env=_environment(),
+                stdin=subprocess.DEVNULL,
+                stdout=self._out,
+                stderr=self._err,
+            )
+        except FileNotFoundError:
+            self._close()
+            raise failure("git is not installed (not found on PATH)") from None
+
+    def output(self) -> bytes:
+        process = self._process
+        assert process is not None, "output() is taken once"
+        self._process = None
+        try:
+            process.wait(timeout=GIT_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            self._close()
+            raise self.failure(
+                f"git {self.args[0]} did not finish in {GIT_TIMEOUT_S:g} s and was stopped "
+                "(a FIFO where git reads a file?)"
+            ) from None
+        self._out.seek(0)
+        self._err.seek(0)
+        out, err = self._out.read(), self._err.read()
+        self._close()
+        if process.returncode != 0:
+            complaint = err.decode(errors="replace").strip().splitlines()
+            raise self.failure(
+                f"git {self.args[0]} failed: {complaint[-1] if complaint else process.returncode}"
+            )
+        return out
+
+    def stop(self) -> None:
+        """Not wanted after all: ended, and waited for."""
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait()
+            self._process = None
+            self._close()
+
+    def _close(self) -> None:
+        self._out.close()
+        self._err.close()
 
 
 def git_toplevel(path: Path, failure: type[ClaimError] = ObservationFailed) -> Path | None:
@@ -182,8 +253,9 @@ def _single_line(done: subprocess.CompletedProcess[bytes]) -> bytes | None:
 # --- the work tree -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class WorkTreeFile:
+class WorkTreeFile(NamedTuple):
+    """One work-tree file or link (a tuple: a monorepo's pass makes 100,000 of them)."""
+
     digest: str  # what a claim records: sha256:<hex>, or symlink:...
     blob: str | None  # the object id git would give it (raw bytes, or the link text), if asked
     link: bool
@@ -303,34 +375,40 @@ def changed_files(
     root: Path,
     commit: str | None,
     failure: type[ClaimError],
-    left_out: Callable[[bytes], bool],
-    read: Callable[[bytes], WorkTreeFile | None] | None = None,
+    chosen: Callable[[Iterable[bytes]], list[bytes]],
+    read: Callable[[list[bytes]], Mapping[bytes, WorkTreeFile | None]] | None = None,
+    listed: Iterable[bytes] | None = None,
 ) -> dict[bytes, str | None]:
     """Every work-tree path whose content or type (file, link) differs from ``commit``'s tree
-    (None: no commit yet, every file is new), with its digest now (None: gone).
+    (None: no commit yet, every file is new), with its digest now (None: gone); in no order.
 
-    The paths looked at are the commit's files, the index's and the untracked ones not ignored;
-    ``left_out`` paths are not read. The exec bit is not compared. A committed file that is now a
-    folder, a device or below a link is gone; submodules and untracked nested repositories (as
-    folders) are not files. ``read`` gives a path's ``work_tree_file`` (the operator's change
-    cache may answer without reading it); by default the file is read.
+    The paths looked at are the commit's files, the index's and the untracked ones not ignored,
+    those that ``chosen`` keeps of them. The exec bit is not compared. A committed file that is
+    now a folder, a device or below a link is gone; submodules and untracked nested repositories (as
+    folders) are not files. ``read`` gives the ``work_tree_file`` of each path asked (the
+    operator's change cache may answer without reading them); by default each file is read.
+    ``listed``: the index's and the untracked files, when the caller has listed them already.
     """
-    object_format = run_git(root, "rev-parse", "--show-object-format", failure=failure)
-    object_format_name = object_format.decode().strip()
     base = _tree(root, commit, failure) if commit is not None else {}
-    listing = ("ls-files", "-z", "--cached", "--others", "--exclude-standard")
-    paths = set(base) | set(split_z(run_git(root, *listing, failure=failure)))
-    root_bytes = os.fsencode(root)
+    if listed is None:
+        listing = ("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+        listed = sorted(set(split_z(run_git(root, *listing, failure=failure))))
+    wanted = [
+        rel
+        for rel in chosen(dict.fromkeys(itertools.chain(listed, base)))
+        if base.get(rel, _NOT_COMMITTED)[0] != _SUBMODULE_MODE
+    ]
+    found: Mapping[bytes, WorkTreeFile | None]
+    if read is None:
+        object_format = run_git(root, "rev-parse", "--show-object-format", failure=failure)
+        root_bytes, object_format_name = os.fsencode(root), object_format.decode().strip()
+        found = {rel: work_tree_file(root_bytes, rel, failure, object_format_name)
+                 for rel in wanted}  # fmt: skip
+    else:
+        found = read(wanted)
     changed: dict[bytes, str | None] = {}
-    for rel in sorted(paths):
-        committed = base.get(rel)
-        if left_out(rel) or (committed is not None and committed[0] == _SUBMODULE_MODE):
-            continue
-        now = (
-            work_tree_file(root_bytes, rel, failure, object_format_name)
-            if read is None
-            else read(rel)
-        )
+    for rel in wanted:
+        committed, now = base.get(rel), found[rel]
         if now is None:
             if committed is not None:
                 changed[rel] = None
@@ -339,17 +417,29 @@ def changed_files(
     return changed
 
 
-def _differs(committed: tuple[bytes, str], now: WorkTreeFile) -> bool:
+def _differs(committed: tuple[str, str], now: WorkTreeFile) -> bool:
     mode, object_id = committed
     return object_id != now.blob or (mode == _LINK_MODE) != now.link
 
 
-def _tree(root: Path, commit: str, failure: type[ClaimError]) -> dict[bytes, tuple[bytes, str]]:
+def _tree(root: Path, commit: str, failure: type[ClaimError]) -> dict[bytes, tuple[str, str]]:
     """Path -> (mode, object id) of every entry in the commit's tree, each object checked."""
     return VerifiedObjects(root, commit, failure).entries(commit)
 
 
 # --- objects checked against their ids ---------------------------------------------------------
+
+
+@contextlib.contextmanager
+def entries_kept_in(folder: Path) -> Iterator[None]:
+    """Within: the entries of each commit read are kept in ``folder`` (the operator's, never
+    the agent's), so that the next process reads them there rather than from the object store;
+    an id names one content, checked against its id when it was first read."""
+    _ENTRIES_FOLDER.append(folder)
+    try:
+        yield
+    finally:
+        _ENTRIES_FOLDER.pop()
 
 
 def object_format_of(object_id: str) -> str | None:
@@ -421,21 +511,42 @@ class VerifiedObjects:
             raise self.failure(f"commit {commit} names no tree")
         return tree
 
-    def entries(self, commit: str) -> dict[bytes, tuple[bytes, str]]:
+    def entries(self, commit: str) -> dict[bytes, tuple[str, str]]:
         """Path -> (mode, object id) of every entry below the commit's tree that is not itself
         a tree (files, links, submodules), as ``ls-tree -r`` lists them.
 
         Kept for the last few commits read: an id names one content, checked when it was read,
-        and a gate reads its base's tree two or three times (100,000 entries in a monorepo)."""
+        and a gate reads its base's tree two or three times (100,000 entries in a monorepo);
+        within ``entries_kept_in``, also in the operator's folder, for the next process."""
         key = (str(self.root), commit)
         if key not in _ENTRIES:
             if len(_ENTRIES) >= _ENTRIES_KEPT:
                 del _ENTRIES[next(iter(_ENTRIES))]
-            _ENTRIES[key] = self._entries(commit)
+            _ENTRIES[key] = self._kept_entries(commit)
         return dict(_ENTRIES[key])
 
-    def _entries(self, commit: str) -> dict[bytes, tuple[bytes, str]]:
-        entries: dict[bytes, tuple[bytes, str]] = {}
+    def _kept_entries(self, commit: str) -> dict[bytes, tuple[str, str]]:
+        if not _ENTRIES_FOLDER or object_format_of(commit) != self.object_format:
+            return self._entries(commit)
+        kept = _ENTRIES_FOLDER[-1] / commit
+        try:
+            found = marshal.loads(kept.read_bytes())  # noqa: S302 - the operator's own file
+        except (OSError, ValueError, EOFError, TypeError):
+            found = None
+        if type(found) is tuple and found[0] == _KEPT_ENTRIES_VERSION and type(found[1]) is dict:
+            return found[1]
+        entries = self._entries(commit)
+        kept.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_atomic(kept, marshal.dumps((_KEPT_ENTRIES_VERSION, entries)))
+        # The newest few are enough: a gate reads its base and HEAD.
+        older = sorted(kept.parent.iterdir(), key=lambda path: path.stat().st_mtime)
+        for stale in older[:-_ENTRIES_KEPT]:
+            with contextlib.suppress(OSError):
+                stale.unlink()
+        return entries
+
+    def _entries(self, commit: str) -> dict[bytes, tuple[str, str]]:
+        entries: dict[bytes, tuple[str, str]] = {}
         # (tree id, path prefix): one subtree can sit at two paths, and each path is listed.
         level = [(self.commit_tree(commit), b"")]
         size = _OBJECT_ID_BYTES[self.object_format]
@@ -447,7 +558,7 @@ class VerifiedObjects:
                     if mode == _TREE_MODE:
                         below.append((object_id, prefix + name + b"/"))
                     else:
-                        entries[prefix + name] = (mode, object_id)
+                        entries[prefix + name] = (mode.decode(), object_id)
             level = below
         return entries
 

@@ -31,14 +31,13 @@ from typing import BinaryIO, Protocol
 from ..errors import ObservationFailed, UsageError
 from ..model import Mutation
 from .git_capture import DELETED, latest_file_writes
-from .mirror import Mirror
+from .mirror import Limits, Mirror
 from .repository import VerifiedObjects, display, object_format_of
-from .runners import is_runner_protected
-from .workspace import Files, Workspace, is_byproduct, tree_entries
+from .runners import PROTECTED, is_runner_protected, of_kind
+from .workspace import Files, Workspace, is_byproduct, tree_entries, without_byproducts
 
 MAX_FILE_BYTES = 1 << 30
 MAX_TREE_BYTES = 4 << 30
-_TEST_FOLDERS = frozenset({b"tests", b"test"})
 _SYMLINK_MODE = "120000"
 _EXECUTABLE_MODE = "100755"
 
@@ -75,7 +74,6 @@ class RunTree:
     files: Files = field(default_factory=dict)
     object_ids: dict[bytes, str] = field(default_factory=dict)
     virtualenvs: list[bytes] = field(default_factory=list)  # left out: never the run's Python
-    _copied_bytes: int = 0
 
     def fill(
         self, workspace: Workspace, excluded: Iterable[str], deadline: Deadline, mirror: Mirror
@@ -83,33 +81,26 @@ class RunTree:
         """Every listed file but the skipped ones, through ``mirror``: read only when its cache
         cannot vouch for it; the mirror keeps nothing else."""
         skipped = [os.fsencode(path) for path in excluded]
-        listed = workspace.listed()
-        self.virtualenvs = [os.path.dirname(rel) for rel in listed
-                            if os.path.basename(rel) == b"pyvenv.cfg"]  # fmt: skip
-        limits = _Limits(self, deadline)
+        listed = mirror.listed(workspace)
+        self.virtualenvs = [os.path.dirname(rel) for rel in listed if rel.endswith(b"pyvenv.cfg")
+                            and os.path.basename(rel) == b"pyvenv.cfg"]  # fmt: skip
         left_out = [*skipped, *self.virtualenvs]
-        for rel in listed:
-            deadline.check("reading the workspace")
-            if is_byproduct(rel) or (left_out and _under(rel, left_out)):
-                continue
-            found = mirror.file(rel, ObservationFailed, limits)
-            if found is None:
+        wanted = without_byproducts(listed)
+        if left_out:
+            wanted = [rel for rel in wanted if not _under(rel, left_out)]
+        deadline.check("reading the workspace")
+        limits = Limits(MAX_FILE_BYTES, MAX_TREE_BYTES,
+                        lambda rel: deadline.check(f"copying {display(rel)}"))  # fmt: skip
+        found = mirror.scan(wanted, ObservationFailed, limits)
+        files, object_ids = self.files, self.object_ids
+        for rel in wanted:
+            now = found[rel]
+            if now is None:
                 _refuse_special(os.path.join(os.fsencode(workspace.root), rel), rel)
                 continue
-            self.files[rel] = found.digest
-            self.object_ids[rel] = found.blob or ""
-        mirror.keep(self.files)
-
-    def _check_size(self, rel: bytes, size: int) -> None:
-        if size > MAX_FILE_BYTES:
-            raise ObservationFailed(
-                f"{display(rel)} is {size} bytes, over the {MAX_FILE_BYTES} a copied file may have"
-            )
-        self._copied_bytes += size
-        if self._copied_bytes > MAX_TREE_BYTES:
-            raise ObservationFailed(
-                f"the workspace is over the {MAX_TREE_BYTES} bytes a run copies"
-            )
+            files[rel] = now.digest
+            object_ids[rel] = now.blob or ""
+        mirror.keep(files)
 
     def add_link(
         self, rel: bytes, target: bytes, hash_name: str, digest: str | None = None
@@ -220,20 +211,6 @@ class RunTree:
                     os.chown(folder, self.owner, self.owner)
 
 
-@dataclass
-class _Limits:
-    """A run's bounds on what it reads: each file's and the tree's size, and the deadline."""
-
-    tree: RunTree
-    deadline: Deadline
-
-    def admit(self, rel: bytes, size: int) -> None:
-        self.tree._check_size(rel, size)
-
-    def reading(self, rel: bytes) -> None:
-        self.deadline.check(f"copying {display(rel)}")
-
-
 def _is_special(path: bytes) -> bool:
     """A whiteout, a FIFO or a device: unlinked like a file."""
     try:
@@ -321,11 +298,16 @@ def _repository_path(target: str) -> bool:
 def is_protected(rel: bytes, globs: Sequence[str]) -> bool:
     """Decides what a run does rather than what it tests: anything under a test folder, each
     runner's test files and configuration (:mod:`.runners`), and the operator's own globs."""
-    parts = rel.split(b"/")
-    if any(part in _TEST_FOLDERS for part in parts[:-1]) or is_runner_protected(rel):
+    if is_runner_protected(rel):
         return True
-    text = display(rel)
-    return any(fnmatch.fnmatchcase(text, glob) for glob in globs)
+    return bool(globs) and any(fnmatch.fnmatchcase(display(rel), glob) for glob in globs)
+
+
+def protected_among(paths: Iterable[bytes], globs: Sequence[str]) -> list[bytes]:
+    """``is_protected`` of every path of a tree, at the cost of a lookup each."""
+    if not globs:
+        return of_kind(paths, PROTECTED)
+    return [rel for rel in paths if is_protected(rel, globs)]
 
 
 def changed_protected(
@@ -380,8 +362,9 @@ def restore_protected(
 ) -> tuple[str, dict[str, list[str]]]:
     """Make every protected path exactly as the trusted ``source`` has it: its commit, and what
     was restored or removed."""
-    trusted = {rel: entry for rel, entry in source.entries().items() if is_protected(rel, globs)}
-    removed = sorted(rel for rel in tree.files if is_protected(rel, globs) and rel not in trusted)
+    entries = source.entries()
+    trusted = {rel: entries[rel] for rel in protected_among(entries, globs)}
+    removed = sorted(rel for rel in protected_among(tree.files, globs) if rel not in trusted)
     for rel in removed:
         tree.remove(rel)
     wanted = [

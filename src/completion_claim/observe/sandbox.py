@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -197,18 +198,19 @@ class Sandbox:
         return [unshare, *namespaces, "--propagation", "private", "--", shell, "-c",
                 _MOUNT_SCRIPT, "sh", mount, overlay.options(), run_dir]  # fmt: skip
 
-    def check(
+    def probe(
         self,
         command: Sequence[str],
         run_dir: str,
         plugin_dir: str | None,
         readable: Sequence[str],
         overlay: Overlay | None = None,
-    ) -> None:
-        """Start the toolchain's probe ``command`` in the same sandbox: a sandbox that cannot
-        start it is refused before the run, so a broken sandbox never passes for a failed
-        test."""
-        probe = self.argv(
+    ) -> Probe:
+        """Start the toolchain's probe ``command`` in the same sandbox, judged by
+        ``Probe.result``: a sandbox that cannot start it is refused before the run, so a broken
+        sandbox never passes for a failed test. It runs while the observer prepares the run's
+        files (it reads none of them)."""
+        argv = self.argv(
             command,
             run_dir=run_dir,
             plugin_dir=plugin_dir,
@@ -218,14 +220,44 @@ class Sandbox:
             hidden=(),
             overlay=overlay,
         )
+        return Probe(command[0], argv)
+
+
+class Probe:
+    """A sandbox probe under way."""
+
+    def __init__(self, program: str, argv: Sequence[str]) -> None:
+        self.program = program
+        self._ends = time.monotonic() + _PROBE_TIMEOUT_S
         try:
-            done = subprocess.run(probe, capture_output=True, timeout=_PROBE_TIMEOUT_S, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
+                list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )  # fmt: skip
+        except OSError as exc:
             raise ObservationFailed(f"the sandbox (bwrap) does not start: {exc}") from None
-        if done.returncode != 0:
-            complaint = done.stderr.decode(errors="replace").strip().splitlines()
-            reason = complaint[-1] if complaint else f"exit {done.returncode}"
-            raise ObservationFailed(f"the sandbox (bwrap) cannot start {command[0]}: {reason}")
+
+    def result(self) -> None:
+        """Wait for the probe; refused unless the sandbox started the program."""
+        process, self._process = self._process, None
+        assert process is not None, "a probe's result is taken once"
+        try:
+            _, err = process.communicate(timeout=max(self._ends - time.monotonic(), 0))
+        except subprocess.TimeoutExpired as exc:
+            process.kill()
+            process.communicate()
+            raise ObservationFailed(f"the sandbox (bwrap) does not start: {exc}") from None
+        if process.returncode != 0:
+            complaint = err.decode(errors="replace").strip().splitlines()
+            reason = complaint[-1] if complaint else f"exit {process.returncode}"
+            raise ObservationFailed(f"the sandbox (bwrap) cannot start {self.program}: {reason}")
+
+    def stop(self) -> None:
+        """Not wanted after all: ended, and waited for."""
+        if self._process is not None:
+            self._process.kill()
+            self._process.communicate()
+            self._process = None
 
 
 def run_owner() -> int | None:

@@ -33,7 +33,7 @@ import stat
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from hashlib import sha256
 from pathlib import Path
@@ -69,7 +69,7 @@ from .runners.base import (
 )
 from .runners.pytest import report_name
 from .runners.results import MAX_REPORT_BYTES, PASSED, Results, no_counts
-from .sandbox import PLUGINS, REPORTS, SYSTEM_PATH, WORK, Overlay, Sandbox
+from .sandbox import PLUGINS, REPORTS, SYSTEM_PATH, WORK, Overlay, Probe, Sandbox
 from .values import REDACTED, redact_url, url_secrets
 from .workspace import Workspace, config_digests, tree_digest
 
@@ -186,11 +186,19 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
             if owner is not None:
                 os.chown(folder, owner, owner)
         tree, mirror, overlay = _run_tree(request, workspace, sandbox, owned, owner)
-        subject, details = _fill_run_tree(tree, request, workspace, mutations, excluded, deadline,
-                                          mirror)  # fmt: skip
+        probe = None
+        if sandbox is not None:
+            # Whether the sandbox starts the toolchain, found out while the files are prepared.
+            plugin_dir = None if channel is None else str(channel.folder)
+            probe = sandbox.probe(toolchain.probe or ("true",), str(run_dir), plugin_dir,
+                                  list(toolchain.readable), overlay)  # fmt: skip
+            stack.callback(probe.stop)
+        details = _fill_run_tree(tree, request, workspace, mutations, excluded, deadline, mirror)
+        captured = dict(tree.files)  # before protected paths are restored: the workspace's
         outputs = _clear_outputs(tree, runner, details)
         mounts = _dependencies(request, runner, toolchain, sandbox, tree, cwd, deadline, details)
-        launch = _Launch(request, sandbox, toolchain, owned, cwd, channel, mounts, tree, overlay)
+        launch = _Launch(request, sandbox, toolchain, owned, cwd, channel, mounts, tree, overlay,
+                         probe)  # fmt: skip
         invocation = runner.invocation(request.command, launch.context())
         started_argv, host_env, details["sandbox"] = launch.confined(invocation, deadline)
         report = None if invocation.report is None else launch.on_host(invocation.report)
@@ -199,9 +207,18 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         report_before = _signature(report) if report is not None else None
         started = time.monotonic()
         host_cwd = run_dir / cwd if overlay is None else owned  # bwrap sets the run's own
+        digests: dict[str, Any] = {}
+
+        def digest_the_trees() -> None:
+            # Read by no one before the run ends: worked out while the tests run.
+            digests["subject"] = tree_digest(captured)
+            digests["test_config"] = config_digests(tree.files)
+            mirror.save()
+
         exit_code, stream = _run(
             started_argv, host_cwd, host_env, owned / "output.log", deadline.remaining(),
             channel, report if invocation.source is ReportSource.STDOUT else None,
+            digest_the_trees,
         )  # fmt: skip
         duration = time.monotonic() - started
         if invocation.source is ReportSource.BUILD:
@@ -232,8 +249,8 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         "runner": runner.name,
         "argv": redact_argv(invocation.argv, secrets),
         "output_tail": [redact(line, secrets) for line in tail],
-        "workspace_before": subject,
-        "test_config": config_digests(tree.files),
+        "workspace_before": digests["subject"],
+        "test_config": digests["test_config"],
     }
     if toolchain.program is not None:
         details["python" if runner.ecosystem == "python" else "program"] = toolchain.program
@@ -247,7 +264,7 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         target=shlex.join(redact_argv(request.command, secrets)),
         expected=request.expected_of(counted=counted),
         observed_value=observed,
-        subject=subject,
+        subject=digests["subject"],
         details=details,
     )
 
@@ -344,23 +361,20 @@ def _fill_run_tree(
     excluded: Sequence[str],
     deadline: Deadline,
     mirror: Mirror,
-) -> tuple[str, dict[str, Any]]:
+) -> dict[str, Any]:
     """Give the run the workspace, bind it to the claim, then deal with protected paths: the
-    digest of what the run was given, and the details saying what became of protected paths."""
+    details saying what became of them."""
     hash_name = workspace.object_format()
     tree.fill(workspace, excluded, deadline, mirror)
     head = workspace.head()
     require_recorded(tree, head, mutations, excluded)
-    subject = tree_digest(tree.files)
     if request.trusted_ref is None:
-        return subject, {
-            "test_config_changed": changed_protected(tree, head, mutations, request.protect)
-        }
+        return {"test_config_changed": changed_protected(tree, head, mutations, request.protect)}
     source = request.trusted_content or GitContent(
         workspace.root, pinned_commit(workspace.root, request.trusted_ref)
     )
     commit, restored = restore_protected(tree, source, request.protect, hash_name, deadline)
-    return subject, {
+    return {
         "trusted_ref": commit,
         "protected_restored": restored,
         "test_config_changed": [],
@@ -444,6 +458,7 @@ class _Launch:
     mounts: Mapping[str, tuple[Path, str]]  # dependency folders: host path, path in the run
     tree: RunTree
     overlay: Overlay | None  # the run's files: the mirror under the run's own layer
+    probe: Probe | None  # whether the sandbox starts the toolchain: started before the files
 
     @property
     def work(self) -> str:
@@ -508,8 +523,8 @@ class _Launch:
             return list(invocation.argv), env, NO_SANDBOX
         plugin_dir = None if self.channel is None else str(self.channel.folder)
         readable = list(self.toolchain.readable)
-        probe = self.toolchain.probe or ("true",)
-        self.sandbox.check(probe, str(run_dir), plugin_dir, readable, self.overlay)
+        assert self.probe is not None, "a sandboxed run is probed first"
+        self.probe.result()
         deadline.check("starting the sandbox")
         _require_program(invocation.argv[0], env["PATH"], self.cwd, self.tree)
         confined = self.sandbox.argv(
@@ -608,11 +623,13 @@ def _run(
     timeout_s: float,
     channel: Channel | None,
     stdout: Path | None = None,
+    meanwhile: Callable[[], None] = lambda: None,
 ) -> tuple[int, bytes]:
     """Run without a shell, in a session of its own, so a timeout ends everything it started;
     whatever it leaves running is ended too, so nothing writes after the run is over. The exit
     code, and what came through the channel's pipe meanwhile. Standard output goes to the log
-    with standard error, or to ``stdout`` when the runner reports there."""
+    with standard error, or to ``stdout`` when the runner reports there. ``meanwhile`` is the
+    observer's own work, done once the command has started."""
     if timeout_s <= 0:
         raise ObservationFailed("the observation ran out of time before the command started")
     with open(log, "wb") as output, open(stdout or os.devnull, "wb") as events:
@@ -632,10 +649,13 @@ def _run(
         except OSError as exc:
             raise ObservationFailed(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
         try:
+            ends = time.monotonic() + timeout_s
+            if channel is not None:
+                channel.started()
+            meanwhile()
             if channel is None:
-                return process.wait(timeout=timeout_s), b""
-            channel.started()
-            return _wait_reading(process, channel.reader, timeout_s)
+                return process.wait(timeout=max(ends - time.monotonic(), 0)), b""
+            return _wait_reading(process, channel.reader, ends - time.monotonic())
         except subprocess.TimeoutExpired:
             raise ObservationFailed(
                 f"the command ran longer than {timeout_s:g} s and was killed"

@@ -17,12 +17,13 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ObservationFailed
 from .repository import (
+    StartedGit,
     VerifiedObjects,
     display,
     git_process,
@@ -30,11 +31,12 @@ from .repository import (
     run_git,
     split_z,
 )
-from .runners import is_runner_configuration
+from .runners import CONFIGURATION, of_kind
 
 Files = dict[bytes, str]
 """Relative path (POSIX, bytes) -> content digest."""
 
+_SUBMODULE_MODE = "160000"
 _BYPRODUCT_DIRS = frozenset({b"__pycache__", b".pytest_cache"})
 _NEVER_WALKED = _BYPRODUCT_DIRS | {b".git"}
 
@@ -45,6 +47,16 @@ def is_byproduct(rel: bytes) -> bool:
         return rel.endswith(b".pyc")  # the common case, without splitting the path
     parts = rel.split(b"/")
     return rel.endswith(b".pyc") or any(part in _BYPRODUCT_DIRS for part in parts[:-1])
+
+
+def without_byproducts(paths: Iterable[bytes]) -> list[bytes]:
+    """``paths`` but the byproducts, asking ``is_byproduct`` only of the few that may be."""
+    return [
+        rel
+        for rel in paths
+        if not rel.endswith(b".pyc")
+        and ((b"__pycache__" not in rel and b".pytest_cache" not in rel) or not is_byproduct(rel))
+    ]
 
 
 @dataclass(frozen=True)
@@ -62,10 +74,7 @@ class Workspace:
     def listed(self) -> list[bytes]:
         """The files a run is given: in git, the tracked and the untracked but not ignored ones
         (so nothing hidden through .gitignore or .git/info/exclude); outside git, every file."""
-        if self.in_git:
-            listing = ("ls-files", "-z", "--cached", "--others", "--exclude-standard")
-            return sorted(set(split_z(run_git(self.root, *listing))))
-        return sorted(_walk(os.fsencode(self.root)))
+        return Listing(self).result()
 
     def head(self) -> dict[bytes, tuple[str, str]] | None:
         """``HEAD``'s files as ``path -> (mode, object id)``; None outside git, and empty in a
@@ -83,11 +92,30 @@ class Workspace:
         return run_git(self.root, "rev-parse", "--show-object-format").decode().strip()
 
 
+class Listing:
+    """``Workspace.listed``, started when made and taken by ``result``: git lists a monorepo's
+    files while the caller goes on. One not wanted after all is ``stop``ped."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.root = workspace.root
+        listing = ("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+        self._git = StartedGit(self.root, listing, ObservationFailed) if workspace.in_git else None
+
+    def result(self) -> list[bytes]:
+        if self._git is None:
+            return sorted(_walk(os.fsencode(self.root)))
+        return sorted(set(split_z(self._git.output())))
+
+    def stop(self) -> None:
+        if self._git is not None:
+            self._git.stop()
+
+
 def tree_entries(root: Path, commit: str) -> dict[bytes, tuple[str, str]]:
     """``path -> (mode, object id)`` for every file (blob: files and links) in ``commit`` (a
     full id), each object checked against its id (``VerifiedObjects``)."""
     entries = VerifiedObjects(root, commit, ObservationFailed).entries(commit)
-    return {rel: (mode.decode(), oid) for rel, (mode, oid) in entries.items() if mode != b"160000"}
+    return {rel: entry for rel, entry in entries.items() if entry[0] != _SUBMODULE_MODE}
 
 
 def _walk(root: bytes) -> Iterator[bytes]:
@@ -110,8 +138,4 @@ def tree_digest(files: Mapping[bytes, str]) -> str:
 
 def config_digests(files: Mapping[bytes, str]) -> dict[str, str]:
     """The test configuration files among ``files``, by displayed path."""
-    return {
-        display(rel): digest
-        for rel, digest in sorted(files.items())
-        if is_runner_configuration(rel)
-    }
+    return {display(rel): files[rel] for rel in sorted(of_kind(files, CONFIGURATION))}

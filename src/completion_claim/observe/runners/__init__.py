@@ -6,7 +6,9 @@ runner is one module here and its line in ``RUNNERS``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
 from pathlib import Path
 
 from .base import Detected, Runner
@@ -50,13 +52,69 @@ def detect(root: Path) -> list[tuple[Runner, Detected]]:
     return [(runner, detected) for runner, detected in found if detected is not None]
 
 
+PROTECTED = 1
+CONFIGURATION = 2
+# A test folder of any ecosystem: what is below it decides what a run does.
+_TEST_FOLDERS = frozenset({b"tests", b"test"})
+# What each path is, asked of every file of the tree on every run (100,000 in a monorepo), and
+# a function of the path and this package's code alone: worked out once a path.
+_KINDS: dict[bytes, int] = {}
+
+
+def path_kind(rel: bytes) -> int:
+    """``PROTECTED`` (under a test folder, or a test file or test configuration of any
+    ecosystem) and ``CONFIGURATION`` (recorded by digest in a run's details), or 0."""
+    kind = _KINDS.get(rel)
+    if kind is None:
+        parts = rel.split(b"/")
+        protected = any(part in _TEST_FOLDERS for part in parts[:-1]) or any(
+            runner.protected(rel) for runner in RUNNERS
+        )
+        configuration = any(runner.configuration(rel) for runner in RUNNERS)
+        kind = _KINDS[rel] = PROTECTED * protected | CONFIGURATION * configuration
+    return kind
+
+
 def is_runner_protected(rel: bytes) -> bool:
-    """A test file or test configuration of any ecosystem."""
-    return any(runner.protected(rel) for runner in RUNNERS)
+    """Under a test folder, or a test file or test configuration of any ecosystem."""
+    return bool(path_kind(rel) & PROTECTED)
 
 
 def is_runner_configuration(rel: bytes) -> bool:
-    return any(runner.configuration(rel) for runner in RUNNERS)
+    return bool(path_kind(rel) & CONFIGURATION)
+
+
+def of_kind(paths: Iterable[bytes], kind: int) -> list[bytes]:
+    """Those of ``paths`` that are ``kind`` (``path_kind`` of each, in a loop kept lean: it
+    runs over every file of the tree)."""
+    kinds = _KINDS
+    found = []
+    for rel in paths:
+        known = kinds.get(rel, -1)
+        if (known if known >= 0 else path_kind(rel)) & kind:
+            found.append(rel)
+    return found
+
+
+def known_kinds(paths: Iterable[bytes]) -> dict[bytes, int]:
+    """The kinds worked out so far for ``paths``, to be kept for the next process."""
+    known = _KINDS
+    return {rel: known[rel] for rel in paths if rel in known}
+
+
+def remember_kinds(kinds: Mapping[bytes, int]) -> None:
+    """Kinds kept by an earlier process whose code had the same ``kinds_fingerprint``."""
+    _KINDS.update(kinds)
+
+
+@cache
+def kinds_fingerprint() -> str:
+    """The code that decides kinds: every module of this package, so that kinds kept under
+    other rules (an upgrade, an edit) are never believed."""
+    hasher = hashlib.sha256()
+    for module in sorted(Path(__file__).parent.glob("*.py")):
+        hasher.update(module.name.encode() + b"\0" + module.read_bytes() + b"\0")
+    return hasher.hexdigest()
 
 
 def protected_examples() -> list[str]:
