@@ -29,6 +29,8 @@ from tests.fixtures.projects import (
 )
 from tests.needs import service_unavailable
 
+# No test baseline at the start (tests/gate/test_test_baseline.py takes real ones): a sandboxed run
+# more at every start, here of a test that sleeps 3 s. claim init's own configuration keeps it.
 CONFIG = """\
 [policy]
 id = "ops/gate"
@@ -42,6 +44,7 @@ runs_dir = "{runs}"
 type = "test_run"
 command = ["python", "-m", "pytest", "-q"]
 trusted_ref = "main"
+baseline = false
 """
 
 

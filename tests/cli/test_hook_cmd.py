@@ -51,6 +51,7 @@ def project(tmp_path: Path, max_blocks: int = 2) -> Path:
         f'[gate]\nruns_dir = "{tmp_path / "runs"}"\nmax_blocks = {max_blocks}\n\n'
         '[[check]]\ntype = "test_run"\n'
         f'command = ["{sys.executable}", "-m", "pytest", "-q", "-p", "no:cacheprovider"]\n'
+        "baseline = false\n"  # a sandboxed run more at each start; the baseline's own tests take it
     )
     files = {"calc.py": CALC, "tests/test_calc.py": TEST_CALC, "claim.toml": config}
     return make_repo(tmp_path / "repo", files)
@@ -259,7 +260,8 @@ def test_unknown_harness_is_a_usage_error(tmp_path: Path) -> None:
 
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[GateService]:
-    with gate_service(tmp_path / "svc") as running:
+    # No test baseline at its starts: a sandboxed run more, and test_gate_api tests that one.
+    with gate_service(tmp_path / "svc", baseline=False) as running:
         yield running
 
 

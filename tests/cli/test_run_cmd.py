@@ -46,6 +46,7 @@ def setup(tmp_path: Path, body: str) -> tuple[Path, Path]:
         f'[gate]\nruns_dir = "{tmp_path / "runs"}"\n\n'
         '[[check]]\ntype = "test_run"\n'
         f'command = ["{sys.executable}", "-m", "pytest", "-q", "-p", "no:cacheprovider"]\n'
+        "baseline = false\n"  # a sandboxed run more at each start; the baseline's own tests take it
     )
     unfinished = "def add(a, b):\n    raise NotImplementedError\n"
     files = {"calc.py": unfinished, "tests/test_calc.py": TEST_CALC, "claim.toml": config}

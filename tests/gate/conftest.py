@@ -17,10 +17,13 @@ from completion_claim.cli import run
 from completion_claim.gate.config import GateConfig, load_config
 from tests.observe.conftest import postgres, postgres_reader, site  # noqa: F401 - fixtures
 
+# No test baseline at the start (attack 93; test_test_baseline.py takes real ones): it would add a
+# sandboxed run to every start here, and a baseline only ever adds requirements.
 TEST_RUN_CHECK = """
 [[check]]
 type = "test_run"
 command = ["python", "-m", "pytest", "-q"]
+baseline = false
 """
 POLICY = """
 [policy]

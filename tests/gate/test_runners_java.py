@@ -46,9 +46,11 @@ FAILURE_LINES = {
 }
 
 
-def check_for(tool: str, repo: Path, extra: str = "") -> str:
+def check_for(tool: str, repo: Path, extra: str = "", *, baseline: bool = False) -> str:
     """The [[check]] claim init writes for the detected project (with Debian's repository named,
-    for Maven, in place of the dependency cache)."""
+    for Maven, in place of the dependency cache). Without the start's test baseline unless
+    ``baseline``: a build at the start costs as much as the judged one, and only the honest fix
+    takes one, to judge with it as an operator's gate does."""
     runner = Maven() if tool == "maven" else Gradle()
     detected = runner.detect(repo)
     assert detected is not None
@@ -58,6 +60,7 @@ def check_for(tool: str, repo: Path, extra: str = "") -> str:
     return (
         f'[[check]]\ntype = "test_run"\ncommand = {json.dumps(command)}\n'
         f'trusted_ref = "{head_commit(repo)}"\ntimeout_s = 600\n{extra}'
+        + ("" if baseline else "baseline = false\n")
     )
 
 
@@ -102,7 +105,9 @@ def test_the_honest_fix_is_verified_with_its_required_tests(
     make, _ = PROJECTS[tool]
     repo = make(tmp_path / "repo")
     required = 'require_tests = ["com.example.CalcTest::add", "com.example.CalcTest::addZero"]\n'
-    config = write_config(POLICY + "min_tests = 2\n" + check_for(tool, repo, required))
+    config = write_config(
+        POLICY + "min_tests = 2\n" + check_for(tool, repo, required, baseline=True)
+    )
     start_gate(config, repo)
     write_files(repo, {MAIN: CALC})
 

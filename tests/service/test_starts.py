@@ -33,7 +33,8 @@ WEAKENED_TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3)
 
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[GateService]:
-    with gate_service(tmp_path) as running:
+    # No test baseline at its starts: a sandboxed run more, and test_gate_api tests that one.
+    with gate_service(tmp_path, baseline=False) as running:
         yield running
 
 

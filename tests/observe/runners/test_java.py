@@ -472,7 +472,7 @@ def test_attack_90_the_code_cannot_hook_into_the_test_engine(
     class of its own named org.junit.jupiter.api.Assertions comes before JUnit's on the test
     class path, and assertEquals never fails. Both are protected paths: restored from the
     trusted ref (so removed), or changes that do not count."""
-    repo = maven_project(tmp_path / "repo", CALC_BUGGY)
+    repo = maven_project(tmp_path / "repo", CALC_BUGGY, forked=True)
     base = head_commit(repo)
     if hook == "post-discovery-filter":
         write_bytes(repo, hiding_filter(tmp_path))
@@ -497,7 +497,7 @@ def test_attack_90_control_unprotected_the_hook_would_pass_the_broken_code(
 ) -> None:
     """What the hooks above do to a build that does not protect them (run here by hand, outside
     the observer): the broken add() passes."""
-    repo = maven_project(tmp_path / "repo", CALC_BUGGY)
+    repo = maven_project(tmp_path / "repo", CALC_BUGGY, forked=True)
     if hook == "post-discovery-filter":
         write_bytes(repo, hiding_filter(tmp_path))
     else:
