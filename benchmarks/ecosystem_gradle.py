@@ -12,7 +12,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ecosystem_java import MAIN, calc, fixed_repo, gate_against_bare, gate_config
+from ecosystem_common import fixed_repo, gate_config
+from ecosystem_java import MAIN, calc, gate_against_bare
 
 BUILD = """apply plugin: 'java'
 

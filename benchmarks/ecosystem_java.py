@@ -9,7 +9,6 @@ Central). Run: ``.venv/bin/python benchmarks/ecosystem_java.py``.
 
 from __future__ import annotations
 
-import json
 import shutil
 import statistics
 import subprocess
@@ -18,6 +17,8 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from ecosystem_common import fixed_repo, gate_config  # benchmarks/, beside this script
 
 CLAIM = str(Path(sys.executable).with_name("claim"))
 RUNS = 3
@@ -62,37 +63,6 @@ def calc(operator: str) -> str:
         "package com.example;\n\npublic final class Calc {\n"
         f"    public static int add(int a, int b) {{\n        return a {operator} b;\n    }}\n}}\n"
     )
-
-
-def git(repo: Path, *args: str) -> None:
-    identity = ["-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
-    subprocess.run(["git", *identity, *args], cwd=repo, check=True, capture_output=True)
-
-
-def fixed_repo(root: Path, files: dict[str, str], fixed: dict[str, str]) -> Path:
-    """``root/repo``: ``files`` committed on main, ``fixed`` written over them in the work tree."""
-    repo = root / "repo"
-    for name, text in files.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    for name, text in fixed.items():
-        (repo / name).write_text(text)
-    return repo
-
-
-def gate_config(root: Path, command: list[str]) -> Path:
-    config = root / "ops" / "claim.toml"
-    config.parent.mkdir()
-    config.write_text(
-        '[policy]\nid = "bench/gate"\nrequires = ["test_run"]\nmax_age_s = 3600\n\n'
-        f'[gate]\nruns_dir = "{root / "runs"}"\n\n'
-        f'[[check]]\ntype = "test_run"\ncommand = {json.dumps(command)}\n'
-        'trusted_ref = "main"\ntimeout_s = 900\n'
-    )
-    return config
 
 
 def timed(argv: list[str], cwd: Path, before: Callable[[], None] = lambda: None) -> float:

@@ -10,7 +10,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ecosystem_java import fixed_repo, gate_against_bare, gate_config
+from ecosystem_common import fixed_repo, gate_config
+from ecosystem_java import gate_against_bare
 
 TEST = """import unittest
 

@@ -35,6 +35,15 @@ REDIS_URL = "redis://127.0.0.1:6379/0"
 CONNECT_TIMEOUT = 3
 
 
+@pytest.fixture
+def claim(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """A new claim file for an observer to record into (a test file may define its own)."""
+    path = tmp_path / "claim.json"
+    assert run(["new", str(path), "--task-id", "t-1", "--outcome", "fixed add()"]) == 0
+    capsys.readouterr()
+    return path
+
+
 def closed_port() -> int:
     """A port nothing listens on (bound, then released)."""
     with socket.socket() as probe:

@@ -46,14 +46,6 @@ PYTEST = (sys.executable, "-m", "pytest", "-q")
 PYTHON = (sys.executable, "-c")
 
 
-@pytest.fixture
-def claim(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
-    path = tmp_path / "claim.json"
-    assert run(["new", str(path), "--task-id", "t-1", "--outcome", "fixed add()"]) == 0
-    capsys.readouterr()
-    return path
-
-
 def observe(claim: Path, cwd: Path, *args: str) -> int:
     return run(["observe", "test-run", str(claim), "--cwd", str(cwd), *args])
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -30,6 +29,7 @@ from tests.fixtures.java import (
     maven_project,
 )
 from tests.fixtures.projects import git, head_commit, make_repo, write_files
+from tests.observe.runners.observing import observed
 
 REPORTS = Path(__file__).parent / "reports"
 MAVEN, GRADLE = Maven(), Gradle()
@@ -286,22 +286,6 @@ def test_maven_dependencies_come_from_the_cache_unless_the_command_names_a_repos
 
 
 # --- real builds --------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def claim(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
-    path = tmp_path / "claim.json"
-    assert run(["new", str(path), "--task-id", "t-1", "--outcome", "fixed add()"]) == 0
-    capsys.readouterr()
-    return path
-
-
-def observed(claim: Path, repo: Path, *args: str) -> dict[str, Any]:
-    """Capture the work tree, observe one run, and return its evidence item."""
-    assert run(["capture-git", str(claim), "--repo", str(repo)]) == 0
-    assert run(["observe", "test-run", str(claim), "--cwd", str(repo), *args]) == 0
-    item: dict[str, Any] = json.loads(claim.read_text())["evidence"][-1]
-    return item
 
 
 def test_a_maven_build_reports_each_test_and_its_failure(tmp_path: Path, claim: Path) -> None:

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from completion_claim.cli import run
 from completion_claim.observe.runners import runner_for
 from completion_claim.observe.runners.unittest import Unittest
 from tests.fixtures.projects import head_commit, make_repo, write_files
+from tests.observe.runners.observing import observed
 
 CALC_BUGGY = "def add(a, b):\n    return a - b\n"
 CALC = "def add(a, b):\n    return a + b\n"
@@ -146,21 +146,6 @@ def test_records_that_cannot_be_counted_are_no_counts(stream: bytes, why: str) -
     results = UNITTEST_RUNNER.channel_results(stream, KEY)
     assert (results.counts, results.failures) == ({}, [])
     assert why in results.none_because
-
-
-@pytest.fixture
-def claim(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
-    path = tmp_path / "claim.json"
-    assert run(["new", str(path), "--task-id", "t-1", "--outcome", "fixed add()"]) == 0
-    capsys.readouterr()
-    return path
-
-
-def observed(claim: Path, repo: Path, *args: str) -> dict[str, Any]:
-    assert run(["capture-git", str(claim), "--repo", str(repo)]) == 0
-    assert run(["observe", "test-run", str(claim), "--cwd", str(repo), *args]) == 0
-    item: dict[str, Any] = json.loads(claim.read_text())["evidence"][-1]
-    return item
 
 
 def test_each_outcome_is_reported_under_its_junit_name(tmp_path: Path, claim: Path) -> None:
