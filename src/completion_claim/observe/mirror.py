@@ -40,20 +40,22 @@ import contextlib
 import errno
 import fcntl
 import hashlib
+import itertools
 import marshal
+import operator
 import os
 import shutil
 import stat
 import struct
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
 from .._files import write_atomic
 from ..errors import ClaimError, ObservationFailed
-from .repository import WorkTreeFile, display, entries_kept_in, work_tree_file
+from .repository import TreeFiles, WorkTreeFile, display, entries_kept_in, work_tree_file
 from .runners import kinds_fingerprint, known_kinds, remember_kinds
 from .workspace import Listing, Workspace
 
@@ -63,7 +65,10 @@ LOCK_POLL_S = 0.05
 LOCK_WAIT_S = 900.0  # above a test run's default timeout (600 s)
 _CHUNK = 1 << 20
 _PACKED = struct.Struct("<QQqqqI")
-_SIZE_IN_KEY, _SIZE_AT = struct.Struct("<q"), 16  # the size's place in a packed key
+_KEY_FIELDS = operator.attrgetter("st_dev", "st_ino", "st_size", "st_mtime_ns", "st_ctime_ns",
+                                  "st_mode")  # fmt: skip
+_SIZE_FIELD = 2  # the size's place in a key
+_BATCH = 4096  # paths stat'ed at C speed at once; one that fails has its batch looked at alone
 _SPLIT_AT = 20_000  # paths, below which a second process costs more than it saves
 _NEVER = b""  # the key of an entry no stat may vouch for: a link, a racily clean file
 
@@ -85,9 +90,12 @@ class Limits:
     reading: Callable[[bytes], None]
 
 
+_ABSENT: Entry = (_NEVER, "", "")
+
+
 def stat_key(info: os.stat_result) -> Key:
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns,
-            info.st_mode)  # fmt: skip
+    key: Key = _KEY_FIELDS(info)
+    return key
 
 
 def _packed_key(info: os.stat_result) -> bytes:
@@ -95,6 +103,11 @@ def _packed_key(info: os.stat_result) -> bytes:
         return _PACKED.pack(*stat_key(info))
     except struct.error:  # a time beyond 2262: never vouched for, read every time
         return _NEVER
+
+
+def _folders_of(paths: Iterable[bytes]) -> Iterator[bytes]:
+    """The folder of each path (``b""`` at the top), at C speed."""
+    return map(operator.itemgetter(0), map(bytes.rpartition, paths, itertools.repeat(b"/")))
 
 
 class Mirror:
@@ -118,7 +131,8 @@ class Mirror:
         self.seen: dict[bytes, os.stat_result] = {}  # each path as this pass read it
         # What this pass found: a path is stat'ed once a pass (the gate's capture and its run
         # share one), and a change after that is caught when the run ends (changed_since).
-        self._found: dict[bytes, WorkTreeFile | None] = {}
+        self._found = TreeFiles()
+        self._looked: set[bytes] = set()
         self._sizes: dict[bytes, int] = {}  # of the regular files found
         self._prefix = os.path.join(self.workspace, b"")
         self.read_paths: list[bytes] = []  # read from the work tree in this pass
@@ -260,18 +274,30 @@ class Mirror:
 
     def scan(
         self, paths: Iterable[bytes], failure: type[ClaimError], limits: Limits | None = None
-    ) -> dict[bytes, WorkTreeFile | None]:
-        """``work_tree_file`` of each of ``paths``, with its copy in the mirror: from the cache
-        when the file's stat is as recorded, else read once (hashed and copied in one pass);
-        None where there is no file or link to copy. ``limits`` bound the sizes of the regular
-        files, checked before any is used, and see each chunk read. Returns what the pass has
-        found so far: a path is looked at once a pass, whoever asks."""
-        # Once a listed file a pass, 100,000 times in a monorepo: the loop is kept lean, and
-        # the first scan of a large tree has a second process stat the second half of it.
+    ) -> TreeFiles:
+        """What the work tree holds at each of ``paths``, with its copy in the mirror: from the
+        cache when the file's stat is as recorded, else read once (hashed and copied in one
+        pass). ``limits`` bound the sizes of the regular files, checked before any is read,
+        and see each chunk read. Returns what the pass has found so far: a path is looked at
+        once a pass, whoever asks."""
         paths = list(paths)
-        found = self._found
+        looked = self._looked
+        new = list(itertools.filterfalse(looked.__contains__, paths)) if looked else paths
+        doubtful = self._doubtful(new)
+        budget = 0  # what the files still to be read may add up to
+        if limits is not None:
+            budget = limits.tree_bytes - sum(map(self._sizes.get, paths, itertools.repeat(0)))
+        for rel in doubtful:
+            budget -= self._look(rel, failure, limits, budget)
+        if limits is not None:
+            self._within(paths, limits, failure)
+        return self._found
+
+    def _doubtful(self, paths: list[bytes]) -> list[bytes]:
+        """Those of ``paths`` the index cannot vouch for; the others are found as the index
+        has them. The first scan of a large tree has a second process stat half of it."""
         half, other = len(paths), None
-        if not found and self.entries and len(paths) >= _SPLIT_AT:
+        if not self._looked and self.entries and len(paths) >= _SPLIT_AT:
             half = len(paths) // 2
             try:
                 other = self._vouch_elsewhere(paths[half:])
@@ -280,70 +306,99 @@ class Mirror:
         with contextlib.ExitStack() as waited:
             if other is not None:
                 waited.callback(other)  # reaped, whatever happens here
-            self._scan(paths, half, other, failure, limits)
-        return found
+            vouched = self._vouched(paths[:half])
+            if other is not None:
+                others = range(len(paths) - half)
+                doubtful = other()
+                if doubtful is None:  # it failed: this process looks at them all itself
+                    doubtful = set(others)
+                vouched += map(operator.not_, map(doubtful.__contains__, others))
+        chosen = list(itertools.compress(paths, vouched))
+        self._take(chosen, list(map(self.entries.__getitem__, chosen)))
+        return list(itertools.compress(paths, map(operator.not_, vouched)))
 
-    def _scan(
-        self,
-        paths: list[bytes],
-        half: int,
-        other: Callable[[], set[int] | None] | None,
-        failure: type[ClaimError],
-        limits: Limits | None,
-    ) -> None:
+    def _vouched(self, paths: list[bytes]) -> list[bool]:
+        """Whether the index vouches for each of ``paths`` as the work tree holds it now: an
+        entry whose key is the file's ``lstat``, in a folder that is no link. Nothing is read
+        but the stats, a batch at a time at C speed (this runs over every path of the tree)."""
+        entries, recorded = self.entries, operator.itemgetter(0)
+        vouched: list[bool] = []
+        for start in range(0, len(paths), _BATCH):
+            batch = paths[start : start + _BATCH]
+            was = map(recorded, map(entries.get, batch, itertools.repeat(_ABSENT)))
+            vouched += map(operator.eq, self._keys_now(batch), was)
+        folders = set(_folders_of(paths))
+        folders.discard(b"")
+        links = {folder for folder in folders if not self._real_folder(folder)}
+        if links:  # below a link: not in the work tree, as git sees it
+            below = map(links.__contains__, _folders_of(paths))
+            vouched = list(map(operator.and_, vouched, map(operator.not_, below)))
+        return vouched
+
+    def _keys_now(self, batch: list[bytes]) -> list[bytes]:
+        """The packed key of each work-tree file of ``batch``; ``_NEVER`` for one that cannot
+        be stat'ed (its path is looked at alone, which names the error)."""
+        full = map(self._prefix.__add__, batch)
+        try:
+            return list(itertools.starmap(_PACKED.pack, map(_KEY_FIELDS, map(os.lstat, full))))
+        except (OSError, struct.error):
+            return [self._key_now(rel) for rel in batch]
+
+    def _key_now(self, rel: bytes) -> bytes:
+        try:
+            return _packed_key(os.lstat(self._prefix + rel))
+        except OSError:
+            return _NEVER
+
+    def _take(self, vouched: list[bytes], kept: list[Entry]) -> None:
+        """Found, as the index has them: ``vouched`` paths, whose entries are ``kept``."""
         found = self._found
-        entries = self.entries
-        lstat = os.lstat
-        prefix = self._prefix
-        folders = self._folders
-        sizes = self._sizes
-        pack = _PACKED.pack
-        most, total = (-1, -1) if limits is None else (limits.file_bytes, limits.tree_bytes)
-        for at, rel in enumerate(paths):
-            if at == half and other is not None:
-                self._take_vouched(paths[half:], other())
-            if rel in found:  # read or vouched for earlier in this pass
-                known = found[rel]
-                if most >= 0 and known is not None and not known.link:
-                    total -= sizes[rel]
-                    if sizes[rel] > most or total < 0:
-                        _too_big(rel, sizes[rel], limits, failure)
-                continue
-            slash = rel.rfind(b"/")
-            if slash > 0 and not folders.get(rel[:slash]) and not self._real_folder(rel[:slash]):
-                found[rel] = None  # below a link: not in the work tree, as git sees it
-                continue
-            try:
-                info = lstat(prefix + rel)
-            except FileNotFoundError:
-                found[rel] = None
-                continue
-            except OSError as exc:
-                raise failure(f"cannot read {display(rel)}: {exc.strerror or exc}") from None
-            entry = entries.get(rel)
-            key = _NEVER
-            if entry is not None and entry[0]:
-                with contextlib.suppress(struct.error):  # a time beyond 2262: read it
-                    key = pack(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns,
-                               info.st_ctime_ns, info.st_mode)  # fmt: skip
-            if key and entry is not None and key == entry[0]:
-                sizes[rel] = info.st_size
-                if most >= 0:
-                    total -= info.st_size
-                    if info.st_size > most or total < 0:
-                        _too_big(rel, info.st_size, limits, failure)
-                found[rel] = WorkTreeFile(entry[1], entry[2], False)
-            elif stat.S_ISLNK(info.st_mode):
-                found[rel] = self._link(rel, info, failure)
-            elif stat.S_ISREG(info.st_mode):
-                sizes[rel] = info.st_size
-                if most >= 0:
-                    total -= info.st_size
-                    if info.st_size > most or total < 0:
-                        _too_big(rel, info.st_size, limits, failure)
-                found[rel] = self._copy(rel, prefix + rel, failure, limits)
-            else:
-                found[rel] = None
+        found.digests.update(zip(vouched, map(operator.itemgetter(1), kept), strict=True))
+        found.blobs.update(zip(vouched, map(operator.itemgetter(2), kept), strict=True))
+        keys = b"".join(map(operator.itemgetter(0), kept))
+        sizes = map(operator.itemgetter(_SIZE_FIELD), _PACKED.iter_unpack(keys))
+        self._sizes.update(zip(vouched, sizes, strict=True))
+        self._looked.update(vouched)
+
+    def _look(
+        self, rel: bytes, failure: type[ClaimError], limits: Limits | None, budget: int
+    ) -> int:
+        """Find ``rel`` (one path the index could not vouch for): read and copied when it is a
+        file, digested afresh when a link. Returns the bytes read."""
+        self._looked.add(rel)
+        folder = next(_folders_of([rel]))
+        if folder and not self._real_folder(folder):
+            return 0  # below a link: not in the work tree, as git sees it
+        try:
+            info = os.lstat(self._prefix + rel)
+        except FileNotFoundError:
+            return 0
+        except OSError as exc:
+            raise failure(f"cannot read {display(rel)}: {exc.strerror or exc}") from None
+        entry = self.entries.get(rel)
+        if entry is not None and entry[0] and _packed_key(info) == entry[0]:
+            self._take([rel], [entry])  # the other process could not say
+            return 0
+        if stat.S_ISLNK(info.st_mode):
+            self._link(rel, info, failure)
+        elif stat.S_ISREG(info.st_mode):
+            if limits is not None:
+                if info.st_size > limits.file_bytes or info.st_size > budget:
+                    _too_big(rel, info.st_size, limits, failure)
+            self._sizes[rel] = info.st_size
+            self._copy(rel, self._prefix + rel, failure, limits)
+            return info.st_size
+        return 0
+
+    def _within(self, paths: list[bytes], limits: Limits, failure: type[ClaimError]) -> None:
+        """No regular file of ``paths`` over the size a file may have, nor all of them over the
+        size a tree may have."""
+        sizes = list(filter(None, map(self._sizes.get, paths)))
+        if sizes and max(sizes) > limits.file_bytes:
+            rel = next(rel for rel in paths if self._sizes.get(rel, 0) > limits.file_bytes)
+            _too_big(rel, self._sizes[rel], limits, failure)
+        if sum(sizes) > limits.tree_bytes:
+            _too_big(b"", sum(sizes), limits, failure)
 
     def _vouch_elsewhere(self, paths: list[bytes]) -> Callable[[], set[int] | None]:
         """Have a forked process ``lstat`` ``paths`` against the index while this one goes on;
@@ -356,7 +411,8 @@ class Mirror:
             status = 1
             try:
                 os.close(reader)
-                doubtful = [at for at, rel in enumerate(paths) if not self._vouches(rel)]
+                vouched = self._vouched(paths)
+                doubtful = list(itertools.compress(range(len(paths)), map(operator.not_, vouched)))
                 with os.fdopen(writer, "wb") as out:
                     out.write(marshal.dumps(doubtful))
                 status = 0
@@ -376,33 +432,6 @@ class Mirror:
             return answered[0]
 
         return answer
-
-    def _take_vouched(self, paths: list[bytes], doubtful: set[int] | None) -> None:
-        """What the other process vouched for (all ``paths`` but the ``doubtful`` positions)
-        is found; the rest, and all of them when it failed, this process looks at itself."""
-        if doubtful is None:
-            return
-        entries, found, sizes = self.entries, self._found, self._sizes
-        size_in = _SIZE_IN_KEY.unpack_from
-        for at, rel in enumerate(paths):
-            if at not in doubtful:
-                kept = entries[rel]
-                found[rel] = WorkTreeFile(kept[1], kept[2], False)
-                sizes[rel] = size_in(kept[0], _SIZE_AT)[0]
-
-    def _vouches(self, rel: bytes) -> bool:
-        """Whether the index vouches for ``rel`` as the work tree holds it now (``scan``'s
-        test, without reading anything)."""
-        entry = self.entries.get(rel)
-        if entry is None or not entry[0]:
-            return False
-        slash = rel.rfind(b"/")
-        if slash > 0 and not self._real_folder(rel[:slash]):
-            return False
-        try:
-            return _packed_key(os.lstat(self._prefix + rel)) == entry[0]
-        except OSError:
-            return False
 
     def _copy(
         self, rel: bytes, path: bytes, failure: type[ClaimError], limits: Limits | None
@@ -450,7 +479,8 @@ class Mirror:
         self.entries[rel] = (key, digest, blob.hexdigest())
         self.seen[rel] = info
         self.read_paths.append(rel)
-        found = self._found[rel] = WorkTreeFile(digest, blob.hexdigest(), link=False)
+        found = WorkTreeFile(digest, blob.hexdigest(), link=False)
+        self._found.add(rel, found)
         return found
 
     def _link(
@@ -477,7 +507,7 @@ class Mirror:
         self.entries[rel] = (_NEVER, found.digest, found.blob or "")
         self.seen[rel] = info
         self.read_paths.append(rel)
-        self._found[rel] = found
+        self._found.add(rel, found)
         return found
 
     def _real_folder(self, folder: bytes) -> bool:
@@ -522,7 +552,8 @@ class Mirror:
         for gone in [known for known in self.entries if known == rel
                      or known.startswith(rel + b"/")]:  # fmt: skip
             del self.entries[gone]
-            self._found.pop(gone, None)
+            self._found.remove(gone)
+            self._looked.discard(gone)
 
     def _make_folder(self, path: bytes) -> None:
         with contextlib.suppress(FileExistsError):
@@ -537,7 +568,8 @@ class Mirror:
             self._changing()
         for rel in gone:
             del self.entries[rel]
-            self._found.pop(rel, None)
+            self._found.remove(rel)
+            self._looked.discard(rel)
             with contextlib.suppress(FileNotFoundError, NotADirectoryError):
                 os.unlink(os.path.join(self.tree, rel))
             folder = os.path.dirname(rel)

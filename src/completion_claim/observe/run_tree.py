@@ -19,6 +19,8 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import hashlib
+import itertools
+import operator
 import os
 import shutil
 import stat
@@ -40,6 +42,7 @@ MAX_FILE_BYTES = 1 << 30
 MAX_TREE_BYTES = 4 << 30
 _SYMLINK_MODE = "120000"
 _EXECUTABLE_MODE = "100755"
+_NOT_THERE = ("", "")  # the (mode, object id) of a path the commit does not hold
 
 
 class Deadline:
@@ -92,15 +95,13 @@ class RunTree:
         limits = Limits(MAX_FILE_BYTES, MAX_TREE_BYTES,
                         lambda rel: deadline.check(f"copying {display(rel)}"))  # fmt: skip
         found = mirror.scan(wanted, ObservationFailed, limits)
-        files, object_ids = self.files, self.object_ids
-        for rel in wanted:
-            now = found[rel]
-            if now is None:
+        present = list(itertools.compress(wanted, map(found.digests.__contains__, wanted)))
+        if len(present) < len(wanted):
+            for rel in itertools.filterfalse(found.digests.__contains__, wanted):
                 _refuse_special(os.path.join(os.fsencode(workspace.root), rel), rel)
-                continue
-            files[rel] = now.digest
-            object_ids[rel] = now.blob or ""
-        mirror.keep(files)
+        self.files.update(zip(present, map(found.digests.__getitem__, present), strict=True))
+        self.object_ids.update(zip(present, map(found.blobs.__getitem__, present), strict=True))
+        mirror.keep(self.files)
 
     def add_link(
         self, rel: bytes, target: bytes, hash_name: str, digest: str | None = None
@@ -239,11 +240,10 @@ def _blob_id(hash_name: str, data: bytes) -> str:
 
 
 def _differs_from(tree: RunTree, head: Mapping[bytes, tuple[str, str]]) -> set[bytes]:
-    """Paths added, modified or deleted against ``head``."""
-    changed = {
-        rel for rel, oid in tree.object_ids.items() if rel not in head or head[rel][1] != oid
-    }
-    return changed | {rel for rel in head if rel not in tree.files}
+    """Paths added, modified or deleted against ``head`` (in bulk: every path of the tree)."""
+    committed = map(head.get, tree.object_ids, itertools.repeat(_NOT_THERE))
+    differing = map(operator.ne, tree.object_ids.values(), map(operator.itemgetter(1), committed))
+    return set(itertools.compress(tree.object_ids, differing)) | (head.keys() - tree.files.keys())
 
 
 def _under(rel: bytes, folders: Sequence[bytes]) -> bool:

@@ -7,6 +7,8 @@ runner is one module here and its line in ``RUNNERS``.
 from __future__ import annotations
 
 import hashlib
+import itertools
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
@@ -85,15 +87,13 @@ def is_runner_configuration(rel: bytes) -> bool:
 
 
 def of_kind(paths: Iterable[bytes], kind: int) -> list[bytes]:
-    """Those of ``paths`` that are ``kind`` (``path_kind`` of each, in a loop kept lean: it
-    runs over every file of the tree)."""
-    kinds = _KINDS
-    found = []
-    for rel in paths:
-        known = kinds.get(rel, -1)
-        if (known if known >= 0 else path_kind(rel)) & kind:
-            found.append(rel)
-    return found
+    """Those of ``paths`` that are ``kind``: ``path_kind`` of each, in bulk (this runs over
+    every file of the tree, whose kinds are mostly known already)."""
+    paths = list(paths)
+    for rel in itertools.filterfalse(_KINDS.__contains__, paths):
+        path_kind(rel)
+    kinds = map(operator.and_, map(_KINDS.__getitem__, paths), itertools.repeat(kind))
+    return list(itertools.compress(paths, kinds))
 
 
 def known_kinds(paths: Iterable[bytes]) -> dict[bytes, int]:
