@@ -361,17 +361,22 @@ def test_a_python_that_cannot_import_pytest_stops_the_gate_naming_its_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], start: bool
 ) -> None:
     """An operator's mistake is the operator's (exit 4, the claim.toml line), never a failed
-    run blamed on the agent; and it is found before any work: no start record, no run."""
+    run blamed on the agent; and it is found before anything is recorded: no start record, no
+    run (a gate asks the interpreter while it captures the work tree, the start before all)."""
     python = python_without_pytest(tmp_path / "env")
     path, repo = interpreter_config(tmp_path, python)
     base = ["--base", head_commit(repo)] if not start else ["--start"]
 
     assert run(["gate", "--config", str(path), "--repo", str(repo), *base]) == 4
-    assert capsys.readouterr().err == (
+    said = capsys.readouterr().err
+    assert said.endswith(
         f"claim: claim.toml:7: python: {python} cannot import pytest "
         f"(install it: {python} -m pip install pytest)\n"
     )
-    assert not (tmp_path / "runs").exists()
+    assert said.count("\n") == (1 if start else 3)  # the gate's base and capture steps before
+    recorded = [path.name for path in (tmp_path / "runs").glob("*/*") if path.name != "mirror"]
+    assert recorded == []
+    assert not start or not (tmp_path / "runs").exists()
 
 
 def test_a_python_inside_the_work_tree_is_refused_saying_why_and_the_safe_way(

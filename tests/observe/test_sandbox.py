@@ -65,7 +65,7 @@ def test_the_interpreter_probe_fails_closed(tmp_path: Path) -> None:
 
     # The interpreter's own prefix is not mounted: the probe cannot start it.
     with pytest.raises(ObservationFailed, match="cannot start"):
-        sandbox.probe([sys.executable], str(tmp_path / "work"), None, []).result()
+        sandbox.probe([sys.executable], str(tmp_path / "work"), None, [])
 
 
 def test_a_missing_bwrap_is_named_with_its_package() -> None:

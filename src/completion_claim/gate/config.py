@@ -13,6 +13,7 @@ observers redact them from what they record (URL passwords, the readback's targe
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
 import os
@@ -21,7 +22,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -585,47 +586,76 @@ def require_toolchains(config: GateConfig, root: Path) -> None:
     interpreter can import pytest: otherwise every run would fail and the gate would blame the
     agent for the operator's setting. Checked by ``claim gate`` and ``--start`` before any work,
     naming the line (never ``--python``, which the observer's own messages say)."""
+    with checking_toolchains(config, root) as confirm:
+        confirm()
+
+
+@contextlib.contextmanager
+def checking_toolchains(config: GateConfig, root: Path) -> Iterator[Callable[[], None]]:
+    """``require_toolchains``, whose pytest questions are asked of interpreters started now
+    and answered when the callable given is called: a gate waits for them only before it
+    records anything, not before its capture. Each is reaped on leaving."""
+    asked: list[tuple[subprocess.Popen[bytes] | None, str]] = []
+
+    def confirm() -> None:
+        for process, complaint in asked:
+            if not _finds_pytest(process):
+                raise ConfigError(complaint)
+
+    try:
+        for check in config.checks:
+            if isinstance(check, TestRunCheck):
+                question = _pytest_question(config, check, root)
+                if question is not None:
+                    asked.append((_find_pytest(question[0]), question[1]))
+        yield confirm
+    finally:
+        for process, _ in asked:
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+def _pytest_question(config: GateConfig, check: TestRunCheck, root: Path) -> tuple[str, str] | None:
+    """Refuses a toolchain that is missing or in the work tree; for a pytest check, the
+    interpreter to ask whether it finds pytest, and the complaint when it does not."""
     from ..observe.runners import runner_for  # noqa: PLC0415
     from ..observe.runners.pytest import is_pytest  # noqa: PLC0415
 
-    for check in config.checks:
-        if not isinstance(check, TestRunCheck):
-            continue
-        runner = runner_for(check.command, check.junit)
-        if runner.ecosystem != "python":
-            try:
-                runner.toolchain(check.command, check.chosen_toolchain, root)
-            except UsageError as error:
-                raise ConfigError(f"{config.path.name}:{check.line}: test_run: {error}") from None
-            continue
-        pytest = is_pytest(check.command)
-        where = f"{config.path.name}:{check.python_line or check.line}"
-        if check.python is None:
-            if pytest and not can_import_pytest(sys.executable):
-                raise ConfigError(
-                    f"{where}: test_run: claim's own interpreter {sys.executable} cannot import "
-                    f"pytest (install it: {sys.executable} -m pip install pytest, or set "
-                    "python = an interpreter outside the work tree that has the project's "
-                    "test dependencies)"
-                )
-            continue
-        found = shutil.which(check.python)
-        if found is None:
-            raise ConfigError(f"{where}: python: no interpreter {check.python!r}")
-        executable = os.path.abspath(found)
-        tree = os.path.realpath(root).rstrip("/") + "/"
-        if any(p.startswith(tree) for p in (executable, os.path.realpath(executable))):
-            raise ConfigError(
-                f"{where}: python: {executable} is inside the work tree, where the agent can "
-                "replace it (a .venv there is the agent's); use an environment outside it, "
-                "built from the trusted lockfile (e.g. uv venv /srv/claim-envs/<repo>, then uv "
-                "pip sync of uv export --frozen; docs/integrations.md, The test interpreter)"
-            )
-        if pytest and not can_import_pytest(executable):
-            raise ConfigError(
-                f"{where}: python: {executable} cannot import pytest "
-                f"(install it: {executable} -m pip install pytest)"
-            )
+    runner = runner_for(check.command, check.junit)
+    if runner.ecosystem != "python":
+        try:
+            runner.toolchain(check.command, check.chosen_toolchain, root)
+        except UsageError as error:
+            raise ConfigError(f"{config.path.name}:{check.line}: test_run: {error}") from None
+        return None
+    pytest = is_pytest(check.command)
+    where = f"{config.path.name}:{check.python_line or check.line}"
+    if check.python is None:
+        own = sys.executable
+        return None if not pytest else (own, (
+            f"{where}: test_run: claim's own interpreter {own} cannot import pytest (install "
+            f"it: {own} -m pip install pytest, or set python = an interpreter outside the work "
+            "tree that has the project's test dependencies)"
+        ))  # fmt: skip
+    found = shutil.which(check.python)
+    if found is None:
+        raise ConfigError(f"{where}: python: no interpreter {check.python!r}")
+    executable = os.path.abspath(found)
+    tree = os.path.realpath(root).rstrip("/") + "/"
+    if any(p.startswith(tree) for p in (executable, os.path.realpath(executable))):
+        raise ConfigError(
+            f"{where}: python: {executable} is inside the work tree, where the agent can "
+            "replace it (a .venv there is the agent's); use an environment outside it, "
+            "built from the trusted lockfile (e.g. uv venv /srv/claim-envs/<repo>, then uv "
+            "pip sync of uv export --frozen; docs/integrations.md, The test interpreter)"
+        )
+    if not pytest:
+        return None
+    return executable, (
+        f"{where}: python: {executable} cannot import pytest "
+        f"(install it: {executable} -m pip install pytest)"
+    )
 
 
 def pytest_interpreter(own: str, root: Path, search_path: str) -> str | None:
@@ -650,20 +680,35 @@ _FINDS_PYTEST = "import importlib.util, sys; sys.exit(importlib.util.find_spec('
 def can_import_pytest(executable: str) -> bool:
     """Whether ``executable`` finds pytest on its path. Found, not imported: a gate asks this
     at every stop, and importing pytest takes ten times as long as starting the interpreter."""
+    return _finds_pytest(_find_pytest(executable))
+
+
+def _find_pytest(executable: str) -> subprocess.Popen[bytes] | None:
+    """``executable`` started on the question (None: it cannot start)."""
     from ..observe.sandbox import SYSTEM_PATH  # noqa: PLC0415
 
     try:
-        done = subprocess.run(
+        return subprocess.Popen(
             [executable, "-I", "-c", _FINDS_PYTEST],
             cwd="/",
             env={"PATH": SYSTEM_PATH},
-            capture_output=True,
-            timeout=_PYTEST_IMPORT_TIMEOUT_S,
-            check=False,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
-    except (OSError, subprocess.TimeoutExpired):
+    except OSError:
+        return None
+
+
+def _finds_pytest(process: subprocess.Popen[bytes] | None) -> bool:
+    if process is None:
         return False
-    return done.returncode == 0
+    try:
+        return process.wait(timeout=_PYTEST_IMPORT_TIMEOUT_S) == 0
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        return False
 
 
 def readback_arguments(check: StateReadbackCheck) -> tuple[Any, ...]:

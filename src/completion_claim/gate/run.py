@@ -70,6 +70,7 @@ from .config import (
     EndpointHealthCheck,
     GateConfig,
     TestRunCheck,
+    checking_toolchains,
     require_toolchains,
 )
 from .reason import agent_reason
@@ -194,15 +195,35 @@ def run_gate(
     if config.sign_key is not None and not config.sign_key.is_file():
         # Checked before any work; the key itself is read after the checks ran.
         raise UsageError(f"{config.path.name}: [gate].sign_key {config.sign_key} is not a file")
-    if capture_error is None:
+    with checking_toolchains(config, root) if capture_error is None else _nothing() as confirm:
         # The operator's configuration (an agent's edit of it runs nothing, so cannot make the
-        # gate fail here and let a stop through).
-        require_toolchains(config, root)
+        # gate fail here and let a stop through); the interpreters are asked while the work tree
+        # is captured, and answer before anything is recorded.
+        return _gate(config, root, outcome, events, task_id, trusted_ref, record, chosen,
+                     capture_error, notes, confirm)  # fmt: skip
+
+
+@contextlib.contextmanager
+def _nothing() -> Iterator[Callable[[], None]]:
+    yield lambda: None
+
+
+def _gate(
+    config: GateConfig,
+    root: Path,
+    outcome: str,
+    events: GateEvents,
+    task_id: str | None,
+    trusted_ref: str | None,
+    record: dict[str, Any] | None,
+    chosen: _Base,
+    capture_error: str | None,
+    notes: list[str],
+    confirm: Callable[[], None],
+) -> GateResult:
     events.step("base", f"{chosen.revision or 'no commit'} ({chosen.source})")
     started = datetime.now(UTC)
     deadline = None if config.timeout_s is None else started.timestamp() + config.timeout_s
-    run_dir = _new_run_dir(config, root, started)
-    claim_path = run_dir / CLAIM_NAME
     mirror: Mirror | None = None
     # Held from the capture to the last check: the run reads what the capture read.
     with contextlib.ExitStack() as held:
@@ -229,6 +250,8 @@ def run_gate(
             events.step(
                 "capture", f"{files} changed file(s), {len(mutations) - files} configured target(s)"
             )
+        confirm()
+        claim_path = _new_run_dir(config, root, started) / CLAIM_NAME
         task = task_id or f"{root.name}@{(chosen.revision or 'empty')[:12]}@{format_time(started)}"
         baselines = "taken at start" if record is not None else "not taken (no claim gate --start)"
         uncaptured = (

@@ -382,9 +382,8 @@ class Mirror:
         if stat.S_ISLNK(info.st_mode):
             self._link(rel, info, failure)
         elif stat.S_ISREG(info.st_mode):
-            if limits is not None:
-                if info.st_size > limits.file_bytes or info.st_size > budget:
-                    _too_big(rel, info.st_size, limits, failure)
+            if limits is not None and (info.st_size > limits.file_bytes or info.st_size > budget):
+                _too_big(rel, info.st_size, limits, failure)
             self._sizes[rel] = info.st_size
             self._copy(rel, self._prefix + rel, failure, limits)
             return info.st_size

@@ -455,8 +455,9 @@ def changed_files(
     if typed:
         linked, chosen_paths = set(_with_mode(base, _LINK_MODE)), set(wanted)
         for rel in typed & chosen_paths:
-            if rel in committed and rel in found.digests and (rel in linked) != (rel in found.links):
-                changed[rel] = found.digests[rel]
+            now = found.digests.get(rel)
+            if rel in committed and now is not None and (rel in linked) != (rel in found.links):
+                changed[rel] = now
     return changed
 
 

@@ -19,11 +19,9 @@ setpriv.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -206,11 +204,10 @@ class Sandbox:
         plugin_dir: str | None,
         readable: Sequence[str],
         overlay: Overlay | None = None,
-    ) -> Probe:
-        """Start the toolchain's probe ``command`` in the same sandbox, judged by
-        ``Probe.result``: a sandbox that cannot start it is refused before the run, so a broken
-        sandbox never passes for a failed test. It runs while the observer prepares the run's
-        files (it reads none of them)."""
+    ) -> None:
+        """Run the toolchain's probe ``command`` in the same sandbox; refused unless the sandbox
+        starts it. A run that failed is believed only after this: a broken sandbox never passes
+        for a failed test."""
         argv = self.argv(
             command,
             run_dir=run_dir,
@@ -221,43 +218,21 @@ class Sandbox:
             hidden=(),
             overlay=overlay,
         )
-        return Probe(command[0], argv)
-
-
-class Probe:
-    """A sandbox probe under way."""
-
-    def __init__(self, program: str, argv: Sequence[str]) -> None:
-        self.program = program
-        self._ends = time.monotonic() + _PROBE_TIMEOUT_S
         try:
-            self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
-                list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-            )  # fmt: skip
+            process = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            )
         except OSError as exc:
             raise ObservationFailed(f"the sandbox (bwrap) does not start: {exc}") from None
-
-    def result(self) -> None:
-        """Wait for the probe; refused unless the sandbox started the program."""
-        process, self._process = self._process, None
-        assert process is not None, "a probe's result is taken once"
         try:
-            _, err = process.communicate(timeout=max(self._ends - time.monotonic(), 0))
+            _, err = process.communicate(timeout=_PROBE_TIMEOUT_S)
         except subprocess.TimeoutExpired as exc:
             _end(process)
             raise ObservationFailed(f"the sandbox (bwrap) does not start: {exc}") from None
         if process.returncode != 0:
             complaint = err.decode(errors="replace").strip().splitlines()
             reason = complaint[-1] if complaint else f"exit {process.returncode}"
-            raise ObservationFailed(f"the sandbox (bwrap) cannot start {self.program}: {reason}")
-
-    def stop(self) -> None:
-        """Not wanted after all: waited for (it is short), its verdict dropped. Not killed:
-        the sandbox's own first process would outlive bwrap, holding the probe's pipe."""
-        if self._process is not None:
-            with contextlib.suppress(ObservationFailed):
-                self.result()
+            raise ObservationFailed(f"the sandbox (bwrap) cannot start {command[0]}: {reason}")
 
 
 def _end(process: subprocess.Popen[bytes]) -> None:

@@ -69,7 +69,7 @@ from .runners.base import (
 )
 from .runners.pytest import report_name
 from .runners.results import MAX_REPORT_BYTES, PASSED, Results, no_counts
-from .sandbox import PLUGINS, REPORTS, SYSTEM_PATH, WORK, Overlay, Probe, Sandbox
+from .sandbox import PLUGINS, REPORTS, SYSTEM_PATH, WORK, Overlay, Sandbox
 from .values import REDACTED, redact_url, url_secrets
 from .workspace import Workspace, config_digests, tree_digest
 
@@ -186,19 +186,11 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
             if owner is not None:
                 os.chown(folder, owner, owner)
         tree, mirror, overlay = _run_tree(request, workspace, sandbox, owned, owner)
-        probe = None
-        if sandbox is not None:
-            # Whether the sandbox starts the toolchain, found out while the files are prepared.
-            plugin_dir = None if channel is None else str(channel.folder)
-            probe = sandbox.probe(toolchain.probe or ("true",), str(run_dir), plugin_dir,
-                                  list(toolchain.readable), overlay)  # fmt: skip
-            stack.callback(probe.stop)
         details = _fill_run_tree(tree, request, workspace, mutations, excluded, deadline, mirror)
         captured = dict(tree.files)  # before protected paths are restored: the workspace's
         outputs = _clear_outputs(tree, runner, details)
         mounts = _dependencies(request, runner, toolchain, sandbox, tree, cwd, deadline, details)
-        launch = _Launch(request, sandbox, toolchain, owned, cwd, channel, mounts, tree, overlay,
-                         probe)  # fmt: skip
+        launch = _Launch(request, sandbox, toolchain, owned, cwd, channel, mounts, tree, overlay)
         invocation = runner.invocation(request.command, launch.context())
         started_argv, host_env, details["sandbox"] = launch.confined(invocation, deadline)
         report = None if invocation.report is None else launch.on_host(invocation.report)
@@ -221,6 +213,10 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
             digest_the_trees,
         )  # fmt: skip
         duration = time.monotonic() - started
+        if exit_code != 0:
+            # A failed run counts only once the sandbox is known to start the toolchain: a broken
+            # sandbox never passes for a failed test. A run that passed needs no such proof.
+            launch.require_toolchain_starts()
         if invocation.source is ReportSource.BUILD:
             # What the build wrote: in the overlay's own layer, or in the copy.
             written = run_dir if overlay is None else Path(overlay.upper)
@@ -458,7 +454,6 @@ class _Launch:
     mounts: Mapping[str, tuple[Path, str]]  # dependency folders: host path, path in the run
     tree: RunTree
     overlay: Overlay | None  # the run's files: the mirror under the run's own layer
-    probe: Probe | None  # whether the sandbox starts the toolchain: started before the files
 
     @property
     def work(self) -> str:
@@ -501,6 +496,15 @@ class _Launch:
         env |= dict(self.toolchain.env)
         return env | {n: os.environ[n] for n in self.request.env_names if n in os.environ}
 
+    def require_toolchain_starts(self) -> None:
+        """Refused unless the sandbox starts the toolchain (its probe command); nothing to
+        prove without a sandbox."""
+        if self.sandbox is None:
+            return
+        plugin_dir = None if self.channel is None else str(self.channel.folder)
+        self.sandbox.probe(self.toolchain.probe or ("true",), str(self.owned / "work"),
+                           plugin_dir, list(self.toolchain.readable), self.overlay)  # fmt: skip
+
     def on_host(self, path: str) -> Path:
         """A path the run named (in the work tree or the report folder), on the observer's
         side; refused when it is anywhere else."""
@@ -523,8 +527,6 @@ class _Launch:
             return list(invocation.argv), env, NO_SANDBOX
         plugin_dir = None if self.channel is None else str(self.channel.folder)
         readable = list(self.toolchain.readable)
-        assert self.probe is not None, "a sandboxed run is probed first"
-        self.probe.result()
         deadline.check("starting the sandbox")
         _require_program(invocation.argv[0], env["PATH"], self.cwd, self.tree)
         confined = self.sandbox.argv(
