@@ -261,14 +261,14 @@ def test_when_the_second_process_fails_this_one_looks_at_every_path(
     one_pass(repo, tmp_path / "mirror", names)
     rewrite_keeping_mtime(repo / "m8.py", SAME_SIZE)
 
-    parent, vouched = os.getpid(), Mirror._vouched
+    parent, keys_now = os.getpid(), Mirror._keys_now
 
-    def dies(self: Mirror, paths: list[bytes]) -> list[bool]:
+    def dies(self: Mirror, paths: list[bytes]) -> list[bytes]:
         if os.getpid() != parent:
             raise OSError("the forked process dies")
-        return vouched(self, paths)
+        return keys_now(self, paths)
 
-    monkeypatch.setattr(Mirror, "_vouched", dies)
+    monkeypatch.setattr(Mirror, "_keys_now", dies)
     digests, read = one_pass(repo, tmp_path / "mirror", names)
 
     assert read == ["m8.py"]

@@ -59,7 +59,7 @@ from .repository import TreeFiles, WorkTreeFile, display, entries_kept_in, work_
 from .runners import kinds_fingerprint, known_kinds, remember_kinds
 from .workspace import Listing, Workspace
 
-INDEX_VERSION = 3
+INDEX_VERSION = 4
 RACY_NS = 2_000_000_000  # above any file system's timestamp granularity (FAT: 2 s)
 LOCK_POLL_S = 0.05
 LOCK_WAIT_S = 900.0  # above a test run's default timeout (600 s)
@@ -74,10 +74,6 @@ _NEVER = b""  # the key of an entry no stat may vouch for: a link, a racily clea
 
 Key = tuple[int, int, int, int, int, int]
 """(device, inode, size, mtime_ns, ctime_ns, mode) of a work-tree file."""
-Entry = tuple[bytes, str, str]
-"""The packed Key of the file copied (``_NEVER`` when no stat may vouch for it), the sha256
-digest and git's blob id of what was copied: few objects, as 100,000 of them are loaded and
-saved at every stop."""
 
 
 @dataclass(frozen=True)
@@ -88,9 +84,6 @@ class Limits:
     file_bytes: int
     tree_bytes: int
     reading: Callable[[bytes], None]
-
-
-_ABSENT: Entry = (_NEVER, "", "")
 
 
 def stat_key(info: os.stat_result) -> Key:
@@ -127,13 +120,18 @@ class Mirror:
         self.owner = owner
         self.object_format = object_format
         self.folder = folder
-        self.entries: dict[bytes, Entry] = {}
+        # The index: for each path copied, the packed Key of the file it was copied from
+        # (``_NEVER`` when no stat may vouch for it), and the sha256 digest and git blob id of
+        # the copy. Three maps of one order rather than an object a path: 100,000 paths are
+        # loaded, compared and saved at every stop.
+        self.keys: dict[bytes, bytes] = {}
+        self.digests: dict[bytes, str] = {}
+        self.blobs: dict[bytes, str] = {}
         self.seen: dict[bytes, os.stat_result] = {}  # each path as this pass read it
         # What this pass found: a path is stat'ed once a pass (the gate's capture and its run
         # share one), and a change after that is caught when the run ends (changed_since).
         self._found = TreeFiles()
         self._looked: set[bytes] = set()
-        self._sizes: dict[bytes, int] = {}  # of the regular files found
         self._prefix = os.path.join(self.workspace, b"")
         self.read_paths: list[bytes] = []  # read from the work tree in this pass
         self._taken = time.time_ns()
@@ -164,14 +162,14 @@ class Mirror:
             self._wait_for_lock()
             # A kept mirror is a gate's, of a git work tree: git lists it while the index loads.
             self._listing = Listing(Workspace(Path(os.fsdecode(self.workspace)), in_git=True))
-            self.entries = self._load()
+            self._load()
         except BaseException:
             self._release()
             raise
         if not self._saved:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.folder / "index")
-        if not self.entries:
+        if not self.keys:
             shutil.rmtree(self.tree, ignore_errors=True)  # copies no index describes
         self._make_folder(self.tree)
         # The commits' entries (the base's, HEAD's, the trusted ref's) are kept beside it.
@@ -198,8 +196,11 @@ class Mirror:
         the tests run); a change to the tree after this removes it again until the end."""
         if self.folder is None or self._saved:
             return
+        paths = list(self.keys)
         state = (INDEX_VERSION, self.workspace, self.owner, self.object_format,
-                 kinds_fingerprint(), self.entries, known_kinds(self.entries))  # fmt: skip
+                 kinds_fingerprint(), paths, list(self.keys.values()),
+                 list(map(self.digests.__getitem__, paths)),
+                 list(map(self.blobs.__getitem__, paths)), known_kinds(paths))  # fmt: skip
         write_atomic(self.folder / "index", marshal.dumps(state))
         self._saved = True
 
@@ -236,7 +237,7 @@ class Mirror:
             os.close(self._lock)  # closing the only descriptor releases the flock
             self._lock = None
 
-    def _load(self) -> dict[bytes, Entry]:
+    def _load(self) -> None:
         """The index, when it describes this work tree, owner and object format; else none
         (the tree is then rebuilt). The kinds of its paths (:func:`.runners.path_kind`) are
         believed only when the code that worked them out is this one."""
@@ -244,18 +245,21 @@ class Mirror:
         try:
             state = marshal.loads((self.folder / "index").read_bytes())  # noqa: S302 - the operator's own file
         except (OSError, ValueError, EOFError, TypeError):
-            return {}
+            return
         wanted = (INDEX_VERSION, self.workspace, self.owner, self.object_format)
-        if type(state) is not tuple or len(state) != 7 or state[:4] != wanted:
-            return {}
-        entries, kinds = state[5], state[6]
-        if type(entries) is not dict:
-            return {}
+        if type(state) is not tuple or len(state) != 10 or state[:4] != wanted:
+            return
+        paths, keys, digests, blobs, kinds = state[5:]
+        columns = (paths, keys, digests, blobs)
+        if any(type(column) is not list or len(column) != len(paths) for column in columns):
+            return
+        self.keys = dict(zip(paths, keys, strict=True))
+        self.digests = dict(zip(paths, digests, strict=True))
+        self.blobs = dict(zip(paths, blobs, strict=True))
         if state[4] == kinds_fingerprint() and type(kinds) is dict:
             remember_kinds(kinds)
             # Kept as it is until the tree changes: a pass that reads nothing writes nothing.
             self._saved = True
-        return entries
 
     # --- reading the work tree -------------------------------------------------------------
 
@@ -280,13 +284,13 @@ class Mirror:
         pass). ``limits`` bound the sizes of the regular files, checked before any is read,
         and see each chunk read. Returns what the pass has found so far: a path is looked at
         once a pass, whoever asks."""
-        paths = list(paths)
+        paths = list(dict.fromkeys(paths))
         looked = self._looked
         new = list(itertools.filterfalse(looked.__contains__, paths)) if looked else paths
         doubtful = self._doubtful(new)
         budget = 0  # what the files still to be read may add up to
         if limits is not None:
-            budget = limits.tree_bytes - sum(map(self._sizes.get, paths, itertools.repeat(0)))
+            budget = limits.tree_bytes - sum(self._sizes_of(paths))
         for rel in doubtful:
             budget -= self._look(rel, failure, limits, budget)
         if limits is not None:
@@ -297,36 +301,27 @@ class Mirror:
         """Those of ``paths`` the index cannot vouch for; the others are found as the index
         has them. The first scan of a large tree has a second process stat half of it."""
         half, other = len(paths), None
-        if not self._looked and self.entries and len(paths) >= _SPLIT_AT:
+        if not self._looked and self.keys and len(paths) >= _SPLIT_AT:
             half = len(paths) // 2
             try:
-                other = self._vouch_elsewhere(paths[half:])
-            except OSError:  # no second process today: this one looks at every path
+                other = self._stat_elsewhere(paths[half:])
+            except OSError:  # no second process today: this one stats every path
                 half = len(paths)
         with contextlib.ExitStack() as waited:
             if other is not None:
                 waited.callback(other)  # reaped, whatever happens here
-            vouched = self._vouched(paths[:half])
+            keys = self._keys_now(paths[:half])
             if other is not None:
-                others = range(len(paths) - half)
-                doubtful = other()
-                if doubtful is None:  # it failed: this process looks at them all itself
-                    doubtful = set(others)
-                vouched += map(operator.not_, map(doubtful.__contains__, others))
-        chosen = list(itertools.compress(paths, vouched))
-        self._take(chosen, list(map(self.entries.__getitem__, chosen)))
-        return list(itertools.compress(paths, map(operator.not_, vouched)))
+                keys += other() or self._keys_now(paths[half:])  # it failed: stat'ed here
+        vouched = self._vouched(paths, keys)
+        doubtful = list(itertools.compress(paths, map(operator.not_, vouched)))
+        self._take(list(itertools.compress(paths, vouched)), doubtful)
+        return doubtful
 
-    def _vouched(self, paths: list[bytes]) -> list[bool]:
+    def _vouched(self, paths: list[bytes], keys: list[bytes]) -> list[bool]:
         """Whether the index vouches for each of ``paths`` as the work tree holds it now: an
-        entry whose key is the file's ``lstat``, in a folder that is no link. Nothing is read
-        but the stats, a batch at a time at C speed (this runs over every path of the tree)."""
-        entries, recorded = self.entries, operator.itemgetter(0)
-        vouched: list[bool] = []
-        for start in range(0, len(paths), _BATCH):
-            batch = paths[start : start + _BATCH]
-            was = map(recorded, map(entries.get, batch, itertools.repeat(_ABSENT)))
-            vouched += map(operator.eq, self._keys_now(batch), was)
+        entry whose key is the file's (``keys``), in a folder that is no link."""
+        vouched = list(map(operator.eq, keys, map(self.keys.get, paths, itertools.repeat(_NEVER))))
         folders = set(_folders_of(paths))
         folders.discard(b"")
         links = {folder for folder in folders if not self._real_folder(folder)}
@@ -335,14 +330,20 @@ class Mirror:
             vouched = list(map(operator.and_, vouched, map(operator.not_, below)))
         return vouched
 
-    def _keys_now(self, batch: list[bytes]) -> list[bytes]:
-        """The packed key of each work-tree file of ``batch``; ``_NEVER`` for one that cannot
-        be stat'ed (its path is looked at alone, which names the error)."""
-        full = map(self._prefix.__add__, batch)
-        try:
-            return list(itertools.starmap(_PACKED.pack, map(_KEY_FIELDS, map(os.lstat, full))))
-        except (OSError, struct.error):
-            return [self._key_now(rel) for rel in batch]
+    def _keys_now(self, paths: list[bytes]) -> list[bytes]:
+        """The packed key of each work-tree file of ``paths``, a batch at a time at C speed
+        (this runs over every path of the tree); ``_NEVER`` for one that cannot be stat'ed
+        (its batch is stat'ed a path at a time; the path is then looked at alone, which names
+        the error)."""
+        keys: list[bytes] = []
+        for start in range(0, len(paths), _BATCH):
+            batch = paths[start : start + _BATCH]
+            full = map(self._prefix.__add__, batch)
+            try:
+                keys += itertools.starmap(_PACKED.pack, map(_KEY_FIELDS, map(os.lstat, full)))
+            except (OSError, struct.error):
+                keys += map(self._key_now, batch)
+        return keys
 
     def _key_now(self, rel: bytes) -> bytes:
         try:
@@ -350,14 +351,19 @@ class Mirror:
         except OSError:
             return _NEVER
 
-    def _take(self, vouched: list[bytes], kept: list[Entry]) -> None:
-        """Found, as the index has them: ``vouched`` paths, whose entries are ``kept``."""
-        found = self._found
-        found.digests.update(zip(vouched, map(operator.itemgetter(1), kept), strict=True))
-        found.blobs.update(zip(vouched, map(operator.itemgetter(2), kept), strict=True))
-        keys = b"".join(map(operator.itemgetter(0), kept))
-        sizes = map(operator.itemgetter(_SIZE_FIELD), _PACKED.iter_unpack(keys))
-        self._sizes.update(zip(vouched, sizes, strict=True))
+    def _take(self, vouched: list[bytes], doubtful: list[bytes]) -> None:
+        """Found, as the index has them: the ``vouched`` paths of a scan whose others were
+        ``doubtful``. When the scan covered the whole index, its maps are copied whole (at
+        memory speed) and the few doubtful taken out."""
+        found, index = self._found, self.digests
+        indexed_doubtful = list(filter(index.__contains__, doubtful))
+        if not found.digests and len(vouched) + len(indexed_doubtful) == len(index):
+            found.digests, found.blobs = index.copy(), self.blobs.copy()
+            for rel in indexed_doubtful:
+                found.remove(rel)
+        else:
+            found.digests.update(zip(vouched, map(index.__getitem__, vouched), strict=True))
+            found.blobs.update(zip(vouched, map(self.blobs.__getitem__, vouched), strict=True))
         self._looked.update(vouched)
 
     def _look(
@@ -375,16 +381,15 @@ class Mirror:
             return 0
         except OSError as exc:
             raise failure(f"cannot read {display(rel)}: {exc.strerror or exc}") from None
-        entry = self.entries.get(rel)
-        if entry is not None and entry[0] and _packed_key(info) == entry[0]:
-            self._take([rel], [entry])  # the other process could not say
+        key = self.keys.get(rel)
+        if key and _packed_key(info) == key:
+            self._take([rel], [])  # the other process could not say
             return 0
         if stat.S_ISLNK(info.st_mode):
             self._link(rel, info, failure)
         elif stat.S_ISREG(info.st_mode):
             if limits is not None and (info.st_size > limits.file_bytes or info.st_size > budget):
                 _too_big(rel, info.st_size, limits, failure)
-            self._sizes[rel] = info.st_size
             self._copy(rel, self._prefix + rel, failure, limits)
             return info.st_size
         return 0
@@ -392,42 +397,51 @@ class Mirror:
     def _within(self, paths: list[bytes], limits: Limits, failure: type[ClaimError]) -> None:
         """No regular file of ``paths`` over the size a file may have, nor all of them over the
         size a tree may have."""
-        sizes = list(filter(None, map(self._sizes.get, paths)))
+        sizes = self._sizes_of(paths)
         if sizes and max(sizes) > limits.file_bytes:
-            rel = next(rel for rel in paths if self._sizes.get(rel, 0) > limits.file_bytes)
-            _too_big(rel, self._sizes[rel], limits, failure)
+            biggest = max(sizes)
+            rel = next(rel for rel in paths if self._sizes_of([rel]) == [biggest])
+            _too_big(rel, biggest, limits, failure)
         if sum(sizes) > limits.tree_bytes:
             _too_big(b"", sum(sizes), limits, failure)
 
-    def _vouch_elsewhere(self, paths: list[bytes]) -> Callable[[], set[int] | None]:
-        """Have a forked process ``lstat`` ``paths`` against the index while this one goes on;
-        what is returned waits for it and gives the positions of the paths it could not vouch
-        for (None when it failed: this process then looks at them all itself)."""
+    def _sizes_of(self, paths: list[bytes]) -> list[int]:
+        """The size of each regular file found among ``paths``: from its key, else (read in
+        this pass, too close to it to be keyed) as it was read."""
+        present = list(itertools.compress(paths, map(self._found.digests.__contains__, paths)))
+        keys = list(map(self.keys.get, present, itertools.repeat(_NEVER)))
+        sizes = map(operator.itemgetter(_SIZE_FIELD), _PACKED.iter_unpack(b"".join(keys)))
+        unkeyed = itertools.compress(present, map(operator.not_, keys))
+        read = (self.seen[rel] for rel in unkeyed if rel in self.seen)
+        return [*sizes, *(info.st_size for info in read if stat.S_ISREG(info.st_mode))]
+
+    def _stat_elsewhere(self, paths: list[bytes]) -> Callable[[], list[bytes] | None]:
+        """Have a forked process take the keys of ``paths`` (``_keys_now``) while this one goes
+        on; what is returned waits for it and gives them (None when it failed)."""
         reader, writer = os.pipe()
-        # No thread runs in an observer, and the child only reads: forking is safe here.
+        # No thread runs in an observer, and the child only stats: forking is safe here.
         child = os.fork()
-        if child == 0:  # the other process: reads the index and the work tree's stats only
+        if child == 0:  # the other process: touches nothing but the paths, to stay small
             status = 1
             try:
                 os.close(reader)
-                vouched = self._vouched(paths)
-                doubtful = list(itertools.compress(range(len(paths)), map(operator.not_, vouched)))
                 with os.fdopen(writer, "wb") as out:
-                    out.write(marshal.dumps(doubtful))
+                    out.write(marshal.dumps(self._keys_now(paths)))
                 status = 0
             finally:
                 os._exit(status)
         os.close(writer)
 
-        answered: list[set[int] | None] = []
+        answered: list[list[bytes] | None] = []
 
-        def answer() -> set[int] | None:
+        def answer() -> list[bytes] | None:
             if not answered:  # asked again to make sure the child is reaped
                 with os.fdopen(reader, "rb") as answers:
                     data = answers.read()
                 _, status = os.waitpid(child, 0)
-                doubtful = marshal.loads(data) if status == 0 else None  # noqa: S302 - our fork's
-                answered.append(set(doubtful) if type(doubtful) is list else None)
+                keys = marshal.loads(data) if status == 0 else None  # noqa: S302 - our fork's
+                fits = type(keys) is list and len(keys) == len(paths)
+                answered.append(keys if fits else None)
             return answered[0]
 
         return answer
@@ -475,7 +489,7 @@ class Mirror:
         # granularity: a write in the same tick as the stat would leave every field as it is.
         settled = max(info.st_mtime_ns, info.st_ctime_ns) < self._taken - RACY_NS
         key = _packed_key(info) if settled else _NEVER
-        self.entries[rel] = (key, digest, blob.hexdigest())
+        self._index(rel, key, digest, blob.hexdigest())
         self.seen[rel] = info
         self.read_paths.append(rel)
         found = WorkTreeFile(digest, blob.hexdigest(), link=False)
@@ -503,11 +517,19 @@ class Mirror:
         if self.owner is not None:
             os.lchown(temporary, self.owner, self.owner)
         self._place(rel, temporary)
-        self.entries[rel] = (_NEVER, found.digest, found.blob or "")
+        self._index(rel, _NEVER, found.digest, found.blob or "")
         self.seen[rel] = info
         self.read_paths.append(rel)
         self._found.add(rel, found)
         return found
+
+    def _index(self, rel: bytes, key: bytes, digest: str, blob: str) -> None:
+        self.keys[rel], self.digests[rel], self.blobs[rel] = key, digest, blob
+
+    def _unindex(self, rel: bytes) -> None:
+        del self.keys[rel], self.digests[rel], self.blobs[rel]
+        self._found.remove(rel)
+        self._looked.discard(rel)
 
     def _real_folder(self, folder: bytes) -> bool:
         known = self._folders.get(folder)
@@ -548,11 +570,9 @@ class Mirror:
             else:
                 os.unlink(path)
         rel = os.path.relpath(path, self.tree)
-        for gone in [known for known in self.entries if known == rel
+        for gone in [known for known in self.keys if known == rel
                      or known.startswith(rel + b"/")]:  # fmt: skip
-            del self.entries[gone]
-            self._found.remove(gone)
-            self._looked.discard(gone)
+            self._unindex(gone)
 
     def _make_folder(self, path: bytes) -> None:
         with contextlib.suppress(FileExistsError):
@@ -562,13 +582,11 @@ class Mirror:
 
     def keep(self, wanted: Iterable[bytes]) -> None:
         """Remove from the mirror every file but ``wanted``, and the folders left empty."""
-        gone = self.entries.keys() - set(wanted)
+        gone = self.keys.keys() - set(wanted)
         if gone:
             self._changing()
         for rel in gone:
-            del self.entries[rel]
-            self._found.remove(rel)
-            self._looked.discard(rel)
+            self._unindex(rel)
             with contextlib.suppress(FileNotFoundError, NotADirectoryError):
                 os.unlink(os.path.join(self.tree, rel))
             folder = os.path.dirname(rel)
