@@ -48,7 +48,7 @@ import shutil
 import stat
 import struct
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -64,16 +64,18 @@ RACY_NS = 2_000_000_000  # above any file system's timestamp granularity (FAT: 2
 LOCK_POLL_S = 0.05
 LOCK_WAIT_S = 900.0  # above a test run's default timeout (600 s)
 _CHUNK = 1 << 20
-_PACKED = struct.Struct("<QQqqqI")
-_KEY_FIELDS = operator.attrgetter("st_dev", "st_ino", "st_size", "st_mtime_ns", "st_ctime_ns",
+# Six 8-byte fields in this machine's order, the size first: the sizes of a run of keys are
+# read as one array of them.
+_PACKED = struct.Struct("=qQQqqQ")
+_KEY_WORDS = _PACKED.size // 8
+_KEY_FIELDS = operator.attrgetter("st_size", "st_dev", "st_ino", "st_mtime_ns", "st_ctime_ns",
                                   "st_mode")  # fmt: skip
-_SIZE_FIELD = 2  # the size's place in a key
 _BATCH = 4096  # paths stat'ed at C speed at once; one that fails has its batch looked at alone
 _SPLIT_AT = 20_000  # paths, below which a second process costs more than it saves
 _NEVER = b""  # the key of an entry no stat may vouch for: a link, a racily clean file
 
 Key = tuple[int, int, int, int, int, int]
-"""(device, inode, size, mtime_ns, ctime_ns, mode) of a work-tree file."""
+"""(size, device, inode, mtime_ns, ctime_ns, mode) of a work-tree file."""
 
 
 @dataclass(frozen=True)
@@ -284,17 +286,14 @@ class Mirror:
         pass). ``limits`` bound the sizes of the regular files, checked before any is read,
         and see each chunk read. Returns what the pass has found so far: a path is looked at
         once a pass, whoever asks."""
-        paths = list(dict.fromkeys(paths))
-        looked = self._looked
-        new = list(itertools.filterfalse(looked.__contains__, paths)) if looked else paths
+        paths = list(paths)
+        new = list(dict.fromkeys(itertools.filterfalse(self._looked.__contains__, paths)))
         doubtful = self._doubtful(new)
         budget = 0  # what the files still to be read may add up to
         if limits is not None:
-            budget = limits.tree_bytes - sum(self._sizes_of(paths))
+            budget = limits.tree_bytes - self._within(paths, limits, failure)
         for rel in doubtful:
             budget -= self._look(rel, failure, limits, budget)
-        if limits is not None:
-            self._within(paths, limits, failure)
         return self._found
 
     def _doubtful(self, paths: list[bytes]) -> list[bytes]:
@@ -394,9 +393,9 @@ class Mirror:
             return info.st_size
         return 0
 
-    def _within(self, paths: list[bytes], limits: Limits, failure: type[ClaimError]) -> None:
-        """No regular file of ``paths`` over the size a file may have, nor all of them over the
-        size a tree may have."""
+    def _within(self, paths: list[bytes], limits: Limits, failure: type[ClaimError]) -> int:
+        """The bytes of the regular files found among ``paths``, refused when one is over the
+        size a file may have or all are over the size a tree may have."""
         sizes = self._sizes_of(paths)
         if sizes and max(sizes) > limits.file_bytes:
             biggest = max(sizes)
@@ -404,15 +403,18 @@ class Mirror:
             _too_big(rel, biggest, limits, failure)
         if sum(sizes) > limits.tree_bytes:
             _too_big(b"", sum(sizes), limits, failure)
+        return sum(sizes)
 
-    def _sizes_of(self, paths: list[bytes]) -> list[int]:
-        """The size of each regular file found among ``paths``: from its key, else (read in
-        this pass, too close to it to be keyed) as it was read."""
+    def _sizes_of(self, paths: list[bytes]) -> Sequence[int]:
+        """The size of each regular file found among ``paths``: from its key (an array over
+        the keys joined), else (read in this pass, too close to it to be keyed) as read."""
         present = list(itertools.compress(paths, map(self._found.digests.__contains__, paths)))
         keys = list(map(self.keys.get, present, itertools.repeat(_NEVER)))
-        sizes = map(operator.itemgetter(_SIZE_FIELD), _PACKED.iter_unpack(b"".join(keys)))
+        sizes = memoryview(b"".join(keys)).cast("q")[::_KEY_WORDS]
         unkeyed = itertools.compress(present, map(operator.not_, keys))
-        read = (self.seen[rel] for rel in unkeyed if rel in self.seen)
+        read = [self.seen[rel] for rel in unkeyed if rel in self.seen]
+        if not read:
+            return sizes
         return [*sizes, *(info.st_size for info in read if stat.S_ISREG(info.st_mode))]
 
     def _stat_elsewhere(self, paths: list[bytes]) -> Callable[[], list[bytes] | None]:

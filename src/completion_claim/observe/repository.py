@@ -433,7 +433,7 @@ def changed_files(
         listing = ("ls-files", "-z", "--cached", "--others", "--exclude-standard")
         listed = sorted(set(split_z(run_git(root, *listing, failure=failure))))
     wanted = chosen(dict.fromkeys(itertools.chain(listed, base)))
-    submodules = set(_with_mode(base, _SUBMODULE_MODE))
+    submodules = set(with_mode(base, _SUBMODULE_MODE))
     if submodules:
         wanted = list(itertools.filterfalse(submodules.__contains__, wanted))
     if read is None:
@@ -451,9 +451,9 @@ def changed_files(
     )
     changed = {rel: found.digests.get(rel) for rel in differing}
     # A link and a file of the same bytes have one blob id: their types are compared too.
-    typed = found.links.union(_with_mode(base, _LINK_MODE))
+    typed = found.links.union(with_mode(base, _LINK_MODE))
     if typed:
-        linked, chosen_paths = set(_with_mode(base, _LINK_MODE)), set(wanted)
+        linked, chosen_paths = set(with_mode(base, _LINK_MODE)), set(wanted)
         for rel in typed & chosen_paths:
             now = found.digests.get(rel)
             if rel in committed and now is not None and (rel in linked) != (rel in found.links):
@@ -461,7 +461,7 @@ def changed_files(
     return changed
 
 
-def _with_mode(entries: Mapping[bytes, tuple[str, str]], mode: str) -> Iterator[bytes]:
+def with_mode(entries: Mapping[bytes, tuple[str, str]], mode: str) -> Iterator[bytes]:
     """The paths of ``entries`` (path -> (mode, object id)) that have ``mode``."""
     modes = map(operator.itemgetter(0), entries.values())
     return itertools.compress(entries, map(operator.eq, modes, itertools.repeat(mode)))

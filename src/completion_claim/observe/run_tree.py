@@ -36,7 +36,14 @@ from .git_capture import DELETED, latest_file_writes
 from .mirror import Limits, Mirror
 from .repository import VerifiedObjects, display, object_format_of
 from .runners import PROTECTED, is_runner_protected, of_kind
-from .workspace import Files, Workspace, is_byproduct, tree_entries, without_byproducts
+from .workspace import (
+    Files,
+    Workspace,
+    containing,
+    is_byproduct,
+    tree_entries,
+    without_byproducts,
+)
 
 MAX_FILE_BYTES = 1 << 30
 MAX_TREE_BYTES = 4 << 30
@@ -85,8 +92,9 @@ class RunTree:
         cannot vouch for it; the mirror keeps nothing else."""
         skipped = [os.fsencode(path) for path in excluded]
         listed = mirror.listed(workspace)
-        self.virtualenvs = [os.path.dirname(rel) for rel in listed if rel.endswith(b"pyvenv.cfg")
-                            and os.path.basename(rel) == b"pyvenv.cfg"]  # fmt: skip
+        configs = containing(listed, [b"pyvenv.cfg"])
+        self.virtualenvs = sorted(os.path.dirname(rel) for rel in configs
+                                  if os.path.basename(rel) == b"pyvenv.cfg")  # fmt: skip
         left_out = [*skipped, *self.virtualenvs]
         wanted = without_byproducts(listed)
         if left_out:

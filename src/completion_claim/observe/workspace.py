@@ -18,7 +18,7 @@ import hashlib
 import itertools
 import os
 import shutil
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +31,7 @@ from .repository import (
     git_toplevel,
     run_git,
     split_z,
+    with_mode,
 )
 from .runners import CONFIGURATION, of_kind
 
@@ -51,21 +52,27 @@ def is_byproduct(rel: bytes) -> bool:
 
 
 def without_byproducts(paths: Iterable[bytes]) -> list[bytes]:
-    """``paths`` but the byproducts, asking ``is_byproduct`` only of the few that may be: those
-    found by searching all the paths at once (every file of the tree, at C speed)."""
+    """``paths`` but the byproducts, asking ``is_byproduct`` only of the few that may be."""
     paths = list(paths)
+    candidates = containing(paths, (b".pyc", b"__pycache__", b".pytest_cache"))
+    byproducts = {rel for rel in candidates if is_byproduct(rel)}
+    return list(itertools.filterfalse(byproducts.__contains__, paths)) if byproducts else paths
+
+
+def containing(paths: Sequence[bytes], marks: Iterable[bytes]) -> set[bytes]:
+    """Those of ``paths`` that contain one of ``marks``: found by searching all the paths at
+    once (they are every file of the tree, and few contain one)."""
     joined = b"\0".join(paths)
-    candidates: set[bytes] = set()
-    for mark in (b".pyc", b"__pycache__", b".pytest_cache"):
+    found: set[bytes] = set()
+    for mark in marks:
         at = joined.find(mark)
         while at >= 0:
             start = joined.rfind(b"\0", 0, at) + 1
             end = joined.find(b"\0", at)
             end = len(joined) if end < 0 else end
-            candidates.add(joined[start:end])
+            found.add(joined[start:end])
             at = joined.find(mark, end)
-    byproducts = {rel for rel in candidates if is_byproduct(rel)}
-    return list(itertools.filterfalse(byproducts.__contains__, paths)) if byproducts else paths
+    return found
 
 
 @dataclass(frozen=True)
@@ -123,8 +130,10 @@ class Listing:
 def tree_entries(root: Path, commit: str) -> dict[bytes, tuple[str, str]]:
     """``path -> (mode, object id)`` for every file (blob: files and links) in ``commit`` (a
     full id), each object checked against its id (``VerifiedObjects``)."""
-    entries = VerifiedObjects(root, commit, ObservationFailed).entries(commit)
-    return {rel: entry for rel, entry in entries.items() if entry[0] != _SUBMODULE_MODE}
+    entries = dict(VerifiedObjects(root, commit, ObservationFailed).entries(commit))
+    for rel in list(with_mode(entries, _SUBMODULE_MODE)):
+        del entries[rel]
+    return entries
 
 
 def _walk(root: bytes) -> Iterator[bytes]:
