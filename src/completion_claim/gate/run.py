@@ -45,7 +45,13 @@ from ..model import (
 from ..observe._common import Observation, ObserverSettings, run_observer
 from ..observe.git_capture import capture, mutation_record, repository_root
 from ..observe.mirror import Mirror
-from ..observe.repository import content_digest, git_process, object_format_of, run_git
+from ..observe.repository import (
+    content_digest,
+    git_answers_kept,
+    git_process,
+    object_format_of,
+    tree_object_format,
+)
 from ..observe.run_tree import is_protected
 from ..observe.sandbox import run_owner
 from ..report import render_report
@@ -125,6 +131,7 @@ class _Base:
     source: str  # how it was chosen, for the report
 
 
+@git_answers_kept()
 def start_gate(
     config: GateConfig, repo: Path, session: str | None = None, *, restart: bool = False
 ) -> Path:
@@ -170,6 +177,7 @@ def _test_baselines(
         return take_test_baselines(config, root, anchors, mutations, ignored, error, mirror)
 
 
+@git_answers_kept()
 def run_gate(
     config: GateConfig,
     repo: Path,
@@ -441,7 +449,7 @@ def _mirror(config: GateConfig, root: Path) -> Mirror:
     """The operator's mirror of the work tree (``observe.mirror``): a file its change cache
     vouches for is not read again, and a file read by the capture is copied for the test run in
     the same pass."""
-    object_format = run_git(root, "rev-parse", "--show-object-format").decode().strip()
+    object_format = tree_object_format(root)
     return Mirror.kept(mirror_path(config, root), root, run_owner(), object_format)
 
 

@@ -534,10 +534,16 @@ class Mirror:
         self._looked.discard(rel)
 
     def _real_folder(self, folder: bytes) -> bool:
+        """Whether no part of ``folder`` (a path below the work tree's root) is a link: each
+        folder is stat'ed once a pass, its parent first."""
         known = self._folders.get(folder)
         if known is None:
-            path = os.path.join(self.workspace, folder) if folder else self.workspace
-            known = self._folders[folder] = os.path.realpath(path) == path
+            parent = folder.rpartition(b"/")[0]
+            known = not parent or self._real_folder(parent)
+            if known:
+                with contextlib.suppress(OSError):  # nothing there: nothing below to read
+                    known = not stat.S_ISLNK(os.lstat(self._prefix + folder).st_mode)
+            self._folders[folder] = known
         return known
 
     # --- the mirror's tree -------------------------------------------------------------------

@@ -37,10 +37,12 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from .._files import write_atomic
 from ..errors import ClaimError, ObservationFailed
+
+_T = TypeVar("_T")
 
 # Each key that names a program git may run, emptied or pointed at nothing.
 _NO_PROGRAMS = (
@@ -190,17 +192,55 @@ def git_toplevel(path: Path, failure: type[ClaimError] = ObservationFailed) -> P
     linked work trees and submodules). A repository whose ``core.worktree`` moves its work tree
     elsewhere is refused: what would be read is not the folder given.
     """
-    toplevel = _single_line(_git(path, _ANY_OWNER, ("rev-parse", "--show-toplevel"), failure))
-    found = _single_line(_git(path, _ANY_OWNER, ("rev-parse", "--absolute-git-dir"), failure))
-    if toplevel is None or found is None:
+    return _remembered(("toplevel", os.fspath(path)), lambda: _toplevel(path, failure))
+
+
+def _toplevel(path: Path, failure: type[ClaimError]) -> Path | None:
+    done = _git(path, _ANY_OWNER, ("rev-parse", "--show-toplevel", "--absolute-git-dir"), failure)
+    lines = done.stdout.removesuffix(b"\n").split(b"\n")
+    if done.returncode != 0 or len(lines) != 2:
         return None
-    root = Path(os.fsdecode(toplevel))
+    root, found = Path(os.fsdecode(lines[0])), lines[1]
     if _single_line(git_process(root, ("rev-parse", "--absolute-git-dir"), failure)) != found:
         raise failure(
             f"{path}: the repository sets its work tree to {root} (core.worktree), which does "
             "not hold its .git; refusing to read it"
         )
     return root
+
+
+def tree_object_format(root: Path, failure: type[ClaimError] = ObservationFailed) -> str:
+    """The hash the repository at ``root`` names objects with (``sha1`` or ``sha256``)."""
+    return _remembered(
+        ("object format", os.fspath(root)),
+        lambda: (
+            run_git(root, "rev-parse", "--show-object-format", failure=failure).decode().strip()
+        ),
+    )
+
+
+_ANSWERS: list[dict[tuple[str, str], Any]] = []
+
+
+@contextlib.contextmanager
+def git_answers_kept() -> Iterator[None]:
+    """Within: a work tree's root and its object format are asked of git once (a gate needs
+    each several times, and a git process costs milliseconds); an error is not kept."""
+    _ANSWERS.append({})
+    try:
+        yield
+    finally:
+        _ANSWERS.pop()
+
+
+def _remembered(key: tuple[str, str], ask: Callable[[], _T]) -> _T:
+    if not _ANSWERS:
+        return ask()
+    kept = _ANSWERS[-1]
+    if key not in kept:
+        kept[key] = ask()
+    answer: _T = kept[key]
+    return answer
 
 
 def split_z(output: bytes) -> list[bytes]:
@@ -431,15 +471,14 @@ def changed_files(
     base = _tree(root, commit, failure) if commit is not None else {}
     if listed is None:
         listing = ("ls-files", "-z", "--cached", "--others", "--exclude-standard")
-        listed = sorted(set(split_z(run_git(root, *listing, failure=failure))))
+        listed = sorted(dict.fromkeys(split_z(run_git(root, *listing, failure=failure))))
     wanted = chosen(dict.fromkeys(itertools.chain(listed, base)))
     submodules = set(with_mode(base, _SUBMODULE_MODE))
     if submodules:
         wanted = list(itertools.filterfalse(submodules.__contains__, wanted))
     if read is None:
-        object_format = run_git(root, "rev-parse", "--show-object-format", failure=failure)
-        root_bytes, object_format_name = os.fsencode(root), object_format.decode().strip()
-        found = TreeFiles.of({rel: work_tree_file(root_bytes, rel, failure, object_format_name)
+        root_bytes, object_format = os.fsencode(root), tree_object_format(root, failure)
+        found = TreeFiles.of({rel: work_tree_file(root_bytes, rel, failure, object_format)
                               for rel in wanted})  # fmt: skip
     else:
         found = read(wanted)

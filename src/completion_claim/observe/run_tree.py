@@ -107,8 +107,11 @@ class RunTree:
         if len(present) < len(wanted):
             for rel in itertools.filterfalse(found.digests.__contains__, wanted):
                 _refuse_special(os.path.join(os.fsencode(workspace.root), rel), rel)
-        self.files.update(zip(present, map(found.digests.__getitem__, present), strict=True))
-        self.object_ids.update(zip(present, map(found.blobs.__getitem__, present), strict=True))
+        if not self.files and len(present) == len(found.digests):  # all found: copied whole
+            self.files, self.object_ids = found.digests.copy(), found.blobs.copy()
+        else:
+            self.files.update(zip(present, map(found.digests.__getitem__, present), strict=True))
+            self.object_ids.update(zip(present, map(found.blobs.__getitem__, present), strict=True))
         mirror.keep(self.files)
 
     def add_link(

@@ -29,8 +29,8 @@ from .repository import (
     display,
     git_process,
     git_toplevel,
-    run_git,
     split_z,
+    tree_object_format,
     with_mode,
 )
 from .runners import CONFIGURATION, of_kind
@@ -105,7 +105,7 @@ class Workspace:
         """The hash git names objects with (``sha1`` or ``sha256``)."""
         if not self.in_git:
             return "sha1"
-        return run_git(self.root, "rev-parse", "--show-object-format").decode().strip()
+        return tree_object_format(self.root)
 
 
 class Listing:
@@ -120,7 +120,8 @@ class Listing:
     def result(self) -> list[bytes]:
         if self._git is None:
             return sorted(_walk(os.fsencode(self.root)))
-        return sorted(set(split_z(self._git.output())))
+        # git lists the others, then the index, each sorted: two runs, merged in one pass.
+        return sorted(dict.fromkeys(split_z(self._git.output())))
 
     def stop(self) -> None:
         if self._git is not None:
