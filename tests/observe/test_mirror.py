@@ -17,7 +17,7 @@ import pytest
 from completion_claim.errors import ObservationFailed
 from completion_claim.observe import mirror as mirror_module
 from completion_claim.observe import runners
-from completion_claim.observe.mirror import RACY_NS, Mirror
+from completion_claim.observe.mirror import RACY_NS, Limits, Mirror
 from completion_claim.observe.runners import CONFIGURATION, PROTECTED, is_runner_protected
 from tests.fixtures.projects import make_repo
 
@@ -121,6 +121,24 @@ def test_attack_77_content_the_cache_saw_before_comes_back(tmp_path: Path) -> No
     assert (tmp_path / "mirror" / "tree" / "calc.py").read_text() == ORIGINAL
 
 
+def test_attack_94_a_folder_swapped_for_a_link_to_where_it_went_is_not_vouched_for(
+    tmp_path: Path,
+) -> None:
+    """``mv pkg moved && ln -s moved pkg``: ``pkg/calc.py`` stats as the very file the index
+    recorded (the same inode, its ctime untouched by its folder's rename), but git sees a link
+    where the folder was: the path is no longer in the work tree."""
+    repo = aged(tmp_path / "repo", {"pkg/calc.py": ORIGINAL})
+    one_pass(repo, tmp_path / "mirror", ["pkg/calc.py"])
+    before = os.lstat(repo / "pkg" / "calc.py")
+
+    (repo / "pkg").rename(repo / "moved")
+    (repo / "pkg").symlink_to("moved")
+
+    after = os.lstat(repo / "pkg" / "calc.py")  # through the link: the attack is real
+    assert (after.st_ino, after.st_ctime_ns) == (before.st_ino, before.st_ctime_ns)
+    assert one_pass(repo, tmp_path / "mirror", ["pkg/calc.py"]) == ({"pkg/calc.py": None}, [])
+
+
 def test_attack_79_a_mirror_taken_from_another_repository_is_not_trusted(tmp_path: Path) -> None:
     theirs = aged(tmp_path / "theirs", {"calc.py": SAME_SIZE})
     ours = make_repo(tmp_path / "ours", {"calc.py": ORIGINAL})
@@ -210,12 +228,33 @@ def test_kinds_kept_under_other_rules_are_not_believed(tmp_path: Path) -> None:
     index = tmp_path / "mirror" / "index"
     state = list(marshal.loads(index.read_bytes()))
     # An index kept by other code (an upgrade, an edit) that took the test file for code.
-    state[4], state[6] = "0" * 64, {b"tests/test_kept_kind.py": 0}
+    assert state[5] == [b"tests/test_kept_kind.py"]
+    state[4], state[9] = "0" * 64, bytes([0])
     index.write_bytes(marshal.dumps(tuple(state)))
     runners._KINDS.clear()
 
     with Mirror.kept(tmp_path / "mirror", repo, None, "sha1"):
         assert is_runner_protected(b"tests/test_kept_kind.py")
+
+
+def test_the_size_limits_hold_for_files_the_cache_vouches_for(tmp_path: Path) -> None:
+    """Sizes come from the cache's keys when no file is read: a file or a tree over its limit
+    is refused all the same."""
+    repo = aged(tmp_path / "repo", {"big.py": "x" * 100, "small.py": "y" * 50})
+    one_pass(repo, tmp_path / "mirror", ["big.py", "small.py"])
+    paths = [b"small.py", b"big.py"]
+
+    with Mirror.kept(tmp_path / "mirror", repo, None, "sha1") as mirror:
+        with pytest.raises(ObservationFailed, match=r"^big\.py is 100 bytes, over the 99 "):
+            mirror.scan(paths, ObservationFailed, Limits(99, 1000, lambda rel: None))
+        assert mirror.read_paths == []
+    with Mirror.kept(tmp_path / "mirror", repo, None, "sha1") as mirror:
+        with pytest.raises(ObservationFailed, match="over the 149 bytes a run copies"):
+            mirror.scan(paths, ObservationFailed, Limits(1000, 149, lambda rel: None))
+        assert mirror.read_paths == []
+    with Mirror.kept(tmp_path / "mirror", repo, None, "sha1") as mirror:
+        found = mirror.scan(paths, ObservationFailed, Limits(100, 150, lambda rel: None))
+        assert sorted(found.digests) == sorted(paths)
 
 
 def _split_repo(tmp_path: Path) -> tuple[Path, list[str]]:

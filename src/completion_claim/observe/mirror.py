@@ -258,8 +258,8 @@ class Mirror:
         self.keys = dict(zip(paths, keys, strict=True))
         self.digests = dict(zip(paths, digests, strict=True))
         self.blobs = dict(zip(paths, blobs, strict=True))
-        if state[4] == kinds_fingerprint() and type(kinds) is dict:
-            remember_kinds(kinds)
+        if state[4] == kinds_fingerprint() and type(kinds) is bytes:
+            remember_kinds(paths, kinds)
             # Kept as it is until the tree changes: a pass that reads nothing writes nothing.
             self._saved = True
 
@@ -399,7 +399,7 @@ class Mirror:
         sizes = self._sizes_of(paths)
         if sizes and max(sizes) > limits.file_bytes:
             biggest = max(sizes)
-            rel = next(rel for rel in paths if self._sizes_of([rel]) == [biggest])
+            rel = next(rel for rel in paths if list(self._sizes_of([rel])) == [biggest])
             _too_big(rel, biggest, limits, failure)
         if sum(sizes) > limits.tree_bytes:
             _too_big(b"", sum(sizes), limits, failure)

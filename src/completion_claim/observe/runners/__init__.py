@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import operator
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -96,15 +96,22 @@ def of_kind(paths: Iterable[bytes], kind: int) -> list[bytes]:
     return list(itertools.compress(paths, kinds))
 
 
-def known_kinds(paths: Iterable[bytes]) -> dict[bytes, int]:
-    """The kinds worked out so far for ``paths``, to be kept for the next process."""
-    known = _KINDS
-    return {rel: known[rel] for rel in paths if rel in known}
+_UNKNOWN = 255  # the kind kept for a path not worked out
 
 
-def remember_kinds(kinds: Mapping[bytes, int]) -> None:
-    """Kinds kept by an earlier process whose code had the same ``kinds_fingerprint``."""
-    _KINDS.update(kinds)
+def known_kinds(paths: Sequence[bytes]) -> bytes:
+    """The kind of each of ``paths`` worked out so far (a byte each), to be kept for the next
+    process."""
+    return bytes(map(_KINDS.get, paths, itertools.repeat(_UNKNOWN)))
+
+
+def remember_kinds(paths: Sequence[bytes], kinds: bytes) -> None:
+    """Kinds kept by an earlier process (``known_kinds``) whose code had the same
+    ``kinds_fingerprint``."""
+    if len(kinds) == len(paths):
+        _KINDS.update(zip(paths, kinds, strict=True))
+        for rel in itertools.compress(paths, map(operator.eq, kinds, itertools.repeat(_UNKNOWN))):
+            del _KINDS[rel]
 
 
 @cache
