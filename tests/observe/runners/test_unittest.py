@@ -256,3 +256,10 @@ def test_a_unittest_module_in_the_work_tree_does_not_replace_unittest(
 
     item = observed(claim, repo, "--trusted-ref", base, "--", *UNITTEST)
     assert item["details"]["protected_restored"]["removed"] == ["unittest.py"]
+
+
+def test_the_runner_names_the_variable_its_reporter_reads() -> None:
+    from completion_claim.observe import unittest_reporter
+    from completion_claim.observe.runners import unittest as unittest_runner
+
+    assert unittest_runner.REPORT_FDS == unittest_reporter.ENVIRONMENT

@@ -18,7 +18,9 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..unittest_reporter import ENVIRONMENT as REPORT_FDS
+# The variable both reporters read; not imported from ours, which loads unittest (the gate
+# asks this module at every stop, and runs no unittest itself).
+from ..pytest_reporter import ENVIRONMENT as REPORT_FDS
 from . import channel
 from .base import Detected, Invocation, ReportSource, RunContext, Runner, Toolchain
 from .pytest import PYTHON_PROGRAM, Interpreter, is_python_config
