@@ -259,7 +259,8 @@ def test_a_unittest_module_in_the_work_tree_does_not_replace_unittest(
 
 
 def test_the_runner_names_the_variable_its_reporter_reads() -> None:
-    from completion_claim.observe import unittest_reporter
-    from completion_claim.observe.runners import unittest as unittest_runner
+    """The runner passes the channel's descriptors in the variable pytest's reporter reads (not
+    importing its own, which loads unittest): the unittest reporter must read the same."""
+    from completion_claim.observe import pytest_reporter, unittest_reporter
 
-    assert unittest_runner.REPORT_FDS == unittest_reporter.ENVIRONMENT
+    assert unittest_reporter.ENVIRONMENT == pytest_reporter.ENVIRONMENT
