@@ -20,14 +20,6 @@ from tests.fixtures.projects import CALC, CALC_BUGGY, git, make_repo, write_file
 KNOWN_MTIME_NS = 1_772_366_400_123_456_789
 
 
-@pytest.fixture
-def claim(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
-    path = tmp_path / "claim.json"
-    assert run(["new", str(path), "--task-id", "t-1", "--outcome", "done"]) == 0
-    capsys.readouterr()
-    return path
-
-
 def capture(claim: Path, repo: Path, *args: str) -> int:
     return run(["capture-git", str(claim), "--repo", str(repo), *args])
 

@@ -41,9 +41,8 @@ def one_pass(repo: Path, folder: Path, paths: list[str]) -> tuple[dict[str, str 
     """Each path's digest through the mirror, and the paths it read from the work tree."""
     with Mirror.kept(folder, repo, None, "sha1") as mirror:
         scanned = mirror.scan([path.encode() for path in paths], ObservationFailed)
-        found = {path: scanned.get(path.encode()) for path in paths}
+        digests = {path: scanned.digests.get(path.encode()) for path in paths}
         mirror.keep(path.encode() for path in paths)
-    digests = {path: None if file is None else file.digest for path, file in found.items()}
     return digests, sorted(rel.decode() for rel in mirror.read_paths)
 
 

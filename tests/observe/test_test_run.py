@@ -29,6 +29,7 @@ from completion_claim.observe.runners.results import (
     junit_failures,
     parse_junit,
 )
+from completion_claim.observe.sandbox import Sandbox
 from tests.fixtures.installed import installed_python
 from tests.fixtures.projects import (
     CALC,
@@ -166,6 +167,35 @@ def test_failing_tests_are_an_observation_that_refutes(
     assert item["details"]["test_config_changed"] == []
     code, result = verdict(claim, capsys)
     assert (code, result["state"]) == (2, "refuted")
+
+
+def test_a_failed_run_counts_only_once_the_sandbox_starts_the_toolchain(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broken sandbox never passes for a failed test: a run that failed is followed by the
+    toolchain's probe in the same sandbox, and a sandbox that cannot start it fails the
+    observation (exit 5, nothing recorded). A passing run needed no such proof: no probe."""
+    probed: list[str] = []
+
+    def cannot_start(self: Sandbox, command: list[str], *args: Any, **kwargs: Any) -> None:
+        probed.append(os.path.basename(command[0]))
+        raise ObservationFailed("the sandbox (bwrap) cannot start python: as if broken")
+
+    monkeypatch.setattr(Sandbox, "probe", cannot_start)
+    passing = calc_project(tmp_path / "passing")
+    capture(claim, passing)
+    assert observe(claim, passing, "--", *PYTEST) == 0
+    assert probed == []
+
+    failing, refused = calc_project(tmp_path / "failing"), tmp_path / "refused.json"
+    assert run(["new", str(refused), "--task-id", "t-2", "--outcome", "fixed add()"]) == 0
+    write_files(failing, {"calc.py": CALC_BUGGY})
+    capture(refused, failing)
+    capsys.readouterr()
+    assert observe(refused, failing, "--", *PYTEST) == 5
+    assert "the sandbox (bwrap) cannot start python: as if broken" in capsys.readouterr().err
+    assert probed == [os.path.basename(sys.executable)]
+    assert evidence(refused) == []
 
 
 def test_zero_tests_collected_is_not_discriminating(

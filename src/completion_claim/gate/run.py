@@ -203,17 +203,13 @@ def run_gate(
     if config.sign_key is not None and not config.sign_key.is_file():
         # Checked before any work; the key itself is read after the checks ran.
         raise UsageError(f"{config.path.name}: [gate].sign_key {config.sign_key} is not a file")
-    with checking_toolchains(config, root) if capture_error is None else _nothing() as confirm:
+    no_check = contextlib.nullcontext(lambda: None)
+    with checking_toolchains(config, root) if capture_error is None else no_check as confirm:
         # The operator's configuration (an agent's edit of it runs nothing, so cannot make the
         # gate fail here and let a stop through); the interpreters are asked while the work tree
         # is captured, and answer before anything is recorded.
         return _gate(config, root, outcome, events, task_id, trusted_ref, record, chosen,
                      capture_error, notes, confirm)  # fmt: skip
-
-
-@contextlib.contextmanager
-def _nothing() -> Iterator[Callable[[], None]]:
-    yield lambda: None
 
 
 def _gate(

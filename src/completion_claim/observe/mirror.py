@@ -450,11 +450,11 @@ class Mirror:
 
     def _copy(
         self, rel: bytes, path: bytes, failure: type[ClaimError], limits: Limits | None
-    ) -> WorkTreeFile | None:
+    ) -> None:
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:
-            return None
+            return
         except OSError as exc:
             raise failure(f"cannot read {display(rel)}: {exc.strerror or exc}") from None
         temporary = os.path.join(self._scratch(), b"copy-%d" % os.getpid())
@@ -463,7 +463,7 @@ class Mirror:
         with os.fdopen(fd, "rb") as handle:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
-                return None  # swapped since the lstat: what is there now is no file
+                return  # swapped since the lstat: what is there now is no file
             content = hashlib.sha256()
             blob = hashlib.new(self.object_format, b"blob %d\0" % info.st_size)
             executable = bool(info.st_mode & 0o111)
@@ -494,19 +494,15 @@ class Mirror:
         self._index(rel, key, digest, blob.hexdigest())
         self.seen[rel] = info
         self.read_paths.append(rel)
-        found = WorkTreeFile(digest, blob.hexdigest(), link=False)
-        self._found.add(rel, found)
-        return found
+        self._found.add(rel, WorkTreeFile(digest, blob.hexdigest(), link=False))
 
-    def _link(
-        self, rel: bytes, info: os.stat_result, failure: type[ClaimError]
-    ) -> WorkTreeFile | None:
+    def _link(self, rel: bytes, info: os.stat_result, failure: type[ClaimError]) -> None:
         """A link is digested afresh every pass (its digest reads its target), and kept in the
         mirror as the link: relative, so it points into the copy. One that leaves the work
         tree is refused."""
         found = work_tree_file(self.workspace, rel, failure, self.object_format)
         if found is None:
-            return None
+            return
         target = os.readlink(os.path.join(self.workspace, rel))
         resolved = os.path.normpath(os.path.join(os.path.dirname(rel), target))
         if os.path.isabs(target) or resolved == b".." or resolved.startswith(b"../"):
@@ -523,7 +519,6 @@ class Mirror:
         self.seen[rel] = info
         self.read_paths.append(rel)
         self._found.add(rel, found)
-        return found
 
     def _index(self, rel: bytes, key: bytes, digest: str, blob: str) -> None:
         self.keys[rel], self.digests[rel], self.blobs[rel] = key, digest, blob

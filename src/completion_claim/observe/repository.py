@@ -333,12 +333,6 @@ class TreeFiles:
         self.blobs.pop(rel, None)
         self.links.discard(rel)
 
-    def get(self, rel: bytes) -> WorkTreeFile | None:
-        digest = self.digests.get(rel)
-        if digest is None:
-            return None
-        return WorkTreeFile(digest, self.blobs[rel], rel in self.links)
-
 
 def content_digest(
     root: bytes, rel: bytes, failure: type[ClaimError] = ObservationFailed
