@@ -9,6 +9,9 @@ $(BIN)/claim: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[observe,sign,serve,browser,dev,docs]'
+	# Bytecode, as an installed wheel has it: every `claim` process (a stop hook's, each test's)
+	# would otherwise compile its modules again where PYTHONDONTWRITEBYTECODE is set.
+	$(BIN)/python -m compileall -q src >/dev/null
 	touch $(BIN)/claim
 
 # `claim observe test-run` runs tests in a bubblewrap sandbox and refuses to run without one.

@@ -43,6 +43,32 @@ assert not loaded, loaded
     assert done.returncode == 0, done.stderr
 
 
+def _collector_after(argv: list[str]) -> tuple[int, str]:
+    """The exit code of ``claim ARGV`` run as the installed program runs it (``cli.main``, in a
+    process of its own), and whether the cycle collector was on when the command was done."""
+    code = f"""
+import gc, sys
+from completion_claim import cli
+sys.argv = ["claim", *{argv!r}]
+try:
+    cli.main()
+except SystemExit as done:
+    print(done.code, gc.isenabled())
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    exit_code, enabled = done.stdout.splitlines()[-1].split()
+    return int(exit_code), enabled
+
+
+def test_a_command_runs_without_the_cycle_collector_and_the_service_with_it() -> None:
+    """A command runs once and exits (a gate over a monorepo would otherwise have its 100,000s
+    of objects walked again and again); ``claim serve`` runs for days and collects cycles."""
+    assert _collector_after(["verify", "examples/format-note.claim.json",
+                             "--at", "2026-08-27T18:04:10Z"]) == (0, "False")  # fmt: skip
+    # Refused before it listens (no tokens off loopback): the service's own start has run.
+    assert _collector_after(["serve", "--host", "0.0.0.0"]) == (EXIT_USAGE, "True")
+
+
 @pytest.mark.parametrize("option", ["-q", "--quiet", "-v", "--color=never"])
 def test_a_global_option_after_the_command_says_to_put_it_first(
     option: str, capsys: pytest.CaptureFixture[str]

@@ -120,3 +120,26 @@ def test_kept_entries_in_another_layout_are_read_again_from_the_store(tmp_path: 
         assert VerifiedObjects(tmp_path / "repo", commit, ObservationFailed).entries(commit) == (
             entries
         )
+
+
+def test_kept_entries_share_one_text_a_mode(tmp_path: Path) -> None:
+    """A monorepo's 100,000 entries have a few modes: each is one text, so the kept copy writes
+    it once and a new process reads back one object, not one an entry."""
+    files = {f"m{number}.py": f"VALUE = {number}\n" for number in range(20)}
+    commit = _committed(tmp_path / "repo", files | {"run.sh": "#!/bin/sh\n"})
+    (tmp_path / "repo" / "run.sh").chmod(0o755)
+    git(tmp_path / "repo", "add", "-A")
+    git(tmp_path / "repo", "commit", "-qm", "executable")
+    commit = git(tmp_path / "repo", "rev-parse", "HEAD").strip()
+    kept = tmp_path / "kept"
+    _forget_this_process()
+    with entries_kept_in(kept):
+        VerifiedObjects(tmp_path / "repo", commit, ObservationFailed).entries(commit)
+    _forget_this_process()
+
+    with entries_kept_in(kept):
+        entries = VerifiedObjects(tmp_path / "repo", commit, ObservationFailed).entries(commit)
+
+    texts = {id(mode) for mode, _ in entries.values()}
+    assert {mode for mode, _ in entries.values()} == {"100644", "100755"}
+    assert len(texts) == 2

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import gc
 import ipaddress
 import os
 import signal
@@ -228,6 +229,7 @@ def serve_command(
     Prints one line with the URL it listens on once it is ready. Without --tokens, anyone who
     can connect may post claims, so it then listens on a loopback address only.
     """
+    gc.enable()  # the one command that runs for days: cycles must be collected (cli.main)
     with needs_extra("serve", "claim serve"):
         import uvicorn  # noqa: PLC0415
 

@@ -90,6 +90,8 @@ GIT_TIMEOUT_S = 300.0
 
 _LINK_MODE = "120000"
 _SUBMODULE_MODE = "160000"
+# The (mode, object id) of a path a commit does not hold: the id compares as a file gone does.
+_ABSENT: tuple[str, str | None] = ("", None)
 _MAX_LINK_HOPS = 40  # as the kernel's own limit
 _CHUNK = 1 << 20
 
@@ -478,9 +480,9 @@ def changed_files(
         found = read(wanted)
     # In bulk, at C speed: a monorepo has 100,000 paths and a stop changes a few. A path gone
     # and never committed compares None with None.
-    committed = dict(zip(base, map(operator.itemgetter(1), base.values()), strict=True))
+    committed = map(operator.itemgetter(1), map(base.get, wanted, itertools.repeat(_ABSENT)))
     differing = itertools.compress(
-        wanted, map(operator.ne, map(found.blobs.get, wanted), map(committed.get, wanted))
+        wanted, map(operator.ne, map(found.blobs.get, wanted), committed)
     )
     changed = {rel: found.digests.get(rel) for rel in differing}
     # A link and a file of the same bytes have one blob id: their types are compared too.
@@ -489,7 +491,7 @@ def changed_files(
         linked, chosen_paths = set(with_mode(base, _LINK_MODE)), set(wanted)
         for rel in typed & chosen_paths:
             now = found.digests.get(rel)
-            if rel in committed and now is not None and (rel in linked) != (rel in found.links):
+            if rel in base and now is not None and (rel in linked) != (rel in found.links):
                 changed[rel] = now
     return changed
 
@@ -628,6 +630,8 @@ class VerifiedObjects:
         # (tree id, path prefix): one subtree can sit at two paths, and each path is listed.
         level = [(self.commit_tree(commit), b"")]
         size = _OBJECT_ID_BYTES[self.object_format]
+        # One text a mode, shared by its entries: kept, each is written and read back once.
+        modes: dict[bytes, str] = {}
         while level:
             trees = self.read((tree_id for tree_id, _ in level), b"tree")
             below = []
@@ -636,7 +640,8 @@ class VerifiedObjects:
                     if mode == _TREE_MODE:
                         below.append((object_id, prefix + name + b"/"))
                     else:
-                        entries[prefix + name] = (mode.decode(), object_id)
+                        text = modes.get(mode) or modes.setdefault(mode, mode.decode())
+                        entries[prefix + name] = (text, object_id)
             level = below
         return entries
 
