@@ -1105,6 +1105,49 @@ def test_attack_74_a_file_changed_while_the_tests_run_is_not_seen_and_fails_the_
     )
 
 
+def test_attack_95_a_file_deleted_after_a_stop_read_it_fresh_is_gone_at_the_next(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    """The fix lives in ``addition.py``, written just before the first stop (so kept with no
+    key: racily clean); the agent then deletes it, and git still lists it. The next stop must
+    see the deletion, not run the tests on the mirror's copy of the fix."""
+    repo = make_repo(tmp_path / "repo", {"addition.py": CALC_BUGGY,
+                                         "calc.py": "from addition import add\n",
+                                         "tests/test_calc.py": TEST_CALC})  # fmt: skip
+    config = write_config(POLICY + TEST_RUN_CHECK)
+    start_gate(config, repo)
+    write_files(repo, {"addition.py": CALC})
+    assert run_gate(config, repo, outcome="Fixed add().").verdict.state == "verified"
+
+    (repo / "addition.py").unlink()
+    result = run_gate(config, repo, outcome="Fixed add().")
+
+    assert result.verdict.state == "refuted"
+    assert [(m["target"], m["digest"]) for m in result.document["mutations"]] == [
+        ("addition.py", "deleted")
+    ]
+
+
+def test_attack_95_a_file_dated_past_2262_is_read_again_at_the_next_stop(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    """``touch -d 2300-01-01``: a time the change cache cannot key. The fix is read once under
+    it; the broken code written later under the same date must be read too."""
+    repo = buggy_project(tmp_path / "repo")
+    config = write_config(POLICY + TEST_RUN_CHECK)
+    start_gate(config, repo)
+    far = 10_413_792_000.0  # 2300-01-01T00:00:00Z
+    write_files(repo, {"calc.py": CALC})
+    os.utime(repo / "calc.py", (far, far))
+    assert run_gate(config, repo, outcome="Fixed add().").verdict.state == "verified"
+
+    write_files(repo, {"calc.py": CALC_BUGGY + "# still fixed, says the agent\n"})
+    os.utime(repo / "calc.py", (far, far))
+    result = run_gate(config, repo, outcome="Fixed add().")
+
+    assert result.verdict.state == "refuted"
+
+
 def test_attack_78_a_sandboxed_test_cannot_change_the_operators_mirror(
     tmp_path: Path, write_config: WriteConfig
 ) -> None:

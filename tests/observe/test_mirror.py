@@ -138,6 +138,72 @@ def test_attack_94_a_folder_swapped_for_a_link_to_where_it_went_is_not_vouched_f
     assert one_pass(repo, tmp_path / "mirror", ["pkg/calc.py"]) == ({"pkg/calc.py": None}, [])
 
 
+def test_attack_95_a_path_kept_without_a_key_is_not_vouched_for_once_it_is_gone(
+    tmp_path: Path,
+) -> None:
+    """A link, and a file written within the racy window, are kept with no key; deleted, they
+    cannot be stat'ed, and "no key now" must not match "no key kept": the deletion is seen
+    (the gate would otherwise run the tests on the copy of a file the agent removed)."""
+    repo = make_repo(tmp_path / "repo", {"calc.py": ORIGINAL})
+    os.symlink("calc.py", repo / "alias.py")
+    paths = ["alias.py", "calc.py"]
+    first, _ = one_pass(repo, tmp_path / "mirror", paths)  # calc.py: too fresh to be keyed
+    assert first == {"alias.py": f"symlink:calc.py:{sha256(ORIGINAL)}",
+                     "calc.py": sha256(ORIGINAL)}  # fmt: skip
+
+    (repo / "alias.py").unlink()
+    (repo / "calc.py").unlink()
+
+    assert one_pass(repo, tmp_path / "mirror", paths) == ({"alias.py": None, "calc.py": None}, [])
+
+
+def test_a_file_gone_from_the_work_tree_leaves_the_others_vouched_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stat that fails (``rm`` of a file git still lists) is the one path's: every other key
+    stays beside its own path, so no other file is looked at again (in a monorepo, each path
+    after the gone one would otherwise cost a second ``lstat``, one at a time)."""
+    files = {f"m{number}.py": f"VALUE = {number}\n" for number in range(6)}
+    repo = aged(tmp_path / "repo", files)
+    paths = sorted(files)
+    first, _ = one_pass(repo, tmp_path / "mirror", paths)
+    (repo / "m2.py").unlink()
+    stated: list[str] = []
+    lstat = os.lstat
+
+    def counted(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        if os.fsdecode(path).startswith(str(repo)):
+            stated.append(os.path.basename(os.fsdecode(path)))
+        return lstat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "lstat", counted)
+    assert one_pass(repo, tmp_path / "mirror", paths) == (first | {"m2.py": None}, [])
+    # The batch, then each of its paths alone (which names the one that failed), then the
+    # gone one looked at: nothing else.
+    assert sorted(stated) == sorted([*paths[:3], *paths, "m2.py"])
+
+
+def test_attack_95_a_file_dated_past_2262_is_read_at_every_pass(tmp_path: Path) -> None:
+    """A modification time the cache key cannot hold (past 2262, nanoseconds overflow 64 bits)
+    is set with ``touch -d 2300-01-01``: the file is kept with no key, and read again at every
+    pass, so a new content under the same far date is seen."""
+    repo = aged(tmp_path / "repo", {"calc.py": ORIGINAL})
+    far = 10_413_792_000.0  # 2300-01-01T00:00:00Z
+    os.utime(repo / "calc.py", (far, far))
+    if os.stat(repo / "calc.py").st_mtime_ns < 1 << 63:
+        pytest.fail("this file system cannot hold a date past 2262: the attack needs one")
+    assert one_pass(repo, tmp_path / "mirror", ["calc.py"])[0] == {"calc.py": sha256(ORIGINAL)}
+
+    (repo / "calc.py").write_text(SAME_SIZE)
+    os.utime(repo / "calc.py", (far, far))
+
+    assert one_pass(repo, tmp_path / "mirror", ["calc.py"]) == (
+        {"calc.py": sha256(SAME_SIZE)},
+        ["calc.py"],
+    )
+    assert (tmp_path / "mirror" / "tree" / "calc.py").read_text() == SAME_SIZE
+
+
 def test_attack_79_a_mirror_taken_from_another_repository_is_not_trusted(tmp_path: Path) -> None:
     theirs = aged(tmp_path / "theirs", {"calc.py": SAME_SIZE})
     ours = make_repo(tmp_path / "ours", {"calc.py": ORIGINAL})

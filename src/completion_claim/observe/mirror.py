@@ -72,7 +72,8 @@ _KEY_FIELDS = operator.attrgetter("st_size", "st_dev", "st_ino", "st_mtime_ns", 
                                   "st_mode")  # fmt: skip
 _BATCH = 4096  # paths stat'ed at C speed at once; one that fails has its batch looked at alone
 _SPLIT_AT = 20_000  # paths, below which a second process costs more than it saves
-_NEVER = b""  # the key of an entry no stat may vouch for: a link, a racily clean file
+_NEVER = b""  # the key of an entry no stat may vouch for: a link, a racily clean file, a time
+# past 2262; and of a path that cannot be stat'ed now. The two never match (``_vouched``).
 
 Key = tuple[int, int, int, int, int, int]
 """(size, device, inode, mtime_ns, ctime_ns, mode) of a work-tree file."""
@@ -319,8 +320,11 @@ class Mirror:
 
     def _vouched(self, paths: list[bytes], keys: list[bytes]) -> list[bool]:
         """Whether the index vouches for each of ``paths`` as the work tree holds it now: an
-        entry whose key is the file's (``keys``), in a folder that is no link."""
-        vouched = list(map(operator.eq, keys, map(self.keys.get, paths, itertools.repeat(_NEVER))))
+        entry whose key is the file's (``keys``), in a folder that is no link. An entry kept
+        with no key (a link, a racily clean file) vouches for nothing: a file that can no
+        longer be stat'ed, or whose times cannot be packed, has no key now either (attack 95)."""
+        recorded = list(map(self.keys.get, paths, itertools.repeat(_NEVER)))
+        vouched = list(map(operator.and_, map(operator.eq, keys, recorded), map(bool, recorded)))
         folders = set(_folders_of(paths))
         folders.discard(b"")
         links = {folder for folder in folders if not self._real_folder(folder)}
@@ -339,7 +343,9 @@ class Mirror:
             batch = paths[start : start + _BATCH]
             full = map(self._prefix.__add__, batch)
             try:
-                keys += itertools.starmap(_PACKED.pack, map(_KEY_FIELDS, map(os.lstat, full)))
+                # Whole or not at all: a batch that fails half-way leaves nothing behind, so
+                # every key stays beside its path.
+                keys += list(itertools.starmap(_PACKED.pack, map(_KEY_FIELDS, map(os.lstat, full))))
             except (OSError, struct.error):
                 keys += map(self._key_now, batch)
         return keys
