@@ -42,7 +42,7 @@ def one_pass(repo: Path, folder: Path, paths: list[str]) -> tuple[dict[str, str 
     with Mirror.kept(folder, repo, None, "sha1") as mirror:
         scanned = mirror.scan([path.encode() for path in paths], ObservationFailed)
         digests = {path: scanned.digests.get(path.encode()) for path in paths}
-        mirror.keep(path.encode() for path in paths)
+        mirror.keep({path.encode() for path in paths})
     return digests, sorted(rel.decode() for rel in mirror.read_paths)
 
 

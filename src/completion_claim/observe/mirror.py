@@ -48,7 +48,8 @@ import shutil
 import stat
 import struct
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -589,9 +590,10 @@ class Mirror:
             if self.owner is not None:
                 os.chown(path, self.owner, self.owner)
 
-    def keep(self, wanted: Iterable[bytes]) -> None:
-        """Remove from the mirror every file but ``wanted``, and the folders left empty."""
-        gone = self.keys.keys() - set(wanted)
+    def keep(self, wanted: Mapping[bytes, object] | AbstractSet[bytes]) -> None:
+        """Remove from the mirror every file but ``wanted`` (the run's files, or a set of
+        paths), and the folders left empty."""
+        gone = [rel for rel in self.keys if rel not in wanted]
         if gone:
             self._changing()
         for rel in gone:

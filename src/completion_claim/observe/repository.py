@@ -502,7 +502,7 @@ def with_mode(entries: Mapping[bytes, tuple[str, str]], mode: str) -> Iterator[b
     return itertools.compress(entries, map(operator.eq, modes, itertools.repeat(mode)))
 
 
-def _tree(root: Path, commit: str, failure: type[ClaimError]) -> dict[bytes, tuple[str, str]]:
+def _tree(root: Path, commit: str, failure: type[ClaimError]) -> Mapping[bytes, tuple[str, str]]:
     """Path -> (mode, object id) of every entry in the commit's tree, each object checked."""
     return VerifiedObjects(root, commit, failure).entries(commit)
 
@@ -591,19 +591,20 @@ class VerifiedObjects:
             raise self.failure(f"commit {commit} names no tree")
         return tree
 
-    def entries(self, commit: str) -> dict[bytes, tuple[str, str]]:
+    def entries(self, commit: str) -> Mapping[bytes, tuple[str, str]]:
         """Path -> (mode, object id) of every entry below the commit's tree that is not itself
         a tree (files, links, submodules), as ``ls-tree -r`` lists them.
 
         Kept for the last few commits read: an id names one content, checked when it was read,
         and a gate reads its base's tree two or three times (100,000 entries in a monorepo);
-        within ``entries_kept_in``, also in the operator's folder, for the next process."""
+        within ``entries_kept_in``, also in the operator's folder, for the next process. Every
+        reader in this process is given the one kept mapping, never a copy: it is read only."""
         key = (str(self.root), commit)
         if key not in _ENTRIES:
             if len(_ENTRIES) >= _ENTRIES_KEPT:
                 del _ENTRIES[next(iter(_ENTRIES))]
             _ENTRIES[key] = self._kept_entries(commit)
-        return dict(_ENTRIES[key])
+        return _ENTRIES[key]
 
     def _kept_entries(self, commit: str) -> dict[bytes, tuple[str, str]]:
         if not _ENTRIES_FOLDER or object_format_of(commit) != self.object_format:

@@ -92,7 +92,7 @@ class Workspace:
         (so nothing hidden through .gitignore or .git/info/exclude); outside git, every file."""
         return Listing(self).result()
 
-    def head(self) -> dict[bytes, tuple[str, str]] | None:
+    def head(self) -> Mapping[bytes, tuple[str, str]] | None:
         """``HEAD``'s files as ``path -> (mode, object id)``; None outside git, and empty in a
         repository without a commit (every file is then new)."""
         if not self.in_git:
@@ -128,13 +128,15 @@ class Listing:
             self._git.stop()
 
 
-def tree_entries(root: Path, commit: str) -> dict[bytes, tuple[str, str]]:
+def tree_entries(root: Path, commit: str) -> Mapping[bytes, tuple[str, str]]:
     """``path -> (mode, object id)`` for every file (blob: files and links) in ``commit`` (a
-    full id), each object checked against its id (``VerifiedObjects``)."""
-    entries = dict(VerifiedObjects(root, commit, ObservationFailed).entries(commit))
-    for rel in list(with_mode(entries, _SUBMODULE_MODE)):
-        del entries[rel]
-    return entries
+    full id), each object checked against its id (``VerifiedObjects``); read only, and, in a
+    commit with no submodule, the very mapping every reader of the commit is given."""
+    entries = VerifiedObjects(root, commit, ObservationFailed).entries(commit)
+    submodules = set(with_mode(entries, _SUBMODULE_MODE))
+    if not submodules:
+        return entries
+    return {rel: entry for rel, entry in entries.items() if rel not in submodules}
 
 
 def _walk(root: bytes) -> Iterator[bytes]:
