@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import marshal
+import mmap
 import os
 import shutil
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -17,7 +21,7 @@ import pytest
 from completion_claim.errors import ObservationFailed
 from completion_claim.observe import mirror as mirror_module
 from completion_claim.observe import runners
-from completion_claim.observe.mirror import RACY_NS, Limits, Mirror
+from completion_claim.observe.mirror import RACY_NS, Limits, Mirror, file_system_of
 from completion_claim.observe.runners import CONFIGURATION, PROTECTED, is_runner_protected
 from tests.fixtures.projects import make_repo
 
@@ -202,6 +206,72 @@ def test_attack_95_a_file_dated_past_2262_is_read_at_every_pass(tmp_path: Path) 
         ["calc.py"],
     )
     assert (tmp_path / "mirror" / "tree" / "calc.py").read_text() == SAME_SIZE
+
+
+def mapped_passes(repo: Path, folder: Path) -> tuple[dict[str, str | None], list[str]]:
+    """``calc.py`` rewritten through a shared mapping the agent keeps open: once to SAME_SIZE
+    (its ctime moves: the page was clean), a pass that reads it after the racy window, then to
+    ORIGINAL through the now dirty page; what the next pass finds."""
+    with open(repo / "calc.py", "r+b") as handle:
+        os.fsync(handle.fileno())  # written back: the next write dirties a clean page
+        with mmap.mmap(handle.fileno(), 0) as mapped:
+            mapped[:] = SAME_SIZE.encode()
+            time.sleep(RACY_NS / 1e9 + 0.2)
+            assert one_pass(repo, folder, ["calc.py"])[0] == {"calc.py": sha256(SAME_SIZE)}
+            mapped[:] = ORIGINAL.encode()
+    assert (repo / "calc.py").read_text() == ORIGINAL
+    return one_pass(repo, folder, ["calc.py"])
+
+
+def test_attack_96_a_write_through_a_shared_mapping_is_read(tmp_path: Path) -> None:
+    """A write to a page already dirty moves no time until the page is written back: the pass
+    writes the file system back before it stats, so the write after it moves the ctime."""
+    repo = make_repo(tmp_path / "repo", {"calc.py": ORIGINAL})
+    assert file_system_of(os.stat(repo).st_dev) in mirror_module.KEYED_FILE_SYSTEMS
+
+    assert mapped_passes(repo, tmp_path / "mirror") == ({"calc.py": sha256(ORIGINAL)}, ["calc.py"])
+
+
+def test_attack_96_on_a_file_system_that_never_writes_back_no_stat_vouches(tmp_path: Path) -> None:
+    """tmpfs writes nothing back: a write through a mapping moves no time, ever. There every
+    file is read at every pass."""
+    shm = Path("/dev/shm")  # the machine's tmpfs: the case under test
+    if not shm.is_dir() or file_system_of(os.stat(shm).st_dev) != "tmpfs":
+        pytest.fail("this test needs the tmpfs at /dev/shm")
+    with tempfile.TemporaryDirectory(dir=shm) as folder:
+        repo = make_repo(Path(folder) / "repo", {"calc.py": ORIGINAL})
+
+        assert mapped_passes(repo, tmp_path / "mirror") == (
+            {"calc.py": sha256(ORIGINAL)},
+            ["calc.py"],
+        )
+        assert one_pass(repo, tmp_path / "mirror", ["calc.py"])[1] == ["calc.py"]
+
+
+def test_attack_96_a_file_on_a_mount_inside_the_work_tree_is_read_at_every_pass(
+    tmp_path: Path,
+) -> None:
+    """A folder of the work tree mounted from elsewhere (a tmpfs, a FUSE daemon's files): its
+    files are on another device than the root's, and no stat of theirs is kept."""
+    repo = make_repo(tmp_path / "repo", {"calc.py": ORIGINAL})
+    (repo / "mounted").mkdir()
+    code = f"""
+import subprocess, sys, time
+sys.path[:0] = {sys.path!r}
+subprocess.run(["mount", "-t", "tmpfs", "tmpfs", {str(repo / "mounted")!r}], check=True)
+open({str(repo / "mounted" / "m.py")!r}, "w").write("VALUE = 1\\n")
+from tests.observe.test_mirror import one_pass, RACY_NS
+from pathlib import Path
+time.sleep(RACY_NS / 1e9 + 0.2)
+paths = ["calc.py", "mounted/m.py"]
+one_pass(Path({str(repo)!r}), Path({str(tmp_path / "mirror")!r}), paths)
+print(one_pass(Path({str(repo)!r}), Path({str(tmp_path / "mirror")!r}), paths)[1])
+"""
+    own = ["-m"] if os.geteuid() == 0 else ["-U", "-r", "-m"]
+    done = subprocess.run(["unshare", *own, sys.executable, "-c", code], capture_output=True,
+                          text=True, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[-2] == "['mounted/m.py']"
 
 
 def test_attack_79_a_mirror_taken_from_another_repository_is_not_trusted(tmp_path: Path) -> None:

@@ -16,6 +16,15 @@ clock tick as the stat could otherwise leave every field as recorded, as git's "
 entries; such a file is read again by the next pass. Symbolic links are never cached: their
 digest reads their target.
 
+A write through a shared mapping (``mmap``) moves the ctime only when it dirties a clean page:
+later writes to the dirty page move nothing until the page is written back (attack 96). So a pass
+first writes back the work tree's file system (``syncfs``): every page dirtied before it is then
+clean, and a write to it after the pass's stat faults and moves the ctime; a page dirtied since
+has a ctime within the racy window. That is a promise of the file systems that write pages back
+(``KEYED_FILE_SYSTEMS``); on any other (tmpfs never writes back; FUSE reports whatever its daemon
+says) no stat is recorded, nor for a file on another device than the work tree's root (a mount
+inside it): every such file is read at every pass.
+
 The agent's ``.git/index`` and its stat data are never read. The index is removed before a pass
 first changes the mirror and written back once the tree is as the run is given it, so a pass that
 dies half-way leaves no index, and the next one starts from an empty tree rather than from copies
@@ -73,6 +82,9 @@ _KEY_FIELDS = operator.attrgetter("st_size", "st_dev", "st_ino", "st_mtime_ns", 
                                   "st_mode")  # fmt: skip
 _BATCH = 4096  # paths stat'ed at C speed at once; one that fails has its batch looked at alone
 _SPLIT_AT = 20_000  # paths, below which a second process costs more than it saves
+# File systems that write dirty pages back, so that a write to a file's mapping after that moves
+# its ctime: the only ones a stat is recorded on.
+KEYED_FILE_SYSTEMS = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs"})
 _NEVER = b""  # the key of an entry no stat may vouch for: a link, a racily clean file, a time
 # past 2262; and of a path that cannot be stat'ed now. The two never match (``_vouched``).
 
@@ -139,6 +151,7 @@ class Mirror:
         self._prefix = os.path.join(self.workspace, b"")
         self.read_paths: list[bytes] = []  # read from the work tree in this pass
         self._taken = time.time_ns()
+        self._device: int | None = None  # the work tree's root's, when its stats may be kept
         self._folders: dict[bytes, bool] = {}
         self._lock: int | None = None
         self._held = contextlib.ExitStack()
@@ -179,6 +192,9 @@ class Mirror:
         # The commits' entries (the base's, HEAD's, the trusted ref's) are kept beside it.
         self._held.enter_context(entries_kept_in(self.folder / "commits"))
         self._taken = time.time_ns()
+        self._device = keyed_device(self.workspace)
+        if self._device is None:  # no stat vouches here: not the ones kept before either
+            self.keys = dict.fromkeys(self.keys, _NEVER)
         return self
 
     def __exit__(
@@ -497,7 +513,7 @@ class Mirror:
         # Vouched for later only when its times are older than this pass by more than their
         # granularity: a write in the same tick as the stat would leave every field as it is.
         settled = max(info.st_mtime_ns, info.st_ctime_ns) < self._taken - RACY_NS
-        key = _packed_key(info) if settled else _NEVER
+        key = _packed_key(info) if settled and info.st_dev == self._device else _NEVER
         self._index(rel, key, digest, blob.hexdigest())
         self.seen[rel] = info
         self.read_paths.append(rel)
@@ -620,6 +636,50 @@ class Mirror:
             if before is None or now != stat_key(before):
                 return rel
         return None
+
+
+def keyed_device(root: bytes) -> int | None:
+    """The device of the work tree at ``root`` when its file system keeps the cache's promise
+    (``KEYED_FILE_SYSTEMS``), once every page dirtied so far is written back; else None."""
+    try:
+        device = os.stat(root).st_dev
+    except OSError:
+        return None
+    if file_system_of(device) not in KEYED_FILE_SYSTEMS:
+        return None
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        _write_back(fd)
+    finally:
+        os.close(fd)
+    return device
+
+
+def file_system_of(device: int) -> str | None:
+    """The type of the file system mounted from ``device`` (``/proc/self/mountinfo``), or None
+    when no mount names it (a btrfs subvolume's own device, a system without ``/proc``)."""
+    try:
+        with open("/proc/self/mountinfo", "rb") as handle:
+            mounts = handle.read()
+    except OSError:
+        return None
+    wanted = b"%d:%d" % (os.major(device), os.minor(device))
+    for line in mounts.splitlines():
+        fields = line.split(b" ")
+        # id, parent, major:minor, root, mount point, options, [optional...], -, type, ...
+        if len(fields) > 2 and fields[2] == wanted and b"-" in fields[6:]:
+            return fields[fields.index(b"-", 6) + 1].decode(errors="replace")
+    return None
+
+
+def _write_back(fd: int) -> None:
+    """``syncfs`` on the file system holding ``fd``: its dirty pages written back, and made
+    read-only in every mapping, so that the next write to one faults and moves its ctime."""
+    import ctypes  # noqa: PLC0415 - only a kept mirror's pass needs it
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if getattr(libc, "syncfs", None) is None or libc.syncfs(fd) != 0:
+        os.sync()
 
 
 def _too_big(rel: bytes, size: int, limits: Limits | None, failure: type[ClaimError]) -> None:
