@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import mmap
 import os
 import pwd
 import shutil
@@ -31,6 +32,7 @@ from completion_claim.gate.run import (
     run_gate,
     start_gate,
 )
+from completion_claim.observe.mirror import RACY_NS
 from tests.fixtures.installed import installed_python
 from tests.fixtures.pages import Site as WebApp
 from tests.fixtures.pages import needs_chromium, served_site
@@ -1146,6 +1148,35 @@ def test_attack_95_a_file_dated_past_2262_is_read_again_at_the_next_stop(
     result = run_gate(config, repo, outcome="Fixed add().")
 
     assert result.verdict.state == "refuted"
+
+
+def test_attack_96_a_write_through_a_mapping_left_open_is_seen_at_the_next_stop(
+    write_config: WriteConfig, request: pytest.FixtureRequest
+) -> None:
+    """A process the agent left holds ``calc.py`` mapped: the fix is written through it before
+    one stop, the broken code through the same (dirty) page before the next, which moves no
+    time. The next stop must run the tests on the broken code. The work tree is on a tmpfs,
+    which never writes a page back (on ext4 the gate's own writes happen to flush it)."""
+    shm = Path("/dev/shm")  # the machine's tmpfs: the case under test
+    if not shm.is_dir():
+        pytest.fail("this test needs the tmpfs at /dev/shm")
+    place = Path(tempfile.mkdtemp(dir=shm))
+    request.addfinalizer(lambda: shutil.rmtree(place))
+    repo = buggy_project(place / "repo")
+    config = write_config(POLICY + TEST_RUN_CHECK)
+    start_gate(config, repo)
+    broken = CALC.replace("a + b", "a * b")
+    with open(repo / "calc.py", "r+b") as handle:
+        os.fsync(handle.fileno())
+        with mmap.mmap(handle.fileno(), 0) as mapped:
+            mapped[:] = CALC.encode()
+            time.sleep(RACY_NS / 1e9 + 0.2)  # old enough for its stat to be kept
+            assert run_gate(config, repo, outcome="Fixed add().").verdict.state == "verified"
+            mapped[:] = broken.encode()
+            result = run_gate(config, repo, outcome="Fixed add().")
+
+    assert result.verdict.state == "refuted"
+    assert [m["digest"] for m in result.document["mutations"]] == [sha256(broken)]
 
 
 def test_attack_78_a_sandboxed_test_cannot_change_the_operators_mirror(
