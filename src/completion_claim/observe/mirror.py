@@ -56,6 +56,7 @@ import os
 import shutil
 import stat
 import struct
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -177,9 +178,15 @@ class Mirror:
         self._lock = os.open(self.folder / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
             self._wait_for_lock()
+            # What is written from now on is within the racy window: never keyed this pass.
+            self._taken = time.time_ns()
+            written_back = _WriteBack(self.workspace)  # while the index loads
             # A kept mirror is a gate's, of a git work tree: git lists it while the index loads.
             self._listing = Listing(Workspace(Path(os.fsdecode(self.workspace)), in_git=True))
-            self._load()
+            try:
+                self._load()
+            finally:
+                self._device = written_back.device()
         except BaseException:
             self._release()
             raise
@@ -191,8 +198,6 @@ class Mirror:
         self._make_folder(self.tree)
         # The commits' entries (the base's, HEAD's, the trusted ref's) are kept beside it.
         self._held.enter_context(entries_kept_in(self.folder / "commits"))
-        self._taken = time.time_ns()
-        self._device = keyed_device(self.workspace)
         if self._device is None:  # no stat vouches here: not the ones kept before either
             self.keys = dict.fromkeys(self.keys, _NEVER)
         return self
@@ -638,21 +643,38 @@ class Mirror:
         return None
 
 
-def keyed_device(root: bytes) -> int | None:
-    """The device of the work tree at ``root`` when its file system keeps the cache's promise
-    (``KEYED_FILE_SYSTEMS``), once every page dirtied so far is written back; else None."""
-    try:
-        device = os.stat(root).st_dev
-    except OSError:
-        return None
-    if file_system_of(device) not in KEYED_FILE_SYSTEMS:
-        return None
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        _write_back(fd)
-    finally:
-        os.close(fd)
-    return device
+class _WriteBack:
+    """The work tree's file system written back (``syncfs``) in a thread of its own, which the
+    call leaves free to run: ``device`` waits for it, and is the work tree root's device when
+    its file system keeps the cache's promise (``KEYED_FILE_SYSTEMS``), else None."""
+
+    def __init__(self, root: bytes) -> None:
+        self._device: int | None = None
+        self._thread: threading.Thread | None = None
+        try:
+            device = os.stat(root).st_dev
+        except OSError:
+            return
+        if file_system_of(device) not in KEYED_FILE_SYSTEMS:
+            return
+        self._thread = threading.Thread(target=self._write_back, args=(root, device))
+        self._thread.start()
+
+    def _write_back(self, root: bytes, device: int) -> None:
+        try:
+            fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            return  # no stat is kept this pass
+        try:
+            _write_back(fd)
+        finally:
+            os.close(fd)
+        self._device = device  # only once every page dirtied before is written back
+
+    def device(self) -> int | None:
+        if self._thread is not None:
+            self._thread.join()  # before any fork: no thread runs in an observer after this
+        return self._device
 
 
 def file_system_of(device: int) -> str | None:
