@@ -498,3 +498,26 @@ def test_the_claim_and_its_temporary_files_are_never_changes(
         "a.txt",
         "notes/.other.json.k2j4x_9a.tmp",
     ]
+
+
+def test_attack_97_a_file_is_read_below_the_work_tree_only_never_through_a_link(
+    tmp_path: Path,
+) -> None:
+    """``open_beneath`` opens a folder at a time without following a link: a path below a link
+    is not there, wherever the link leads; a link at the end is refused; the file is read."""
+    root = tmp_path / "tree"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "calc.py").write_text("x = 1\n")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "calc.py").write_text("secret\n")
+    (root / "away").symlink_to(tmp_path / "outside")
+    (root / "alias.py").symlink_to("pkg/calc.py")
+    top = os.fsencode(root)
+
+    with os.fdopen(repository.open_beneath(top, b"pkg/calc.py"), "rb") as handle:
+        assert handle.read() == b"x = 1\n"
+    for below_a_link in (b"away/calc.py", b"pkg/../away/calc.py", b"/etc/passwd"):
+        with pytest.raises(FileNotFoundError):
+            repository.open_beneath(top, below_a_link)
+    with pytest.raises(OSError, match="Too many levels of symbolic links"):
+        repository.open_beneath(top, b"alias.py")

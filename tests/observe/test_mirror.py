@@ -274,6 +274,24 @@ print(one_pass(Path({str(repo)!r}), Path({str(tmp_path / "mirror")!r}), paths)[1
     assert done.stdout.split("\n")[-2] == "['mounted/m.py']"
 
 
+def test_attack_97_a_folder_swapped_for_a_link_after_its_check_is_not_read_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The folder check (attack 94) and the read are two steps: a folder swapped for a link
+    between them, to a place outside the work tree the gate can read (the operator's own
+    files), must not have that place's file copied as the tree's, for the tests to read."""
+    repo = make_repo(tmp_path / "repo", {"pkg/calc.py": ORIGINAL})
+    outside = tmp_path / "operator"
+    outside.mkdir()
+    (outside / "calc.py").write_text("TOKEN = 'the operator's'\n")
+    shutil.rmtree(repo / "pkg")
+    (repo / "pkg").symlink_to(outside)
+    monkeypatch.setattr(Mirror, "_real_folder", lambda _mirror, _folder: True)  # checked before
+
+    assert one_pass(repo, tmp_path / "mirror", ["pkg/calc.py"]) == ({"pkg/calc.py": None}, [])
+    assert not (tmp_path / "mirror" / "tree" / "pkg").exists()
+
+
 def test_attack_79_a_mirror_taken_from_another_repository_is_not_trusted(tmp_path: Path) -> None:
     theirs = aged(tmp_path / "theirs", {"calc.py": SAME_SIZE})
     ours = make_repo(tmp_path / "ours", {"calc.py": ORIGINAL})

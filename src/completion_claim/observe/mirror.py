@@ -66,7 +66,14 @@ from types import TracebackType
 
 from .._files import write_atomic
 from ..errors import ClaimError, ObservationFailed
-from .repository import TreeFiles, WorkTreeFile, display, entries_kept_in, work_tree_file
+from .repository import (
+    TreeFiles,
+    WorkTreeFile,
+    display,
+    entries_kept_in,
+    open_beneath,
+    work_tree_file,
+)
 from .runners import kinds_fingerprint, known_kinds, remember_kinds
 from .workspace import Listing, Workspace
 
@@ -417,7 +424,7 @@ class Mirror:
         elif stat.S_ISREG(info.st_mode):
             if limits is not None and (info.st_size > limits.file_bytes or info.st_size > budget):
                 _too_big(rel, info.st_size, limits, failure)
-            self._copy(rel, self._prefix + rel, failure, limits)
+            self._copy(rel, failure, limits)
             return info.st_size
         return 0
 
@@ -476,12 +483,10 @@ class Mirror:
 
         return answer
 
-    def _copy(
-        self, rel: bytes, path: bytes, failure: type[ClaimError], limits: Limits | None
-    ) -> None:
+    def _copy(self, rel: bytes, failure: type[ClaimError], limits: Limits | None) -> None:
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except FileNotFoundError:
+            fd = open_beneath(self.workspace, rel)
+        except FileNotFoundError:  # gone, or below a folder swapped for a link since
             return
         except OSError as exc:
             raise failure(f"cannot read {display(rel)}: {exc.strerror or exc}") from None

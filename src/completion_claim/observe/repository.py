@@ -25,6 +25,7 @@ a link that leaves the root (or leads into ``.git``) at any step is refused, nam
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import itertools
 import marshal
@@ -93,6 +94,7 @@ _SUBMODULE_MODE = "160000"
 # The (mode, object id) of a path a commit does not hold: the id compares as a file gone does.
 _ABSENT: tuple[str, str | None] = ("", None)
 _MAX_LINK_HOPS = 40  # as the kernel's own limit
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _CHUNK = 1 << 20
 
 SYMLINK_PREFIX = "symlink:"
@@ -362,14 +364,14 @@ def work_tree_file(
         info = os.lstat(path)
         if stat.S_ISLNK(info.st_mode):
             text = os.readlink(path)
-            digest = SYMLINK_PREFIX + display(_link_target(root, rel, failure))
-            target = os.path.realpath(path)
-            if os.path.isfile(target):
-                digest += ":" + _hash_file(target, rel, failure, None)[0]
+            target = _link_target(root, rel, failure)
+            digest = SYMLINK_PREFIX + display(target)
+            if os.path.isfile(os.path.join(root, target)):
+                digest += ":" + _hash_file(root, target, failure, None)[0]
             return WorkTreeFile(digest, _blob_id(object_format, text), link=True)
         if not stat.S_ISREG(info.st_mode):
             return None
-        digest, blob = _hash_file(path, rel, failure, object_format)
+        digest, blob = _hash_file(root, rel, failure, object_format)
         return WorkTreeFile(digest, blob, link=False)
     except FileNotFoundError:
         return None
@@ -377,12 +379,38 @@ def work_tree_file(
         raise failure(f"cannot read {display(rel)}: {exc.strerror or exc}") from None
 
 
+def open_beneath(root: bytes, rel: bytes) -> int:
+    """A descriptor of the file at ``rel`` below the folder ``root``, opened one folder at a
+    time, never through a symbolic link: a folder swapped for a link after it was checked (to
+    have a file from outside the work tree read as one of it) is not followed, and the path is
+    then not there (``FileNotFoundError``), as git sees it. Opened read only, without following
+    a link at the end either, and without blocking (a path swapped for a FIFO)."""
+    *folders, name = rel.split(b"/")
+    if any(part in (b"", b".", b"..") for part in (*folders, name)):
+        raise FileNotFoundError(errno.ENOENT, "not a path below the work tree", display(rel))
+    below = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for folder in folders:
+            try:
+                inner = os.open(folder, _FOLDER_FLAGS, dir_fd=below)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise FileNotFoundError(errno.ENOENT, "below a link", display(rel)) from None
+                raise
+            os.close(below)
+            below = inner
+        return os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC,
+                       dir_fd=below)  # fmt: skip
+    finally:
+        os.close(below)
+
+
 def _hash_file(
-    path: bytes, rel: bytes, failure: type[ClaimError], object_format: str | None
+    root: bytes, rel: bytes, failure: type[ClaimError], object_format: str | None
 ) -> tuple[str, str | None]:
-    """sha256 of the bytes, and git's object id for them, in one read. Opened without following
-    a link and without blocking, so a path swapped for a FIFO cannot hang the reader."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    """sha256 of the bytes of ``rel`` (below ``root``: ``open_beneath``), and git's object id
+    for them, in one read."""
+    fd = open_beneath(root, rel)
     with os.fdopen(fd, "rb") as handle:
         size = os.fstat(fd).st_size
         content = hashlib.sha256()
