@@ -90,9 +90,10 @@ _KEY_FIELDS = operator.attrgetter("st_size", "st_dev", "st_ino", "st_mtime_ns", 
                                   "st_mode")  # fmt: skip
 _BATCH = 4096  # paths stat'ed at C speed at once; one that fails has its batch looked at alone
 _SPLIT_AT = 20_000  # paths, below which a second process costs more than it saves
-# File systems that write dirty pages back, so that a write to a file's mapping after that moves
-# its ctime: the only ones a stat is recorded on.
-KEYED_FILE_SYSTEMS = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs"})
+# File systems that write dirty pages back and make them fault on the next write, which moves
+# the file's ctime (their page_mkwrite updates it): the only ones a stat is recorded on. Another
+# may keep the promise too; until that is shown, its files are read at every pass.
+KEYED_FILE_SYSTEMS = frozenset({"ext2", "ext3", "ext4", "xfs"})
 _NEVER = b""  # the key of an entry no stat may vouch for: a link, a racily clean file, a time
 # past 2262; and of a path that cannot be stat'ed now. The two never match (``_vouched``).
 
