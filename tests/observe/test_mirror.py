@@ -57,6 +57,20 @@ def rewrite_keeping_mtime(path: Path, text: str) -> None:
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
 
 
+def counted_lstats(repo: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names this process ``lstat``s below ``repo`` from now on, in order."""
+    stated: list[str] = []
+    lstat = os.lstat
+
+    def counted(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        if os.fsdecode(path).startswith(str(repo)):
+            stated.append(os.path.basename(os.fsdecode(path)))
+        return lstat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "lstat", counted)
+    return stated
+
+
 def test_an_unchanged_file_is_not_read_again(tmp_path: Path) -> None:
     repo = aged(tmp_path / "repo", {"calc.py": ORIGINAL})
     first = one_pass(repo, tmp_path / "mirror", ["calc.py"])
@@ -172,15 +186,7 @@ def test_a_file_gone_from_the_work_tree_leaves_the_others_vouched_for(
     paths = sorted(files)
     first, _ = one_pass(repo, tmp_path / "mirror", paths)
     (repo / "m2.py").unlink()
-    stated: list[str] = []
-    lstat = os.lstat
-
-    def counted(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
-        if os.fsdecode(path).startswith(str(repo)):
-            stated.append(os.path.basename(os.fsdecode(path)))
-        return lstat(path, *args, **kwargs)
-
-    monkeypatch.setattr(os, "lstat", counted)
+    stated = counted_lstats(repo, monkeypatch)
     assert one_pass(repo, tmp_path / "mirror", paths) == (first | {"m2.py": None}, [])
     # The batch, then each of its paths alone (which names the one that failed), then the
     # gone one looked at: nothing else.
@@ -425,15 +431,7 @@ def test_a_second_process_vouches_for_half_the_tree_and_its_changes_are_read(
     one_pass(repo, tmp_path / "mirror", names)
     rewrite_keeping_mtime(repo / "m2.py", SAME_SIZE)
     rewrite_keeping_mtime(repo / "m8.py", SAME_SIZE)
-    stated: list[str] = []
-    lstat = os.lstat
-
-    def counted(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
-        if os.fsdecode(path).startswith(str(repo)):
-            stated.append(os.path.basename(os.fsdecode(path)))
-        return lstat(path, *args, **kwargs)
-
-    monkeypatch.setattr(os, "lstat", counted)
+    stated = counted_lstats(repo, monkeypatch)
     digests, read = one_pass(repo, tmp_path / "mirror", names)
 
     # This process stat'ed the first half, and of the second only what the other could not
