@@ -351,8 +351,8 @@ class Mirror:
     def _vouched(self, paths: list[bytes], keys: list[bytes]) -> list[bool]:
         """Whether the index vouches for each of ``paths`` as the work tree holds it now: an
         entry whose key is the file's (``keys``), in a folder that is no link. An entry kept
-        with no key (a link, a racily clean file) vouches for nothing: a file that can no
-        longer be stat'ed, or whose times cannot be packed, has no key now either (attack 95)."""
+        with no key (``_NEVER``) vouches for nothing: a file that can no longer be stat'ed, or
+        whose times cannot be packed, has no key now either (attack 95)."""
         recorded = list(map(self.keys.get, paths, itertools.repeat(_NEVER)))
         vouched = list(map(operator.and_, map(operator.eq, keys, recorded), map(bool, recorded)))
         folders = set(_folders_of(paths))
@@ -663,10 +663,10 @@ class _WriteBack:
             return
         if file_system_of(device) not in KEYED_FILE_SYSTEMS:
             return
-        self._thread = threading.Thread(target=self._write_back, args=(root, device))
+        self._thread = threading.Thread(target=self._run, args=(root, device))
         self._thread.start()
 
-    def _write_back(self, root: bytes, device: int) -> None:
+    def _run(self, root: bytes, device: int) -> None:
         try:
             fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError:
