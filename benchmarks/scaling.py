@@ -3,6 +3,9 @@ small files, one changed file and one test, side by side in one run:
 
 - ``git status --porcelain`` (what a stat cache answers in),
 - the bare test run, ``python -m pytest -q tests`` in the work tree (no sandbox),
+- the one-shot floor: a Python process that only lists the work tree as the gate does (``git
+  ls-files``) and ``lstat``s every listed file, in two processes as the mirror does; no process
+  started per stop can decide what changed in less (everything else a gate does comes on top),
 - ``claim gate`` after ``claim gate --start``, configured as ``claim init`` writes it (the tests
   restored from a trusted commit): the first gate after the start (which filled the operator's
   mirror) and later ones (only what the change cache cannot vouch for is read),
@@ -16,7 +19,10 @@ committing them takes a while); each run puts its repository back to its commit 
 ``git status`` is clean before measuring, and the runs folder (the mirror, the start record) is
 new every run. ``--profile`` prints where one later gate's time goes (cProfile, cumulative).
 
-The package is compiled to bytecode first, as an installed wheel is (``make`` does the same).
+The package is compiled to bytecode first, as an installed wheel is (``make`` does the same), and
+pytest's assertion-rewrite cache of the plugins it loads is written once: where
+PYTHONDONTWRITEBYTECODE is set (this workplace's shells) pytest would otherwise rewrite every
+plugin module at every run, bare and sandboxed alike, and the bare run would take seconds.
 
 Run: ``.venv/bin/python benchmarks/scaling.py`` (``--sizes 1000,10000`` for a quick look).
 """
@@ -91,6 +97,25 @@ def git(root: Path, *args: str) -> str:
     return done.stdout
 
 
+# What a process started per stop pays at the least: start, list as the gate lists, lstat each
+# listed file (the second half in a forked process). Run as ``python -c FLOOR`` in the work tree.
+FLOOR = """
+import os, subprocess
+out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                     capture_output=True, check=True).stdout
+paths = sorted(dict.fromkeys(out.split(b"\\0")[:-1]))
+half = len(paths) // 2
+child = os.fork()
+try:
+    for rel in paths[half:] if child == 0 else paths[:half]:
+        os.lstat(rel)
+finally:
+    if child == 0:
+        os._exit(0)
+os.waitpid(child, 0)
+"""
+
+
 def timed(argv: list[str], cwd: Path, expect: int | None = 0) -> float:
     started = time.perf_counter()
     done = subprocess.run(argv, cwd=cwd, capture_output=True, check=False)
@@ -110,15 +135,17 @@ class Bench:
         self.gate = [CLAIM, "gate", "--config", str(config), "--repo", str(repo), "--json"]
         self.status = ["git", "status", "--porcelain"]
         self.pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"]
+        self.floor = [sys.executable, "-c", FLOOR]
 
     def start(self) -> None:
         timed([*self.gate, "--start"], self.repo)
 
     def side_by_side(self, runs: int) -> dict[str, float]:
-        found: dict[str, list[float]] = {"status": [], "pytest": [], "gate": []}
+        found: dict[str, list[float]] = {"status": [], "pytest": [], "floor": [], "gate": []}
         for _ in range(runs):
             found["status"].append(timed(self.status, self.repo))
             found["pytest"].append(timed(self.pytest, self.repo))
+            found["floor"].append(timed(self.floor, self.repo))
             found["gate"].append(timed(self.gate, self.repo))
         return {name: statistics.median(times) for name, times in found.items()}
 
@@ -132,9 +159,9 @@ def change(repo: Path, count: int, round_: int) -> None:
 
 
 def sizes_table(sizes: list[int], runs: int, profile: bool) -> None:
-    print("| files | git status | bare pytest | first gate | later gate (median) | added | "
-          "gate / bare |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|")
+    print("| files | git status | bare pytest | one-shot floor | first gate | "
+          "later gate (median) | added | gate / bare |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
     for files in sizes:
         repo = repository(files)
         with tempfile.TemporaryDirectory(prefix="claim-bench-scaling-") as folder:
@@ -146,7 +173,8 @@ def sizes_table(sizes: list[int], runs: int, profile: bool) -> None:
             added = times["gate"] - times["pytest"]
             print(
                 f"| {files:,} | {times['status']:.3f} s | {times['pytest']:.3f} s | "
-                f"{first:.3f} s | {times['gate']:.3f} s | {added:+.3f} s | "
+                f"{times['floor']:.3f} s | {first:.3f} s | {times['gate']:.3f} s | "
+                f"{added:+.3f} s | "
                 f"{times['gate'] / times['pytest']:.2f}x |",
                 flush=True,
             )
@@ -196,6 +224,17 @@ def where_the_time_goes(bench: Bench) -> None:
     print(out.getvalue())
 
 
+def warm_rewrite_cache() -> None:
+    """One pytest run that may write bytecode: its assertion-rewrite cache of the plugins it
+    loads (hypothesis, schemathesis in the dev venv) is then read by every later run, bare and
+    sandboxed, as on a machine whose shells do not set PYTHONDONTWRITEBYTECODE."""
+    environment = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    with tempfile.TemporaryDirectory(prefix="claim-bench-scaling-") as folder:
+        Path(folder, "test_nothing.py").write_text("def test_nothing():\n    pass\n")
+        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", folder],
+                       cwd=folder, env=environment, capture_output=True, check=False)  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="1000,10000,50000,100000")
@@ -209,6 +248,7 @@ def main() -> None:
     import completion_claim  # noqa: PLC0415
 
     compileall.compile_dir(Path(completion_claim.__file__).parent, quiet=2)
+    warm_rewrite_cache()
     sizes = [int(size) for size in args.sizes.split(",")]
     sizes_table(sizes, args.runs, args.profile)
     changed_table(args.changed_on, [int(count) for count in args.changed.split(",")], args.runs)

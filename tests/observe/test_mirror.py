@@ -4,7 +4,6 @@ vouch for it, whatever the agent does to hide the change (attacks 75 to 77, 79).
 from __future__ import annotations
 
 import hashlib
-import marshal
 import mmap
 import os
 import shutil
@@ -71,6 +70,15 @@ def counted_lstats(repo: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return stated
 
 
+@pytest.fixture(params=["alone", "with a helper"])
+def stat_pass(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Who stats the work tree: this process alone, or with a helper (``_Helper``), given here
+    to every pass over an index, as to a large tree's. An attack fails either way."""
+    if request.param == "with a helper":
+        monkeypatch.setattr(mirror_module, "_SPLIT_AT", 0)
+    return str(request.param)
+
+
 def test_an_unchanged_file_is_not_read_again(tmp_path: Path) -> None:
     repo = aged(tmp_path / "repo", {"calc.py": ORIGINAL})
     first = one_pass(repo, tmp_path / "mirror", ["calc.py"])
@@ -89,7 +97,7 @@ def test_a_file_written_within_the_racy_window_is_read_again(tmp_path: Path) -> 
     assert one_pass(repo, tmp_path / "mirror", ["calc.py"])[1] == ["calc.py"]
 
 
-def test_attack_75_a_change_with_its_mtime_put_back_is_read(tmp_path: Path) -> None:
+def test_attack_75_a_change_with_its_mtime_put_back_is_read(tmp_path: Path, stat_pass: str) -> None:
     repo = aged(tmp_path / "repo", {"calc.py": ORIGINAL})
     one_pass(repo, tmp_path / "mirror", ["calc.py"])
 
@@ -102,7 +110,9 @@ def test_attack_75_a_change_with_its_mtime_put_back_is_read(tmp_path: Path) -> N
     assert (tmp_path / "mirror" / "tree" / "calc.py").read_text() == SAME_SIZE
 
 
-def test_attack_76_a_hard_link_or_a_symlink_makes_two_paths_one_file(tmp_path: Path) -> None:
+def test_attack_76_a_hard_link_or_a_symlink_makes_two_paths_one_file(
+    tmp_path: Path, stat_pass: str
+) -> None:
     repo = make_repo(tmp_path / "repo", {"calc.py": ORIGINAL})
     os.link(repo / "calc.py", repo / "twin.py")
     os.symlink("calc.py", repo / "alias.py")
@@ -123,7 +133,7 @@ def test_attack_76_a_hard_link_or_a_symlink_makes_two_paths_one_file(tmp_path: P
     assert os.readlink(tmp_path / "mirror" / "tree" / "alias.py") == "calc.py"
 
 
-def test_attack_77_content_the_cache_saw_before_comes_back(tmp_path: Path) -> None:
+def test_attack_77_content_the_cache_saw_before_comes_back(tmp_path: Path, stat_pass: str) -> None:
     repo = aged(tmp_path / "repo", {"calc.py": ORIGINAL})
     one_pass(repo, tmp_path / "mirror", ["calc.py"])
     rewrite_keeping_mtime(repo / "calc.py", SAME_SIZE)
@@ -139,7 +149,7 @@ def test_attack_77_content_the_cache_saw_before_comes_back(tmp_path: Path) -> No
 
 
 def test_attack_94_a_folder_swapped_for_a_link_to_where_it_went_is_not_vouched_for(
-    tmp_path: Path,
+    tmp_path: Path, stat_pass: str
 ) -> None:
     """``mv pkg moved && ln -s moved pkg``: ``pkg/calc.py`` stats as the very file the index
     recorded (the same inode, its ctime untouched by its folder's rename), but git sees a link
@@ -157,7 +167,7 @@ def test_attack_94_a_folder_swapped_for_a_link_to_where_it_went_is_not_vouched_f
 
 
 def test_attack_95_a_path_kept_without_a_key_is_not_vouched_for_once_it_is_gone(
-    tmp_path: Path,
+    tmp_path: Path, stat_pass: str
 ) -> None:
     """A link, and a file written within the racy window, are kept with no key; deleted, they
     cannot be stat'ed, and "no key now" must not match "no key kept": the deletion is seen
@@ -193,7 +203,9 @@ def test_a_file_gone_from_the_work_tree_leaves_the_others_vouched_for(
     assert sorted(stated) == sorted([*paths[:3], *paths, "m2.py"])
 
 
-def test_attack_95_a_file_dated_past_2262_is_read_at_every_pass(tmp_path: Path) -> None:
+def test_attack_95_a_file_dated_past_2262_is_read_at_every_pass(
+    tmp_path: Path, stat_pass: str
+) -> None:
     """A modification time the cache key cannot hold (past 2262, nanoseconds overflow 64 bits)
     is set with ``touch -d 2300-01-01``: the file is kept with no key, and read again at every
     pass, so a new content under the same far date is seen."""
@@ -229,7 +241,7 @@ def mapped_passes(repo: Path, folder: Path) -> tuple[dict[str, str | None], list
     return one_pass(repo, folder, ["calc.py"])
 
 
-def test_attack_96_a_write_through_a_shared_mapping_is_read(tmp_path: Path) -> None:
+def test_attack_96_a_write_through_a_shared_mapping_is_read(tmp_path: Path, stat_pass: str) -> None:
     """A write to a page already dirty moves no time until the page is written back: the pass
     writes the file system back before it stats, so the write after it moves the ctime."""
     repo = make_repo(tmp_path / "repo", {"calc.py": ORIGINAL})
@@ -281,7 +293,7 @@ print(one_pass(Path({str(repo)!r}), Path({str(tmp_path / "mirror")!r}), paths)[1
 
 
 def test_attack_97_a_folder_swapped_for_a_link_after_its_check_is_not_read_through(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stat_pass: str
 ) -> None:
     """The folder check (attack 94) and the read are two steps: a folder swapped for a link
     between them, to a place outside the work tree the gate can read (the operator's own
@@ -385,11 +397,13 @@ def test_kinds_kept_under_other_rules_are_not_believed(tmp_path: Path) -> None:
     repo = aged(tmp_path / "repo", {"tests/test_kept_kind.py": ORIGINAL})
     one_pass(repo, tmp_path / "mirror", ["tests/test_kept_kind.py"])
     index = tmp_path / "mirror" / "index"
-    state = list(marshal.loads(index.read_bytes()))
+    head, rest = (mirror_module.index_part(index.read_bytes(), which) for which in (0, 1))
+    assert head is not None
+    assert rest is not None
     # An index kept by other code (an upgrade, an edit) that took the test file for code.
-    assert state[5] == [b"tests/test_kept_kind.py"]
-    state[4], state[9] = "0" * 64, bytes([0])
-    index.write_bytes(marshal.dumps(tuple(state)))
+    assert head[5] == [b"tests/test_kept_kind.py"]
+    head, rest = (*head[:4], "0" * 64, head[5]), (*rest[:3], bytes([0]))
+    index.write_bytes(mirror_module.index_file(head, rest))
     runners._KINDS.clear()
 
     with Mirror.kept(tmp_path / "mirror", repo, None, "sha1"):
@@ -421,29 +435,96 @@ def _split_repo(tmp_path: Path) -> tuple[Path, list[str]]:
     return aged(tmp_path / "repo", dict.fromkeys(names, ORIGINAL)), names
 
 
-def test_a_second_process_vouches_for_half_the_tree_and_its_changes_are_read(
+def _helped_pass(
+    repo: Path, folder: Path, names: list[str], helped: Any
+) -> tuple[dict[str, str | None], list[str]]:
+    """``one_pass`` over every listed file, ``helped`` called with the pass before its scan."""
+    with Mirror.kept(folder, repo, None, "sha1") as mirror:
+        helped(mirror)
+        scanned = mirror.scan([name.encode() for name in names], ObservationFailed)
+        digests = {name: scanned.digests.get(name.encode()) for name in names}
+    return digests, sorted(rel.decode() for rel in mirror.read_paths)
+
+
+def _helper_done(mirror: Mirror) -> None:
+    """Waits until the pass's helper has stat'ed every path of the index."""
+    helper = mirror._helper
+    assert helper is not None
+    ends = time.monotonic() + 60
+    while mirror_module._SLOT.unpack_from(helper._shared, mirror_module._FRONTIER)[0] != 0:
+        assert time.monotonic() < ends, "the helper never got through the listing"
+        time.sleep(0.01)
+
+
+def test_a_helper_stats_the_tree_while_the_pass_loads_and_this_process_what_it_doubts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A large tree's first scan has a forked process stat its second half: what it cannot
-    vouch for (a change with its mtime put back, there as here) is read all the same."""
+    """A large tree's pass forks a helper that stats the index's paths meanwhile: given the
+    time, it stats every one, and this process only looks again at what it could not vouch
+    for (a change with its mtime put back), which is read."""
     monkeypatch.setattr(mirror_module, "_SPLIT_AT", 4)
     repo, names = _split_repo(tmp_path)
     one_pass(repo, tmp_path / "mirror", names)
     rewrite_keeping_mtime(repo / "m2.py", SAME_SIZE)
     rewrite_keeping_mtime(repo / "m8.py", SAME_SIZE)
     stated = counted_lstats(repo, monkeypatch)
-    digests, read = one_pass(repo, tmp_path / "mirror", names)
 
-    # This process stat'ed the first half, and of the second only what the other could not
-    # vouch for; what it reads, it stat'ed once more, alone.
-    assert sorted(stated) == ["m0.py", "m1.py", "m2.py", "m2.py", "m3.py", "m4.py", "m8.py"]
+    digests, read = _helped_pass(repo, tmp_path / "mirror", names, _helper_done)
+
+    assert sorted(stated) == ["m2.py", "m8.py"]
     assert read == ["m2.py", "m8.py"]
     assert digests == {name: sha256(SAME_SIZE if name in ("m2.py", "m8.py") else ORIGINAL)
                        for name in names}  # fmt: skip
     assert (tmp_path / "mirror" / "tree" / "m8.py").read_text() == SAME_SIZE
 
 
-def test_when_the_second_process_fails_this_one_looks_at_every_path(
+def test_the_first_scan_shares_what_the_helper_has_left_and_either_sides_doubts_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scanned at once, the helper has stat'ed what it could from the end: this process stats
+    the first part of the rest and it the other, and a change on either side is read."""
+    monkeypatch.setattr(mirror_module, "_SPLIT_AT", 4)
+    repo, names = _split_repo(tmp_path)
+    one_pass(repo, tmp_path / "mirror", names)
+    rewrite_keeping_mtime(repo / "m0.py", SAME_SIZE)
+    rewrite_keeping_mtime(repo / "m9.py", SAME_SIZE)
+    stated = counted_lstats(repo, monkeypatch)
+
+    digests, read = _helped_pass(repo, tmp_path / "mirror", names, lambda mirror: None)
+
+    # This process stat'ed the listing's first files (as many as the helper left it), and
+    # looked again at the two changes, alone.
+    mine = [name for name in names if name in stated and name not in ("m0.py", "m9.py")]
+    assert mine == names[1 : 1 + len(mine)]
+    assert stated.count("m9.py") == 1
+    assert read == ["m0.py", "m9.py"]
+    assert digests == {name: sha256(SAME_SIZE if name in ("m0.py", "m9.py") else ORIGINAL)
+                       for name in names}  # fmt: skip
+
+
+def test_a_scan_that_does_not_line_up_with_the_index_takes_the_helpers_keys_by_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file added since the last pass sits among the indexed ones in the listing: the
+    helper's keys are taken path by path, the new file is stat'ed here and read, and so is a
+    change the helper found."""
+    monkeypatch.setattr(mirror_module, "_SPLIT_AT", 4)
+    repo, names = _split_repo(tmp_path)
+    one_pass(repo, tmp_path / "mirror", names)
+    (repo / "m10.py").write_text(SAME_SIZE)
+    rewrite_keeping_mtime(repo / "m5.py", SAME_SIZE)
+    stated = counted_lstats(repo, monkeypatch)
+    listed = sorted([*names, "m10.py"])
+
+    digests, read = _helped_pass(repo, tmp_path / "mirror", listed, _helper_done)
+
+    assert sorted(stated) == ["m10.py", "m10.py", "m5.py"]  # stat'ed, then looked at alone
+    assert read == ["m10.py", "m5.py"]
+    assert digests == {name: sha256(SAME_SIZE if name in ("m10.py", "m5.py") else ORIGINAL)
+                       for name in listed}  # fmt: skip
+
+
+def test_when_the_helper_fails_this_process_stats_what_it_left(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(mirror_module, "_SPLIT_AT", 4)
@@ -455,7 +536,7 @@ def test_when_the_second_process_fails_this_one_looks_at_every_path(
 
     def dies(self: Mirror, paths: list[bytes]) -> list[bytes]:
         if os.getpid() != parent:
-            raise OSError("the forked process dies")
+            raise OSError("the helper dies")
         return keys_now(self, paths)
 
     monkeypatch.setattr(Mirror, "_keys_now", dies)
@@ -464,3 +545,29 @@ def test_when_the_second_process_fails_this_one_looks_at_every_path(
     assert read == ["m8.py"]
     assert digests["m8.py"] == sha256(SAME_SIZE)
     assert digests["m1.py"] == sha256(ORIGINAL)
+
+
+def test_a_pass_that_ends_before_its_scan_ends_its_helper(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A helper still at work when the pass ends (it failed before its scan) is ended with
+    it, not waited for, and reaped."""
+    monkeypatch.setattr(mirror_module, "_SPLIT_AT", 4)
+    repo, names = _split_repo(tmp_path)
+    one_pass(repo, tmp_path / "mirror", names)
+    parent, keys_now = os.getpid(), Mirror._keys_now
+
+    def stuck(self: Mirror, paths: list[bytes]) -> list[bytes]:
+        if os.getpid() != parent:
+            time.sleep(600)
+        return keys_now(self, paths)
+
+    monkeypatch.setattr(Mirror, "_keys_now", stuck)
+    started = time.monotonic()
+    with Mirror.kept(tmp_path / "mirror", repo, None, "sha1") as mirror:
+        assert mirror._helper is not None
+        helper = mirror._helper.pid
+    assert time.monotonic() - started < 30
+    assert helper is not None
+    with pytest.raises(ChildProcessError):
+        os.waitpid(helper, os.WNOHANG)  # reaped already

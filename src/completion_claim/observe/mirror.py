@@ -33,11 +33,16 @@ pass at a time holds the mirror (a lock file beside it), for as long as a run re
 holds one pass from its capture to its last check, so each path is stat'ed, and read if need be,
 once a gate; ``changed_since`` then says whether the work tree moved on while the tests ran.
 
-A stop costs an ``lstat`` per listed file: the first scan of a large tree has a forked process
-stat its second half against the index (it only reads) while this one does the first, and
-the index keeps what is a function of content alone (each path's kind, :mod:`.runners`; the
-commits' entries, :func:`.repository.entries_kept_in`), so that a stop's other work grows with
-what changed.
+A stop costs an ``lstat`` per listed file. On a large tree (one whose index is large) a forked
+process (``_Helper``) stats the files the index holds, from the last one backward, while this
+one loads the index, git lists the work tree and the commits' entries are read; the first scan
+then splits what is left between the two, so the stat pass overlaps that work rather than
+following it. The helper only reads (the index's bytes, as this process read them; ``lstat``),
+writes the file system back before its first ``lstat`` as a pass does, and answers with the
+keys it took. The index keeps its paths in the listing's order, so that the scan's paths line up
+with the helper's, and what is a function of content alone (each path's kind, :mod:`.runners`;
+the commits' entries, :func:`.repository.entries_kept_in`), so that a stop's other work grows
+with what changed.
 
 Without a folder (``Mirror.fresh``) the same code copies every file into a fresh tree: the copy a
 run without a persistent mirror gets.
@@ -48,12 +53,15 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import hashlib
 import itertools
 import marshal
+import mmap
 import operator
 import os
 import shutil
+import signal
 import stat
 import struct
 import threading
@@ -63,6 +71,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from .._files import write_atomic
 from ..errors import ClaimError, ObservationFailed
@@ -77,7 +86,8 @@ from .repository import (
 from .runners import kinds_fingerprint, known_kinds, remember_kinds
 from .workspace import Listing, Workspace
 
-INDEX_VERSION = 4
+INDEX_VERSION = 5  # 5: a head (whose tree, its paths) apart from the rest, for the helper
+_HEAD_LENGTH = struct.Struct("=Q")
 RACY_NS = 2_000_000_000  # above any file system's timestamp granularity (FAT: 2 s)
 LOCK_POLL_S = 0.05
 LOCK_WAIT_S = 900.0  # above a test run's default timeout (600 s)
@@ -167,6 +177,8 @@ class Mirror:
         self._saved = False
         self._listed: list[bytes] | None = None
         self._listing: Listing | None = None
+        self._helper: _Helper | None = None
+        self._indexed: list[bytes] = []  # the index's paths as loaded
 
     @classmethod
     def fresh(cls, workspace: Path, tree: bytes, owner: int | None, object_format: str) -> Mirror:
@@ -188,11 +200,20 @@ class Mirror:
             self._wait_for_lock()
             # What is written from now on is within the racy window: never keyed this pass.
             self._taken = time.time_ns()
-            written_back = _WriteBack(self.workspace)  # while the index loads
             # A kept mirror is a gate's, of a git work tree: git lists it while the index loads.
             self._listing = Listing(Workspace(Path(os.fsdecode(self.workspace)), in_git=True))
+            index = self._index_bytes()
+            head = self._head(index)
+            device = keyed_device(self.workspace)
+            if device is not None and head is not None and len(head[5]) >= _SPLIT_AT:
+                # Forked before any thread of this pass starts: it stats while the index loads.
+                syncfs_function()
+                with contextlib.suppress(OSError):  # no second process today: all done here
+                    self._helper = _Helper(self.workspace, head[5], self._keys_now)
+            written_back = _WriteBack(self.workspace, device)  # while the index loads
             try:
-                self._load()
+                if head is not None:
+                    self._load(head, index)
             finally:
                 self._device = written_back.device()
         except BaseException:
@@ -229,12 +250,12 @@ class Mirror:
         the tests run); a change to the tree after this removes it again until the end."""
         if self.folder is None or self._saved:
             return
-        paths = list(self.keys)
-        state = (INDEX_VERSION, self.workspace, self.owner, self.object_format,
-                 kinds_fingerprint(), paths, list(self.keys.values()),
-                 list(map(self.digests.__getitem__, paths)),
-                 list(map(self.blobs.__getitem__, paths)), known_kinds(paths))  # fmt: skip
-        write_atomic(self.folder / "index", marshal.dumps(state))
+        paths = sorted(self.keys)  # the listing's order: the next pass's helper lines up with it
+        head = (INDEX_VERSION, self.workspace, self.owner, self.object_format,
+                kinds_fingerprint(), paths)  # fmt: skip
+        rest = (list(map(self.keys.__getitem__, paths)), list(map(self.digests.__getitem__, paths)),
+                list(map(self.blobs.__getitem__, paths)), known_kinds(paths))  # fmt: skip
+        write_atomic(self.folder / "index", index_file(head, rest))
         self._saved = True
 
     def _changing(self) -> None:
@@ -265,31 +286,47 @@ class Mirror:
         if self._listing is not None:
             self._listing.stop()
             self._listing = None
+        if self._helper is not None:
+            self._helper.stop()
+            self._helper = None
         self._held.close()
         if self._lock is not None:
             os.close(self._lock)  # closing the only descriptor releases the flock
             self._lock = None
 
-    def _load(self) -> None:
-        """The index, when it describes this work tree, owner and object format; else none
-        (the tree is then rebuilt). The kinds of its paths (:func:`.runners.path_kind`) are
-        believed only when the code that worked them out is this one."""
+    def _index_bytes(self) -> bytes:
+        """The index's file as saved (``index_file``), or nothing."""
         assert self.folder is not None
         try:
-            state = marshal.loads((self.folder / "index").read_bytes())  # noqa: S302 - the operator's own file
-        except (OSError, ValueError, EOFError, TypeError):
-            return
+            return (self.folder / "index").read_bytes()
+        except OSError:
+            return b""
+
+    def _head(self, index: bytes) -> tuple[Any, ...] | None:
+        """The head of the ``index`` (``index_file``), when it describes this work tree, owner
+        and object format (else there is no index: the tree is then rebuilt)."""
+        head = index_part(index, 0)
         wanted = (INDEX_VERSION, self.workspace, self.owner, self.object_format)
-        if type(state) is not tuple or len(state) != 10 or state[:4] != wanted:
+        if head is None or len(head) != _HEAD_FIELDS or head[:4] != wanted:
+            return None
+        return head if type(head[5]) is list else None
+
+    def _load(self, head: tuple[Any, ...], index: bytes) -> None:
+        """The rest of the ``index`` whose ``head`` describes this pass's tree. The kinds of
+        its paths (:func:`.runners.path_kind`) are believed only when the code that worked
+        them out is this one."""
+        rest = index_part(index, 1)
+        if rest is None or len(rest) != _REST_FIELDS:
             return
-        paths, keys, digests, blobs, kinds = state[5:]
+        paths, (keys, digests, blobs, kinds) = head[5], rest
         columns = (paths, keys, digests, blobs)
         if any(type(column) is not list or len(column) != len(paths) for column in columns):
             return
         self.keys = dict(zip(paths, keys, strict=True))
+        self._indexed = paths  # the order the helper stats them in
         self.digests = dict(zip(paths, digests, strict=True))
         self.blobs = dict(zip(paths, blobs, strict=True))
-        if state[4] == kinds_fingerprint() and type(kinds) is bytes:
+        if head[4] == kinds_fingerprint() and type(kinds) is bytes:
             remember_kinds(paths, kinds)
             # Kept as it is until the tree changes: a pass that reads nothing writes nothing.
             self._saved = True
@@ -329,20 +366,17 @@ class Mirror:
 
     def _doubtful(self, paths: list[bytes]) -> list[bytes]:
         """Those of ``paths`` the index cannot vouch for; the others are found as the index
-        has them. The first scan of a large tree has a second process stat half of it."""
-        half, other = len(paths), None
-        if not self._looked and self.keys and len(paths) >= _SPLIT_AT:
-            half = len(paths) // 2
-            try:
-                other = self._stat_elsewhere(paths[half:])
-            except OSError:  # no second process today: this one stats every path
-                half = len(paths)
-        with contextlib.ExitStack() as waited:
-            if other is not None:
-                waited.callback(other)  # reaped, whatever happens here
-            keys = self._keys_now(paths[:half])
-            if other is not None:
-                keys += other() or self._keys_now(paths[half:])  # it failed: stat'ed here
+        has them. The first scan of a large tree shares the stat pass with the helper."""
+        helper, self._helper = self._helper, None
+        with contextlib.ExitStack() as reaped:
+            if helper is not None:
+                reaped.callback(helper.stop)  # whatever happens here
+            if not self.keys:  # nothing to vouch for: every path is looked at
+                keys = [_NEVER] * len(paths)
+            elif helper is not None:
+                keys = helper.keys_with(paths, self._indexed, self._keys_now)
+            else:
+                keys = self._keys_now(paths)
         vouched = self._vouched(paths, keys)
         doubtful = list(itertools.compress(paths, map(operator.not_, vouched)))
         self._take(list(itertools.compress(paths, vouched)), doubtful)
@@ -452,37 +486,6 @@ class Mirror:
         if not read:
             return sizes
         return [*sizes, *(info.st_size for info in read if stat.S_ISREG(info.st_mode))]
-
-    def _stat_elsewhere(self, paths: list[bytes]) -> Callable[[], list[bytes] | None]:
-        """Have a forked process take the keys of ``paths`` (``_keys_now``) while this one goes
-        on; what is returned waits for it and gives them (None when it failed)."""
-        reader, writer = os.pipe()
-        # No thread runs in an observer, and the child only stats: forking is safe here.
-        child = os.fork()
-        if child == 0:  # the other process: touches nothing but the paths, to stay small
-            status = 1
-            try:
-                os.close(reader)
-                with os.fdopen(writer, "wb") as out:
-                    out.write(marshal.dumps(self._keys_now(paths)))
-                status = 0
-            finally:
-                os._exit(status)
-        os.close(writer)
-
-        answered: list[list[bytes] | None] = []
-
-        def answer() -> list[bytes] | None:
-            if not answered:  # asked again to make sure the child is reaped
-                with os.fdopen(reader, "rb") as answers:
-                    data = answers.read()
-                _, status = os.waitpid(child, 0)
-                keys = marshal.loads(data) if status == 0 else None  # noqa: S302 - our fork's
-                fits = type(keys) is list and len(keys) == len(paths)
-                answered.append(keys if fits else None)
-            return answered[0]
-
-        return answer
 
     def _copy(self, rel: bytes, failure: type[ClaimError], limits: Limits | None) -> None:
         try:
@@ -649,33 +652,162 @@ class Mirror:
         return None
 
 
+# The index's file: the length of its head, the head (version, work tree, owner, object
+# format, the fingerprint of the kinds' code, the paths) and the rest (each path's key, digest,
+# blob id and kind), each a marshal of its own, so that the helper reads the paths alone.
+_HEAD_FIELDS, _REST_FIELDS = 6, 4
+
+
+def index_file(head: tuple[Any, ...], rest: tuple[Any, ...]) -> bytes:
+    dumped = marshal.dumps(head)
+    return _HEAD_LENGTH.pack(len(dumped)) + dumped + marshal.dumps(rest)
+
+
+def index_part(index: bytes, which: int) -> tuple[Any, ...] | None:
+    """The head (``which`` 0) or the rest (1) of an index file's bytes (``index_file``); None
+    when they hold no such part."""
+    try:
+        (length,) = _HEAD_LENGTH.unpack_from(index)
+        parts = memoryview(index)[_HEAD_LENGTH.size :]
+        part = marshal.loads(parts[length:] if which else parts[:length])  # noqa: S302 - the operator's own file
+    except (struct.error, ValueError, EOFError, TypeError):
+        return None
+    return part if type(part) is tuple else None
+
+
+_UNSET = -1
+# What the helper and the pass share, eight bytes each: where the helper has got to (it has
+# stat'ed the index's paths from there on), where it is to stop; then the keys it took, a
+# packed key a path (``_UNKEYED`` for a path it could not stat: no kept key is all zeros, as
+# no file has mode 0, so it vouches for nothing, as ``_NEVER`` would).
+_SHARED = struct.Struct("=qq")
+_UNKEYED = bytes(_PACKED.size)
+_FRONTIER, _STOP = 0, 8
+_SLOT = struct.Struct("=q")
+
+
+class _Helper:
+    """A forked process that stats the paths of the index (``paths``) from the last one
+    backward, a batch at a time (``keys_now``: ``Mirror._keys_now``), while the pass loads the
+    index and git lists the work tree. The first scan tells it to stop half-way through what it
+    has left, stats the rest itself and takes its keys (``keys_with``).
+
+    It writes its keys into a mapping it shares with the pass, after two numbers (``_SHARED``):
+    where it has got to, and where it is to stop. It writes the work tree's file system back
+    before its first ``lstat``, as the pass does (attack 96)."""
+
+    def __init__(
+        self, workspace: bytes, paths: list[bytes], keys_now: Callable[[list[bytes]], list[bytes]]
+    ) -> None:
+        self._shared = mmap.mmap(-1, _SHARED.size + len(paths) * _PACKED.size)
+        _SHARED.pack_into(self._shared, 0, _UNSET, _UNSET)
+        try:
+            self.pid: int | None = os.fork()
+        except OSError:
+            self._shared.close()
+            raise
+        if self.pid == 0:  # the helper: stats, and is gone
+            status = 1
+            try:
+                if self._help(workspace, paths, keys_now):
+                    status = 0
+            finally:
+                os._exit(status)
+
+    def _help(
+        self, workspace: bytes, paths: list[bytes], keys_now: Callable[[list[bytes]], list[bytes]]
+    ) -> bool:
+        if not written_back(workspace):
+            return False  # no key taken: the pass stats them all
+        end = len(paths)
+        _SLOT.pack_into(self._shared, _FRONTIER, end)
+        while True:
+            stop = _SLOT.unpack_from(self._shared, _STOP)[0]
+            start = max(end - _BATCH, 0 if stop == _UNSET else stop)
+            if start >= end:
+                return True
+            keys = b"".join([key or _UNKEYED for key in keys_now(paths[start:end])])
+            self._shared[self._at(start) : self._at(end)] = keys
+            end = start
+            _SLOT.pack_into(self._shared, _FRONTIER, end)
+
+    @staticmethod
+    def _at(position: int) -> int:
+        return _SHARED.size + position * _PACKED.size
+
+    def keys_with(
+        self,
+        paths: list[bytes],
+        indexed: list[bytes],
+        keys_now: Callable[[list[bytes]], list[bytes]],
+    ) -> list[bytes]:
+        """The key of each of ``paths``: the helper's for the paths of the index (``indexed``,
+        in its order) it took, and from ``keys_now`` (this process) for the others. The helper
+        is told to stop half-way through what it has not stat'ed yet, and this process stats
+        the other half meanwhile."""
+        count = len(indexed)
+        frontier = _SLOT.unpack_from(self._shared, _FRONTIER)[0]
+        middle = (count if frontier == _UNSET else min(frontier, count)) // 2
+        _SLOT.pack_into(self._shared, _STOP, middle)
+        theirs = indexed[middle:]
+        if paths[:count] == indexed:  # the listing as indexed (and what only the base holds)
+            mine = keys_now(paths[:middle])
+            rest = keys_now(paths[count:])
+            return mine + (self._keys(middle, count) or keys_now(theirs)) + rest
+        taken = dict.fromkeys(theirs)
+        own = list(itertools.filterfalse(taken.__contains__, paths))
+        found = dict(zip(own, keys_now(own), strict=True))
+        found.update(zip(theirs, self._keys(middle, count) or keys_now(theirs), strict=True))
+        return list(map(found.__getitem__, paths))
+
+    def _keys(self, middle: int, count: int) -> list[bytes] | None:
+        """The helper's keys for the index's paths from ``middle`` on, once it has stopped
+        (reaped); None when it did not take them all."""
+        assert self.pid is not None
+        _, status = os.waitpid(self.pid, 0)
+        self.pid = None
+        if status != 0 or not 0 <= _SLOT.unpack_from(self._shared, _FRONTIER)[0] <= middle:
+            return None
+        taken, width = self._shared[self._at(middle) : self._at(count)], _PACKED.size
+        starts = range(0, len(taken), width)
+        return list(map(taken.__getitem__, map(slice, starts, range(width, len(taken) + 1, width))))
+
+    def stop(self) -> None:
+        """The helper ended and reaped; the mapping closed."""
+        if self.pid is not None:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+            self.pid = None
+        self._shared.close()
+
+
+def keyed_device(root: bytes) -> int | None:
+    """The device of the work tree's root when its file system keeps the cache's promise
+    (``KEYED_FILE_SYSTEMS``), else None: no stat is kept there."""
+    try:
+        device = os.stat(root).st_dev
+    except OSError:
+        return None
+    return device if file_system_of(device) in KEYED_FILE_SYSTEMS else None
+
+
 class _WriteBack:
     """The work tree's file system written back (``syncfs``) in a thread of its own, which the
-    call leaves free to run: ``device`` waits for it, and is the work tree root's device when
-    its file system keeps the cache's promise (``KEYED_FILE_SYSTEMS``), else None."""
+    call leaves free to run: ``device`` waits for it, and is the work tree root's ``device``
+    (``keyed_device``) once every page dirtied before is written back, else None."""
 
-    def __init__(self, root: bytes) -> None:
+    def __init__(self, root: bytes, device: int | None) -> None:
         self._device: int | None = None
         self._thread: threading.Thread | None = None
-        try:
-            device = os.stat(root).st_dev
-        except OSError:
-            return
-        if file_system_of(device) not in KEYED_FILE_SYSTEMS:
+        if device is None:
             return
         self._thread = threading.Thread(target=self._run, args=(root, device))
         self._thread.start()
 
     def _run(self, root: bytes, device: int) -> None:
-        try:
-            fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        except OSError:
-            return  # no stat is kept this pass
-        try:
-            _write_back(fd)
-        finally:
-            os.close(fd)
-        self._device = device  # only once every page dirtied before is written back
+        if written_back(root):
+            self._device = device  # only once every page dirtied before is written back
 
     def device(self) -> int | None:
         if self._thread is not None:
@@ -700,14 +832,36 @@ def file_system_of(device: int) -> str | None:
     return None
 
 
+def written_back(root: bytes) -> bool:
+    """Whether the file system holding the folder ``root`` was written back (``_write_back``);
+    False when the folder cannot be opened (then no stat may be kept)."""
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        _write_back(fd)
+    finally:
+        os.close(fd)
+    return True
+
+
 def _write_back(fd: int) -> None:
     """``syncfs`` on the file system holding ``fd``: its dirty pages written back, and made
     read-only in every mapping, so that the next write to one faults and moves its ctime."""
+    syncfs = syncfs_function()
+    if syncfs is None or syncfs(fd) != 0:
+        os.sync()
+
+
+@functools.cache
+def syncfs_function() -> Callable[[int], int] | None:
+    """libc's ``syncfs``, found once a process (a helper is forked after it was, so that it
+    loads no library of its own), or None where libc has none."""
     import ctypes  # noqa: PLC0415 - only a kept mirror's pass needs it
 
-    libc = ctypes.CDLL(None, use_errno=True)
-    if getattr(libc, "syncfs", None) is None or libc.syncfs(fd) != 0:
-        os.sync()
+    found: Callable[[int], int] | None = getattr(ctypes.CDLL(None, use_errno=True), "syncfs", None)
+    return found
 
 
 def _too_big(rel: bytes, size: int, limits: Limits | None, failure: type[ClaimError]) -> None:
