@@ -430,9 +430,19 @@ def test_the_size_limits_hold_for_files_the_cache_vouches_for(tmp_path: Path) ->
         assert sorted(found.digests) == sorted(paths)
 
 
-def _split_repo(tmp_path: Path) -> tuple[Path, list[str]]:
+def _indexed_large_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[str]]:
+    """Ten files, taken for a large tree (a pass over their index is given a helper), and
+    indexed by a first pass."""
+    monkeypatch.setattr(mirror_module, "_SPLIT_AT", 4)
     names = [f"m{number}.py" for number in range(10)]
-    return aged(tmp_path / "repo", dict.fromkeys(names, ORIGINAL)), names
+    repo = aged(tmp_path / "repo", dict.fromkeys(names, ORIGINAL))
+    one_pass(repo, tmp_path / "mirror", names)
+    return repo, names
+
+
+def _rewritten(names: list[str], *changed: str) -> dict[str, str | None]:
+    """The digests of ``names`` when ``changed`` were rewritten to SAME_SIZE."""
+    return {name: sha256(SAME_SIZE if name in changed else ORIGINAL) for name in names}
 
 
 def _helped_pass(
@@ -462,9 +472,7 @@ def test_a_helper_stats_the_tree_while_the_pass_loads_and_this_process_what_it_d
     """A large tree's pass forks a helper that stats the index's paths meanwhile: given the
     time, it stats every one, and this process only looks again at what it could not vouch
     for (a change with its mtime put back), which is read."""
-    monkeypatch.setattr(mirror_module, "_SPLIT_AT", 4)
-    repo, names = _split_repo(tmp_path)
-    one_pass(repo, tmp_path / "mirror", names)
+    repo, names = _indexed_large_tree(tmp_path, monkeypatch)
     rewrite_keeping_mtime(repo / "m2.py", SAME_SIZE)
     rewrite_keeping_mtime(repo / "m8.py", SAME_SIZE)
     stated = counted_lstats(repo, monkeypatch)
@@ -473,8 +481,7 @@ def test_a_helper_stats_the_tree_while_the_pass_loads_and_this_process_what_it_d
 
     assert sorted(stated) == ["m2.py", "m8.py"]
     assert read == ["m2.py", "m8.py"]
-    assert digests == {name: sha256(SAME_SIZE if name in ("m2.py", "m8.py") else ORIGINAL)
-                       for name in names}  # fmt: skip
+    assert digests == _rewritten(names, "m2.py", "m8.py")
     assert (tmp_path / "mirror" / "tree" / "m8.py").read_text() == SAME_SIZE
 
 
@@ -483,9 +490,7 @@ def test_the_first_scan_shares_what_the_helper_has_left_and_either_sides_doubts_
 ) -> None:
     """Scanned at once, the helper has stat'ed what it could from the end: this process stats
     the first part of the rest and it the other, and a change on either side is read."""
-    monkeypatch.setattr(mirror_module, "_SPLIT_AT", 4)
-    repo, names = _split_repo(tmp_path)
-    one_pass(repo, tmp_path / "mirror", names)
+    repo, names = _indexed_large_tree(tmp_path, monkeypatch)
     rewrite_keeping_mtime(repo / "m0.py", SAME_SIZE)
     rewrite_keeping_mtime(repo / "m9.py", SAME_SIZE)
     stated = counted_lstats(repo, monkeypatch)
@@ -498,8 +503,7 @@ def test_the_first_scan_shares_what_the_helper_has_left_and_either_sides_doubts_
     assert mine == names[1 : 1 + len(mine)]
     assert stated.count("m9.py") == 1
     assert read == ["m0.py", "m9.py"]
-    assert digests == {name: sha256(SAME_SIZE if name in ("m0.py", "m9.py") else ORIGINAL)
-                       for name in names}  # fmt: skip
+    assert digests == _rewritten(names, "m0.py", "m9.py")
 
 
 def test_a_scan_that_does_not_line_up_with_the_index_takes_the_helpers_keys_by_path(
@@ -508,9 +512,7 @@ def test_a_scan_that_does_not_line_up_with_the_index_takes_the_helpers_keys_by_p
     """A file added since the last pass sits among the indexed ones in the listing: the
     helper's keys are taken path by path, the new file is stat'ed here and read, and so is a
     change the helper found."""
-    monkeypatch.setattr(mirror_module, "_SPLIT_AT", 4)
-    repo, names = _split_repo(tmp_path)
-    one_pass(repo, tmp_path / "mirror", names)
+    repo, names = _indexed_large_tree(tmp_path, monkeypatch)
     (repo / "m10.py").write_text(SAME_SIZE)
     rewrite_keeping_mtime(repo / "m5.py", SAME_SIZE)
     stated = counted_lstats(repo, monkeypatch)
@@ -520,16 +522,13 @@ def test_a_scan_that_does_not_line_up_with_the_index_takes_the_helpers_keys_by_p
 
     assert sorted(stated) == ["m10.py", "m10.py", "m5.py"]  # stat'ed, then looked at alone
     assert read == ["m10.py", "m5.py"]
-    assert digests == {name: sha256(SAME_SIZE if name in ("m10.py", "m5.py") else ORIGINAL)
-                       for name in listed}  # fmt: skip
+    assert digests == _rewritten(listed, "m10.py", "m5.py")
 
 
 def test_when_the_helper_fails_this_process_stats_what_it_left(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(mirror_module, "_SPLIT_AT", 4)
-    repo, names = _split_repo(tmp_path)
-    one_pass(repo, tmp_path / "mirror", names)
+    repo, names = _indexed_large_tree(tmp_path, monkeypatch)
     rewrite_keeping_mtime(repo / "m8.py", SAME_SIZE)
 
     parent, keys_now = os.getpid(), Mirror._keys_now
@@ -552,9 +551,7 @@ def test_a_pass_that_ends_before_its_scan_ends_its_helper(
 ) -> None:
     """A helper still at work when the pass ends (it failed before its scan) is ended with
     it, not waited for, and reaped."""
-    monkeypatch.setattr(mirror_module, "_SPLIT_AT", 4)
-    repo, names = _split_repo(tmp_path)
-    one_pass(repo, tmp_path / "mirror", names)
+    repo, _ = _indexed_large_tree(tmp_path, monkeypatch)
     parent, keys_now = os.getpid(), Mirror._keys_now
 
     def stuck(self: Mirror, paths: list[bytes]) -> list[bytes]:
