@@ -40,9 +40,14 @@ def aged(root: Path, files: dict[str, str]) -> Path:
     return repo
 
 
-def one_pass(repo: Path, folder: Path, paths: list[str]) -> tuple[dict[str, str | None], list[str]]:
-    """Each path's digest through the mirror, and the paths it read from the work tree."""
+def one_pass(
+    repo: Path, folder: Path, paths: list[str], before_scan: Any = None
+) -> tuple[dict[str, str | None], list[str]]:
+    """Each path's digest through the mirror, and the paths it read from the work tree;
+    ``before_scan`` is called with the pass before it scans."""
     with Mirror.kept(folder, repo, None, "sha1") as mirror:
+        if before_scan is not None:
+            before_scan(mirror)
         scanned = mirror.scan([path.encode() for path in paths], ObservationFailed)
         digests = {path: scanned.digests.get(path.encode()) for path in paths}
         mirror.keep({path.encode() for path in paths})
@@ -445,17 +450,6 @@ def _rewritten(names: list[str], *changed: str) -> dict[str, str | None]:
     return {name: sha256(SAME_SIZE if name in changed else ORIGINAL) for name in names}
 
 
-def _helped_pass(
-    repo: Path, folder: Path, names: list[str], helped: Any
-) -> tuple[dict[str, str | None], list[str]]:
-    """``one_pass`` over every listed file, ``helped`` called with the pass before its scan."""
-    with Mirror.kept(folder, repo, None, "sha1") as mirror:
-        helped(mirror)
-        scanned = mirror.scan([name.encode() for name in names], ObservationFailed)
-        digests = {name: scanned.digests.get(name.encode()) for name in names}
-    return digests, sorted(rel.decode() for rel in mirror.read_paths)
-
-
 def _helper_done(mirror: Mirror) -> None:
     """Waits until the pass's helper has stat'ed every path of the index."""
     helper = mirror._helper
@@ -477,7 +471,7 @@ def test_a_helper_stats_the_tree_while_the_pass_loads_and_this_process_what_it_d
     rewrite_keeping_mtime(repo / "m8.py", SAME_SIZE)
     stated = counted_lstats(repo, monkeypatch)
 
-    digests, read = _helped_pass(repo, tmp_path / "mirror", names, _helper_done)
+    digests, read = one_pass(repo, tmp_path / "mirror", names, _helper_done)
 
     assert sorted(stated) == ["m2.py", "m8.py"]
     assert read == ["m2.py", "m8.py"]
@@ -495,7 +489,7 @@ def test_the_first_scan_shares_what_the_helper_has_left_and_either_sides_doubts_
     rewrite_keeping_mtime(repo / "m9.py", SAME_SIZE)
     stated = counted_lstats(repo, monkeypatch)
 
-    digests, read = _helped_pass(repo, tmp_path / "mirror", names, lambda mirror: None)
+    digests, read = one_pass(repo, tmp_path / "mirror", names)
 
     # This process stat'ed the listing's first files (as many as the helper left it), and
     # looked again at the two changes, alone.
@@ -518,7 +512,7 @@ def test_a_scan_that_does_not_line_up_with_the_index_takes_the_helpers_keys_by_p
     stated = counted_lstats(repo, monkeypatch)
     listed = sorted([*names, "m10.py"])
 
-    digests, read = _helped_pass(repo, tmp_path / "mirror", listed, _helper_done)
+    digests, read = one_pass(repo, tmp_path / "mirror", listed, _helper_done)
 
     assert sorted(stated) == ["m10.py", "m10.py", "m5.py"]  # stat'ed, then looked at alone
     assert read == ["m10.py", "m5.py"]

@@ -205,11 +205,11 @@ class Mirror:
             index = self._index_bytes()
             head = self._head(index)
             device = keyed_device(self.workspace)
-            if device is not None and head is not None and len(head[5]) >= _SPLIT_AT:
+            if device is not None and head is not None and len(head[_PATHS]) >= _SPLIT_AT:
                 # Forked before any thread of this pass starts: it stats while the index loads.
                 syncfs_function()
                 with contextlib.suppress(OSError):  # no second process today: all done here
-                    self._helper = _Helper(self.workspace, head[5], self._keys_now)
+                    self._helper = _Helper(self.workspace, head[_PATHS], self._keys_now)
             written_back = _WriteBack(self.workspace, device)  # while the index loads
             try:
                 if head is not None:
@@ -309,7 +309,7 @@ class Mirror:
         wanted = (INDEX_VERSION, self.workspace, self.owner, self.object_format)
         if head is None or len(head) != _HEAD_FIELDS or head[:4] != wanted:
             return None
-        return head if type(head[5]) is list else None
+        return head if type(head[_PATHS]) is list else None
 
     def _load(self, head: tuple[Any, ...], index: bytes) -> None:
         """The rest of the ``index`` whose ``head`` describes this pass's tree. The kinds of
@@ -318,7 +318,7 @@ class Mirror:
         rest = index_part(index, 1)
         if rest is None or len(rest) != _REST_FIELDS:
             return
-        paths, (keys, digests, blobs, kinds) = head[5], rest
+        paths, (keys, digests, blobs, kinds) = head[_PATHS], rest
         columns = (paths, keys, digests, blobs)
         if any(type(column) is not list or len(column) != len(paths) for column in columns):
             return
@@ -326,7 +326,7 @@ class Mirror:
         self._indexed = paths  # the order the helper stats them in
         self.digests = dict(zip(paths, digests, strict=True))
         self.blobs = dict(zip(paths, blobs, strict=True))
-        if head[4] == kinds_fingerprint() and type(kinds) is bytes:
+        if head[_FINGERPRINT] == kinds_fingerprint() and type(kinds) is bytes:
             remember_kinds(paths, kinds)
             # Kept as it is until the tree changes: a pass that reads nothing writes nothing.
             self._saved = True
@@ -656,6 +656,7 @@ class Mirror:
 # format, the fingerprint of the kinds' code, the paths) and the rest (each path's key, digest,
 # blob id and kind), each a marshal of its own, so that the helper reads the paths alone.
 _HEAD_FIELDS, _REST_FIELDS = 6, 4
+_FINGERPRINT, _PATHS = 4, 5  # in the head
 
 
 def index_file(head: tuple[Any, ...], rest: tuple[Any, ...]) -> bytes:
