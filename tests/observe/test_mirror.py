@@ -4,6 +4,7 @@ vouch for it, whatever the agent does to hide the change (attacks 75 to 77, 79).
 from __future__ import annotations
 
 import hashlib
+import marshal
 import mmap
 import os
 import shutil
@@ -344,6 +345,31 @@ def test_a_pass_that_died_changing_the_tree_leaves_no_index_and_the_next_starts_
     assert not (tmp_path / "mirror" / "index").exists()
     assert one_pass(repo, tmp_path / "mirror", ["calc.py"])[1] == ["calc.py"]
     assert sorted(os.listdir(tmp_path / "mirror" / "tree")) == ["calc.py"]
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        pytest.param(lambda index: b"", id="empty"),
+        pytest.param(lambda index: index[:40], id="cut short"),
+        pytest.param(lambda index: b"\xff" * 8 + index[8:], id="a head longer than the file"),
+        pytest.param(lambda index: marshal.dumps(("an index", "of version 4")), id="version 4"),
+    ],
+)
+def test_an_index_file_that_is_no_index_is_not_used(
+    tmp_path: Path, stat_pass: str, written: Any
+) -> None:
+    """Bytes that hold no index of this tree (a file cut short by a full disk, one written by
+    an older version) vouch for nothing: every file is read again, and nothing is refused."""
+    repo = aged(tmp_path / "repo", {"calc.py": ORIGINAL})
+    one_pass(repo, tmp_path / "mirror", ["calc.py"])
+    index = tmp_path / "mirror" / "index"
+    index.write_bytes(written(index.read_bytes()))
+
+    assert one_pass(repo, tmp_path / "mirror", ["calc.py"]) == (
+        {"calc.py": sha256(ORIGINAL)},
+        ["calc.py"],
+    )
 
 
 def test_a_pass_that_changes_nothing_writes_no_index(tmp_path: Path) -> None:
