@@ -33,11 +33,11 @@ pass at a time holds the mirror (a lock file beside it), for as long as a run re
 holds one pass from its capture to its last check, so each path is stat'ed, and read if need be,
 once a gate; ``changed_since`` then says whether the work tree moved on while the tests ran.
 
-A stop costs an ``lstat`` per listed file. On a large tree (one whose index is large) a forked
-process (``_Helper``) stats the files the index holds, from the last one backward, while this
-one loads the index, git lists the work tree and the commits' entries are read; the first scan
-then splits what is left between the two, so the stat pass overlaps that work rather than
-following it. The helper only reads (the index's bytes, as this process read them; ``lstat``),
+A stop costs an ``lstat`` per listed file. On a large tree (an index of ``_SPLIT_AT`` paths or
+more) a forked process (``_Helper``) stats the files the index holds, from the last one backward,
+while this one loads the index, git lists the work tree and the commits' entries are read; the
+first scan then splits what is left between the two, so the stat pass overlaps that work rather
+than following it. The helper only reads (the index's paths, as this process read them; ``lstat``),
 writes the file system back before its first ``lstat`` as a pass does, and answers with the
 keys it took. The index keeps its paths in the listing's order, so that the scan's paths line up
 with the helper's, and what is a function of content alone (each path's kind, :mod:`.runners`;
