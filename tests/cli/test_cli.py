@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import json
+import os
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 import pytest
@@ -30,6 +33,7 @@ def test_verify_loads_neither_the_service_nor_the_gate_nor_an_observer() -> None
     run are not imported (nor the crypto library, for an unsigned claim)."""
     code = """
 import sys
+from pathlib import Path
 from completion_claim.cli import run
 code = run(["verify", "examples/format-note.claim.json", "--at", "2026-08-27T18:04:10Z"])
 assert code == 0, code
@@ -47,17 +51,14 @@ def _collector_after(argv: list[str]) -> tuple[int, str]:
     """The exit code of ``claim ARGV`` run as the installed program runs it (``cli.main``, in a
     process of its own), and whether the cycle collector was on when the command was done."""
     code = f"""
-import gc, sys
+import atexit, gc, sys
 from completion_claim import cli
 sys.argv = ["claim", *{argv!r}]
-try:
-    cli.main()
-except SystemExit as done:
-    print(done.code, gc.isenabled())
+atexit.register(lambda: print(gc.isenabled()))
+cli.main()
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    exit_code, enabled = done.stdout.splitlines()[-1].split()
-    return int(exit_code), enabled
+    return done.returncode, done.stdout.splitlines()[-1]
 
 
 def test_a_command_runs_without_the_cycle_collector_and_the_service_with_it() -> None:
@@ -67,6 +68,35 @@ def test_a_command_runs_without_the_cycle_collector_and_the_service_with_it() ->
                              "--at", "2026-08-27T18:04:10Z"]) == (0, "False")  # fmt: skip
     # Refused before it listens (no tokens off loopback): the service's own start has run.
     assert _collector_after(["serve", "--host", "0.0.0.0"]) == (EXIT_USAGE, "True")
+
+
+def test_a_command_exits_after_its_threads_and_exit_handlers_with_its_output_whole(
+    tmp_path: Path,
+) -> None:
+    """``claim`` skips freeing its objects one by one at exit, and nothing else of an exit: a
+    thread that is no daemon finishes, exit handlers run, what was printed is all written."""
+    late = tmp_path / "written-late"
+    code = f"""
+import atexit, sys, threading, time
+from completion_claim import cli
+def write_late():
+    time.sleep(0.3)
+    open({str(late)!r}, "w").write("done")
+threading.Thread(target=write_late).start()
+atexit.register(lambda: sys.stdout.write("exit handler ran"))  # flushed by the exit
+sys.argv = ["claim", "schema"]
+cli.main()
+"""
+    buffered = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, env=buffered
+    )
+
+    assert done.returncode == 0, done.stderr
+    schema, handler = done.stdout.rsplit("\n", 1)
+    assert json.loads(schema)["$id"].endswith("claim.schema.json")
+    assert handler == "exit handler ran"
+    assert late.read_text() == "done"
 
 
 @pytest.mark.parametrize("option", ["-q", "--quiet", "-v", "--color=never"])
