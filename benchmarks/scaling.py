@@ -11,6 +11,12 @@ small files, one changed file and one test, side by side in one run:
   mirror) and later ones (only what the change cache cannot vouch for is read),
 - the added time (gate minus bare run) and the ratios;
 
+then where a later gate's time goes, from the gate's own progress lines on stderr, each taken
+as it arrives (the same runs): until the base is chosen (the interpreter, the imports, the
+configuration, the start record), the capture (the change cache's index, git's listing, the stat
+pass, the comparison with the base), the test run (the run's tree, the sandbox and the tests:
+compare with the bare run) and the rest (the verdict, the record, the exit);
+
 then, on one size, the scaling with the number of changed files (1, 10, 100, 1000).
 
 Medians of ``--runs``, interleaved so every command sees the same machine load. The generated
@@ -141,13 +147,40 @@ class Bench:
         timed([*self.gate, "--start"], self.repo)
 
     def side_by_side(self, runs: int) -> dict[str, float]:
-        found: dict[str, list[float]] = {"status": [], "pytest": [], "floor": [], "gate": []}
+        found: dict[str, list[float]] = {"status": [], "pytest": [], "floor": []}
         for _ in range(runs):
             found["status"].append(timed(self.status, self.repo))
             found["pytest"].append(timed(self.pytest, self.repo))
             found["floor"].append(timed(self.floor, self.repo))
-            found["gate"].append(timed(self.gate, self.repo))
+            for name, seconds in self.phased_gate().items():
+                found.setdefault(name, []).append(seconds)
         return {name: statistics.median(times) for name, times in found.items()}
+
+    def phased_gate(self) -> dict[str, float]:
+        """One gate: its whole time (``gate``) and each of ``PHASES``, from the moments its
+        progress lines arrive on stderr."""
+        started = time.perf_counter()
+        process = subprocess.Popen(self.gate, cwd=self.repo, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE)  # fmt: skip
+        assert process.stderr is not None
+        arrived: dict[str, float] = {}
+        for line in process.stderr:
+            name, _, detail = line.decode().removeprefix("gate: ").partition(": ")
+            step = "run" if detail.startswith("observing") else name.partition(" ")[0]
+            arrived.setdefault(step, time.perf_counter())
+        if process.wait() != 0 or set(arrived) < {"base", "capture", "run", "check", "verdict"}:
+            sys.exit(f"the gate exited {process.returncode} or said less than expected")
+        ended = time.perf_counter()
+        return {
+            "gate": ended - started,
+            "start": arrived["base"] - started,
+            "capture": arrived["capture"] - arrived["base"],
+            "test run": arrived["check"] - arrived["capture"],
+            "rest": ended - arrived["check"],
+        }
+
+
+PHASES = ("start", "capture", "test run", "rest")
 
 
 def change(repo: Path, count: int, round_: int) -> None:
@@ -162,6 +195,7 @@ def sizes_table(sizes: list[int], runs: int, profile: bool) -> None:
     print("| files | git status | bare pytest | one-shot floor | first gate | "
           "later gate (median) | added | gate / bare |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|")
+    phases = []
     for files in sizes:
         repo = repository(files)
         with tempfile.TemporaryDirectory(prefix="claim-bench-scaling-") as folder:
@@ -178,9 +212,19 @@ def sizes_table(sizes: list[int], runs: int, profile: bool) -> None:
                 f"{times['gate'] / times['pytest']:.2f}x |",
                 flush=True,
             )
+            phases.append(
+                f"| {files:,} | {times['pytest']:.3f} s | "
+                + " | ".join(f"{times[phase]:.3f} s" for phase in PHASES)
+                + f" | {times['gate']:.3f} s |"
+            )
             if profile and files == max(sizes):
                 where_the_time_goes(bench)
         repository(files)  # back at its commit for the next run
+    print("\nWhere a later gate's time goes (medians of the same runs; the test run holds the "
+          "run's tree, the sandbox and the tests):")  # fmt: skip
+    print(f"| files | bare pytest | {' | '.join(PHASES)} | gate |")
+    print("|---|---|" + "---|" * len(PHASES) + "---|")
+    print("\n".join(phases), flush=True)
 
 
 def changed_table(files: int, counts: list[int], runs: int) -> None:
