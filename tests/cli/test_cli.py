@@ -74,7 +74,8 @@ def test_a_command_exits_after_its_threads_and_exit_handlers_with_its_output_who
     tmp_path: Path,
 ) -> None:
     """``claim`` skips freeing its objects one by one at exit, and nothing else of an exit: a
-    thread that is no daemon finishes, exit handlers run, what was printed is all written."""
+    thread that is no daemon finishes (an idle pool's workers are told to end, and do), exit
+    handlers run, what was printed is all written."""
     late = tmp_path / "written-late"
     code = f"""
 import atexit, sys, threading, time
@@ -83,13 +84,21 @@ def write_late():
     time.sleep(0.3)
     open({str(late)!r}, "w").write("done")
 threading.Thread(target=write_late).start()
+from concurrent.futures import ThreadPoolExecutor
+pool = ThreadPoolExecutor(max_workers=1)
+pool.submit(lambda: None).result()  # its worker left idle, the pool never shut down
 atexit.register(lambda: sys.stdout.write("exit handler ran"))  # flushed by the exit
 sys.argv = ["claim", "schema"]
 cli.main()
 """
     buffered = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=False, env=buffered
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=buffered,
+        timeout=60,  # an exit that waits for the idle worker first never ends
     )
 
     assert done.returncode == 0, done.stderr

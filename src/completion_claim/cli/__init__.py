@@ -178,11 +178,13 @@ def main() -> None:
 
 def _exit(code: int) -> NoReturn:
     """Exit as the interpreter would, less freeing every object one at a time (a gate over a
-    monorepo holds 100,000s of them: tens of milliseconds at every stop): threads that are not
-    daemons are waited for, exit handlers run, the standard streams are flushed."""
-    for thread in threading.enumerate():
-        if thread is not threading.main_thread() and not thread.daemon:
-            thread.join()
+    monorepo holds 100,000s of them: tens of milliseconds at every stop): exit handlers run,
+    the standard streams are flushed. While a thread that is no daemon runs, the interpreter
+    exits itself: it first tells such threads to end (a thread pool's idle workers), then
+    waits for them."""
+    main = threading.main_thread()
+    if any(thread is not main and not thread.daemon for thread in threading.enumerate()):
+        sys.exit(code)
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a reader gone: nothing more to say
