@@ -33,7 +33,6 @@ def test_verify_loads_neither_the_service_nor_the_gate_nor_an_observer() -> None
     run are not imported (nor the crypto library, for an unsigned claim)."""
     code = """
 import sys
-from pathlib import Path
 from completion_claim.cli import run
 code = run(["verify", "examples/format-note.claim.json", "--at", "2026-08-27T18:04:10Z"])
 assert code == 0, code
@@ -70,23 +69,13 @@ def test_a_command_runs_without_the_cycle_collector_and_the_service_with_it() ->
     assert _collector_after(["serve", "--host", "0.0.0.0"]) == (EXIT_USAGE, "True")
 
 
-def test_a_command_exits_after_its_threads_and_exit_handlers_with_its_output_whole(
-    tmp_path: Path,
-) -> None:
-    """``claim`` skips freeing its objects one by one at exit, and nothing else of an exit: a
-    thread that is no daemon finishes (an idle pool's workers are told to end, and do), exit
-    handlers run, what was printed is all written."""
-    late = tmp_path / "written-late"
+def _exit_of(prelude: str) -> subprocess.CompletedProcess[str]:
+    """``claim schema`` run as the installed program runs it, after ``prelude``, with stdout
+    buffered as on a machine whose shells do not set PYTHONUNBUFFERED (this workplace's do)."""
     code = f"""
 import atexit, sys, threading, time
 from completion_claim import cli
-def write_late():
-    time.sleep(0.3)
-    open({str(late)!r}, "w").write("done")
-threading.Thread(target=write_late).start()
-from concurrent.futures import ThreadPoolExecutor
-pool = ThreadPoolExecutor(max_workers=1)
-pool.submit(lambda: None).result()  # its worker left idle, the pool never shut down
+{prelude}
 atexit.register(lambda: sys.stdout.write("exit handler ran"))  # flushed by the exit
 sys.argv = ["claim", "schema"]
 cli.main()
@@ -100,12 +89,37 @@ cli.main()
         env=buffered,
         timeout=60,  # an exit that waits for the idle worker first never ends
     )
-
     assert done.returncode == 0, done.stderr
     schema, handler = done.stdout.rsplit("\n", 1)
     assert json.loads(schema)["$id"].endswith("claim.schema.json")
     assert handler == "exit handler ran"
+    return done
+
+
+def test_a_command_exits_after_its_threads_and_exit_handlers_with_its_output_whole(
+    tmp_path: Path,
+) -> None:
+    """``claim`` skips freeing its objects one by one at exit, and nothing else of an exit: a
+    thread that is no daemon finishes (an idle pool's workers are told to end, and do), exit
+    handlers run, what was printed is all written."""
+    late = tmp_path / "written-late"
+    _exit_of(f"""
+def write_late():
+    time.sleep(0.3)
+    open({str(late)!r}, "w").write("done")
+threading.Thread(target=write_late).start()
+from concurrent.futures import ThreadPoolExecutor
+pool = ThreadPoolExecutor(max_workers=1)
+pool.submit(lambda: None).result()  # its worker left idle, the pool never shut down
+""")
+
     assert late.read_text() == "done"
+
+
+def test_a_command_with_no_thread_left_runs_its_exit_handlers_and_writes_its_output_whole() -> None:
+    """The exit that skips freeing objects (no thread left but the main one, as at a gate's
+    end) still runs the exit handlers and flushes what they print."""
+    _exit_of("")
 
 
 @pytest.mark.parametrize("option", ["-q", "--quiet", "-v", "--color=never"])
