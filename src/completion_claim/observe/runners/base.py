@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import shutil
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -32,6 +32,8 @@ from typing import ClassVar
 
 from ...errors import UsageError
 from .results import Results
+
+Draw = Callable[[], str]
 
 
 class ReportSource(Enum):
@@ -102,6 +104,26 @@ class ChannelEnds:
 
 
 @dataclass(frozen=True)
+class Canary:
+    """One test of the observer's own, planted in the run beside the trusted tests: its name as
+    this runner's results give it, and whether it must pass (else it must fail)."""
+
+    name: str
+    passes: bool
+
+
+@dataclass(frozen=True)
+class Canaries:
+    """The observer's own tests for one run (see :mod:`..canaries`): files written into the
+    run's copy (paths relative to the run's folder, never a path the work tree has), the tests
+    they hold, and the exit code the runner ends with when the must-fail ones alone failed."""
+
+    files: Mapping[str, bytes]
+    tests: tuple[Canary, ...]
+    failed_exit_code: int = 1
+
+
+@dataclass(frozen=True)
 class RunContext:
     """What a runner knows when it builds the run's command."""
 
@@ -112,6 +134,7 @@ class RunContext:
     work: str  # the work tree's root as the run sees it
     cwd: str  # the run's folder as the run sees it
     reports: str  # an empty folder the run may write its report into, as the run sees it
+    canaries: Canaries | None = None  # what the runner's ``canaries`` planted for this run
 
 
 @dataclass(frozen=True)
@@ -173,6 +196,16 @@ class Runner(ABC):
     @abstractmethod
     def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
         """The command as the sandbox runs it."""
+
+    def canaries(
+        self, command: Sequence[str], files: Sequence[bytes], draw: Draw
+    ) -> Canaries | None:
+        """The observer's own tests for this run, or None where the runner has no per-test
+        report to check them in. ``files``: the run copy's work-tree paths, relative to the
+        run's folder; ``draw()``: a fresh random word for a name or a value. The tests must use
+        the assertion mechanisms this ecosystem's tests use, and be run by ``command`` as
+        ``invocation`` builds it (which finds them in ``RunContext.canaries``)."""
+        return None
 
     def results(self, report: bytes) -> Results:
         """The per-test results in the runner's FILE or STDOUT report (untrusted input)."""
