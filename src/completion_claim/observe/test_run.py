@@ -45,6 +45,7 @@ from .._state import default_runs_dir
 from ..errors import ObservationFailed, UsageError
 from ..model import Mutation
 from ._common import Observation
+from .canaries import CANARIES, HELD, NOT_RUN, judged, plant
 from .dependency_cache import DEPENDENCIES_MOUNT, install, read_lockfiles, require_protected
 from .mirror import Mirror, require_unchanged
 from .run_tree import (
@@ -59,6 +60,7 @@ from .run_tree import (
 )
 from .runners import runner_for
 from .runners.base import (
+    Canaries,
     ChannelEnds,
     Invocation,
     ReportSource,
@@ -119,10 +121,15 @@ class RunRequest:
     def expected(self) -> dict[str, Any]:
         return self.expected_of(counted=False)
 
-    def expected_of(self, *, counted: bool) -> dict[str, Any]:
-        """Exit code 0; no failed or errored test when pytest reported its tests (a run can
-        end with any exit code it likes after its session ended); the required tests passed."""
+    def expected_of(self, *, counted: bool, canaries: Canaries | None = None) -> dict[str, Any]:
+        """Exit code 0 (the runner's failure code when a canary must fail); no failed or
+        errored test when pytest reported its tests (a run can end with any exit code it likes
+        after its session ended); the required tests passed; the canaries held."""
         expected: dict[str, Any] = {"exit_code": 0}
+        if canaries is not None:
+            if not all(canary.passes for canary in canaries.tests):
+                expected["exit_code"] = canaries.failed_exit_code
+            expected[CANARIES] = HELD
         if counted:
             expected |= {"failed": 0, "errors": 0}
         if self.required:
@@ -189,8 +196,12 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         details = _fill_run_tree(tree, request, workspace, mutations, excluded, deadline, mirror)
         captured = dict(tree.files)  # before protected paths are restored: the workspace's
         outputs = _clear_outputs(tree, runner, details)
+        canaries = plant(runner, request.command, tree, cwd,
+                         None if channel is None else channel.folder,
+                         workspace.object_format())  # fmt: skip
         mounts = _dependencies(request, runner, toolchain, sandbox, tree, cwd, deadline, details)
-        launch = _Launch(request, sandbox, toolchain, owned, cwd, channel, mounts, tree, overlay)
+        launch = _Launch(request, sandbox, toolchain, owned, cwd, channel, mounts, tree, overlay,
+                         canaries)  # fmt: skip
         invocation = runner.invocation(request.command, launch.context())
         started_argv, host_env, details["sandbox"] = launch.confined(invocation, deadline)
         report = None if invocation.report is None else launch.on_host(invocation.report)
@@ -229,7 +240,13 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         # files this pass had to read (the changed ones) are checked again, so a process still
         # writing them is named; re-checking every file would cost a stat per file per stop.
         require_unchanged(mirror, (rel for rel in mirror.read_paths if rel in tree.files))
+    if canaries is not None:
+        results, details[CANARIES] = judged(results, canaries)
+        if details[CANARIES]["state"] == NOT_RUN:
+            canaries = None  # a run of no test: nothing to expect of them
     observed = {"exit_code": exit_code} | results.counts
+    if canaries is not None:
+        observed[CANARIES] = details[CANARIES]["state"]
     if request.required and not results.counts:
         raise ObservationFailed(
             f"--require-test needs the tests' results, and the run reported none "
@@ -258,7 +275,7 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
     counted = runner.counts_failures and bool(results.counts)
     return Observation(
         target=shlex.join(redact_argv(request.command, secrets)),
-        expected=request.expected_of(counted=counted),
+        expected=request.expected_of(counted=counted, canaries=canaries),
         observed_value=observed,
         subject=digests["subject"],
         details=details,
@@ -454,6 +471,7 @@ class _Launch:
     mounts: Mapping[str, tuple[Path, str]]  # dependency folders: host path, path in the run
     tree: RunTree
     overlay: Overlay | None  # the run's files: the mirror under the run's own layer
+    canaries: Canaries | None  # the observer's own tests in this run
 
     @property
     def work(self) -> str:
@@ -480,6 +498,7 @@ class _Launch:
             work=self.work,
             cwd=os.path.normpath(f"{self.work}/{self.cwd}"),
             reports=self.reports,
+            canaries=self.canaries,
         )
 
     def environment(self) -> dict[str, str]:
