@@ -1,5 +1,5 @@
 """The observer's canaries: real pytest and unittest runs in the sandbox where the code under test
-patches the runner or disarms the assertions (attack 111), and the same runs done honestly."""
+patches the runner or disarms the assertions (attack 133), and the same runs done honestly."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def _judged(
     ],
     ids=["pytest-runner-patched", "unittest-assertion-disarmed"],
 )
-def test_attack_111_a_runner_the_code_made_pass_everything_is_caught_by_the_canaries(
+def test_attack_133_a_runner_the_code_made_pass_everything_is_caught_by_the_canaries(
     tmp_path: Path,
     claim: Path,
     capsys: pytest.CaptureFixture[str],
@@ -92,7 +92,7 @@ def test_attack_111_a_runner_the_code_made_pass_everything_is_caught_by_the_cana
     ],
     ids=["pytest", "unittest"],
 )
-def test_attack_111_control_the_honest_fix_verifies_with_its_canaries_held(
+def test_attack_133_control_the_honest_fix_verifies_with_its_canaries_held(
     tmp_path: Path,
     claim: Path,
     capsys: pytest.CaptureFixture[str],

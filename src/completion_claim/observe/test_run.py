@@ -86,6 +86,7 @@ _SHORTEST_SECRET = 4  # shorter values would redact ordinary text
 _PASSED_THROUGH = ("LC_ALL", "TZ", "TERM")
 _POLL_S = 0.02  # how soon the end of a run is noticed while its pipe is read
 _MAX_BUILD_REPORTS = 10_000
+MAX_HIDDEN_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,7 @@ class RunRequest:
     secret_files: tuple[str, ...] = ()  # read after the run, to redact their material
     dependency_cache: Path | None = None  # the operator's; None: under the default runs dir
     mirror: Mirror | None = None  # the operator's mirror, held by the caller; None: a fresh copy
+    hidden_tests: Path | None = None  # the operator's folder of tests the agent never sees
 
     @property
     def runner(self) -> Runner:
@@ -171,6 +173,7 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
                 "run can read it: keep it elsewhere"
             )
     cwd = _relative(Path(os.path.realpath(request.cwd)), workspace.root) or "."
+    hidden = {} if request.hidden_tests is None else hidden_files(request.hidden_tests, workspace)
     runner = request.runner
     toolchain = runner.toolchain(request.command, request.python, workspace.root)
     for path in (*toolchain.readable, *([toolchain.program] if toolchain.program else [])):
@@ -195,6 +198,8 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         tree, mirror, overlay = _run_tree(request, workspace, sandbox, owned, owner)
         details = _fill_run_tree(tree, request, workspace, mutations, excluded, deadline, mirror)
         captured = dict(tree.files)  # before protected paths are restored: the workspace's
+        if hidden:
+            details["hidden_tests"] = lay_hidden(tree, hidden, workspace.object_format())
         outputs = _clear_outputs(tree, runner, details)
         canaries = plant(runner, request.command, tree, cwd,
                          None if channel is None else channel.folder,
@@ -300,6 +305,47 @@ def _results(
     if invocation.source is ReportSource.STDOUT:
         return runner.results(_read_report(report, owned))  # the observer's own file
     return runner.results(_read_fresh_report(report, report_before, exit_code, owned))
+
+
+def hidden_files(folder: Path, workspace: Workspace) -> dict[bytes, bytes]:
+    """The operator's hidden tests: every regular file below ``folder``, by its path there,
+    which is its path in the run's copy. The folder must be outside the workspace (the agent
+    would read and change it), and holds no link (a link could lead anywhere the agent put)."""
+    if inside(str(folder), workspace.root):
+        raise UsageError(
+            f"hidden_tests: {folder} is inside the workspace, where the agent can read and change "
+            "it; keep the hidden tests in a folder of the operator's"
+        )
+    if not folder.is_dir():
+        raise UsageError(f"hidden_tests: {folder} is not a folder")
+    found: dict[bytes, bytes] = {}
+    size = 0
+    for parent, folders, names in os.walk(folder):
+        for name in sorted([*folders, *names]):
+            path = Path(parent, name)
+            if path.is_symlink() or not (path.is_dir() or path.is_file()):
+                raise UsageError(f"hidden_tests: {path} is a link or a special file; only "
+                                 "folders and regular files are laid into the run")  # fmt: skip
+        for name in names:
+            path = Path(parent, name)
+            found[os.fsencode(path.relative_to(folder))] = data = path.read_bytes()
+            size += len(data)
+            if size > MAX_HIDDEN_BYTES:
+                raise UsageError(f"hidden_tests: {folder} holds over {MAX_HIDDEN_BYTES} bytes")
+    if not found:
+        raise UsageError(f"hidden_tests: {folder} holds no file")
+    return found
+
+
+def lay_hidden(tree: RunTree, hidden: Mapping[bytes, bytes], hash_name: str) -> dict[str, str]:
+    """Write the hidden tests into the run's copy, over whatever the work tree has at their
+    paths, as the operator's files (not the claim's); each path with its content's digest."""
+    laid = {}
+    for rel, data in sorted(hidden.items()):
+        tree.write(rel, data, "100644", hash_name)
+        del tree.files[rel], tree.object_ids[rel]
+        laid[os.fsdecode(rel)] = "sha256:" + sha256(data).hexdigest()
+    return laid
 
 
 def _run_tree(
