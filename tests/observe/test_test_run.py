@@ -1588,3 +1588,59 @@ def test_a_hidden_tests_folder_the_agent_could_reach_or_that_holds_nothing_is_re
 
     assert message in capsys.readouterr().err
     assert evidence(claim) == []
+
+
+# --- repeated tests ------------------------------------------------------------------------------
+
+# Right the first time it is called, and only then: a test run once passes.
+ANSWERS_ONCE = (
+    "calls = []\n\n\ndef add(a, b):\n    calls.append((a, b))\n"
+    "    return a + b if len(calls) == 1 else a - b\n"
+)
+UNITTEST_CALC = (
+    "import unittest\n\nfrom calc import add\n\n\nclass TestCalc(unittest.TestCase):\n"
+    "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n"
+)
+REPEATED = {
+    "pytest": ({"tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n"
+                "    assert add(2, 3) == 5\n"}, PYTEST, "tests/test_calc.py::test_add",
+               "tests.test_calc::test_add"),
+    "unittest": ({"tests/__init__.py": "", "tests/test_calc.py": UNITTEST_CALC},
+                 (sys.executable, "-m", "unittest"), "tests.test_calc.TestCalc::test_add",
+                 "tests.test_calc.TestCalc::test_add"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+@pytest.mark.parametrize("calc", ["answers-once", "honest"])
+def test_attack_135_a_repeated_test_fails_code_that_answers_by_how_often_it_ran(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str], runner: str, calc: str
+) -> None:
+    tests, command, given, name = REPEATED[runner]
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC_BUGGY, **tests})
+    write_files(repo, {"calc.py": ANSWERS_ONCE if calc == "answers-once" else CALC})
+    capture(claim, repo)
+
+    assert observe(claim, repo, "--repeat-test", given, "--", *command) == 0
+
+    item = evidence(claim)[0]
+    assert item["details"]["repeated"] == [name]
+    outcome, state = ("failed", "refuted") if calc == "answers-once" else ("passed", "verified")
+    assert item["observed_value"]["tests"] == {name: outcome}
+    assert item["observed_value"]["canaries"] == "held"
+    assert verdict(claim, capsys)[1]["state"] == state
+
+
+def test_attack_135_control_a_test_run_once_passes_code_that_answers_once(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The attack is real: without the repeat, the code that is right only once verifies."""
+    tests, command, _, name = REPEATED["pytest"]
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC_BUGGY, **tests})
+    write_files(repo, {"calc.py": ANSWERS_ONCE})
+    capture(claim, repo)
+
+    assert observe(claim, repo, "--", *command) == 0
+
+    assert evidence(claim)[0]["observed_value"]["tests"] == {name: "passed"}
+    assert verdict(claim, capsys)[1]["state"] == "verified"
