@@ -300,7 +300,7 @@ def test_printed_success_does_not_beat_the_exit_code(
     assert observe(claim, repo, "--", *PYTHON, script) == 0
 
     (item,) = evidence(claim)
-    assert item["observed_value"] == {"exit_code": 1, "canaries": "unreported"}
+    assert item["observed_value"] == {"exit_code": 1}
     assert "5 passed" in item["details"]["output_tail"][-1]
     # Exit code only: no counts, so not discriminating under the default min_tests (1).
     code, result = verdict(claim, capsys)
@@ -446,7 +446,7 @@ def test_print_shows_the_evidence_without_recording_it(
     assert observe(claim, tmp_path, "--print", "--", *PYTHON, "pass") == 0
 
     printed = json.loads(capsys.readouterr().out)
-    assert printed["observed_value"] == {"exit_code": 0, "canaries": "unreported"}
+    assert printed["observed_value"] == {"exit_code": 0}
     assert evidence(claim) == []
 
 
@@ -918,7 +918,7 @@ def test_attack_04_any_command_gets_counts_from_the_observers_plugin_or_none(
 
     value = evidence(claim)[0]["observed_value"]
     if observed is None:
-        assert value == {"exit_code": 0, "canaries": "unreported"}  # no counts to read as a pass
+        assert value == {"exit_code": 0}  # exit-code-only: no counts to read as a pass
     else:
         assert value["exit_code"] == 0
         assert {key: value[key] for key in observed} == observed

@@ -46,7 +46,7 @@ from .._state import default_runs_dir
 from ..errors import ObservationFailed, UsageError
 from ..model import Mutation
 from ._common import Observation
-from .canaries import CANARIES, HELD, NOT_RUN, judged, plant
+from .canaries import CANARIES, HELD, NOT_RUN, UNREPORTED, judged, plant
 from .dependency_cache import DEPENDENCIES_MOUNT, install, read_lockfiles, require_protected
 from .mirror import Mirror, require_unchanged
 from .run_tree import (
@@ -256,8 +256,9 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         require_unchanged(mirror, (rel for rel in mirror.read_paths if rel in tree.files))
     if canaries is not None:
         results, details[CANARIES] = judged(results, canaries)
-        if details[CANARIES]["state"] == NOT_RUN:
-            canaries = None  # a run of no test: nothing to expect of them
+        state = details[CANARIES]["state"]
+        if state == NOT_RUN or (state == UNREPORTED and canaries.optional):
+            canaries = None  # a run of no test (or of no runner): nothing to expect of them
     observed = {"exit_code": exit_code} | results.counts
     if canaries is not None:
         observed[CANARIES] = details[CANARIES]["state"]
