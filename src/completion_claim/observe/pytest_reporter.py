@@ -49,8 +49,9 @@ def pytest_addoption(pluginmanager: Any) -> None:
             if not stat.S_ISFIFO(found.st_mode) or found.st_ino != inode:
                 return
         with os.fdopen(key_fd, "rb") as pipe:
-            key = pipe.read(256)
+            key, _, given = pipe.read().partition(b"\n")
         os.set_inheritable(records_fd, False)
+        settings = json.loads(given or b"{}")
     except (OSError, ValueError):
         return
     if not key:
@@ -58,19 +59,22 @@ def pytest_addoption(pluginmanager: Any) -> None:
     _not_dumpable()
     pluginmanager.register(_Reporter(key, records_fd), "claim-reporter")
     canaries = sorted(Path(__file__).parent.glob(f"{CANARY_PREFIX}*.py"))
-    if canaries:
-        pluginmanager.register(_canary_collector(canaries), "claim-canaries")
+    repeat = frozenset(settings.get("repeat") or ())
+    if canaries or repeat:
+        pluginmanager.register(_collector(canaries, repeat), "claim-collector")
 
 
-def _canary_collector(modules: list[Path]) -> object:
-    import pytest  # noqa: PLC0415 - loaded by pytest: it is there; not needed without canaries
+def _collector(canaries: list[Path], repeat: frozenset[str]) -> object:
+    import pytest  # noqa: PLC0415 - loaded by pytest: it is there; not needed otherwise
 
     class Collector:
         @pytest.hookimpl(trylast=True)
         def pytest_collection_modifyitems(self, session: Any, items: list[Any]) -> None:
             if not items:
                 return  # pytest's own "no tests collected" stands
-            for path in modules:
+            again = [item for item in items if _junit_name(item.nodeid) in repeat]
+            items.extend(reversed(again))
+            for path in canaries:
                 module = pytest.Module.from_parent(session, path=path, nodeid=path.name)
                 first, *rest = module.collect()
                 items.insert(0, first)
@@ -125,6 +129,14 @@ class _Reporter:
         line = memoryview(mac + b" " + body + b"\n")
         while line:
             line = line[os.write(self._fd, line) :]
+
+
+def _junit_name(node_id: str) -> str:
+    """The name the observer gives a node id (junitxml's, as in ``.runners.pytest``)."""
+    address, bracket, params = node_id.partition("[")
+    parts = address.split("::")
+    parts[0] = parts[0].replace("/", ".").removesuffix(".py")
+    return ".".join(parts[:-1]) + "::" + parts[-1] + bracket + params
 
 
 def _message(report: Any) -> str:

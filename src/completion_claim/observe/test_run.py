@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import json
 import os
 import re
 import selectors
@@ -45,7 +46,7 @@ from .._state import default_runs_dir
 from ..errors import ObservationFailed, UsageError
 from ..model import Mutation
 from ._common import Observation
-from .canaries import CANARIES, HELD, NOT_RUN, judged, plant
+from .canaries import CANARIES, HELD, NOT_RUN, UNREPORTED, judged, plant
 from .dependency_cache import DEPENDENCIES_MOUNT, install, read_lockfiles, require_protected
 from .mirror import Mirror, require_unchanged
 from .run_tree import (
@@ -87,6 +88,7 @@ _PASSED_THROUGH = ("LC_ALL", "TZ", "TERM")
 _POLL_S = 0.02  # how soon the end of a run is noticed while its pipe is read
 _MAX_BUILD_REPORTS = 10_000
 MAX_HIDDEN_BYTES = 64 * 1024 * 1024
+_PIPE_BUFFER = 65536  # Linux's default: a write up to it into a new pipe never blocks
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,9 @@ class RunRequest:
     dependency_cache: Path | None = None  # the operator's; None: under the default runs dir
     mirror: Mirror | None = None  # the operator's mirror, held by the caller; None: a fresh copy
     hidden_tests: Path | None = None  # the operator's folder of tests the agent never sees
+    # Report names run a second time, in reverse order, after the session's tests (a plugin's
+    # runners): a result that depends on how often or in what order the code ran fails one.
+    repeat: tuple[str, ...] = ()
 
     @property
     def runner(self) -> Runner:
@@ -188,7 +193,8 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         owned = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="claim-test-run-")))
         channel = None
         if runner.plugin is not None:
-            channel = stack.enter_context(Channel(owned / _PLUGIN_FOLDER, runner.plugin))
+            settings = {"repeat": list(request.repeat)}
+            channel = stack.enter_context(Channel(owned / _PLUGIN_FOLDER, runner.plugin, settings))
         owner = sandbox.uid if sandbox is not None and sandbox.setpriv is not None else None
         run_dir, report_dir = owned / "work", owned / _REPORT_FOLDER
         for folder in (run_dir, report_dir):
@@ -200,6 +206,9 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         captured = dict(tree.files)  # before protected paths are restored: the workspace's
         if hidden:
             details["hidden_tests"] = lay_hidden(tree, hidden, workspace.object_format())
+        if request.repeat:
+            key = "repeated" if channel is not None else "not_repeated"  # a plugin repeats them
+            details[key] = list(request.repeat)
         outputs = _clear_outputs(tree, runner, details)
         canaries = plant(runner, request.command, tree, cwd,
                          None if channel is None else channel.folder,
@@ -247,8 +256,9 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         require_unchanged(mirror, (rel for rel in mirror.read_paths if rel in tree.files))
     if canaries is not None:
         results, details[CANARIES] = judged(results, canaries)
-        if details[CANARIES]["state"] == NOT_RUN:
-            canaries = None  # a run of no test: nothing to expect of them
+        state = details[CANARIES]["state"]
+        if state == NOT_RUN or (state == UNREPORTED and canaries.optional):
+            canaries = None  # a run of no test (or of no runner): nothing to expect of them
     observed = {"exit_code": exit_code} | results.counts
     if canaries is not None:
         observed[CANARIES] = details[CANARIES]["state"]
@@ -787,9 +797,10 @@ class Channel:
     configuration can name it to switch it off), a pipe holding the key only the plugin reads,
     and the pipe its records come through."""
 
-    def __init__(self, folder: Path, plugin: Path) -> None:
+    def __init__(self, folder: Path, plugin: Path, settings: Mapping[str, Any]) -> None:
         self.folder = folder
         self.plugin = plugin
+        self.settings = json.dumps(settings).encode()
         self.module = f"claim_report_{token_hex(8)}"
         self.key = token_hex(32).encode()
         self._open: set[int] = set()
@@ -800,7 +811,11 @@ class Channel:
         self.folder.mkdir()
         shutil.copyfile(self.plugin, self.folder / f"{self.module}.py")
         key_read, key_write = self._pipe()
-        os.write(key_write, self.key)  # far below a pipe's buffer: nothing blocks
+        # The key, then the run's settings: read before any code of the run's is loaded.
+        message = self.key + b"\n" + self.settings
+        if len(message) > _PIPE_BUFFER:
+            raise ObservationFailed(f"the run's settings are over {_PIPE_BUFFER} bytes")
+        os.write(key_write, message)  # within a pipe's buffer: nothing blocks
         self._close(key_write)
         self.reader, records_write = self._pipe()
         self.inherited = (key_read, records_write)

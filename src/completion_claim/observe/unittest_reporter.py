@@ -17,7 +17,8 @@ no test ran.
 
 The observer may put test modules of its own beside this file (``claim_canary_*.py``, see
 :mod:`.canaries`): each is loaded by its path and, when the project has tests to run, its first
-test run before them and the others after.
+test run before them and the others after. The key's pipe then holds the run's settings, as
+JSON: ``repeat`` names tests that run a second time, in reverse order, after the project's.
 """
 
 from __future__ import annotations
@@ -43,8 +44,9 @@ _NO_TESTS = 5  # unittest's own exit code when nothing ran (Python 3.12)
 
 
 class _Channel:
-    def __init__(self, key: bytes, fd: int) -> None:
+    def __init__(self, key: bytes, fd: int, repeat: frozenset[str]) -> None:
         self._key, self._fd, self._sequence = key, fd, 0
+        self.repeat = repeat  # tests run a second time, in reverse order, after the others
 
     @classmethod
     def opened(cls) -> _Channel | None:
@@ -62,14 +64,15 @@ class _Channel:
                 if not stat.S_ISFIFO(found.st_mode) or found.st_ino != inode:
                     return None
             with os.fdopen(key_fd, "rb") as pipe:
-                key = pipe.read(256)
+                key, _, given = pipe.read().partition(b"\n")
             os.set_inheritable(records_fd, False)
+            settings = json.loads(given or b"{}")
         except (OSError, ValueError):
             return None
         if not key:
             return None
         _not_dumpable()
-        return cls(key, records_fd)
+        return cls(key, records_fd, frozenset(settings.get("repeat") or ()))
 
     def send(self, record: dict[str, Any]) -> None:
         if self._fd < 0:
@@ -175,19 +178,25 @@ def _cases(suite: unittest.TestSuite | unittest.TestCase) -> list[unittest.TestC
 
 class _Program(unittest.TestProgram):
     canaries: ClassVar[list[unittest.TestCase]] = []
-
+    repeat: ClassVar[frozenset[str]] = frozenset()
     test: unittest.TestSuite | unittest.TestCase
 
     def createTests(self, *args: Any, **kwargs: Any) -> None:
         super().createTests(*args, **kwargs)
-        if self.canaries and self.test.countTestCases():
+        if not self.test.countTestCases():
+            return
+        again = [case for case in _cases(self.test) if _name(case) in self.repeat]
+        tests = [self.test, *reversed(again)]
+        if self.canaries:
             first, *rest = self.canaries
-            self.test = unittest.TestSuite([first, self.test, *rest])
+            tests = [first, *tests, *rest]
+        self.test = unittest.TestSuite(tests)
 
 
 def main(argv: list[str]) -> int:
     channel = _Channel.opened()
     _Program.canaries = _canaries()
+    _Program.repeat = frozenset() if channel is None else channel.repeat
     # As ``python -m unittest`` would have it: the run's folder first, for the tests' imports.
     sys.path[0] = os.getcwd()
     runner = type("Runner", (unittest.TextTestRunner,), {"resultclass": _result_class(channel)})
