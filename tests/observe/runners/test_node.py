@@ -144,6 +144,23 @@ def test_node_test_asks_for_junit_before_the_test_files() -> None:
     assert invocation.report == "/run/claim/report/node-test.xml"
 
 
+def test_every_node_runner_loads_the_observers_preload_after_the_operators_options() -> None:
+    preload = "/run/claim/plugin/node_preload.cjs"
+    given = RunContext(
+        toolchain=Toolchain(program="/usr/bin/node"), channel=None,
+        env={"NODE_OPTIONS": "--max-old-space-size=4096"},
+        dependencies={"node_modules": "/run/claim/work/node_modules"}, work="/run/claim/work",
+        cwd="/run/claim/work", reports="/run/claim/report", preload=preload,
+    )  # fmt: skip
+
+    commands = {NodeTest(): ["node", "--test"], Vitest(): ["vitest", "run"], Jest(): ["jest"],
+                Mocha(): ["mocha"]}  # fmt: skip
+    for runner, command in commands.items():
+        env = runner.invocation(command, given).env
+        assert env["NODE_OPTIONS"] == f'--max-old-space-size=4096 --require "{preload}"'
+        assert runner.preload is not None and runner.preload.is_file()
+
+
 def test_package_runners_start_their_own_script_from_the_installed_lockfile() -> None:
     modules = "/run/claim/work/node_modules"
     vitest = Vitest().invocation(["npx", "vitest", "run", "test/"], context(node_modules=modules))

@@ -15,7 +15,13 @@ from typing import Any
 import pytest
 
 from completion_claim.cli import run
-from tests.fixtures.node_projects import PROJECTS, node_project, shared_dependency_cache
+from tests.fixtures.node_projects import (
+    CALC_JS_BUGGY,
+    NODE_TEST,
+    PROJECTS,
+    node_project,
+    shared_dependency_cache,
+)
 from tests.fixtures.projects import git, head_commit, write_files
 
 POLICY = {"id": "p", "requires": ["test_run"], "max_age_s": 300, "min_tests": 2}
@@ -230,7 +236,8 @@ def test_attack_84_a_mocharc_requiring_a_patch_is_restored(
 
     assert code == 2
     assert item["details"]["protected_restored"]["removed"] == [".mocharc.yml"]
-    assert patched["observed_value"]["failed"] == 0  # the patch worked on the agent's config
+    # The patch no longer disarms anything (the observer's preload froze node:assert first).
+    assert patched["observed_value"]["failed"] == 2
     assert untrusted == 1
     assert patched["details"]["test_config_changed"] == [".mocharc.yml"]
 
@@ -253,3 +260,99 @@ def test_a_node_installed_under_a_closed_home_folder_runs_as_the_sandbox_user(
     assert code == 0
     assert item["details"]["program"] == str(install / "bin" / "node")
     assert item["details"]["argv"][0] == str(install / "bin" / "node")
+
+
+# --- the code under test disarms the assertions or the runner (issue 30) ----------------------
+
+DISARMS = {
+    "assignment": 'require("node:assert").strictEqual = () => {};\n',
+    "strict-mode assignment": '"use strict";\nrequire("node:assert").strictEqual = () => {};\n',
+    "definition": (
+        'Object.defineProperty(require("node:assert"), "strictEqual", { value: () => {} });\n'
+    ),
+    "the strict module": (
+        'const assert = require("node:assert");\n'
+        "assert.strict.strictEqual = assert.strictEqual = () => {};\n"
+    ),
+}
+
+IGNORED = ("assignment", "the strict module")  # sloppy-mode writes to a frozen object
+# A write that throws fails the test file's load: node --test reports the file failed; mocha
+# ends before writing its report, and the observation fails (no evidence at all).
+ATTEMPTS = [("node-test", disarm) for disarm in DISARMS] + [("mocha", d) for d in IGNORED]
+
+
+@pytest.mark.parametrize(("runner", "disarm"), ATTEMPTS)
+def test_attack_119_node_assert_disarmed_by_the_code_under_test_is_refuted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], runner: str, disarm: str
+) -> None:
+    """One line in the code under test replaces node:assert's strictEqual: the observer's
+    preload froze the module before any test file loaded, so the write is ignored (the tests
+    fail against the bug: refuted) or throws (strict mode, defineProperty: the test file fails
+    to load, and no test passes)."""
+    repo = node_project(tmp_path / "repo", runner)
+    code, _, buggy, _, _ = PROJECTS[runner]
+    write_files(repo, {code: DISARMS[disarm] + buggy})
+    command = {"node-test": ("node", "--test"), "mocha": ("mocha",)}[runner]
+
+    verdict, item, _ = observed(repo, capsys, *command)
+
+    assert verdict == (2 if disarm in IGNORED else 1)
+    assert item["observed_value"]["passed"] == 0
+    assert item["observed_value"]["failed"] >= 1
+
+
+@pytest.mark.parametrize("runner", ["node-test", "mocha"])
+def test_attack_119_control_code_using_node_assert_itself_is_verified(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], runner: str
+) -> None:
+    """The honest fix that checks its arguments with node:assert (reads the frozen module,
+    writes nothing to it) still verifies."""
+    repo = node_project(tmp_path / "repo", runner)
+    code, right, _, _, _ = PROJECTS[runner]
+    checking = 'const assert = require("node:assert");\n' + right.replace(
+        "  return a + b;", '  assert.strictEqual(typeof a, "number");\n  return a + b;'
+    )
+    write_files(repo, {code: checking})
+    command = {"node-test": ("node", "--test"), "mocha": ("mocha",)}[runner]
+
+    verdict, item, _ = observed(repo, capsys, *command)
+
+    assert verdict == 0
+    assert (item["observed_value"]["passed"], item["observed_value"]["failed"]) == (2, 0)
+
+
+NODE_TEST_PATCHES = {
+    "test replaced": (
+        'const runner = require("node:test");\n'
+        "const real = runner.test;\n"
+        "runner.test = (name) => real(name, () => {});\n"
+    ),
+    "test redefined": (
+        'const runner = require("node:test");\n'
+        "const real = runner.test;\n"
+        'Object.defineProperty(runner, "test", { value: (name) => real(name, () => {}) });\n'
+    ),
+}
+
+
+@pytest.mark.parametrize("patch", list(NODE_TEST_PATCHES))
+def test_attack_120_node_tests_runner_patched_by_the_code_under_test_is_refuted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], patch: str
+) -> None:
+    """The code replaces node:test's test function, so a test file that takes it after loading
+    the code declares tests whose bodies never run, and pass: node:test's exports are frozen
+    by the preload."""
+    repo = node_project(tmp_path / "repo", "node-test")
+    later = NODE_TEST.replace('const { add } = require("../calc.js");\n', "").replace(
+        'const test = require("node:test");', 'const { test } = require("node:test");'
+    )
+    later = 'const { add } = require("../calc.js");\n' + later
+    write_files(repo, {"calc.js": NODE_TEST_PATCHES[patch] + CALC_JS_BUGGY,
+                       "test/calc.test.js": later})  # fmt: skip
+    git(repo, "commit", "-qam", "the test loads the code first")
+
+    verdict, item, _ = observed(repo, capsys, "node", "--test")
+
+    assert verdict != 0
+    assert item["observed_value"]["passed"] == 0

@@ -83,6 +83,9 @@ _STACK_STARTS = ("at ", "+ expected", "\u276f", "Error [ERR_TEST_FAILURE]")
 _SUMMARY_LINES = 3
 # Runners colour their output for a terminal; the log is read by people, in a file.
 _ENV = {"CI": "true", "NO_COLOR": "1", "FORCE_COLOR": "0"}
+# Loaded by every node process of the run before any test file: it freezes the assertion and
+# runner modules (node:assert, node:test), so the code under test cannot disarm them.
+PRELOAD = Path(__file__).parent.parent / "node_preload.cjs"
 
 
 # --- what every Node runner shares ----------------------------------------------------------
@@ -146,6 +149,17 @@ def _node(context: RunContext) -> str:
     return context.toolchain.program
 
 
+def _environment(context: RunContext) -> dict[str, str]:
+    """The run's variables: plain output, and the observer's preload in NODE_OPTIONS, which
+    every node process the runner starts inherits (node --test's process per file, jest's and
+    vitest's workers); the operator's own options, passed on with env, come first."""
+    if context.preload is None:
+        return dict(_ENV)
+    quoted = context.preload.replace("\\", "\\\\").replace('"', '\\"')
+    options = [context.env.get("NODE_OPTIONS", ""), f'--require "{quoted}"']
+    return _ENV | {"NODE_OPTIONS": " ".join(filter(None, options))}
+
+
 def _refuse_options(runner: str, command: Sequence[str], options: Iterable[str]) -> None:
     for arg in command[1:]:
         for option in options:
@@ -172,6 +186,7 @@ class _NodeRunner(Runner):
         "node_modules/x/index.js",
     )  # fmt: skip
     report_name: ClassVar[str]
+    preload = PRELOAD
 
     def protected(self, rel: bytes) -> bool:
         return is_node_protected(rel)
@@ -267,7 +282,7 @@ class NodeTest(_NodeRunner):
             "--test-reporter=spec", "--test-reporter-destination=stdout",
         )  # fmt: skip
         argv = (_node(context), *command[1:at], *ours, *command[at:])
-        return Invocation(argv, _ENV, ReportSource.FILE, self.report(context))
+        return Invocation(argv, _environment(context), ReportSource.FILE, self.report(context))
 
     def results(self, report: bytes) -> Results:
         return tally(_node_cases(junit_root(report), []))
@@ -352,7 +367,7 @@ class Vitest(_PackageRunner):
             "--reporter=default", "--no-cache",
         )  # fmt: skip
         argv = (_node(context), self.entry_script(context), "run", *args, *ours)
-        return Invocation(argv, _ENV, ReportSource.FILE, self.report(context))
+        return Invocation(argv, _environment(context), ReportSource.FILE, self.report(context))
 
     def results(self, report: bytes) -> Results:
         return junit_results(report)
@@ -377,7 +392,7 @@ class Jest(_PackageRunner):
     def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
         ours = ("--ci", "--json", f"--outputFile={self.report(context)}", "--no-watchman")
         argv = (_node(context), self.entry_script(context), *self.arguments(command), *ours)
-        return Invocation(argv, _ENV, ReportSource.FILE, self.report(context))
+        return Invocation(argv, _environment(context), ReportSource.FILE, self.report(context))
 
     def results(self, report: bytes) -> Results:
         return tally(_jest_cases(report))
@@ -451,7 +466,7 @@ class Mocha(_PackageRunner):
     def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
         ours = ("--reporter", "xunit", "--reporter-option", f"output={self.report(context)}")
         argv = (_node(context), self.entry_script(context), *self.arguments(command), *ours)
-        return Invocation(argv, _ENV, ReportSource.FILE, self.report(context))
+        return Invocation(argv, _environment(context), ReportSource.FILE, self.report(context))
 
     def results(self, report: bytes) -> Results:
         return tally(_mocha_cases(junit_root(report)))
