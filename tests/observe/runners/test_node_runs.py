@@ -356,3 +356,24 @@ def test_attack_120_node_tests_runner_patched_by_the_code_under_test_is_refuted(
 
     assert verdict != 0
     assert item["observed_value"]["passed"] == 0
+
+
+
+@pytest.mark.parametrize("name", ["src/spec.js", "src/calc.spectest.js"])
+def test_attack_121_a_test_file_named_as_only_jest_collects_it_is_restored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """jest-config's testMatch ``**/?(*.)+(spec|test).?([mc])[jt]s?(x)`` collects spec.js and
+    calc.spectest.js: the trusted test there, edited to agree with the bug, is restored."""
+    repo = node_project(tmp_path / "repo", "jest")
+    text = PROJECTS["jest"][4].replace('"../calc"', '"../calc.js"')
+    git(repo, "rm", "-q", "test/calc.test.js")
+    write_files(repo, {name: text})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "the test beside the code")
+    write_files(repo, {name: text.replace("toBe(5)", "toBe(-1)").replace("toBe(4)", "toBe(-4)")})
+
+    verdict, item, _ = observed(repo, capsys, "jest")
+
+    assert verdict == 2
+    assert item["details"]["protected_restored"]["restored"] == [name]

@@ -66,8 +66,10 @@ _NPX = frozenset({"npx", "pnpx"})
 _NPX_OPTIONS = frozenset({"--no-install", "--no", "--yes", "-y", "--offline"})
 _SCRIPT_RUNNERS = frozenset({"npm", "yarn", "pnpm", "bun"})
 _SCRIPT_EXTENSIONS = r"(js|mjs|cjs|jsx|ts|mts|cts|tsx)"
+# node's own patterns (-test, _test, test-), and jest-config's testMatch
+# ``**/?(*.)+(spec|test).?([mc])[jt]s?(x)``: spec.js and calc.spectest.js are jest's tests too.
 _TEST_FILE = re.compile(
-    rf"(.+[._-](test|spec)|test[._-].+|test|__tests__)\.{_SCRIPT_EXTENSIONS}|.+\.snap"
+    rf"(.+[._-](test|spec)+|test[._-].+|(test|spec)+|__tests__)\.{_SCRIPT_EXTENSIONS}|.+\.snap"
 )
 _PROTECTED_FOLDERS = frozenset({b"__tests__", b"__mocks__", b"__snapshots__", b"node_modules"})
 _CONFIG = re.compile(
