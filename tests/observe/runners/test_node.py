@@ -4,7 +4,11 @@ what they read from reports captured from real runs (reports/README.md says how)
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from secrets import token_hex
 
 import pytest
 
@@ -160,6 +164,40 @@ def test_every_node_runner_loads_the_observers_preload_after_the_operators_optio
         env = runner.invocation(command, given).env
         assert env["NODE_OPTIONS"] == f'--max-old-space-size=4096 --require "{preload}"'
         assert runner.preload is not None and runner.preload.is_file()
+
+
+def drawn() -> Callable[[], str]:
+    return lambda: token_hex(4)
+
+
+@pytest.mark.parametrize("named", [(), ("test/",), ("test/calc.test.js",)])
+def test_node_test_canaries_run_beside_the_tests_whatever_the_command_names(
+    tmp_path: Path, named: tuple[str, ...]
+) -> None:
+    """Run by hand (no observer): the canary file planted in the run's folder, node --test as
+    the invocation builds it, the report read as the observer reads it."""
+    repo = node_project(tmp_path / "repo", "node-test", buggy=False)
+    command = ["node", "--test", *named]
+    canaries = NodeTest().canaries(command, [], drawn())
+    for rel, text in canaries.files.items():
+        (repo / rel).write_bytes(text)
+    given = RunContext(
+        toolchain=Toolchain(program=shutil.which("node")), channel=None, env={},
+        dependencies={}, work=str(repo), cwd=str(repo), reports=str(tmp_path),
+        canaries=canaries,
+    )  # fmt: skip
+    invocation = NodeTest().invocation(command, given)
+
+    done = subprocess.run(invocation.argv, cwd=repo, capture_output=True, check=False)
+
+    assert done.returncode == canaries.failed_exit_code
+    assert invocation.report is not None
+    tests = NodeTest().results(Path(invocation.report).read_bytes()).counts["tests"]
+    assert {c.name: tests[c.name] for c in canaries.tests} == {
+        c.name: "passed" if c.passes else "failed" for c in canaries.tests
+    }
+    assert (tests["test::add"], tests["test::add zero"]) == ("passed", "passed")
+    assert len({c.name for c in canaries.tests} | set(canaries.files)) == 3  # drawn for the run
 
 
 def test_package_runners_start_their_own_script_from_the_installed_lockfile() -> None:

@@ -358,7 +358,6 @@ def test_attack_120_node_tests_runner_patched_by_the_code_under_test_is_refuted(
     assert item["observed_value"]["passed"] == 0
 
 
-
 @pytest.mark.parametrize("name", ["src/spec.js", "src/calc.spectest.js"])
 def test_attack_121_a_test_file_named_as_only_jest_collects_it_is_restored(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str

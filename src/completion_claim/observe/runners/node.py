@@ -37,9 +37,12 @@ from typing import Any, ClassVar
 
 from ...errors import ObservationFailed, UsageError
 from .base import (
+    Canaries,
+    Canary,
     Dependencies,
     Detected,
     Invocation,
+    Draw,
     ReportSource,
     RunContext,
     Runner,
@@ -283,11 +286,40 @@ class NodeTest(_NodeRunner):
             "--test-reporter=junit", f"--test-reporter-destination={self.report(context)}",
             "--test-reporter=spec", "--test-reporter-destination=stdout",
         )  # fmt: skip
-        argv = (_node(context), *command[1:at], *ours, *command[at:])
+        # A command naming its test files runs only those: the canaries' file is named too.
+        # Else node's own search finds it (a *.test.mjs file in the run's folder).
+        names_files = len(command) > 1 + len(_node_options(command))
+        planted = tuple(context.canaries.files) if context.canaries and names_files else ()
+        argv = (_node(context), *command[1:at], *ours, *command[at:], *planted)
         return Invocation(argv, _environment(context), ReportSource.FILE, self.report(context))
+
+    def canaries(self, command: Sequence[str], files: Sequence[bytes], draw: Draw) -> Canaries:
+        """One file of node:test tests asserting with node:assert: one that must pass, one
+        that must fail, named and valued by words drawn for the run. node --test names a test
+        by its title alone (``test::<title>``), wherever its file is."""
+        holds, fails = f"claim canary {draw()}", f"claim canary {draw()}"
+        text = _NODE_TEST_CANARIES.format(holds=holds, fails=fails, value=draw(), other=draw())
+        return Canaries(
+            files={f"claim-canary-{draw()}.test.mjs": text.encode()},
+            tests=(Canary(f"test::{holds}", passes=True), Canary(f"test::{fails}", passes=False)),
+        )
 
     def results(self, report: bytes) -> Results:
         return tally(_node_cases(junit_root(report), []))
+
+
+_NODE_TEST_CANARIES = """import {{ test }} from "node:test";
+import assert from "node:assert";
+
+test("{holds}", () => {{
+  assert.strictEqual("{value}", "{value}");
+  assert.deepStrictEqual({{ value: ["{value}"] }}, {{ value: ["{value}"] }});
+}});
+
+test("{fails}", () => {{
+  assert.strictEqual("{value}", "{other}");
+}});
+"""
 
 
 def _node_options(command: Sequence[str]) -> list[str]:
