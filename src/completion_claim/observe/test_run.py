@@ -513,8 +513,13 @@ class _Launch:
         prove without a sandbox."""
         if self.sandbox is None:
             return
-        self.sandbox.probe(self.toolchain.probe or ("true",), str(self.owned / "work"),
-                           self.plugin_dir, list(self.toolchain.readable), self.overlay)  # fmt: skip
+        self.sandbox.probe(
+            self.toolchain.probe or ("true",),
+            str(self.owned / "work"),
+            self.plugin_dir,
+            list(self.toolchain.readable),
+            self.overlay,
+        )
 
     def on_host(self, path: str) -> Path:
         """A path the run named (in the work tree or the report folder), on the observer's

@@ -163,7 +163,8 @@ def test_every_node_runner_loads_the_observers_preload_after_the_operators_optio
     for runner, command in commands.items():
         env = runner.invocation(command, given).env
         assert env["NODE_OPTIONS"] == f'--max-old-space-size=4096 --require "{preload}"'
-        assert runner.preload is not None and runner.preload.is_file()
+        assert runner.preload is not None
+        assert runner.preload.is_file()
 
 
 def drawn() -> Callable[[], str]:

@@ -379,7 +379,7 @@ def test_attack_121_a_test_file_named_as_only_jest_collects_it_is_restored(
     assert item["details"]["protected_restored"]["restored"] == [name]
 
 
-ALWAYS_EQUAL = """// Claims to be whatever it is compared with: every trap, every conversion, every method.
+ALWAYS_EQUAL = """// Claims to be whatever it is compared with: every trap, conversion and method.
 const anything = new Proxy(function () {}, {
   get: (target, key) => (key === Symbol.toPrimitive ? () => 5 : anything),
   has: () => true,
