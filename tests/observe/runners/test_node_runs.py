@@ -9,12 +9,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
+from secrets import token_hex
 from typing import Any
 
 import pytest
 
 from completion_claim.cli import run
+from completion_claim.observe.dependency_cache import install, read_lockfiles
+from completion_claim.observe.runners.base import Canaries, RunContext
+from completion_claim.observe.runners.node import PRELOAD, Mocha
 from tests.fixtures.node_projects import (
     CALC_JS,
     CALC_JS_BUGGY,
@@ -495,3 +500,64 @@ def test_attack_123_control_a_module_loader_hook_for_another_module_still_works(
 
     assert verdict == 0
     assert item["observed_value"]["passed"] == 2
+
+
+# --- canaries, run by hand (the observer plants them once issue 30's canaries are merged) -----
+
+
+def mocha_by_hand(repo: Path, tmp_path: Path) -> tuple[Canaries, dict[str, str]]:
+    """Plant mocha's canaries in ``repo`` and run mocha as the invocation builds it (the
+    lockfile's mocha from the shared cache, the observer's preload), without a sandbox: each
+    test's outcome as the observer reads it."""
+    runner, command = Mocha(), ["mocha"]
+    canaries = runner.canaries(command, [], lambda: token_hex(4))
+    for rel, text in canaries.files.items():
+        (repo / rel).write_bytes(text)
+    spec = runner.dependencies(command)
+    assert spec is not None
+    toolchain = runner.toolchain(command, None, repo)
+    cache = tmp_path / "state" / "completion-claim" / "runs" / "dependencies"
+    installed = install(cache, runner, spec, read_lockfiles(repo, spec), toolchain, None, 300)
+    (repo / "node_modules").symlink_to(installed.host("node_modules"))
+    given = RunContext(
+        toolchain=toolchain, channel=None, env={}, work=str(repo), cwd=str(repo),
+        dependencies={"node_modules": str(repo / "node_modules")}, reports=str(tmp_path),
+        canaries=canaries, preload=str(PRELOAD),
+    )  # fmt: skip
+    invocation = runner.invocation(command, given)
+    env = {"PATH": os.environ["PATH"], **invocation.env}
+    subprocess.run(invocation.argv, cwd=repo, env=env, capture_output=True, check=False)
+    assert invocation.report is not None
+    return canaries, runner.results(Path(invocation.report).read_bytes()).counts["tests"]
+
+
+def outcomes(canaries: Canaries, tests: dict[str, str]) -> dict[str, bool | None]:
+    """Per canary: whether it passed (None: missing from the report)."""
+    return {c.name: None if c.name not in tests else tests[c.name] == "passed"
+            for c in canaries.tests}  # fmt: skip
+
+
+def test_mochas_canaries_hold_beside_the_projects_tests(tmp_path: Path) -> None:
+    repo = node_project(tmp_path / "repo", "mocha", buggy=False)
+
+    canaries, tests = mocha_by_hand(repo, tmp_path)
+
+    assert outcomes(canaries, tests) == {c.name: c.passes for c in canaries.tests}
+    assert tests[f"{repo}/test/calc.test.js::calc > adds"] == "passed"  # no sandbox: absolute
+
+
+def test_attack_124_mochas_runner_patched_by_the_code_under_test_turns_a_canary(
+    tmp_path: Path,
+) -> None:
+    """The code under test patches mocha's own objects (not frozen: mocha is a package, loaded
+    before the preload could know it) so that no test body runs and every test passes. The
+    must-fail canary, run in the same process, passes too: the observer's check of it
+    (issue 30's canaries) marks the report forged."""
+    repo = node_project(tmp_path / "repo", "mocha")
+    patch = 'require("mocha").Runnable.prototype.run = function (done) { done(); };\n'
+    write_files(repo, {"calc.js": patch + CALC_JS_BUGGY})
+
+    canaries, tests = mocha_by_hand(repo, tmp_path)
+
+    assert tests[f"{repo}/test/calc.test.js::calc > adds"] == "passed"  # the forgery, alone
+    assert outcomes(canaries, tests) == dict.fromkeys((c.name for c in canaries.tests), True)

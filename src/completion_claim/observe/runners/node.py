@@ -21,7 +21,10 @@ Report names (``require_tests``):
 - mocha: its xunit reporter, ``<suite titles>::<test>`` (``calc nested::adds``).
 
 The code under test runs in the runner's processes, as the same user: like pytest's in-memory
-patching, what those processes print or write can be forged by it (docs/threat-model.md).
+patching, what those processes print or write can be forged by it (docs/threat-model.md). Every
+node process of the run loads the observer's preload first (``node_preload.cjs``), which freezes
+node:assert and node:test; ``node --test`` and mocha run the observer's canaries beside the
+tests (mocha's in its own process, the one the code under test runs in).
 """
 
 from __future__ import annotations
@@ -499,11 +502,48 @@ class Mocha(_PackageRunner):
 
     def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
         ours = ("--reporter", "xunit", "--reporter-option", f"output={self.report(context)}")
-        argv = (_node(context), self.entry_script(context), *self.arguments(command), *ours)
+        # --file adds the canaries to whatever the command and the configuration name (a spec
+        # on the command line would replace mocha's default one); it runs them in mocha's own
+        # process, the one the test files and the code under test share, never in parallel.
+        planted = () if context.canaries is None else ("--no-parallel",)
+        for rel in () if context.canaries is None else context.canaries.files:
+            planted += ("--file", rel)
+        argv = (_node(context), self.entry_script(context), *self.arguments(command), *ours,
+                *planted)  # fmt: skip
         return Invocation(argv, _environment(context), ReportSource.FILE, self.report(context))
+
+    def canaries(self, command: Sequence[str], files: Sequence[bytes], draw: Draw) -> Canaries:
+        """A suite of two mocha tests asserting with node:assert, one that must pass and one
+        that must fail, in a file named by a drawn word: mocha names a test by its file's path,
+        and a canary file by its name alone (the run's folder is not known here)."""
+        suite, holds, fails = (f"claim canary {draw()}" for _ in range(3))
+        text = _MOCHA_CANARIES.format(
+            suite=suite, holds=holds, fails=fails, value=draw(), other=draw()
+        )
+        name = f"claim-canary-{draw()}.cjs"
+        return Canaries(
+            files={name: text.encode()},
+            tests=(Canary(f"{name}::{suite} > {holds}", passes=True),
+                   Canary(f"{name}::{suite} > {fails}", passes=False)),
+        )  # fmt: skip
 
     def results(self, report: bytes) -> Results:
         return tally(_mocha_cases(junit_root(report)))
+
+
+_MOCHA_CANARIES = """const assert = require("node:assert");
+const {{ describe, it }} = require("mocha");
+
+describe("{suite}", () => {{
+  it("{holds}", () => {{
+    assert.strictEqual("{value}", "{value}");
+  }});
+  it("{fails}", () => {{
+    assert.strictEqual("{value}", "{other}");
+  }});
+}});
+"""
+_CANARY_FILE = re.compile(r"(.*/)?(claim-canary-[0-9a-f]+\.cjs)")
 
 
 def _mocha_cases(root: ET.Element) -> Iterator[tuple[str, str, str]]:
@@ -511,6 +551,8 @@ def _mocha_cases(root: ET.Element) -> Iterator[tuple[str, str, str]]:
     for case in root.iter("testcase"):
         outcome, message = _case(case)
         file, suites = _relative(case.get("file", "")), case.get("classname", "")
+        canary = _CANARY_FILE.fullmatch(file)
+        file = canary.group(2) if canary else file
         title = " > ".join(filter(None, [suites, case.get("name", "")]))
         yield f"{file}::{title}" if file else f"{suites}::{case.get('name', '')}", outcome, message
 
