@@ -201,6 +201,23 @@ def test_node_test_canaries_run_beside_the_tests_whatever_the_command_names(
     assert len({c.name for c in canaries.tests} | set(canaries.files)) == 3  # drawn for the run
 
 
+def test_mocha_adds_its_canaries_to_what_the_command_and_configuration_name() -> None:
+    canaries = Mocha().canaries(["mocha", "test/"], [], drawn())
+    (name,) = canaries.files
+    given = RunContext(
+        toolchain=Toolchain(program="/usr/bin/node"), channel=None, env={},
+        dependencies={"node_modules": "/run/claim/work/node_modules"}, work="/run/claim/work",
+        cwd="/run/claim/work", reports="/run/claim/report", canaries=canaries,
+    )  # fmt: skip
+
+    argv = Mocha().invocation(["mocha", "test/"], given).argv
+
+    assert argv[2] == "test/"
+    assert argv[-3:] == ("--no-parallel", "--file", name)
+    assert [c.passes for c in canaries.tests] == [True, False]
+    assert all(c.name.startswith(f"{name}::claim canary ") for c in canaries.tests)
+
+
 def test_package_runners_start_their_own_script_from_the_installed_lockfile() -> None:
     modules = "/run/claim/work/node_modules"
     vitest = Vitest().invocation(["npx", "vitest", "run", "test/"], context(node_modules=modules))
