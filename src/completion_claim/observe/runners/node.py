@@ -505,9 +505,11 @@ class Mocha(_PackageRunner):
         # --file adds the canaries to whatever the command and the configuration name (a spec
         # on the command line would replace mocha's default one); it runs them in mocha's own
         # process, the one the test files and the code under test share, never in parallel.
-        planted = () if context.canaries is None else ("--no-parallel",)
-        for rel in () if context.canaries is None else context.canaries.files:
-            planted += ("--file", rel)
+        planted: list[str] = []
+        if context.canaries is not None:
+            planted.append("--no-parallel")
+            for rel in context.canaries.files:
+                planted += ("--file", rel)
         argv = (_node(context), self.entry_script(context), *self.arguments(command), *ours,
                 *planted)  # fmt: skip
         return Invocation(argv, _environment(context), ReportSource.FILE, self.report(context))
