@@ -561,3 +561,45 @@ def test_attack_124_mochas_runner_patched_by_the_code_under_test_turns_a_canary(
 
     assert tests[f"{repo}/test/calc.test.js::calc > adds"] == "passed"  # the forgery, alone
     assert outcomes(canaries, tests) == dict.fromkeys((c.name for c in canaries.tests), True)
+
+
+ASSERTING_TESTS = {
+    "jest": (
+        'const assert = require("node:assert");\nconst { add } = require("../calc");\n\n'
+        'test("adds", () => assert.strictEqual(add(2, 3), 5));\n'
+        'test("adds zero", () => assert.strictEqual(add(0, 4), 4));\n'
+    ),
+    "vitest": (
+        'import assert from "node:assert";\nimport { test } from "vitest";\n'
+        'import { add } from "../calc";\n\n'
+        'test("adds", () => assert.strictEqual(add(2, 3), 5));\n'
+        'test("adds zero", () => assert.strictEqual(add(0, 4), 4));\n'
+    ),
+}
+# A module is strict: the write throws, and the code swallows it.
+DISARMING = {
+    "jest": 'require("node:assert").strictEqual = () => {};\n',
+    "vitest": (
+        'import assert from "node:assert";\n'
+        "try {\n  Object.assign(assert, { strictEqual: () => {} });\n} catch {}\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("runner", ["jest", "vitest"])
+def test_attack_119_node_assert_disarmed_in_jests_and_vitests_workers_is_refuted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], runner: str
+) -> None:
+    """jest's and vitest's test files run in worker processes, which inherit NODE_OPTIONS: the
+    preload froze node:assert there too."""
+    repo = node_project(tmp_path / "repo", runner)
+    code, _, buggy, test, _ = PROJECTS[runner]
+    write_files(repo, {test: ASSERTING_TESTS[runner]})
+    git(repo, "commit", "-qam", "the tests assert with node:assert")
+    write_files(repo, {code: DISARMING[runner] + buggy})
+    command = {"jest": ("jest",), "vitest": ("vitest", "run")}[runner]
+
+    verdict, item, _ = observed(repo, capsys, *command)
+
+    assert verdict == 2
+    assert item["observed_value"]["failed"] == 2
