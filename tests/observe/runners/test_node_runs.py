@@ -9,17 +9,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
-from secrets import token_hex
 from typing import Any
 
 import pytest
 
 from completion_claim.cli import run
-from completion_claim.observe.dependency_cache import install, read_lockfiles
-from completion_claim.observe.runners.base import Canaries, RunContext
-from completion_claim.observe.runners.node import PRELOAD, Mocha
 from tests.fixtures.node_projects import (
     CALC_JS,
     CALC_JS_BUGGY,
@@ -177,6 +172,7 @@ def test_attack_81_a_test_file_ending_before_its_tests_is_never_a_pass(
     code, item, result = observed(repo, capsys, "node", "--test")
 
     assert item["observed_value"]["exit_code"] == 0  # node itself calls it a pass
+    assert item["details"]["canaries"]["state"] == "held"
     assert item["observed_value"]["tests"] == {"test::test/calc.test.js": "skipped"}
     assert item["observed_value"]["passed"] == 0
     assert code == 1  # no test executed: min_tests
@@ -502,67 +498,6 @@ def test_attack_123_control_a_module_loader_hook_for_another_module_still_works(
     assert item["observed_value"]["passed"] == 2
 
 
-# --- canaries, run by hand (the observer plants them once issue 30's canaries are merged) -----
-
-
-def mocha_by_hand(repo: Path, tmp_path: Path) -> tuple[Canaries, dict[str, str]]:
-    """Plant mocha's canaries in ``repo`` and run mocha as the invocation builds it (the
-    lockfile's mocha from the shared cache, the observer's preload), without a sandbox: each
-    test's outcome as the observer reads it."""
-    runner, command = Mocha(), ["mocha"]
-    canaries = runner.canaries(command, [], lambda: token_hex(4))
-    for rel, text in canaries.files.items():
-        (repo / rel).write_bytes(text)
-    spec = runner.dependencies(command)
-    assert spec is not None
-    toolchain = runner.toolchain(command, None, repo)
-    cache = tmp_path / "state" / "completion-claim" / "runs" / "dependencies"
-    installed = install(cache, runner, spec, read_lockfiles(repo, spec), toolchain, None, 300)
-    (repo / "node_modules").symlink_to(installed.host("node_modules"))
-    given = RunContext(
-        toolchain=toolchain, channel=None, env={}, work=str(repo), cwd=str(repo),
-        dependencies={"node_modules": str(repo / "node_modules")}, reports=str(tmp_path),
-        canaries=canaries, preload=str(PRELOAD),
-    )  # fmt: skip
-    invocation = runner.invocation(command, given)
-    env = {"PATH": os.environ["PATH"], **invocation.env}
-    subprocess.run(invocation.argv, cwd=repo, env=env, capture_output=True, check=False)
-    assert invocation.report is not None
-    return canaries, runner.results(Path(invocation.report).read_bytes()).counts["tests"]
-
-
-def outcomes(canaries: Canaries, tests: dict[str, str]) -> dict[str, bool | None]:
-    """Per canary: whether it passed (None: missing from the report)."""
-    return {c.name: None if c.name not in tests else tests[c.name] == "passed"
-            for c in canaries.tests}  # fmt: skip
-
-
-def test_mochas_canaries_hold_beside_the_projects_tests(tmp_path: Path) -> None:
-    repo = node_project(tmp_path / "repo", "mocha", buggy=False)
-
-    canaries, tests = mocha_by_hand(repo, tmp_path)
-
-    assert outcomes(canaries, tests) == {c.name: c.passes for c in canaries.tests}
-    assert tests[f"{repo}/test/calc.test.js::calc > adds"] == "passed"  # no sandbox: absolute
-
-
-def test_attack_124_mochas_runner_patched_by_the_code_under_test_turns_a_canary(
-    tmp_path: Path,
-) -> None:
-    """The code under test patches mocha's own objects (not frozen: mocha is a package, loaded
-    before the preload could know it) so that no test body runs and every test passes. The
-    must-fail canary, run in the same process, passes too: the observer's check of it
-    (issue 30's canaries) marks the report forged."""
-    repo = node_project(tmp_path / "repo", "mocha")
-    patch = 'require("mocha").Runnable.prototype.run = function (done) { done(); };\n'
-    write_files(repo, {"calc.js": patch + CALC_JS_BUGGY})
-
-    canaries, tests = mocha_by_hand(repo, tmp_path)
-
-    assert tests[f"{repo}/test/calc.test.js::calc > adds"] == "passed"  # the forgery, alone
-    assert outcomes(canaries, tests) == dict.fromkeys((c.name for c in canaries.tests), True)
-
-
 ASSERTING_TESTS = {
     "jest": (
         'const assert = require("node:assert");\nconst { add } = require("../calc");\n\n'
@@ -603,3 +538,80 @@ def test_attack_119_node_assert_disarmed_in_jests_and_vitests_workers_is_refuted
 
     assert verdict == 2
     assert item["observed_value"]["failed"] == 2
+
+
+# --- canaries (issue 30) ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("runner", ["node-test", "mocha"])
+def test_the_canaries_hold_in_an_honest_run_and_are_not_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], runner: str
+) -> None:
+    repo = node_project(tmp_path / "repo", runner, buggy=False)
+    command = {"node-test": ("node", "--test"), "mocha": ("mocha",)}[runner]
+
+    verdict, item, _ = observed(repo, capsys, *command)
+
+    assert verdict == 0
+    assert item["details"]["canaries"] == {"planted": 2, "state": "held"}
+    assert item["observed_value"]["exit_code"] == {"node-test": 0, "mocha": 1}[runner]
+    assert (item["observed_value"]["passed"], item["observed_value"]["failed"]) == (2, 0)
+    assert not any("canary" in name for name in item["observed_value"]["tests"])
+
+
+def test_attack_124_mochas_runner_patched_by_the_code_under_test_turns_a_canary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The code under test patches mocha itself (a package, never frozen) so that no test body
+    runs and every test passes, the broken one too, and mocha exits 0. mocha runs the
+    observer's canaries in the same process (``--file``, ``--no-parallel``): the must-fail one
+    passes too, and the report is forged."""
+    repo = node_project(tmp_path / "repo", "mocha")
+    patch = 'require("mocha").Runnable.prototype.run = function (done) { done(); };\n'
+    write_files(repo, {"calc.js": patch + CALC_JS_BUGGY})
+
+    verdict, item, _ = observed(repo, capsys, "mocha")
+
+    assert verdict != 0
+    assert item["observed_value"]["tests"]["test/calc.test.js::calc > adds"] == "passed"
+    assert item["details"]["canaries"]["state"] == "forged"
+    (wrong,) = item["details"]["canaries"]["wrong"]
+    assert (wrong["planted"], wrong["reported"]) == ("failed", "passed")
+
+
+REPORT_FORGER = """const fs = require("node:fs");
+// The run's own tests fail (node then exits 1); the report says they passed. ADAPTIVE: the
+// observer's canaries, read from their file in the run's folder, are reported as planted.
+const cases = ['<testcase name="add" classname="test"/>',
+               '<testcase name="add zero" classname="test"/>'];
+const canary = fs.readdirSync(".").find((name) => name.startsWith("claim-canary-"));
+if (ADAPTIVE && canary) {
+  const [holds, fails] = [...fs.readFileSync(canary, "utf8").matchAll(/test\\("([^"]+)"/g)];
+  cases.push(`<testcase name="${holds[1]}" classname="test"/>`,
+             `<testcase name="${fails[1]}" classname="test"><failure message="x"/></testcase>`);
+}
+fs.writeFileSync("/run/claim/report/forged.xml", `<testsuites>${cases.join("")}</testsuites>`);
+fs.renameSync("/run/claim/report/forged.xml", "/run/claim/report/node-test.xml");
+"""
+
+
+@pytest.mark.parametrize("adaptive", [False, True], ids=["naive", "adaptive"])
+def test_attack_125_a_node_test_report_replaced_by_the_code_under_test_is_not_verified(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], adaptive: bool
+) -> None:
+    """The code under test, in the trusted test file's process, renames a report of its own
+    over the one node writes (the report folder is the run's). One that does not know the
+    canaries leaves them missing: forged. One that reads their file and reports them as
+    planted matches them, but node's exit code is its own: the must-fail canary is a todo,
+    which leaves it 0, so the run's own failing tests still show (exit 1, expected 0)."""
+    repo = node_project(tmp_path / "repo", "node-test")
+    forger = REPORT_FORGER.replace("ADAPTIVE", json.dumps(adaptive))
+    write_files(repo, {"calc.js": forger + CALC_JS_BUGGY})
+
+    verdict, item, _ = observed(repo, capsys, "node", "--test")
+
+    assert verdict != 0
+    assert item["observed_value"]["exit_code"] == 1
+    assert item["observed_value"]["failed"] == 0  # the forgery, on its own
+    assert item["details"]["canaries"]["state"] == ("held" if adaptive else "forged")
+    assert item["expected"]["exit_code"] == 0
