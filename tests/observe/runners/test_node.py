@@ -213,7 +213,7 @@ def test_mocha_adds_its_canaries_to_what_the_command_and_configuration_name() ->
     argv = Mocha().invocation(["mocha", "test/"], given).argv
 
     assert argv[2] == "test/"
-    assert argv[-3:] == ("--no-parallel", "--file", name)
+    assert argv[-4:] == ("--no-parallel", "--no-bail", "--file", name)
     assert [c.passes for c in canaries.tests] == [True, False]
     assert all(c.name.startswith(f"{name}::claim canary ") for c in canaries.tests)
 

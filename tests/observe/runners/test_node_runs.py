@@ -615,3 +615,21 @@ def test_attack_125_a_node_test_report_replaced_by_the_code_under_test_is_not_ve
     assert item["observed_value"]["failed"] == 0  # the forgery, on its own
     assert item["details"]["canaries"]["state"] == ("held" if adaptive else "forged")
     assert item["expected"]["exit_code"] == 0
+
+
+def test_mochas_bail_from_the_configuration_stops_no_test_for_a_canary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A trusted .mocharc with ``bail: true`` would end the run at the must-fail canary, the
+    first file mocha runs: the observer runs mocha with ``--no-bail``, and the honest fix
+    verifies."""
+    repo = node_project(tmp_path / "repo", "mocha")
+    write_files(repo, {".mocharc.yml": "bail: true\n"})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "bail")
+    fixed(repo, "mocha")
+
+    verdict, item, _ = observed(repo, capsys, "mocha")
+
+    assert verdict == 0
+    assert (item["observed_value"]["passed"], item["details"]["canaries"]["state"]) == (2, "held")

@@ -508,10 +508,11 @@ class Mocha(_PackageRunner):
         ours = ("--reporter", "xunit", "--reporter-option", f"output={self.report(context)}")
         # --file adds the canaries to whatever the command and the configuration name (a spec
         # on the command line would replace mocha's default one); it runs them in mocha's own
-        # process, the one the test files and the code under test share, never in parallel.
+        # process, the one the test files and the code under test share, never in parallel,
+        # and first: bail would end the run at the must-fail one.
         planted: list[str] = []
         if context.canaries is not None:
-            planted.append("--no-parallel")
+            planted += ("--no-parallel", "--no-bail")
             for rel in context.canaries.files:
                 planted += ("--file", rel)
         argv = (_node(context), self.entry_script(context), *self.arguments(command), *ours,
