@@ -195,6 +195,9 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         if runner.plugin is not None:
             settings = {"repeat": list(request.repeat)}
             channel = stack.enter_context(Channel(owned / _PLUGIN_FOLDER, runner.plugin, settings))
+        if runner.preload is not None:
+            (owned / _PLUGIN_FOLDER).mkdir(exist_ok=True)
+            shutil.copyfile(runner.preload, owned / _PLUGIN_FOLDER / runner.preload.name)
         owner = sandbox.uid if sandbox is not None and sandbox.setpriv is not None else None
         run_dir, report_dir = owned / "work", owned / _REPORT_FOLDER
         for folder in (run_dir, report_dir):
@@ -541,11 +544,19 @@ class _Launch:
     def home(self) -> str:
         return str(self.owned / "home") if self.sandbox is None else "/tmp"  # noqa: S108
 
+    @property
+    def plugin_dir(self) -> str | None:
+        """The observer's folder the run reads (its plugin, its preload), on the host; None
+        when the runner has neither."""
+        folder = self.owned / _PLUGIN_FOLDER
+        return str(folder) if folder.is_dir() else None
+
     def context(self) -> RunContext:
         ends = None
+        folder = self.plugin_dir if self.sandbox is None else PLUGINS
         if self.channel is not None:
-            folder = str(self.channel.folder) if self.sandbox is None else PLUGINS
-            ends = ChannelEnds(folder, self.channel.module, self.channel.descriptors)
+            ends = ChannelEnds(str(folder), self.channel.module, self.channel.descriptors)
+        preload = self.request.runner.preload
         return RunContext(
             toolchain=self.toolchain,
             channel=ends,
@@ -555,6 +566,7 @@ class _Launch:
             cwd=os.path.normpath(f"{self.work}/{self.cwd}"),
             reports=self.reports,
             canaries=self.canaries,
+            preload=None if preload is None else f"{folder}/{preload.name}",
         )
 
     def environment(self) -> dict[str, str]:
@@ -576,9 +588,13 @@ class _Launch:
         prove without a sandbox."""
         if self.sandbox is None:
             return
-        plugin_dir = None if self.channel is None else str(self.channel.folder)
-        self.sandbox.probe(self.toolchain.probe or ("true",), str(self.owned / "work"),
-                           plugin_dir, list(self.toolchain.readable), self.overlay)  # fmt: skip
+        self.sandbox.probe(
+            self.toolchain.probe or ("true",),
+            str(self.owned / "work"),
+            self.plugin_dir,
+            list(self.toolchain.readable),
+            self.overlay,
+        )
 
     def on_host(self, path: str) -> Path:
         """A path the run named (in the work tree or the report folder), on the observer's
@@ -600,14 +616,13 @@ class _Launch:
         if self.sandbox is None:
             (self.owned / "home").mkdir()
             return list(invocation.argv), env, NO_SANDBOX
-        plugin_dir = None if self.channel is None else str(self.channel.folder)
         readable = list(self.toolchain.readable)
         deadline.check("starting the sandbox")
         _require_program(invocation.argv[0], env["PATH"], self.cwd, self.tree)
         confined = self.sandbox.argv(
             invocation.argv,
             run_dir=str(run_dir),
-            plugin_dir=plugin_dir,
+            plugin_dir=self.plugin_dir,
             report_dir=str(self.owned / _REPORT_FOLDER),
             cwd=os.path.normpath(f"{WORK}/{self.cwd}"),
             env=env,
