@@ -297,3 +297,36 @@ def test_attack_86_a_test_binary_that_exits_before_its_tests_is_not_verified(
     # show it passed: the attempt fails, saying why the run has none.
     why = item["details"].get("no_counts") or item["details"]["error"]
     assert "package example.com/calc passed without its test binary saying PASS" in why
+
+
+# --- issue 30: a report the code under test prints itself ---------------------------------------
+
+# The code under test prints go test's framing for every test of its package, then ends the test
+# binary before the testing package runs: go test -json makes a whole stream of passes of it.
+FORGED_FRAMING = CALC_WRONG.replace(
+    "package calc\n",
+    'package calc\n\nimport (\n\t"fmt"\n\t"os"\n)\n\n'
+    "func init() {\n"
+    '\tfor _, test := range []string{"TestAdd", "TestAddZero/zero", "TestAddZero/zero#01",'
+    ' "TestAddZero", "TestTrue"} {\n'
+    '\t\tfmt.Printf("=== RUN   %s\\n--- PASS: %s (0.00s)\\n", test, test)\n'
+    "\t}\n"
+    '\tfmt.Println("PASS")\n'
+    "\tos.Exit(0)\n"
+    "}\n",
+)
+
+
+# Until the observer's check of canaries (branch i30-canary) is merged: the run is verified.
+@pytest.mark.xfail(strict=True, reason="the observer does not check canaries yet")
+def test_attack_126_go_framing_printed_by_the_code_is_not_verified(tmp_path: Path) -> None:
+    repo = go_project(tmp_path / "repo")
+    config = init_config(repo, tmp_path / "ops")
+    start_gate(config, repo)
+    write_files(repo, {"calc.go": FORGED_FRAMING})
+
+    result = run_gate(config, repo, outcome="Fixed Add.")
+
+    assert (result.verdict.state, result.exit_code) == ("unverified", 1)
+    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    assert item["observed_value"].get("canaries") == "forged"

@@ -312,3 +312,34 @@ def test_rust_a_toolchain_in_the_work_tree_is_refused_before_any_work(tmp_path: 
 
     with pytest.raises(ConfigError, match="inside the workspace"):
         start_gate(config, repo)
+
+
+# --- issue 30: a report the code under test writes itself ---------------------------------------
+
+# add() writes libtest's events for the test that called it (libtest names the test's thread
+# after it) and the end of its suite, then ends the test binary: a whole, consistent stream.
+FORGED_EVENTS = """pub fn add(_a: i64, _b: i64) -> i64 {
+    use std::io::Write;
+    let name = std::thread::current().name().unwrap_or("").to_string();
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "{{ \\"type\\": \\"test\\", \\"event\\": \\"ok\\", \\"name\\": \\"{}\\" }}", name);
+    let _ = writeln!(out, "{{ \\"type\\": \\"suite\\", \\"event\\": \\"ok\\", \\"passed\\": 1, \\"failed\\": 0, \\"ignored\\": 0, \\"measured\\": 0, \\"filtered_out\\": 0, \\"exec_time\\": 0.0 }}");
+    let _ = out.flush();
+    std::process::exit(0)
+}
+""" + LIB_BUGGY[LIB_BUGGY.index("\n#[cfg(test)]") :]
+
+
+# Until the observer's check of canaries (branch i30-canary) is merged: the run is verified.
+@pytest.mark.xfail(strict=True, reason="the observer does not check canaries yet")
+def test_attack_127_rust_events_written_by_the_code_are_not_verified(tmp_path: Path) -> None:
+    repo = rust_project(tmp_path / "repo")
+    config = init_config(repo, tmp_path / "ops")
+    start_gate(config, repo)
+    write_files(repo, {"src/lib.rs": FORGED_EVENTS})
+
+    result = run_gate(config, repo, outcome="Fixed add.")
+
+    assert (result.verdict.state, result.exit_code) == ("unverified", 1)
+    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    assert item["observed_value"].get("canaries") == "forged"

@@ -4,7 +4,9 @@ reads from go test -json (reports captured from real runs, see reports/README.md
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,10 +14,20 @@ import pytest
 from completion_claim.cli import run
 from completion_claim.errors import UsageError
 from completion_claim.observe.runners import runner_for
-from completion_claim.observe.runners.base import ReportSource, RunContext
+from completion_claim.observe.runners.base import Canaries, ReportSource, RunContext
+from completion_claim.observe.runners.binaries import EVERY_BINARY
 from completion_claim.observe.runners.go import GoTest, read_events
+from completion_claim.observe.runners.results import Results
 from tests.fixtures.projects import write_files
-from tests.gate.test_go_gate import CALC_WRONG, go_project
+from tests.gate.test_go_gate import (
+    CALC,
+    CALC_TEST,
+    CALC_WRONG,
+    FORGED_FRAMING,
+    GO_MOD,
+    OTHER_TEST,
+    go_project,
+)
 
 REPORTS = Path(__file__).parent / "reports"
 GO = GoTest()
@@ -272,3 +284,96 @@ def test_claim_observe_test_run_counts_a_real_go_test_run(
         "message": "calc_test.go:7: Add(2, 3) = 6, want 5",
     }  # fmt: skip
     assert item["details"]["sandbox"].startswith("bubblewrap")
+
+
+# --- canaries (issue 30) -------------------------------------------------------------------------
+
+WORDS = ("c0ffee01", "5eed0002", "0dd00003")
+PASSES, FAILS = (f"{EVERY_BINARY}::TestClaimCanary{kind}c0ffee01" for kind in ("Passes", "Fails"))
+# Two packages with tests, one of them an external test package, and one with none.
+MODULE = {"go.mod": GO_MOD, "calc.go": CALC, "calc_test.go": CALC_TEST,
+          "other_test.go": OTHER_TEST, "util/util.go": "package util\n",
+          "util/util_test.go": OTHER_TEST.replace("package calc", "package util_test"),
+          "plain/plain.go": "package plain\n", "testdata/x_test.go": "not go\n"}  # fmt: skip
+
+
+def planted(files: list[str], command: tuple[str, ...] = ("go", "test", "./...")) -> Canaries:
+    canaries = GO.canaries(command, [f.encode() for f in files], iter(WORDS).__next__)
+    assert canaries is not None
+    return canaries
+
+
+def test_canaries_go_into_each_package_folder_with_tests_named_for_every_test_binary() -> None:
+    canaries = planted(list(MODULE))
+    assert sorted(canaries.files) == [
+        "claim_canary_c0ffee01_test.go", "util/claim_canary_c0ffee01_test.go",
+    ]  # fmt: skip
+    assert [(c.name, c.passes) for c in canaries.tests] == [(PASSES, True), (FAILS, False)]
+    assert canaries.failed_exit_code == 1
+    source = canaries.files["util/claim_canary_c0ffee01_test.go"].decode()
+    assert 'got, want := "5eed0002", "0dd00003"' in source  # the drawn values
+    assert "t.Fatalf(" in source and "t.Errorf(" in source
+    assert GO.canaries(("go", "test", "./..."), [b"go.mod", b"calc.go"], iter(WORDS).__next__) is None
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        (["-run", "TestAdd/zero", "./..."],
+         ["-run", "^(?:TestClaimCanaryPassesc0ffee01|TestClaimCanaryFailsc0ffee01)$|TestAdd/zero",
+          "./..."]),
+        (["--run=TestAdd", "-failfast", "./...", "-args", "-failfast"],
+         ["-run=^(?:TestClaimCanaryPassesc0ffee01|TestClaimCanaryFailsc0ffee01)$|TestAdd",
+          "./...", "-args", "-failfast"]),
+    ],
+)  # fmt: skip
+def test_a_run_pattern_also_runs_the_canaries_and_failfast_is_dropped(
+    command: list[str], expected: list[str]
+) -> None:
+    context = RunContext(GO.toolchain(["go"], None, Path("/nonexistent")), None, {}, {},
+                         "/w", "/w", "/r", planted(list(MODULE)))  # fmt: skip
+    argv = GO.invocation(["go", "test", *command], context).argv
+    assert argv[argv.index("--") + 1 :][-len(expected) :] == tuple(expected)
+    assert argv[argv.index("--") + 2 : argv.index("--") + 4] == ("test", "-json")
+
+
+def run_with_canaries(root: Path, files: dict[str, str]) -> tuple[int, Results]:
+    """go test ./... as the observer builds it, with the canaries planted, outside the sandbox
+    (the host's build cache, to spare the CPU): its exit code and results."""
+    write_files(root, files)
+    canaries = planted(list(files))
+    for rel, text in canaries.files.items():
+        (root / rel).write_bytes(text)
+    toolchain = GO.toolchain(["go"], None, root)
+    context = RunContext(toolchain, None, {}, {}, str(root), str(root), str(root), canaries)
+    invocation = GO.invocation(["go", "test", "./..."], context)
+    env = os.environ | dict(toolchain.env) | dict(invocation.env)
+    del env["GOCACHE"], env["GOPATH"]
+    done = subprocess.run(invocation.argv, cwd=root, env=env, capture_output=True, check=False)
+    return done.returncode, GO.results(done.stdout)
+
+
+@needs_go
+def test_the_canaries_run_in_every_test_binary_with_their_folders_package_clause(
+    tmp_path: Path,
+) -> None:
+    exit_code, results = run_with_canaries(tmp_path, MODULE)
+    assert exit_code == 1, results
+    tests = results.counts["tests"]
+    assert (tests[PASSES], tests[FAILS]) == ("passed", "failed")
+    assert tests["example.com/calc::TestAdd"] == "passed"
+    assert tests["example.com/calc/util::TestTrue"] == "passed"
+    assert not [name for name in tests if "Canary" in name and name not in (PASSES, FAILS)]
+    assert "package example.com/calc" not in str(results.failures)  # no [package failed]
+
+
+@needs_go
+def test_attack_126_framing_printed_by_the_code_leaves_the_canaries_unrun(tmp_path: Path) -> None:
+    exit_code, results = run_with_canaries(tmp_path, MODULE | {"calc.go": FORGED_FRAMING})
+    assert exit_code == 1  # util's must-fail canary: the exit code the observer expects
+    tests = results.counts["tests"]
+    assert tests["example.com/calc::TestAdd"] == "passed"
+    # util's test binary ran them, calc's never did: the stream is not the testing package's.
+    assert (tests[PASSES], tests[FAILS]) == ("error", "error")
+    messages = {failure["test"]: failure["message"] for failure in results.failures}
+    assert messages[FAILS] == "the test binary of example.com/calc did not run it"

@@ -32,18 +32,22 @@ from ...errors import UsageError
 from ..sandbox import SYSTEM_PATH
 from .base import (
     PROXY_SETTINGS,
+    Canaries,
+    Canary,
     Dependencies,
     Detected,
     Invocation,
     ReportSource,
     RunContext,
     Runner,
+    Draw,
     Toolchain,
     chosen_program,
     inside,
     observer_settings,
     program_name,
 )
+from .binaries import EVERY_BINARY, in_every_binary
 from .results import ERROR, FAILED, MAX_REPORT_BYTES, PASSED, SKIPPED, Results, no_counts, tally
 
 MODULE_CACHE = "gomodcache"  # the cache entry's folder, mounted as GOMODCACHE
@@ -91,6 +95,47 @@ _REFUSED = {
 # Go before 1.24 prints a package that did not build as a line of text among the events.
 _TEXT_FAILURE = re.compile(rb"FAIL\t(\S+) \[(build|setup) failed\]")
 _FRAMING = re.compile(r"\s*(=== (RUN|PAUSE|CONT|NAME)|--- (PASS|FAIL|SKIP):)\s")
+# The observer's canaries, one file in each package folder that has tests, so that each test
+# binary runs them: its package clause is its folder's, which only a file of the folder says, so
+# a step in the sandbox (before any test binary starts) copies it from a test file beside it.
+_CANARY_FILE = "claim_canary_{word}_test.go"
+_CANARY_TEST = re.compile(r"TestClaimCanary(?:Passes|Fails)[0-9a-f]+")
+_CANARY_PACKAGE = "package claim_canary_package"  # replaced by the folder's package clause
+_CANARY_SOURCE = """{package}
+
+import {testing} "testing"
+
+func TestClaimCanaryPasses{word}(t *{testing}.T) {{
+\tgot, want := "{value}", "{value}"
+\tif got != want {{
+\t\tt.Errorf("got %q, want %q", got, want)
+\t}}
+}}
+
+func TestClaimCanaryFails{word}(t *{testing}.T) {{
+\tgot, want := "{value}", "{other}"
+\tif got != want {{
+\t\tt.Fatalf("got %q, want %q", got, want)
+\t}}
+}}
+"""
+# Arguments: the canary files, "--", then the command. sed reads the first package clause of a
+# test file beside each canary (any test file of a folder builds into the same test binary).
+_PLANT = (
+    'while [ "$1" != -- ]; do\n'
+    '  canary=$1; shift; dir=${canary%/*}; [ "$dir" = "$canary" ] && dir=.; name=\n'
+    '  for sibling in "$dir"/*_test.go; do\n'
+    '    case ${sibling##*/} in claim_canary_*) continue ;; esac\n'
+    "    name=$(sed -n '/^package[[:space:]]/{s/^package[[:space:]]*\\([A-Za-z_][A-Za-z0-9_]*\\).*/\\1/p;q;}'"
+    ' "$sibling")\n'
+    '    [ -n "$name" ] && break\n'
+    "  done\n"
+    f'  sed -i "s/^{_CANARY_PACKAGE}\\$/package $name/" "$canary"\n'
+    "done\n"
+    'shift; exec "$@"\n'
+)
+# Folders go test never builds a package from.
+_IGNORED_FOLDER = re.compile(rb"(?:^|/)(?:testdata|vendor|[._][^/]*)/")
 _OPERATOR_MODULE_SETTINGS = (
     "GOPROXY",
     "GOSUMDB",
@@ -185,19 +230,71 @@ class GoTest(Runner):
             },
         )
 
+    def canaries(
+        self, command: Sequence[str], files: Sequence[bytes], draw: Draw
+    ) -> Canaries | None:
+        """A must-pass and a must-fail test in each package folder that has tests (whichever
+        of them the command tests, each test binary runs them)."""
+        folders = dict.fromkeys(
+            rel.rpartition(b"/")[0] for rel in files
+            if rel.endswith(b"_test.go") and not _IGNORED_FOLDER.search(rel)
+        )  # fmt: skip
+        if not folders:
+            return None
+        word, value, other = draw(), draw(), draw()
+        source = _CANARY_SOURCE.format(
+            package=_CANARY_PACKAGE, testing=f"claimtesting{word}", word=word, value=value,
+            other=other,
+        ).encode()  # fmt: skip
+        name = _CANARY_FILE.format(word=word)
+        planted = {os.fsdecode(folder + b"/") if folder else "": source for folder in folders}
+        return Canaries(
+            files={f"{folder}{name}": text for folder, text in planted.items()},
+            tests=(Canary(f"{EVERY_BINARY}::TestClaimCanaryPasses{word}", True),
+                   Canary(f"{EVERY_BINARY}::TestClaimCanaryFails{word}", False)),
+            failed_exit_code=1,
+        )  # fmt: skip
+
     def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
         assert context.toolchain.program is not None  # a Go toolchain is its go program
         rest = [arg for arg in command[2:] if arg not in ("-json", "--json")]
+        if context.canaries is not None:
+            rest = _running_canaries(rest, [c.name.rpartition("::")[2]
+                                            for c in context.canaries.tests])  # fmt: skip
         env = {"GOPROXY": "off", "GOSUMDB": "off"}
         if MODULE_CACHE in context.dependencies:
             env["GOMODCACHE"] = context.dependencies[MODULE_CACHE]
         argv: tuple[str, ...] = (context.toolchain.program, "test", "-json", *rest)
         if BUILD_SEED in context.dependencies:
             argv = ("/bin/sh", "-c", _FROM_SEED, context.dependencies[BUILD_SEED], *argv)
+        if context.canaries is not None:
+            argv = ("/bin/sh", "-c", _PLANT, "sh", *context.canaries.files, "--", *argv)
         return Invocation(argv, env, ReportSource.STDOUT)
 
     def results(self, report: bytes) -> Results:
         return read_events(report)
+
+
+def _running_canaries(args: Sequence[str], canaries: Sequence[str]) -> list[str]:
+    """go test's arguments with the canaries run whatever they choose: a ``-run`` pattern also
+    matches them (at its first level, before any ``/``), and ``-failfast`` is dropped, which
+    would stop a package's tests at the must-fail canary."""
+    ours = f"^(?:{'|'.join(canaries)})$|"
+    kept: list[str] = []
+    flags = True
+    for arg in args:
+        flag, equals, value = arg.partition("=")
+        flag = flag.replace("--", "-", 1)
+        if arg in ("-args", "--args"):
+            flags = False
+        elif flags and flag == "-failfast":
+            continue
+        elif flags and flag == "-run" and equals:
+            arg = f"-run={ours}{value}"
+        elif kept and flags and kept[-1].replace("--", "-", 1) == "-run":
+            arg = ours + arg
+        kept.append(arg)
+    return kept
 
 
 def _test_flags(command: Sequence[str]) -> Iterator[str]:
@@ -338,11 +435,17 @@ def _take(
 
 
 def _outcomes(packages: Mapping[str, _Package]) -> Iterator[tuple[str, str, str]]:
+    canaries: list[tuple[str, dict[str, str]]] = []  # per test binary that ran
     for name, package in packages.items():
         failing = False
+        if package.ended in (PASSED, FAILED) and not package.build_failed:
+            canaries.append((name, {}))
         for test in dict.fromkeys([*package.started, *package.outcomes]):
             outcome = package.outcomes.get(test, ERROR)  # started, and never ended
             failing |= outcome in (FAILED, ERROR)
+            if _CANARY_TEST.fullmatch(test) and canaries and canaries[-1][0] == name:
+                canaries[-1][1][test] = outcome
+                continue
             message = _message(package, test, outcome)
             yield f"{name}::{test}", outcome, message
         if package.ended == FAILED and not failing:
@@ -351,6 +454,7 @@ def _outcomes(packages: Mapping[str, _Package]) -> Iterator[tuple[str, str, str]
                 yield f"{name}::{BUILD_FAILED}", ERROR, own or "the package did not build"
             else:
                 yield f"{name}::{PACKAGE_FAILED}", ERROR, own or "the package failed"
+    yield from in_every_binary(canaries)
 
 
 def _message(package: _Package, test: str, outcome: str) -> str:
