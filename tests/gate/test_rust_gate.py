@@ -342,4 +342,7 @@ def test_attack_127_rust_events_written_by_the_code_are_not_verified(tmp_path: P
 
     assert (result.verdict.state, result.exit_code) == ("unverified", 1)
     [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
-    assert item["observed_value"].get("canaries") == "forged"
+    # The forged end of a suite either comes before the canaries of its binary ended (they are
+    # missing), or after the must-fail one failed, which its counts do not say.
+    why = item["details"].get("no_counts") or item["details"].get("error", "")
+    assert item["observed_value"].get("canaries") == "forged" or "disagree with its tests" in why

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,10 +16,20 @@ import pytest
 from completion_claim.cli import run
 from completion_claim.errors import UsageError
 from completion_claim.observe.runners import runner_for
-from completion_claim.observe.runners.base import ReportSource, RunContext
+from completion_claim.observe.runners.base import Canaries, ReportSource, RunContext
+from completion_claim.observe.runners.binaries import EVERY_BINARY
+from completion_claim.observe.runners.results import Results
 from completion_claim.observe.runners.rust import BINARY_EVENT, CargoTest, read_events
 from tests.fixtures.projects import write_files
-from tests.gate.test_rust_gate import CARGO_LOCK, LIB_WRONG, rust_project
+from tests.gate.test_rust_gate import (
+    ARITH,
+    CARGO_LOCK,
+    CARGO_TOML,
+    FORGED_EVENTS,
+    LIB,
+    LIB_WRONG,
+    rust_project,
+)
 
 REPORTS = Path(__file__).parent / "reports"
 CARGO = CargoTest()
@@ -276,3 +287,85 @@ def test_claim_observe_test_run_counts_a_real_cargo_test_run(tmp_path: Path) -> 
     assert item["details"]["dependencies"]["lockfiles"] == {
         "Cargo.lock": "sha256:" + hashlib.sha256(CARGO_LOCK.encode()).hexdigest()
     }
+
+
+# --- canaries (issue 30) -------------------------------------------------------------------------
+
+WORDS = ("c0ffee01", "5eed0002", "0dd00003")
+MODULE = "claim_canary_c0ffee01"
+PASSES, FAILS = (f"{EVERY_BINARY}::{MODULE}::{kind}_c0ffee01" for kind in ("passes", "fails"))
+CRATE = {"Cargo.toml": CARGO_TOML, "Cargo.lock": CARGO_LOCK, "src/lib.rs": LIB,
+         "src/main.rs": "fn main() {}\n", "tests/arith.rs": ARITH}  # fmt: skip
+
+
+def planted(files: list[str]) -> Canaries:
+    canaries = CARGO.canaries(("cargo", "test"), [f.encode() for f in files], iter(WORDS).__next__)
+    assert canaries is not None
+    return canaries
+
+
+def test_canaries_are_a_module_beside_each_manifest_named_for_every_test_binary() -> None:
+    canaries = planted([*CRATE, "member/Cargo.toml", "member/src/lib.rs"])
+    assert sorted(canaries.files) == [f"{MODULE}.rs", f"member/{MODULE}.rs"]
+    assert [(c.name, c.passes) for c in canaries.tests] == [(PASSES, True), (FAILS, False)]
+    assert canaries.failed_exit_code == 101
+    source = canaries.files[f"{MODULE}.rs"].decode()
+    assert 'assert_eq!("5eed0002", "0dd00003");' in source
+    assert CARGO.canaries(("cargo", "test"), [b"src/lib.rs"], iter(WORDS).__next__) is None
+
+
+@pytest.mark.parametrize(
+    ("theirs", "added"),
+    [([], []), (["--test-threads", "1"], []), (["--skip", "slow"], []),
+     (["adds", "--exact"], [f"{MODULE}::passes_c0ffee01", f"{MODULE}::fails_c0ffee01"])],
+)  # fmt: skip
+def test_a_name_filter_also_runs_the_canaries(theirs: list[str], added: list[str]) -> None:
+    context = RunContext(CARGO.toolchain(["cargo"], None, Path("/nonexistent")), None, {}, {},
+                         "/w", "/w", "/r", planted(list(CRATE)))  # fmt: skip
+    argv = list(CARGO.invocation(["cargo", "test", "--", *theirs], context).argv)
+    # The planting step first (the module's name, its files), then cargo test.
+    program = argv.index(context.toolchain.program or "")
+    assert argv[:2] == ["/bin/sh", "-c"]
+    assert argv[3:program] == ["sh", MODULE, f"{MODULE}.rs", "--"]
+    libtest = argv[argv.index("json") + 1 :]
+    assert libtest == [*theirs, *added]
+
+
+def run_with_canaries(root: Path, files: dict[str, str]) -> tuple[int, Results]:
+    """cargo test as the observer builds it, with the canaries planted, outside the sandbox
+    (its target folder the test's own): its exit code and results."""
+    write_files(root, files)
+    canaries = planted(list(files))
+    for rel, text in canaries.files.items():
+        (root / rel).write_bytes(text)
+    toolchain = CARGO.toolchain(["cargo"], None, root)
+    context = RunContext(toolchain, None, {}, {}, str(root), str(root), str(root), canaries)
+    invocation = CARGO.invocation(["cargo", "test"], context)
+    env = os.environ | dict(toolchain.env) | {"CARGO_TARGET_DIR": str(root / "target")}
+    done = subprocess.run(invocation.argv, cwd=root, env=env, capture_output=True, check=False)
+    return done.returncode, CARGO.results(done.stdout)
+
+
+@needs_cargo
+def test_the_canaries_run_in_every_test_binary_of_the_crate(tmp_path: Path) -> None:
+    exit_code, results = run_with_canaries(tmp_path, CRATE)
+    assert exit_code == 101, results
+    tests = results.counts["tests"]
+    # The library's, the program's and the integration test's binaries each ran them.
+    assert tests == {"calc::tests::adds_zero": "passed", "arith::adds": "passed",
+                     PASSES: "passed", FAILS: "failed"}  # fmt: skip
+    assert (tmp_path / "src/lib.rs").read_text().endswith(
+        f'#[cfg(test)]\n#[path = "{tmp_path}/{MODULE}.rs"]\nmod {MODULE};\n'
+    )
+
+
+@needs_cargo
+def test_attack_127_events_written_by_the_code_leave_the_canaries_unrun(tmp_path: Path) -> None:
+    exit_code, results = run_with_canaries(tmp_path, CRATE | {"src/lib.rs": FORGED_EVENTS})
+    assert exit_code == 101  # the program's must-fail canary: what the observer expects
+    if results.counts:  # the forged end came before the canaries ended: they are missing
+        tests = results.counts["tests"]
+        assert (tests["calc::tests::adds_zero"], tests["arith::adds"]) == ("passed", "passed")
+        assert (tests[PASSES], tests[FAILS]) == ("error", "error")
+    else:  # after: the must-fail canary's failure is in the suite, and not in the forged end
+        assert "'failed': 0, 'ignored': 0} disagree with its tests" in results.none_because

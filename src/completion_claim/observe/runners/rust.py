@@ -40,18 +40,22 @@ from ...errors import UsageError
 from ..sandbox import SYSTEM_PATH
 from .base import (
     PROXY_SETTINGS,
+    Canaries,
+    Canary,
     Dependencies,
     Detected,
     Invocation,
     ReportSource,
     RunContext,
     Runner,
+    Draw,
     Toolchain,
     chosen_program,
     inside,
     observer_settings,
     program_name,
 )
+from .binaries import EVERY_BINARY, in_every_binary
 from .results import FAILED, MAX_REPORT_BYTES, PASSED, SKIPPED, Results, no_counts, tally
 
 VENDOR = "vendor"  # the cache entry's folder of unpacked crates
@@ -70,6 +74,41 @@ _PANIC_LINES = 40  # the most lines of an old-style panic message looked through
 _OLD_PANIC = re.compile(r"thread '.*' panicked at '(.*)', (\S+:\d+:\d+)$", re.DOTALL)
 # Printed to standard output before each test binary starts: its path (cargo passes it as $0).
 _ANNOUNCE = f'printf \'{{"type":"{BINARY_EVENT}","path":"%s"}}\\n\' "$0"; exec "$0" "$@"'
+# The observer's canaries: one module file beside each Cargo.toml, which a step in the sandbox
+# (before anything is built) adds to each crate root of that package that cargo test may build a
+# test binary from, so every test binary runs them (an integration test file of its own would be
+# one more binary, saying nothing of the others).
+_CANARY_MODULE = "claim_canary_{word}"
+_CANARY_TEST = re.compile(r"claim_canary_[0-9a-f]+::(?:passes|fails)_[0-9a-f]+")
+_CANARY_SOURCE = """#[test]
+fn passes_{word}() {{
+    assert_eq!("{value}", "{value}");
+}}
+
+#[test]
+fn fails_{word}() {{
+    assert_eq!("{value}", "{other}");
+}}
+"""
+_CRATE_ROOTS = ("src/lib.rs", "src/main.rs", *(f"{folder}/{root}" for folder in
+                ("src/bin", "tests", "examples", "benches") for root in ("*.rs", "*/main.rs")))
+# Arguments: the module's name, the canary files, "--", then the command. A link is never
+# followed: it may lead out of the run's copy.
+_PLANT = (
+    'module=$1; shift; here=$(pwd)\n'
+    'while [ "$1" != -- ]; do\n'
+    '  canary=$1; shift; dir=${canary%/*}; [ "$dir" = "$canary" ] && dir=.\n'
+    "  for root in " + " ".join(f'"$dir"/{root}' for root in _CRATE_ROOTS) + "; do\n"
+    '    [ -f "$root" ] && [ ! -L "$root" ] || continue\n'
+    "    printf '\\n#[cfg(test)]\\n#[path = \"%s/%s\"]\\nmod %s;\\n'"
+    ' "$here" "$canary" "$module" >> "$root"\n'
+    "  done\n"
+    "done\n"
+    'shift; exec "$@"\n'
+)
+# libtest's options that take a value (any other word is a filter of test names).
+_LIBTEST_VALUES = frozenset({"--skip", "--test-threads", "--color", "--shuffle-seed", "--logfile",
+                             "--format", "-Z"})  # fmt: skip
 _REFUSED_CARGO = {
     "--no-run": "builds the tests without running them",
     "--message-format": "turns cargo's messages into events of its own",
@@ -235,9 +274,29 @@ class CargoTest(Runner):
             },
         )
 
+    def canaries(
+        self, command: Sequence[str], files: Sequence[bytes], draw: Draw
+    ) -> Canaries | None:
+        """A must-pass and a must-fail test in every test binary of every package of the run's
+        folder (each test binary of the packages cargo tests runs them)."""
+        packages = [rel[: -len(b"Cargo.toml")] for rel in files
+                    if rel == b"Cargo.toml" or rel.endswith(b"/Cargo.toml")]  # fmt: skip
+        if not packages:
+            return None
+        word, value, other = draw(), draw(), draw()
+        module = _CANARY_MODULE.format(word=word)
+        source = _CANARY_SOURCE.format(word=word, value=value, other=other).encode()
+        return Canaries(
+            files={f"{os.fsdecode(folder)}{module}.rs": source for folder in packages},
+            tests=(Canary(f"{EVERY_BINARY}::{module}::passes_{word}", True),
+                   Canary(f"{EVERY_BINARY}::{module}::fails_{word}", False)),
+            failed_exit_code=101,
+        )  # fmt: skip
+
     def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
         assert context.toolchain.program is not None  # a Rust toolchain is its cargo program
         ours, theirs = _split(command[2:])
+        canaries = context.canaries
         argv = [context.toolchain.program, "test", "--offline"]
         if "--no-fail-fast" not in ours:
             argv.append("--no-fail-fast")
@@ -247,7 +306,13 @@ class CargoTest(Runner):
             argv += ["--config", f"source.claim-vendor.directory={json.dumps(vendor)}"]
         runner = json.dumps(["/bin/sh", "-c", _ANNOUNCE])
         argv += ["--config", f'target."cfg(all())".runner={runner}']
+        if canaries is not None and _filters(theirs):
+            # Filters choose tests by name: the canaries' names are filters too.
+            theirs += [canary.name.split("::", 1)[1] for canary in canaries.tests]
         argv += [*ours, "--", "-Z", "unstable-options", "--format", "json", *theirs]
+        if canaries is not None:
+            module = canaries.tests[0].name.split("::")[1]
+            argv = ["/bin/sh", "-c", _PLANT, "sh", module, *canaries.files, "--", *argv]
         return Invocation(tuple(argv), {}, ReportSource.STDOUT)
 
     def results(self, report: bytes) -> Results:
@@ -260,6 +325,16 @@ def _split(args: Sequence[str]) -> tuple[list[str], list[str]]:
         return list(args), []
     at = list(args).index("--")
     return list(args[:at]), list(args[at + 1 :])
+
+
+def _filters(args: Sequence[str]) -> bool:
+    """Whether libtest's arguments hold a filter of test names."""
+    after_option = False
+    for arg in args:
+        if not after_option and not arg.startswith("-"):
+            return True
+        after_option = arg in _LIBTEST_VALUES
+    return False
 
 
 def _chosen_cargo(command: Sequence[str], chosen: str | None, workspace: Path) -> str:
@@ -315,6 +390,7 @@ class _Suite:
 
     binary: str | None
     outcomes: dict[str, tuple[str, str]] = field(default_factory=dict)
+    announced: bool = False  # started by the observer's runner (rustdoc's doctests are not)
 
 
 class _Refused(Exception):
@@ -364,9 +440,10 @@ def _suites(report: bytes) -> Iterator[_Suite]:
             _require_spoken(silent)
             binary = silent = _target(event.get("path")) or "a test binary"
         elif kind == "suite":
-            silent = None
             suite = _suite_event(event, suite, binary, number)
-            if suite is not None and event.get("event") != "started":
+            suite.announced |= silent is not None
+            silent = None
+            if event.get("event") != "started":
                 yield suite
                 suite = None
         elif kind == "test":
@@ -390,7 +467,7 @@ def _require_spoken(binary: str | None) -> None:
 
 def _suite_event(
     event: dict[str, Any], suite: _Suite | None, binary: str | None, number: int
-) -> _Suite | None:
+) -> _Suite:
     if event.get("event") == "started":
         if suite is not None:
             raise _Refused(f"line {number}: a suite started inside another")
@@ -430,9 +507,14 @@ def _target(path: object) -> str | None:
 
 
 def _outcomes(suites: Sequence[_Suite]) -> Iterator[tuple[str, str, str]]:
+    canaries: list[tuple[str, dict[str, str]]] = []  # per test binary the runner started
     for suite in suites:
+        if suite.announced:
+            canaries.append((suite.binary or "a test binary", {}))
         for name, (outcome, message) in suite.outcomes.items():
-            if _DOCTEST.fullmatch(name):
+            if suite.announced and _CANARY_TEST.fullmatch(name):
+                canaries[-1][1][name] = outcome
+            elif _DOCTEST.fullmatch(name):
                 yield f"doctest::{name}", outcome, message
             elif suite.binary is None:
                 raise _Refused(
@@ -441,6 +523,7 @@ def _outcomes(suites: Sequence[_Suite]) -> Iterator[tuple[str, str, str]]:
                 )
             else:
                 yield f"{suite.binary}::{name}", outcome, message
+    yield from in_every_binary(canaries)
 
 
 def _panic(text: str) -> str:
