@@ -288,8 +288,8 @@ def test_claim_observe_test_run_counts_a_real_go_test_run(
 
 # --- canaries (issue 30) -------------------------------------------------------------------------
 
-WORDS = ("c0ffee01", "5eed0002", "0dd00003")
-PASSES, FAILS = (f"{EVERY_BINARY}::TestClaimCanary{kind}c0ffee01" for kind in ("Passes", "Fails"))
+WORDS = ("c0ffee01", "5eed0002", "0dd00003", "a11ce004", "b0b00005")
+PASSES, FAILS = (f"{EVERY_BINARY}::TestClaimCanary{word}" for word in WORDS[3:])
 # Two packages with tests, one of them an external test package, and one with none.
 MODULE = {"go.mod": GO_MOD, "calc.go": CALC, "calc_test.go": CALC_TEST,
           "other_test.go": OTHER_TEST, "util/util.go": "package util\n",
@@ -313,6 +313,7 @@ def test_canaries_go_into_each_package_folder_with_tests_named_for_every_test_bi
     source = canaries.files["util/claim_canary_c0ffee01_test.go"].decode()
     assert 'got, want := "5eed0002", "0dd00003"' in source  # the drawn values
     assert "t.Fatalf(" in source and "t.Errorf(" in source
+    assert "Pass" not in source and "Fail" not in source  # the names say nothing of which
     assert GO.canaries(("go", "test", "./..."), [b"go.mod", b"calc.go"], iter(WORDS).__next__) is None
 
 
@@ -320,10 +321,10 @@ def test_canaries_go_into_each_package_folder_with_tests_named_for_every_test_bi
     ("command", "expected"),
     [
         (["-run", "TestAdd/zero", "./..."],
-         ["-run", "^(?:TestClaimCanaryPassesc0ffee01|TestClaimCanaryFailsc0ffee01)$|TestAdd/zero",
+         ["-run", "^(?:TestClaimCanarya11ce004|TestClaimCanaryb0b00005)$|TestAdd/zero",
           "./..."]),
         (["--run=TestAdd", "-failfast", "./...", "-args", "-failfast"],
-         ["-run=^(?:TestClaimCanaryPassesc0ffee01|TestClaimCanaryFailsc0ffee01)$|TestAdd",
+         ["-run=^(?:TestClaimCanarya11ce004|TestClaimCanaryb0b00005)$|TestAdd",
           "./...", "-args", "-failfast"]),
     ],
 )  # fmt: skip
@@ -334,7 +335,10 @@ def test_a_run_pattern_also_runs_the_canaries_and_failfast_is_dropped(
                          "/w", "/w", "/r", planted(list(MODULE)))  # fmt: skip
     argv = GO.invocation(["go", "test", *command], context).argv
     assert argv[argv.index("--") + 1 :][-len(expected) :] == tuple(expected)
-    assert argv[argv.index("--") + 2 : argv.index("--") + 4] == ("test", "-json")
+    # Each test binary starts once its folder's canary file is gone (go splits -exec's value).
+    assert argv[argv.index("--") + 2 : argv.index("--") + 5] == (
+        "test", "-json", "-exec=/bin/sh -c 'rm -f claim_canary_c0ffee01_test.go; exec \"$0\" \"$@\"'",
+    )  # fmt: skip
 
 
 def run_with_canaries(root: Path, files: dict[str, str]) -> tuple[int, Results]:
@@ -365,6 +369,7 @@ def test_the_canaries_run_in_every_test_binary_with_their_folders_package_clause
     assert tests["example.com/calc/util::TestTrue"] == "passed"
     assert not [name for name in tests if "Canary" in name and name not in (PASSES, FAILS)]
     assert "package example.com/calc" not in str(results.failures)  # no [package failed]
+    assert not list(tmp_path.glob("**/claim_canary_*"))  # removed before each binary started
 
 
 @needs_go
@@ -377,3 +382,60 @@ def test_attack_126_framing_printed_by_the_code_leaves_the_canaries_unrun(tmp_pa
     assert (tests[PASSES], tests[FAILS]) == ("error", "error")
     messages = {failure["test"]: failure["message"] for failure in results.failures}
     assert messages[FAILS] == "the test binary of example.com/calc did not run it"
+
+
+# The code under test reads the canaries' source in its folder (the test binary's working
+# folder), and prints go test's framing for them too, each with the outcome its values give.
+READS_THE_CANARIES = """package calc
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+)
+
+var canary = regexp.MustCompile(`func (\\w+)\\(t [^\\n]*\\n\\tgot, want := "(\\w+)", "(\\w+)"`)
+
+func init() {
+	tests := []string{"TestAdd", "TestAddZero/zero", "TestAddZero/zero#01", "TestAddZero", "TestTrue"}
+	outcomes := map[string]string{}
+	files, _ := filepath.Glob("claim_canary_*_test.go")
+	for _, file := range files {
+		source, _ := os.ReadFile(file)
+		for _, found := range canary.FindAllStringSubmatch(string(source), -1) {
+			tests = append(tests, found[1])
+			outcomes[found[1]] = map[bool]string{true: "PASS", false: "FAIL"}[found[2] == found[3]]
+		}
+	}
+	failed := false
+	for _, test := range tests {
+		outcome := outcomes[test]
+		if outcome == "" {
+			outcome = "PASS"
+		}
+		failed = failed || outcome == "FAIL"
+		fmt.Printf("=== RUN   %s\\n--- %s: %s (0.00s)\\n", test, outcome, test)
+	}
+	if failed {
+		fmt.Println("FAIL")
+		os.Exit(1)
+	}
+	fmt.Println("PASS")
+	os.Exit(0)
+}
+
+// Add returns the product.
+func Add(a, b int) int { return a * b }
+"""
+
+
+@needs_go
+def test_attack_128_code_that_reads_the_canaries_source_finds_none(tmp_path: Path) -> None:
+    exit_code, results = run_with_canaries(tmp_path, MODULE | {"calc.go": READS_THE_CANARIES})
+    assert exit_code == 1
+    tests = results.counts["tests"]
+    assert tests["example.com/calc::TestAdd"] == "passed"  # forged
+    messages = {failure["test"]: failure["message"] for failure in results.failures}
+    assert (tests[PASSES], tests[FAILS]) == ("error", "error")
+    assert messages[PASSES] == "the test binary of example.com/calc did not run it"
