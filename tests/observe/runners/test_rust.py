@@ -291,10 +291,12 @@ def test_claim_observe_test_run_counts_a_real_cargo_test_run(tmp_path: Path) -> 
 
 # --- canaries (issue 30) -------------------------------------------------------------------------
 
-WORDS = ("c0ffee01", "5eed0002", "0dd00003")
+WORDS = ("c0ffee01", "5eed0002", "0dd00003", "a11ce004", "b0b00005")
 MODULE = "claim_canary_c0ffee01"
-PASSES, FAILS = (f"{EVERY_BINARY}::{MODULE}::{kind}_c0ffee01" for kind in ("passes", "fails"))
-CRATE = {"Cargo.toml": CARGO_TOML, "Cargo.lock": CARGO_LOCK, "src/lib.rs": LIB,
+PASSES, FAILS = (f"{EVERY_BINARY}::{MODULE}::canary_{word}" for word in WORDS[3:])
+# A documentation test too: rustdoc builds it after the canaries' source is removed.
+DOCUMENTED = "/// ```\n/// assert_eq!(calc::add(1, 1), 2);\n/// ```\n" + LIB
+CRATE = {"Cargo.toml": CARGO_TOML, "Cargo.lock": CARGO_LOCK, "src/lib.rs": DOCUMENTED,
          "src/main.rs": "fn main() {}\n", "tests/arith.rs": ARITH}  # fmt: skip
 
 
@@ -311,13 +313,14 @@ def test_canaries_are_a_module_beside_each_manifest_named_for_every_test_binary(
     assert canaries.failed_exit_code == 101
     source = canaries.files[f"{MODULE}.rs"].decode()
     assert 'assert_eq!("5eed0002", "0dd00003");' in source
+    assert "pass" not in source and "fail" not in source  # the names say nothing of which
     assert CARGO.canaries(("cargo", "test"), [b"src/lib.rs"], iter(WORDS).__next__) is None
 
 
 @pytest.mark.parametrize(
     ("theirs", "added"),
     [([], []), (["--test-threads", "1"], []), (["--skip", "slow"], []),
-     (["adds", "--exact"], [f"{MODULE}::passes_c0ffee01", f"{MODULE}::fails_c0ffee01"])],
+     (["adds", "--exact"], [f"{MODULE}::canary_a11ce004", f"{MODULE}::canary_b0b00005"])],
 )  # fmt: skip
 def test_a_name_filter_also_runs_the_canaries(theirs: list[str], added: list[str]) -> None:
     context = RunContext(CARGO.toolchain(["cargo"], None, Path("/nonexistent")), None, {}, {},
@@ -327,6 +330,9 @@ def test_a_name_filter_also_runs_the_canaries(theirs: list[str], added: list[str
     program = argv.index(context.toolchain.program or "")
     assert argv[:2] == ["/bin/sh", "-c"]
     assert argv[3:program] == ["sh", MODULE, f"{MODULE}.rs", "--"]
+    # The runner removes the canaries' source before any test binary starts.
+    runner = next(arg for arg in argv if arg.startswith('target."cfg(all())".runner='))
+    assert f'"/bin/sh", "-c", "rm -f -- /w/{MODULE}.rs; printf' in runner
     libtest = argv[argv.index("json") + 1 :]
     assert libtest == [*theirs, *added]
 
@@ -353,10 +359,12 @@ def test_the_canaries_run_in_every_test_binary_of_the_crate(tmp_path: Path) -> N
     tests = results.counts["tests"]
     # The library's, the program's and the integration test's binaries each ran them.
     assert tests == {"calc::tests::adds_zero": "passed", "arith::adds": "passed",
+                     "doctest::src/lib.rs - add (line 1)": "passed",
                      PASSES: "passed", FAILS: "failed"}  # fmt: skip
     assert (tmp_path / "src/lib.rs").read_text().endswith(
         f'#[cfg(test)]\n#[path = "{tmp_path}/{MODULE}.rs"]\nmod {MODULE};\n'
     )
+    assert not (tmp_path / f"{MODULE}.rs").exists()  # removed before the binaries ran
 
 
 @needs_cargo

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 from collections.abc import Iterator, Sequence
@@ -77,17 +78,15 @@ _ANNOUNCE = f'printf \'{{"type":"{BINARY_EVENT}","path":"%s"}}\\n\' "$0"; exec "
 # The observer's canaries: one module file beside each Cargo.toml, which a step in the sandbox
 # (before anything is built) adds to each crate root of that package that cargo test may build a
 # test binary from, so every test binary runs them (an integration test file of its own would be
-# one more binary, saying nothing of the others).
+# one more binary, saying nothing of the others). The runner removes the files before any test
+# binary starts (cargo builds them all first): the code under test finds no source telling which
+# canary must fail, nor do the names.
 _CANARY_MODULE = "claim_canary_{word}"
-_CANARY_TEST = re.compile(r"claim_canary_[0-9a-f]+::(?:passes|fails)_[0-9a-f]+")
-_CANARY_SOURCE = """#[test]
-fn passes_{word}() {{
-    assert_eq!("{value}", "{value}");
-}}
-
+_CANARY_TEST = re.compile(r"claim_canary_[0-9a-f]+::canary_[0-9a-f]+")
+_CANARY_SOURCE = """
 #[test]
-fn fails_{word}() {{
-    assert_eq!("{value}", "{other}");
+fn {name}() {{
+    assert_eq!("{value}", "{expected}");
 }}
 """
 _CRATE_ROOTS = ("src/lib.rs", "src/main.rs", *(f"{folder}/{root}" for folder in
@@ -285,11 +284,16 @@ class CargoTest(Runner):
             return None
         word, value, other = draw(), draw(), draw()
         module = _CANARY_MODULE.format(word=word)
-        source = _CANARY_SOURCE.format(word=word, value=value, other=other).encode()
+        tests = (Canary(f"canary_{draw()}", True), Canary(f"canary_{draw()}", False))
+        source = "".join(
+            _CANARY_SOURCE.format(name=test.name, value=value,
+                                  expected=value if test.passes else other)
+            for test in sorted(tests, key=lambda test: test.name)  # an order of no meaning
+        ).encode()  # fmt: skip
         return Canaries(
             files={f"{os.fsdecode(folder)}{module}.rs": source for folder in packages},
-            tests=(Canary(f"{EVERY_BINARY}::{module}::passes_{word}", True),
-                   Canary(f"{EVERY_BINARY}::{module}::fails_{word}", False)),
+            tests=tuple(Canary(f"{EVERY_BINARY}::{module}::{test.name}", test.passes)
+                        for test in tests),
             failed_exit_code=101,
         )  # fmt: skip
 
@@ -304,7 +308,11 @@ class CargoTest(Runner):
         if vendor is not None:
             argv += ["--config", 'source.crates-io.replace-with="claim-vendor"']
             argv += ["--config", f"source.claim-vendor.directory={json.dumps(vendor)}"]
-        runner = json.dumps(["/bin/sh", "-c", _ANNOUNCE])
+        announce = _ANNOUNCE
+        if canaries is not None:
+            planted = [os.path.join(context.cwd, rel) for rel in canaries.files]
+            announce = f"{shlex.join(['rm', '-f', '--', *planted])}; {announce}"
+        runner = json.dumps(["/bin/sh", "-c", announce])
         argv += ["--config", f'target."cfg(all())".runner={runner}']
         if canaries is not None and _filters(theirs):
             # Filters choose tests by name: the canaries' names are filters too.
