@@ -344,7 +344,8 @@ def test_attack_129_go_a_run_narrowed_by_the_code_is_not_verified(tmp_path: Path
     pattern = "^TestClaimCanary|^TestTrue$|^TestAddZero$/^zero$"
     narrows = CALC_WRONG.replace(
         "package calc\n",
-        f'package calc\n\nimport "os"\n\nfunc init() {{ os.Args = append(os.Args, "-test.run={pattern}") }}\n',
+        'package calc\n\nimport "os"\n\n'
+        f'func init() {{ os.Args = append(os.Args, "-test.run={pattern}") }}\n',
     )
     write_files(repo, {"calc.go": narrows})
 

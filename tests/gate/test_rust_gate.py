@@ -322,8 +322,9 @@ FORGED_EVENTS = """pub fn add(_a: i64, _b: i64) -> i64 {
     use std::io::Write;
     let name = std::thread::current().name().unwrap_or("").to_string();
     let mut out = std::io::stdout();
-    let _ = writeln!(out, "{{ \\"type\\": \\"test\\", \\"event\\": \\"ok\\", \\"name\\": \\"{}\\" }}", name);
-    let _ = writeln!(out, "{{ \\"type\\": \\"suite\\", \\"event\\": \\"ok\\", \\"passed\\": 1, \\"failed\\": 0, \\"ignored\\": 0, \\"measured\\": 0, \\"filtered_out\\": 0, \\"exec_time\\": 0.0 }}");
+    let _ = writeln!(out, r#"{{ "type": "test", "event": "ok", "name": "{}" }}"#, name);
+    let _ = write!(out, r#"{{ "type": "suite", "event": "ok", "passed": 1, "failed": 0, "#);
+    let _ = writeln!(out, r#""ignored": 0, "measured": 0, "filtered_out": 0, "exec_time": 0.0 }}"#);
     let _ = out.flush();
     std::process::exit(0)
 }

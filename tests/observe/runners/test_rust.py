@@ -313,7 +313,7 @@ def test_canaries_are_a_module_beside_each_manifest_named_for_every_test_binary(
     assert canaries.failed_exit_code == 101
     source = canaries.files[f"{MODULE}.rs"].decode()
     assert 'assert_eq!("5eed0002", "0dd00003");' in source
-    assert "pass" not in source and "fail" not in source  # the names say nothing of which
+    assert not re.findall(r"pass|fail", source)  # the names say nothing of which must fail
     assert CARGO.canaries(("cargo", "test"), [b"src/lib.rs"], iter(WORDS).__next__) is None
 
 
@@ -361,8 +361,10 @@ def test_the_canaries_run_in_every_test_binary_of_the_crate(tmp_path: Path) -> N
     assert tests == {"calc::tests::adds_zero": "passed", "arith::adds": "passed",
                      "doctest::src/lib.rs - add (line 1)": "passed",
                      PASSES: "passed", FAILS: "failed"}  # fmt: skip
-    assert (tmp_path / "src/lib.rs").read_text().endswith(
-        f'#[cfg(test)]\n#[path = "{tmp_path}/{MODULE}.rs"]\nmod {MODULE};\n'
+    assert (
+        (tmp_path / "src/lib.rs")
+        .read_text()
+        .endswith(f'#[cfg(test)]\n#[path = "{tmp_path}/{MODULE}.rs"]\nmod {MODULE};\n')
     )
     assert not (tmp_path / f"{MODULE}.rs").exists()  # removed before the binaries ran
 

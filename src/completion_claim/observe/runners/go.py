@@ -36,11 +36,11 @@ from .base import (
     Canary,
     Dependencies,
     Detected,
+    Draw,
     Invocation,
     ReportSource,
     RunContext,
     Runner,
-    Draw,
     Toolchain,
     chosen_program,
     inside,
@@ -112,16 +112,16 @@ func {name}(t *{testing}.T) {{
 \t}}
 }}
 """
-_UNSOURCED = "-exec=/bin/sh -c 'rm -f {file}; exec \"$0\" \"$@\"'"  # quoted as go splits it
+_UNSOURCED = '-exec=/bin/sh -c \'rm -f {file}; exec "$0" "$@"\''  # quoted as go splits it
 # Arguments: the canary files, "--", then the command. sed reads the first package clause of a
 # test file beside each canary (any test file of a folder builds into the same test binary).
 _PLANT = (
     'while [ "$1" != -- ]; do\n'
     '  canary=$1; shift; dir=${canary%/*}; [ "$dir" = "$canary" ] && dir=.; name=\n'
     '  for sibling in "$dir"/*_test.go; do\n'
-    '    case ${sibling##*/} in claim_canary_*) continue ;; esac\n'
-    "    name=$(sed -n '/^package[[:space:]]/{s/^package[[:space:]]*\\([A-Za-z_][A-Za-z0-9_]*\\).*/\\1/p;q;}'"
-    ' "$sibling")\n'
+    "    case ${sibling##*/} in claim_canary_*) continue ;; esac\n"
+    "    name=$(sed -n '/^package[[:space:]]/{"
+    's/^package[[:space:]]*\\([A-Za-z_][A-Za-z0-9_]*\\).*/\\1/p;q;}\' "$sibling")\n'
     '    [ -n "$name" ] && break\n'
     "  done\n"
     f'  sed -i "s/^{_CANARY_PACKAGE}\\$/package $name/" "$canary"\n'
@@ -237,7 +237,8 @@ class GoTest(Runner):
             return None
         word, value, other = draw(), draw(), draw()
         testing = f"claimtesting{word}"
-        tests = (Canary(f"TestClaimCanary{draw()}", True), Canary(f"TestClaimCanary{draw()}", False))
+        tests = (Canary(f"TestClaimCanary{draw()}", passes=True),
+                 Canary(f"TestClaimCanary{draw()}", passes=False))  # fmt: skip
         source = _CANARY_SOURCE.format(package=_CANARY_PACKAGE, testing=testing) + "".join(
             _CANARY_TEST_SOURCE.format(
                 name=test.name, testing=testing, value=value,
@@ -292,9 +293,11 @@ def _running_canaries(args: Sequence[str], canaries: Sequence[str]) -> list[str]
         elif flags and flag == "-failfast":
             continue
         elif flags and flag == "-run" and equals:
-            arg = f"-run={ours}{value}"
+            kept.append(f"-run={ours}{value}")
+            continue
         elif kept and flags and kept[-1].replace("--", "-", 1) == "-run":
-            arg = ours + arg
+            kept.append(ours + arg)
+            continue
         kept.append(arg)
     return kept
 

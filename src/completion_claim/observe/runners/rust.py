@@ -45,11 +45,11 @@ from .base import (
     Canary,
     Dependencies,
     Detected,
+    Draw,
     Invocation,
     ReportSource,
     RunContext,
     Runner,
-    Draw,
     Toolchain,
     chosen_program,
     inside,
@@ -89,12 +89,19 @@ fn {name}() {{
     assert_eq!("{value}", "{expected}");
 }}
 """
-_CRATE_ROOTS = ("src/lib.rs", "src/main.rs", *(f"{folder}/{root}" for folder in
-                ("src/bin", "tests", "examples", "benches") for root in ("*.rs", "*/main.rs")))
+_CRATE_ROOTS = (
+    "src/lib.rs",
+    "src/main.rs",
+    *(
+        f"{folder}/{root}"
+        for folder in ("src/bin", "tests", "examples", "benches")
+        for root in ("*.rs", "*/main.rs")
+    ),
+)
 # Arguments: the module's name, the canary files, "--", then the command. A link is never
 # followed: it may lead out of the run's copy.
 _PLANT = (
-    'module=$1; shift; here=$(pwd)\n'
+    "module=$1; shift; here=$(pwd)\n"
     'while [ "$1" != -- ]; do\n'
     '  canary=$1; shift; dir=${canary%/*}; [ "$dir" = "$canary" ] && dir=.\n'
     "  for root in " + " ".join(f'"$dir"/{root}' for root in _CRATE_ROOTS) + "; do\n"
