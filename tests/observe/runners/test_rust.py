@@ -317,6 +317,13 @@ def test_canaries_are_a_module_beside_each_manifest_named_for_every_test_binary(
     assert CARGO.canaries(("cargo", "test"), [b"src/lib.rs"], iter(WORDS).__next__) is None
 
 
+@pytest.mark.parametrize("command", [["--doc"], ["--", "--ignored"]])
+def test_no_canaries_where_no_test_binary_of_the_runner_would_run_them(command: list[str]) -> None:
+    """Doctests alone (rustdoc runs them, not the runner), or ignored tests alone."""
+    files = [f.encode() for f in CRATE]
+    assert CARGO.canaries(("cargo", "test", *command), files, iter(WORDS).__next__) is None
+
+
 @pytest.mark.parametrize(
     ("theirs", "added"),
     [([], []), (["--test-threads", "1"], []), (["--skip", "slow"], []),
