@@ -478,3 +478,22 @@ def test_attack_129_a_narrowing_that_keeps_the_canaries_leaves_the_failing_test_
     tests = results.counts["tests"]
     assert (tests[PASSES], tests[FAILS]) == ("passed", "failed")
     assert "example.com/calc::TestAdd" not in tests
+
+
+def test_a_test_binary_that_failed_before_any_test_answers_for_no_canary() -> None:
+    """It panicked in an init function, or did not build: its failure is what the report says,
+    and the canaries are the other binaries'."""
+    canary = "TestClaimCanarya11ce004"
+    events = [
+        {"Action": "output", "Package": "example.com/m", "Output": "panic: in init\n"},
+        {"Action": "fail", "Package": "example.com/m"},
+        {"Action": "run", "Package": "example.com/m/util", "Test": canary},
+        {"Action": "pass", "Package": "example.com/m/util", "Test": canary},
+        {"Action": "output", "Package": "example.com/m/util", "Output": "PASS\n"},
+        {"Action": "pass", "Package": "example.com/m/util"},
+    ]
+    results = read_events(b"".join(json.dumps(e).encode() + b"\n" for e in events))
+    assert results.counts["tests"] == {
+        "example.com/m::[package failed]": "error",
+        f"{EVERY_BINARY}::{canary}": "passed",
+    }

@@ -443,7 +443,9 @@ def _outcomes(packages: Mapping[str, _Package]) -> Iterator[tuple[str, str, str]
     canaries: list[tuple[str, dict[str, str]]] = []  # per test binary that ran
     for name, package in packages.items():
         failing = False
-        if package.ended in (PASSED, FAILED) and not package.build_failed:
+        # A test binary that failed before any test started (it did not build, or panicked in
+        # an init function) ran none of its tests, the canaries neither: its failure is its own.
+        if package.ended == PASSED or (package.ended == FAILED and package.started):
             canaries.append((name, {}))
         for test in dict.fromkeys([*package.started, *package.outcomes]):
             outcome = package.outcomes.get(test, ERROR)  # started, and never ended
