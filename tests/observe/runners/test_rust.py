@@ -386,3 +386,21 @@ def test_attack_127_events_written_by_the_code_leave_the_canaries_unrun(tmp_path
         assert (tests[PASSES], tests[FAILS]) == ("error", "error")
     else:  # after: the must-fail canary's failure is in the suite, and not in the forged end
         assert "'failed': 0, 'ignored': 0} disagree with its tests" in results.none_because
+
+
+@needs_cargo
+def test_a_test_file_other_test_files_include_runs_the_canaries_once_more_in_them(
+    tmp_path: Path,
+) -> None:
+    """``tests/common.rs`` is a test binary of its own and a module of ``tests/arith.rs``: in
+    arith's binary the canaries run twice, as arith's and as ``common``'s, with one outcome."""
+    arith = "mod common;\n\n" + ARITH.replace("(2, 3)", "(2, common::one() + 2)")
+    files = CRATE | {
+        "tests/common.rs": "pub fn one() -> i64 {\n    1\n}\n",
+        "tests/arith.rs": arith,
+    }
+    exit_code, results = run_with_canaries(tmp_path, files)
+    assert exit_code == 101, results
+    tests = results.counts["tests"]
+    assert (tests["arith::adds"], tests[PASSES], tests[FAILS]) == ("passed", "passed", "failed")
+    assert not [name for name in tests if "claim_canary" in name and "[" not in name]

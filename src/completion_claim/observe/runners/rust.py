@@ -57,7 +57,7 @@ from .base import (
     program_name,
 )
 from .binaries import EVERY_BINARY, in_every_binary
-from .results import FAILED, MAX_REPORT_BYTES, PASSED, SKIPPED, Results, no_counts, tally
+from .results import ERROR, FAILED, MAX_REPORT_BYTES, PASSED, SKIPPED, Results, no_counts, tally
 
 VENDOR = "vendor"  # the cache entry's folder of unpacked crates
 CRATES_DOWNLOAD = "https://static.crates.io/crates/{crate}/{crate}-{version}.crate"
@@ -82,7 +82,9 @@ _ANNOUNCE = f'printf \'{{"type":"{BINARY_EVENT}","path":"%s"}}\\n\' "$0"; exec "
 # binary starts (cargo builds them all first): the code under test finds no source telling which
 # canary must fail, nor do the names.
 _CANARY_MODULE = "claim_canary_{word}"
-_CANARY_TEST = re.compile(r"claim_canary_[0-9a-f]+::canary_[0-9a-f]+")
+# At the root of its binary's tests, or below a module that is a crate root of its own too
+# (``tests/common.rs``, which other test files include with ``mod common;``).
+_CANARY_TEST = re.compile(r"(?:.+::)?(claim_canary_[0-9a-f]+::canary_[0-9a-f]+)")
 _CANARY_SOURCE = """
 #[test]
 fn {name}() {{
@@ -529,8 +531,11 @@ def _outcomes(suites: Sequence[_Suite]) -> Iterator[tuple[str, str, str]]:
         if suite.announced:
             canaries.append((suite.binary or "a test binary", {}))
         for name, (outcome, message) in suite.outcomes.items():
-            if suite.announced and _CANARY_TEST.fullmatch(name):
-                canaries[-1][1][name] = outcome
+            canary = _CANARY_TEST.fullmatch(name) if suite.announced else None
+            if canary is not None:
+                found = canaries[-1][1]
+                test = canary.group(1)
+                found[test] = outcome if found.get(test, outcome) == outcome else ERROR
             elif _DOCTEST.fullmatch(name):
                 yield f"doctest::{name}", outcome, message
             elif suite.binary is None:
