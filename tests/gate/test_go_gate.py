@@ -3,6 +3,7 @@ the operator's Go, modules from the trusted go.sum through the dependency cache.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -319,8 +320,11 @@ FORGED_FRAMING = CALC_WRONG.replace(
 )
 
 
-# Until the observer's check of canaries (branch i30-canary) is merged: the run is verified.
-@pytest.mark.xfail(strict=True, reason="the observer does not check canaries yet")
+# Without the observer's check of canaries (observe/canaries.py, issue 30) it is verified.
+@pytest.mark.skipif(
+    importlib.util.find_spec("completion_claim.observe.canaries") is None,
+    reason="the observer does not check canaries yet",
+)
 def test_attack_126_go_framing_printed_by_the_code_is_not_verified(tmp_path: Path) -> None:
     repo = go_project(tmp_path / "repo")
     config = init_config(repo, tmp_path / "ops")
@@ -329,9 +333,12 @@ def test_attack_126_go_framing_printed_by_the_code_is_not_verified(tmp_path: Pat
 
     result = run_gate(config, repo, outcome="Fixed Add.")
 
-    assert (result.verdict.state, result.exit_code) == ("unverified", 1)
+    assert result.verdict.state != "verified"
+    assert result.exit_code != 0
     [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
-    assert item["observed_value"].get("canaries") == "forged"
+    assert item["observed_value"]["canaries"] == "forged"
+    wrong = item["details"]["canaries"]["wrong"]
+    assert [canary["reported"] for canary in wrong] == ["missing", "missing"]
 
 
 # Until the start's baseline requires every test it saw (branch i30-baseline): verified.

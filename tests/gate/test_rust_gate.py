@@ -5,6 +5,7 @@ Cargo.lock through the dependency cache."""
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -331,8 +332,11 @@ FORGED_EVENTS = """pub fn add(_a: i64, _b: i64) -> i64 {
 """ + LIB_BUGGY[LIB_BUGGY.index("\n#[cfg(test)]") :]
 
 
-# Until the observer's check of canaries (branch i30-canary) is merged: the run is verified.
-@pytest.mark.xfail(strict=True, reason="the observer does not check canaries yet")
+# Without the observer's check of canaries (observe/canaries.py, issue 30) it is verified.
+@pytest.mark.skipif(
+    importlib.util.find_spec("completion_claim.observe.canaries") is None,
+    reason="the observer does not check canaries yet",
+)
 def test_attack_127_rust_events_written_by_the_code_are_not_verified(tmp_path: Path) -> None:
     repo = rust_project(tmp_path / "repo")
     config = init_config(repo, tmp_path / "ops")
@@ -341,7 +345,8 @@ def test_attack_127_rust_events_written_by_the_code_are_not_verified(tmp_path: P
 
     result = run_gate(config, repo, outcome="Fixed add.")
 
-    assert (result.verdict.state, result.exit_code) == ("unverified", 1)
+    assert result.verdict.state != "verified"
+    assert result.exit_code != 0
     [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
     # The forged end of a suite either comes before the canaries of its binary ended (they are
     # missing), or after the must-fail one failed, which its counts do not say.
