@@ -23,9 +23,11 @@ import hmac
 import json
 import os
 import stat
+from pathlib import Path
 from typing import Any
 
 ENVIRONMENT = "CLAIM_REPORT_FDS"
+CANARY_PREFIX = "claim_canary_"
 _MESSAGE_CHARS = 1000
 _PR_SET_DUMPABLE = 4
 
@@ -55,6 +57,26 @@ def pytest_addoption(pluginmanager: Any) -> None:
         return  # another pytest of the same run took the key: only the first one reports
     _not_dumpable()
     pluginmanager.register(_Reporter(key, records_fd), "claim-reporter")
+    canaries = sorted(Path(__file__).parent.glob(f"{CANARY_PREFIX}*.py"))
+    if canaries:
+        pluginmanager.register(_canary_collector(canaries), "claim-canaries")
+
+
+def _canary_collector(modules: list[Path]) -> object:
+    import pytest  # noqa: PLC0415 - loaded by pytest: it is there; not needed without canaries
+
+    class Collector:
+        @pytest.hookimpl(trylast=True)
+        def pytest_collection_modifyitems(self, session: Any, items: list[Any]) -> None:
+            if not items:
+                return  # pytest's own "no tests collected" stands
+            for path in modules:
+                module = pytest.Module.from_parent(session, path=path, nodeid=path.name)
+                first, *rest = module.collect()
+                items.insert(0, first)
+                items.extend(rest)
+
+    return Collector()
 
 
 def _not_dumpable() -> None:
