@@ -3,7 +3,6 @@ the operator's Go, modules from the trusted go.sum through the dependency cache.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -103,6 +102,7 @@ def test_go_the_honest_fix_is_verified_with_each_test_named_by_its_package(tmp_p
         "example.com/calc::TestTrue": "passed",
     }
     assert item["details"]["runner"] == "go"
+    assert item["observed_value"]["canaries"] == "held"  # in every test binary (attack 126)
     argv = item["details"]["argv"]
     assert argv[argv.index("test") : argv.index("test") + 2] == ["test", "-json"]
     assert argv[-1] == "./..."
@@ -320,11 +320,6 @@ FORGED_FRAMING = CALC_WRONG.replace(
 )
 
 
-# Without the observer's check of canaries (observe/canaries.py, issue 30) it is verified.
-@pytest.mark.skipif(
-    importlib.util.find_spec("completion_claim.observe.canaries") is None,
-    reason="the observer does not check canaries yet",
-)
 def test_attack_126_go_framing_printed_by_the_code_is_not_verified(tmp_path: Path) -> None:
     repo = go_project(tmp_path / "repo")
     config = init_config(repo, tmp_path / "ops")

@@ -5,7 +5,6 @@ Cargo.lock through the dependency cache."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -100,6 +99,7 @@ def test_rust_the_honest_fix_is_verified_with_each_test_named_by_its_target(tmp_
         "arith::adds": "passed",
     }
     assert item["details"]["runner"] == "cargo"
+    assert item["observed_value"]["canaries"] == "held"  # in every test binary (attack 127)
     program = item["details"]["program"]
     assert program.endswith("/bin/cargo")
     assert os.path.basename(os.path.realpath(program)) == "cargo"
@@ -332,11 +332,6 @@ FORGED_EVENTS = """pub fn add(_a: i64, _b: i64) -> i64 {
 """ + LIB_BUGGY[LIB_BUGGY.index("\n#[cfg(test)]") :]
 
 
-# Without the observer's check of canaries (observe/canaries.py, issue 30) it is verified.
-@pytest.mark.skipif(
-    importlib.util.find_spec("completion_claim.observe.canaries") is None,
-    reason="the observer does not check canaries yet",
-)
 def test_attack_127_rust_events_written_by_the_code_are_not_verified(tmp_path: Path) -> None:
     repo = rust_project(tmp_path / "repo")
     config = init_config(repo, tmp_path / "ops")
