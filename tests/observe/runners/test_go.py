@@ -112,7 +112,7 @@ def test_the_operators_go_runs_from_its_real_goroot_offline(tmp_path: Path) -> N
     assert toolchain.env["GOFLAGS"] == "-mod=mod"
     assert toolchain.env["GOWORK"] == "off"
     deps = {"gomodcache": "/run/claim/deps/gomodcache", "gocache": "/run/claim/deps/gocache"}
-    context = RunContext(toolchain, None, {}, deps,
+    context = RunContext(toolchain, None, {"HOME": "/tmp"}, deps,
                          "/run/claim/work", "/run/claim/work", "/run/claim/report")  # fmt: skip
     invocation = GO.invocation(["go", "test", "-json", "-count=1", "./..."], context)
     # The run's build cache starts as a copy of the operator's seed, then go test runs.
@@ -121,8 +121,10 @@ def test_the_operators_go_runs_from_its_real_goroot_offline(tmp_path: Path) -> N
         "/run/claim/deps/gocache", toolchain.program, "test", "-json", "-count=1", "./...",
     )  # fmt: skip
     assert invocation.source is ReportSource.STDOUT
+    # The run's scratch folder and build cache are in its home (the sandbox's /tmp).
     assert invocation.env == {
         "GOPROXY": "off", "GOSUMDB": "off", "GOMODCACHE": "/run/claim/deps/gomodcache",
+        "GOPATH": "/tmp/go", "GOCACHE": "/tmp/go-build",
     }  # fmt: skip
 
 
@@ -333,8 +335,8 @@ def test_canaries_go_into_each_package_folder_with_tests_named_for_every_test_bi
 def test_a_run_pattern_also_runs_the_canaries_and_failfast_is_dropped(
     command: list[str], expected: list[str]
 ) -> None:
-    context = RunContext(GO.toolchain(["go"], None, Path("/nonexistent")), None, {}, {},
-                         "/w", "/w", "/r", planted(list(MODULE)))  # fmt: skip
+    context = RunContext(GO.toolchain(["go"], None, Path("/nonexistent")), None, {"HOME": "/h"},
+                         {}, "/w", "/w", "/r", planted(list(MODULE)))  # fmt: skip
     argv = GO.invocation(["go", "test", *command], context).argv
     assert argv[argv.index("--") + 1 :][-len(expected) :] == tuple(expected)
     # Each test binary starts once its folder's canary file is gone (go splits -exec's value).
@@ -352,7 +354,8 @@ def run_with_canaries(root: Path, files: dict[str, str]) -> tuple[int, Results]:
     for rel, text in canaries.files.items():
         (root / rel).write_bytes(text)
     toolchain = GO.toolchain(["go"], None, root)
-    context = RunContext(toolchain, None, {}, {}, str(root), str(root), str(root), canaries)
+    context = RunContext(toolchain, None, {"HOME": str(root)}, {}, str(root), str(root),
+                         str(root), canaries)  # fmt: skip
     invocation = GO.invocation(["go", "test", "./..."], context)
     env = os.environ | dict(toolchain.env) | dict(invocation.env)
     del env["GOCACHE"], env["GOPATH"]

@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -116,8 +117,7 @@ def test_the_toolchain_is_the_real_sysroot_and_never_the_cargo_home(tmp_path: Pa
     assert Path(sysroot, "bin", "rustc").is_file()
     assert toolchain.readable in ((), (sysroot,))
     assert not any(".cargo" in folder.split("/") for folder in toolchain.readable)
-    assert toolchain.env["CARGO_HOME"].startswith("/tmp/")
-    assert toolchain.env["CARGO_TARGET_DIR"].startswith("/tmp/")
+    assert "CARGO_HOME" not in toolchain.env  # the run's own, in its home: see below
     # A stable compiler stays stable for the code; only libtest sees the variable as set.
     assert toolchain.env.get("RUSTC_BOOTSTRAP") in ("-1", None)
 
@@ -125,7 +125,7 @@ def test_the_toolchain_is_the_real_sysroot_and_never_the_cargo_home(tmp_path: Pa
 @needs_cargo
 def test_the_run_asks_for_json_events_through_the_observers_runner(tmp_path: Path) -> None:
     toolchain = CARGO.toolchain(["cargo", "test"], None, tmp_path)
-    context = RunContext(toolchain, None, {}, {"vendor": "/run/claim/deps/vendor"},
+    context = RunContext(toolchain, None, {"HOME": "/tmp"}, {"vendor": "/run/claim/deps/vendor"},
                          "/run/claim/work", "/run/claim/work", "/run/claim/report")  # fmt: skip
     invocation = CARGO.invocation(["cargo", "test", "--lib", "--", "adds"], context)
     argv = list(invocation.argv)
@@ -330,8 +330,8 @@ def test_no_canaries_where_no_test_binary_of_the_runner_would_run_them(command: 
      (["adds", "--exact"], [f"{MODULE}::canary_a11ce004", f"{MODULE}::canary_b0b00005"])],
 )  # fmt: skip
 def test_a_name_filter_also_runs_the_canaries(theirs: list[str], added: list[str]) -> None:
-    context = RunContext(CARGO.toolchain(["cargo"], None, Path("/nonexistent")), None, {}, {},
-                         "/w", "/w", "/r", planted(list(CRATE)))  # fmt: skip
+    context = RunContext(CARGO.toolchain(["cargo"], None, Path("/nonexistent")), None,
+                         {"HOME": "/h"}, {}, "/w", "/w", "/r", planted(list(CRATE)))  # fmt: skip
     argv = list(CARGO.invocation(["cargo", "test", "--", *theirs], context).argv)
     # The planting step first (the module's name, its files), then cargo test.
     program = argv.index(context.toolchain.program or "")
@@ -352,9 +352,10 @@ def run_with_canaries(root: Path, files: dict[str, str]) -> tuple[int, Results]:
     for rel, text in canaries.files.items():
         (root / rel).write_bytes(text)
     toolchain = CARGO.toolchain(["cargo"], None, root)
-    context = RunContext(toolchain, None, {}, {}, str(root), str(root), str(root), canaries)
+    context = RunContext(toolchain, None, {"HOME": str(root)}, {}, str(root), str(root),
+                         str(root), canaries)  # fmt: skip
     invocation = CARGO.invocation(["cargo", "test"], context)
-    env = os.environ | dict(toolchain.env) | {"CARGO_TARGET_DIR": str(root / "target")}
+    env = os.environ | dict(toolchain.env) | dict(invocation.env)
     done = subprocess.run(invocation.argv, cwd=root, env=env, capture_output=True, check=False)
     return done.returncode, CARGO.results(done.stdout)
 
@@ -404,3 +405,52 @@ def test_a_test_file_other_test_files_include_runs_the_canaries_once_more_in_the
     tests = results.counts["tests"]
     assert (tests["arith::adds"], tests[PASSES], tests[FAILS]) == ("passed", "passed", "failed")
     assert not [name for name in tests if "claim_canary" in name and "[" not in name]
+
+
+# --- configuration outside the work tree, without the sandbox ------------------------------------
+
+# Right only where the configuration of the run's parent folder sets a cfg the build never has.
+POISONABLE = """#[cfg(claim_poisoned)]
+pub fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+#[cfg(not(claim_poisoned))]
+pub fn add(a: i64, b: i64) -> i64 {
+    a - b
+}
+"""
+
+
+@needs_cargo
+def test_attack_132_without_the_sandbox_a_cargo_config_above_the_run_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """cargo reads .cargo/config.toml in every folder above the one it runs in: without the
+    sandbox, the run's copy is below the observer's temporary folder (/tmp), where any user of
+    the machine can leave one."""
+    shared = tmp_path / "shared-tmp"
+    poisoned = '[build]\nrustflags = ["--cfg", "claim_poisoned"]\n'
+    write_files(shared, {".cargo/config.toml": poisoned})
+    monkeypatch.setenv("TMPDIR", str(shared))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    repo = rust_project(tmp_path / "repo", {"src/lib.rs": POISONABLE})
+    claim = tmp_path / "claim.json"
+    assert run(["new", str(claim), "--task-id", "t-1", "--outcome", "fixed add"]) == 0
+    assert run(["capture-git", str(claim), "--repo", str(repo)]) == 0
+
+    assert run(["observe", "test-run", str(claim), "--cwd", str(repo), "--no-sandbox",
+                "--", "cargo", "test"]) == 5  # fmt: skip
+
+    assert f"{shared}/.cargo/config.toml: cargo would read it" in capsys.readouterr().err
+
+
+def test_without_the_sandbox_cargo_keeps_its_home_and_build_in_the_runs_own_home() -> None:
+    """Not in the machine's /tmp, which other users write to (the sandbox's /tmp is its own)."""
+    toolchain = CARGO.toolchain(["cargo"], None, Path("/nonexistent"))
+    owned = "/tmp/claim-test-run-x"
+    context = RunContext(toolchain, None, {"HOME": f"{owned}/home"}, {}, f"{owned}/work",
+                         f"{owned}/work", "/r")  # fmt: skip
+    env = CARGO.invocation(["cargo", "test"], context).env
+    assert env["CARGO_HOME"] == f"{owned}/home/cargo-home"
+    assert env["CARGO_TARGET_DIR"] == f"{owned}/home/target"

@@ -198,8 +198,6 @@ class GoTest(Runner):
             "GOWORK": "off",
             "GOENV": "off",
             "GOTELEMETRY": "off",
-            "GOPATH": "/tmp/go",  # noqa: S108 - the run's own scratch folder
-            "GOCACHE": "/tmp/go-build",  # noqa: S108 - the run's own: never shared between runs
         }
         readable = () if inside(goroot, "/usr") else (goroot,)
         return Toolchain(
@@ -261,7 +259,12 @@ class GoTest(Runner):
         if context.canaries is not None:
             rest = _running_canaries(rest, [c.name.rpartition("::")[2]
                                             for c in context.canaries.tests])  # fmt: skip
-        env = {"GOPROXY": "off", "GOSUMDB": "off"}
+        # The run's own scratch folder and build cache, never shared between runs: in its home
+        # (the sandbox's /tmp, or the observer's folder for a run without one, never the
+        # machine's /tmp, where another user could leave a build cache of their making).
+        home = context.env["HOME"]
+        env = {"GOPROXY": "off", "GOSUMDB": "off", "GOPATH": f"{home}/go",
+               "GOCACHE": f"{home}/go-build"}  # fmt: skip
         if MODULE_CACHE in context.dependencies:
             env["GOMODCACHE"] = context.dependencies[MODULE_CACHE]
         argv: tuple[str, ...] = (context.toolchain.program, "test", "-json", *rest)

@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...errors import UsageError
-from ..sandbox import SYSTEM_PATH
+from ...errors import ObservationFailed, UsageError
+from ..sandbox import SYSTEM_PATH, WORK
 from .base import (
     PROXY_SETTINGS,
     Canaries,
@@ -253,8 +253,6 @@ class CargoTest(Runner):
         env = {
             "RUSTC": os.path.join(bin_dir, "rustc"),
             "RUSTDOC": os.path.join(bin_dir, "rustdoc"),
-            "CARGO_HOME": "/tmp/cargo-home",  # noqa: S108 - the run's own: no credentials
-            "CARGO_TARGET_DIR": "/tmp/target",  # noqa: S108 - the run's own, never the tree's
             "CARGO_TERM_COLOR": "never",
             "CARGO_INCREMENTAL": "0",
             "RUST_BACKTRACE": "0",
@@ -310,6 +308,7 @@ class CargoTest(Runner):
 
     def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
         assert context.toolchain.program is not None  # a Rust toolchain is its cargo program
+        _require_no_outer_config(context.work)
         ours, theirs = _split(command[2:])
         canaries = context.canaries
         argv = [context.toolchain.program, "test", "--offline"]
@@ -332,7 +331,11 @@ class CargoTest(Runner):
         if canaries is not None:
             module = canaries.tests[0].name.split("::")[1]
             argv = ["/bin/sh", "-c", _PLANT, "sh", module, *canaries.files, "--", *argv]
-        return Invocation(tuple(argv), {}, ReportSource.STDOUT)
+        # In the run's own home (the sandbox's /tmp, or the observer's folder for the run without
+        # one): no credentials, no configuration, no build of anyone else's.
+        home = context.env["HOME"]
+        env = {"CARGO_HOME": f"{home}/cargo-home", "CARGO_TARGET_DIR": f"{home}/target"}
+        return Invocation(tuple(argv), env, ReportSource.STDOUT)
 
     def results(self, report: bytes) -> Results:
         return read_events(report)
@@ -344,6 +347,28 @@ def _split(args: Sequence[str]) -> tuple[list[str], list[str]]:
         return list(args), []
     at = list(args).index("--")
     return list(args[:at]), list(args[at + 1 :])
+
+
+def _require_no_outer_config(work: str) -> None:
+    """Refused when cargo would read a configuration file above the work tree: it reads
+    ``.cargo/config.toml`` and ``.cargo/config`` in every folder above the one it runs in. The
+    sandbox has none there; without it, the run's copy lies in the observer's temporary folder,
+    which other users of the machine can write to."""
+    if work == WORK:
+        return
+    folder = os.path.dirname(os.path.normpath(work))
+    while True:
+        for name in _CARGO_CONFIG:
+            found = os.path.join(folder, ".cargo", os.fsdecode(name))
+            if os.path.lexists(found):
+                raise ObservationFailed(
+                    f"{found}: cargo would read it, and it is outside the work tree: remove it, "
+                    "or run in the sandbox"
+                )
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return
+        folder = parent
 
 
 def _filters(args: Sequence[str]) -> bool:
