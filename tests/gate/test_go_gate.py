@@ -320,6 +320,53 @@ FORGED_FRAMING = CALC_WRONG.replace(
 )
 
 
+# The code under test reads the canaries' source in its folder (the test binary's working
+# folder), and prints go test's framing for them too, each with the outcome its values give.
+READS_THE_CANARIES = """package calc
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+)
+
+var canary = regexp.MustCompile(`func (\\w+)\\(t [^\\n]*\\n\\tgot, want := "(\\w+)", "(\\w+)"`)
+
+func init() {
+	tests := []string{"TestAdd", "TestAddZero/zero", "TestAddZero/zero#01", "TestAddZero",
+		"TestTrue"}
+	outcomes := map[string]string{}
+	files, _ := filepath.Glob("claim_canary_*_test.go")
+	for _, file := range files {
+		source, _ := os.ReadFile(file)
+		for _, found := range canary.FindAllStringSubmatch(string(source), -1) {
+			tests = append(tests, found[1])
+			outcomes[found[1]] = map[bool]string{true: "PASS", false: "FAIL"}[found[2] == found[3]]
+		}
+	}
+	failed := false
+	for _, test := range tests {
+		outcome := outcomes[test]
+		if outcome == "" {
+			outcome = "PASS"
+		}
+		failed = failed || outcome == "FAIL"
+		fmt.Printf("=== RUN   %s\\n--- %s: %s (0.00s)\\n", test, outcome, test)
+	}
+	if failed {
+		fmt.Println("FAIL")
+		os.Exit(1)
+	}
+	fmt.Println("PASS")
+	os.Exit(0)
+}
+
+// Add returns the product.
+func Add(a, b int) int { return a * b }
+"""
+
+
 def test_attack_126_go_framing_printed_by_the_code_is_not_verified(tmp_path: Path) -> None:
     repo = go_project(tmp_path / "repo")
     config = init_config(repo, tmp_path / "ops")
@@ -450,3 +497,20 @@ def test_attack_131_go_code_that_answers_only_the_visible_tests_fails_a_hidden_o
             "example.com/calc::TestAddMore failed: hidden_test.go:7: Add(10, 4) = 6, want 14"
         )
     assert not (repo / "hidden_test.go").exists()
+
+
+def test_attack_128_go_code_that_reads_the_canaries_source_is_not_verified(tmp_path: Path) -> None:
+    """It looks for the canary file in its package's folder to forge their outcomes too: the
+    file is gone before the test binary starts, and the forged stream leaves them unrun."""
+    repo = go_project(tmp_path / "repo")
+    config = init_config(repo, tmp_path / "ops")
+    start_gate(config, repo)
+    write_files(repo, {"calc.go": READS_THE_CANARIES})
+
+    result = run_gate(config, repo, outcome="Fixed Add.")
+
+    assert result.verdict.state != "verified"
+    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    assert item["observed_value"]["canaries"] == "forged"
+    wrong = item["details"]["canaries"]["wrong"]
+    assert [canary["reported"] for canary in wrong] == ["missing", "missing"]

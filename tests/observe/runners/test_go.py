@@ -27,6 +27,7 @@ from tests.gate.test_go_gate import (
     FORGED_FRAMING,
     GO_MOD,
     OTHER_TEST,
+    READS_THE_CANARIES,
     go_project,
 )
 
@@ -388,53 +389,6 @@ def test_attack_126_framing_printed_by_the_code_leaves_the_canaries_unrun(tmp_pa
     assert (tests[PASSES], tests[FAILS]) == ("error", "error")
     messages = {failure["test"]: failure["message"] for failure in results.failures}
     assert messages[FAILS] == "the test binary of example.com/calc did not run it"
-
-
-# The code under test reads the canaries' source in its folder (the test binary's working
-# folder), and prints go test's framing for them too, each with the outcome its values give.
-READS_THE_CANARIES = """package calc
-
-import (
-	"fmt"
-	"os"
-	"path/filepath"
-	"regexp"
-)
-
-var canary = regexp.MustCompile(`func (\\w+)\\(t [^\\n]*\\n\\tgot, want := "(\\w+)", "(\\w+)"`)
-
-func init() {
-	tests := []string{"TestAdd", "TestAddZero/zero", "TestAddZero/zero#01", "TestAddZero",
-		"TestTrue"}
-	outcomes := map[string]string{}
-	files, _ := filepath.Glob("claim_canary_*_test.go")
-	for _, file := range files {
-		source, _ := os.ReadFile(file)
-		for _, found := range canary.FindAllStringSubmatch(string(source), -1) {
-			tests = append(tests, found[1])
-			outcomes[found[1]] = map[bool]string{true: "PASS", false: "FAIL"}[found[2] == found[3]]
-		}
-	}
-	failed := false
-	for _, test := range tests {
-		outcome := outcomes[test]
-		if outcome == "" {
-			outcome = "PASS"
-		}
-		failed = failed || outcome == "FAIL"
-		fmt.Printf("=== RUN   %s\\n--- %s: %s (0.00s)\\n", test, outcome, test)
-	}
-	if failed {
-		fmt.Println("FAIL")
-		os.Exit(1)
-	}
-	fmt.Println("PASS")
-	os.Exit(0)
-}
-
-// Add returns the product.
-func Add(a, b int) int { return a * b }
-"""
 
 
 @needs_go
