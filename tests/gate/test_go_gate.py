@@ -383,22 +383,41 @@ def test_attack_126_go_framing_printed_by_the_code_is_not_verified(tmp_path: Pat
     assert [canary["reported"] for canary in wrong] == ["missing", "missing"]
 
 
+def narrowed(pattern: str) -> str:
+    """calc.go, broken, appending a -test.run of its own to os.Args from an init function (the
+    testing package parses them after the package's init functions, and the last one wins)."""
+    return CALC_WRONG.replace(
+        "package calc\n",
+        'package calc\n\nimport "os"\n\n'
+        f'func init() {{ os.Args = append(os.Args, "-test.run={pattern}") }}\n',
+    )
+
+
+def test_attack_129_go_a_run_narrowed_by_the_code_leaves_the_canaries_unrun(
+    tmp_path: Path,
+) -> None:
+    repo = go_project(tmp_path / "repo")
+    config = init_config(repo, tmp_path / "ops")
+    start_gate(config, repo)
+    write_files(repo, {"calc.go": narrowed("^TestTrue$|^TestAddZero$/^zero$")})
+
+    result = run_gate(config, repo, outcome="Fixed Add.")
+
+    assert result.verdict.state != "verified"
+    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    assert item["observed_value"]["canaries"] == "forged"
+
+
 # Until the start's baseline requires every test it saw (branch i30-baseline): verified.
 @pytest.mark.xfail(strict=True, reason="the baseline requires only the tests that passed")
-def test_attack_129_go_a_run_narrowed_by_the_code_is_not_verified(tmp_path: Path) -> None:
+def test_attack_129_go_a_narrowing_that_keeps_the_canaries_is_not_verified(tmp_path: Path) -> None:
     """The code appends a -test.run of its own to os.Args from an init function (the testing
     package parses them after), keeping the canaries by their prefix and dropping TestAdd, the
     test that failed at the start."""
     repo = go_project(tmp_path / "repo")
     config = init_config(repo, tmp_path / "ops")
     start_gate(config, repo)
-    pattern = "^TestClaimCanary|^TestTrue$|^TestAddZero$/^zero$"
-    narrows = CALC_WRONG.replace(
-        "package calc\n",
-        'package calc\n\nimport "os"\n\n'
-        f'func init() {{ os.Args = append(os.Args, "-test.run={pattern}") }}\n',
-    )
-    write_files(repo, {"calc.go": narrows})
+    write_files(repo, {"calc.go": narrowed("^TestClaimCanary|^TestTrue$|^TestAddZero$/^zero$")})
 
     result = run_gate(config, repo, outcome="Fixed Add.")
 

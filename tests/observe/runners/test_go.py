@@ -29,6 +29,7 @@ from tests.gate.test_go_gate import (
     OTHER_TEST,
     READS_THE_CANARIES,
     go_project,
+    narrowed,
 )
 
 REPORTS = Path(__file__).parent / "reports"
@@ -402,19 +403,9 @@ def test_attack_128_code_that_reads_the_canaries_source_finds_none(tmp_path: Pat
     assert messages[PASSES] == "the test binary of example.com/calc did not run it"
 
 
-def narrowing(pattern: str) -> str:
-    """The code under test narrows the run to ``pattern`` from an init function: the testing
-    package parses os.Args once the package's init functions ran, and the last -test.run wins."""
-    return CALC_WRONG.replace(
-        "package calc\n",
-        'package calc\n\nimport "os"\n\n'
-        f'func init() {{ os.Args = append(os.Args, "-test.run={pattern}") }}\n',
-    )
-
-
 @needs_go
 def test_attack_129_a_run_narrowed_by_the_code_leaves_the_canaries_unrun(tmp_path: Path) -> None:
-    exit_code, results = run_with_canaries(tmp_path, MODULE | {"calc.go": narrowing("^TestTrue$")})
+    exit_code, results = run_with_canaries(tmp_path, MODULE | {"calc.go": narrowed("^TestTrue$")})
     tests = results.counts["tests"]
     assert "example.com/calc::TestAdd" not in tests  # narrowed away
     assert (tests[PASSES], tests[FAILS]) == ("error", "error")
@@ -430,7 +421,7 @@ def test_attack_129_a_narrowing_that_keeps_the_canaries_leaves_the_failing_test_
     """Knowing the canaries' prefix, the code keeps them: the canaries hold, and the test it
     narrowed away is missing from the report, which the start's baseline requires."""
     _, results = run_with_canaries(
-        tmp_path, MODULE | {"calc.go": narrowing("^TestClaimCanary|^TestTrue$")}
+        tmp_path, MODULE | {"calc.go": narrowed("^TestClaimCanary|^TestTrue$")}
     )
     tests = results.counts["tests"]
     assert (tests[PASSES], tests[FAILS]) == ("passed", "failed")
