@@ -383,6 +383,23 @@ def test_attack_126_go_framing_printed_by_the_code_is_not_verified(tmp_path: Pat
     assert [canary["reported"] for canary in wrong] == ["missing", "missing"]
 
 
+def test_attack_128_go_code_that_reads_the_canaries_source_is_not_verified(tmp_path: Path) -> None:
+    """It looks for the canary file in its package's folder to forge their outcomes too: the
+    file is gone before the test binary starts, and the forged stream leaves them unrun."""
+    repo = go_project(tmp_path / "repo")
+    config = init_config(repo, tmp_path / "ops")
+    start_gate(config, repo)
+    write_files(repo, {"calc.go": READS_THE_CANARIES})
+
+    result = run_gate(config, repo, outcome="Fixed Add.")
+
+    assert result.verdict.state != "verified"
+    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    assert item["observed_value"]["canaries"] == "forged"
+    wrong = item["details"]["canaries"]["wrong"]
+    assert [canary["reported"] for canary in wrong] == ["missing", "missing"]
+
+
 def narrowed(pattern: str) -> str:
     """calc.go, broken, appending a -test.run of its own to os.Args from an init function (the
     testing package parses them after the package's init functions, and the last one wins)."""
@@ -516,20 +533,3 @@ def test_attack_131_go_code_that_answers_only_the_visible_tests_fails_a_hidden_o
             "example.com/calc::TestAddMore failed: hidden_test.go:7: Add(10, 4) = 6, want 14"
         )
     assert not (repo / "hidden_test.go").exists()
-
-
-def test_attack_128_go_code_that_reads_the_canaries_source_is_not_verified(tmp_path: Path) -> None:
-    """It looks for the canary file in its package's folder to forge their outcomes too: the
-    file is gone before the test binary starts, and the forged stream leaves them unrun."""
-    repo = go_project(tmp_path / "repo")
-    config = init_config(repo, tmp_path / "ops")
-    start_gate(config, repo)
-    write_files(repo, {"calc.go": READS_THE_CANARIES})
-
-    result = run_gate(config, repo, outcome="Fixed Add.")
-
-    assert result.verdict.state != "verified"
-    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
-    assert item["observed_value"]["canaries"] == "forged"
-    wrong = item["details"]["canaries"]["wrong"]
-    assert [canary["reported"] for canary in wrong] == ["missing", "missing"]
