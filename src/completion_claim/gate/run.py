@@ -82,7 +82,7 @@ from .config import (
     require_toolchains,
 )
 from .reason import agent_reason
-from .test_aware import ChangedFile, scan, scanned, test_aware_reason
+from .test_aware import ChangedFile, scan, scanned, why_unverified
 from .test_baseline import (
     RECORD_KEY,
     baseline_for,
@@ -714,7 +714,7 @@ def _test_run(
         # Before the tests run: a green run of code that acts on being tested proves nothing.
         hits = scan(_changed_code(config, check, root, base, mirror, claim.mutations))
         if hits:
-            raise ObservationFailed(test_aware_reason(hits, config.path.name))
+            raise ObservationFailed(why_unverified(hits, config.path.name))
         seen = test_run.observe(request, claim.mutations)
         return replace(seen, details={**seen.details, **baseline.details})
 
@@ -729,8 +729,8 @@ def _changed_code(
     mirror: Mirror | None,
     mutations: Sequence[Mutation],
 ) -> list[ChangedFile]:
-    """Each changed file the test-aware scan reads: code of a known ecosystem, no test (a path
-    the check protects), not allowed by the operator (``[gate].allow_test_aware``). Both
+    """Each changed file the test-aware scan reads (``scanned``: no test, no path the
+    operator allows in ``[gate].allow_test_aware``), in both versions. Both
     versions come from where the agent cannot change them after the capture: the base's from
     the pinned commit, every object checked against its id; the change's from the operator's
     mirror, as the capture copied it, checked against the digest the claim records (the run is
@@ -740,9 +740,7 @@ def _changed_code(
         for target, mutation in latest_file_writes(mutations).items()
         if mutation.digest is not None
         and mutation.digest.startswith(_CONTENT_DIGEST)
-        and scanned(target)
-        and not is_protected(target.encode(), check.protect)
-        and not any(fnmatch.fnmatchcase(target, glob) for glob in config.allow_test_aware)
+        and scanned(target, check.protect, config.allow_test_aware)
     ]
     if not wanted:
         return []

@@ -29,12 +29,16 @@ A scan of text is evaded by indirection: a name built at run time (``getattr(sys
 from __future__ import annotations
 
 import ast
+import bisect
 import difflib
+import fnmatch
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+
+from ..observe.run_tree import is_protected
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,8 @@ class Pattern:
         match = self.regex.search(line)
         if match is None:
             return None
-        return self.what.format(match.group(1) if self.regex.groups else match.group(0))
+        found = next((group for group in match.groups() if group is not None), match.group(0))
+        return self.what.format(found)
 
 
 @dataclass(frozen=True)
@@ -172,7 +177,7 @@ _NODE_RUNNERS = r"node:test|vitest|@vitest/[\w./-]+|@jest/[\w./-]+|jest|mocha"
 NODE = (
     _pattern(r"\b(assert(?:\.\w+)?\.\w+)\s*=(?!=)", "replaces an assertion of node:assert ({})"),
     _pattern(
-        r"require\(\s*['\"](?:node:)?assert(?:/strict)?['\"]\s*\)\s*(\.\s*\w+)\s*=(?!=)",
+        r"require\(\s*['\"](?:node:)?assert(?:/strict)?['\"]\s*\)\s*\.\s*(\w+)\s*=(?!=)",
         "replaces an assertion of node:assert ({})",
     ),
     _pattern(rf"\.\s*({_NODE_ASSERTIONS})\s*=(?!=)", "replaces an assertion ({})"),
@@ -195,12 +200,12 @@ NODE = (
         "knows it runs under a test runner ({})",
     ),
     _pattern(
-        r"(\bexpect\s*\.\s*getState\s*\(|\bcurrentTestName\b|\btestPath\b)",
+        r"\b(expect\s*\.\s*getState)\s*\(|\b(currentTestName|testPath)\b",
         "reads the running test's identity ({})",
     ),
     _pattern(r"\bexpect\s*\.\s*(extend|setState)\s*\(", "reaches the test runner's expect ({})"),
     _pattern(
-        r"(Symbol\s*\.\s*for\s*\(\s*['\"`][^'\"`]*(?i:test|jest|vitest|mocha)[^'\"`]*['\"`])",
+        r"(Symbol\s*\.\s*for\s*\(\s*['\"`][^'\"`]*(?i:test|jest|vitest|mocha)[^'\"`]*['\"`]\s*\))",
         "reads the test runner's global state ({})",
     ),
     _pattern(r"(['\"`][^'\"`]*\.(?:test|spec)\.[^'\"`]*['\"`])", "checks for a test file ({})"),
@@ -208,9 +213,9 @@ NODE = (
         r"(\bnew\s+Error\s*(?:\(\s*\))?\s*\)?\s*\.\s*stack\b|\bError\s*\.\s*prepareStackTrace\b)",
         "reads the call stack ({})",
     ),
-    _pattern(r"\bprocess\s*\.\s*(execArgv)\b", "reads the test runner's command line ({})"),
+    _pattern(r"\b(process\s*\.\s*execArgv)\b", "reads the test runner's command line ({})"),
     _pattern(
-        r"\bprocess\s*\.\s*(argv)\b.*\b(?:test|spec|jest|vitest|mocha)",
+        r"\b(process\s*\.\s*argv)\b.*\b(?:test|spec|jest|vitest|mocha)",
         "reads the test runner's command line ({})",
     ),
     _pattern(
@@ -344,17 +349,23 @@ ECOSYSTEMS = (
 PYTHON_EXTENSIONS = (".py",)
 
 
-def scanned(path: str) -> bool:
-    """Whether a file at ``path`` is code this module reads (by its extension)."""
-    return path.endswith(PYTHON_EXTENSIONS) or _ecosystem(path) is not None
+def scanned(path: str, protect: Sequence[str] = (), allowed: Sequence[str] = ()) -> bool:
+    """Whether the scan reads a changed file at ``path``: code of a known ecosystem (by its
+    extension) that is no test (a path a runner protects, or one of the check's ``protect``
+    globs) and that no glob of the operator's ``allowed`` matches."""
+    if not path.endswith(PYTHON_EXTENSIONS) and _ecosystem(path) is None:
+        return False
+    if is_protected(path.encode(), protect):
+        return False
+    return not any(fnmatch.fnmatchcase(path, glob) for glob in allowed)
 
 
 def scan(files: Iterable[ChangedFile]) -> list[Hit]:
-    """The hits on the added lines of ``files``, by path and line; files of no known
-    ecosystem are not read."""
+    """The hits on the added lines of ``files`` (those ``scanned`` chose), by path and line;
+    a file of no known ecosystem is not read."""
     hits: set[Hit] = set()
     for changed in files:
-        if not scanned(changed.path):
+        if not changed.path.endswith(PYTHON_EXTENSIONS) and _ecosystem(changed.path) is None:
             continue
         new = _lines(changed.new)
         added = added_lines(None if changed.base is None else _lines(changed.base), new)
@@ -399,7 +410,8 @@ _NEWLINE = re.compile(r"\r\n|\r|\n")
 
 def _lines(data: bytes) -> list[str]:
     """Lines as Python's parser numbers them (``\\r\\n``, ``\\r`` and ``\\n`` end one)."""
-    return _NEWLINE.split(data.decode("utf-8", "replace"))
+    text = data.decode("utf-8", "replace")
+    return _NEWLINE.split(text) if "\r" in text else text.split("\n")
 
 
 def _ecosystem(path: str) -> Ecosystem | None:
@@ -435,6 +447,8 @@ def _by_line(
 
 
 def _python(path: str, text: str, lines: Sequence[str], added: set[int]) -> list[tuple[int, str]]:
+    if not _may_hit(text, [lines[number - 1] for number in added]):
+        return []
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
@@ -442,6 +456,58 @@ def _python(path: str, text: str, lines: Sequence[str], added: set[int]) -> list
     reader = _PythonReader(added, PurePosixPath(path).name == "__main__.py")
     reader.visit(tree)
     return reader.hits
+
+
+_WORD = re.compile(r"[A-Za-z_]\w*")
+# What an import statement names (a parenthesised list may span lines); found by the word,
+# whose line then says whether it is a ``from`` import.
+_IMPORT = re.compile(r"\bimport[ \t]+(\([^)]*\)|[^\n]*)")
+_FROM = re.compile(r"[ \t]*from[ \t]+[\w.]+[ \t]+$")
+_ALIAS = re.compile(r"\bas\s+(\w+)")
+_DEFINES_COMPARISON = re.compile(r"__(?:eq|ne|lt|le|gt|ge|contains|hash)__")
+
+
+def _triggers() -> frozenset[str]:
+    """Every word a hit needs on an added line: the last part of each name the tables hold
+    (``_getframe``, not ``sys``: ``import sys`` is no hit), but for the runner's modules, which
+    their own names stand for (``unittest``, ``modules`` of ``sys.modules``, rather than
+    ``main`` or ``get``), and the names the reader looks for."""
+    names = [*PYTHON_NAMES, *PYTHON_EXITS, *_IMPORTERS]
+    words = {name.rsplit(".", 1)[-1] for name in names} - _COMMON_WORDS
+    return frozenset(
+        words | PYTHON_FRAME_ATTRIBUTES | _ATTRIBUTE_FUNCTIONS | {"__code__", "unittest", "modules"}
+    )
+
+
+# Parts of unittest's names that ordinary code is full of: "unittest" stands for them.
+_COMMON_WORDS = frozenset({"main", "result", "case", "skip", "suite", "runner", "loader",
+                           "signals"})  # fmt: skip
+_TRIGGERS = _triggers()
+
+
+def _may_hit(text: str, added: Sequence[str]) -> bool:
+    """Whether the added lines of a Python file can hold a hit. Parsing is most of a scan's
+    cost (16 ms for 800 lines), and most changed files need none: no added line holds a word
+    a hit needs (``_TRIGGERS``), a name the file imports (an alias of one), or text a string
+    pattern finds, and the file defines no comparison (whose body may be what changed)."""
+    words = set(_WORD.findall("\n".join(added)))
+    if not words.isdisjoint(_TRIGGERS) or _DEFINES_COMPARISON.search(text):
+        return True
+    if any(pattern.regex.search(line) for pattern in PYTHON_STRINGS for line in added):
+        return True
+    return not words.isdisjoint(_bound_by_imports(text))
+
+
+def _bound_by_imports(text: str) -> set[str]:
+    """The names the file's imports bind to something other than a module's own name (``from
+    sys import _getframe as peek``: ``_getframe`` and ``peek``), a superset: an added line
+    that uses one may be a hit its words do not show."""
+    found: set[str] = set()
+    for statement in _IMPORT.finditer(text):
+        line_start = text.rfind("\n", 0, statement.start()) + 1
+        bound = _FROM.fullmatch(text, line_start, statement.start()) is not None
+        found.update((_WORD if bound else _ALIAS).findall(statement[1]))
+    return found - {"as"}
 
 
 def _fallback_patterns() -> tuple[Pattern, ...]:
@@ -495,6 +561,16 @@ def _own_nodes(body: Iterable[ast.AST]) -> Iterator[ast.AST]:
                 child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef
             ):
                 stack.append(child)
+
+
+def _statements(body: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of ``body`` and of the blocks in it (imports are statements: the
+    expressions, most of a module's nodes, are not walked)."""
+    for statement in body:
+        yield statement
+        for block in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for inner in getattr(statement, block, ()):
+                yield from _statements(inner.body if not isinstance(inner, ast.stmt) else [inner])
 
 
 def _is_true(node: ast.expr | None) -> bool:
@@ -556,7 +632,7 @@ class _PythonReader(ast.NodeVisitor):
     """One module's hits: each node's names resolved through the module's imports."""
 
     def __init__(self, added: set[int], main_module: bool) -> None:
-        self.added = added
+        self.added = sorted(added)
         self.hits: list[tuple[int, str]] = []
         self.aliases: dict[str, str] = {}
         self.entry = 1 if main_module else 0  # >0: inside a program's entry point
@@ -568,10 +644,16 @@ class _PythonReader(ast.NodeVisitor):
         first = getattr(node, "lineno", None)
         if first is None:
             return None
-        last = getattr(node, "end_lineno", None) or first
-        if last - first < len(self.added):
-            return next((n for n in range(first, last + 1) if n in self.added), None)
-        return min((n for n in self.added if first <= n <= last), default=None)
+        at = bisect.bisect_left(self.added, first)
+        if at == len(self.added) or self.added[at] > (getattr(node, "end_lineno", None) or first):
+            return None
+        return self.added[at]
+
+    def visit(self, node: ast.AST) -> None:
+        """Only what holds an added line: the rest is the project's own (a module of 800
+        lines with one changed is read as the few nodes around that line)."""
+        if isinstance(node, ast.Module) or self._added_line(node) is not None:
+            super().visit(node)
 
     def _hit(self, node: ast.AST, what: str | None) -> None:
         if what is None:
@@ -583,7 +665,7 @@ class _PythonReader(ast.NodeVisitor):
     # --- names ------------------------------------------------------------------------
 
     def visit_Module(self, node: ast.Module) -> None:
-        for found in ast.walk(node):
+        for found in _statements(node.body):
             if isinstance(found, ast.Import):
                 for alias in found.names:
                     if alias.asname is not None:
@@ -754,7 +836,7 @@ class _PythonReader(ast.NodeVisitor):
 MAX_REASON_HITS = 3
 
 
-def test_aware_reason(hits: Sequence[Hit], config_name: str) -> str:
+def why_unverified(hits: Sequence[Hit], config_name: str) -> str:
     """Why a run with ``hits`` is not verified, and how the operator allows what is meant."""
     shown = "; ".join(map(str, hits[:MAX_REASON_HITS]))
     if len(hits) > MAX_REASON_HITS:
