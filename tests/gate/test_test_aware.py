@@ -79,11 +79,13 @@ PYTHON: list[Case] = [
 ]  # fmt: skip
 NODE: list[Case] = [
     ("calc.js", "", "require('node:assert').strictEqual = () => {};",
-     "replaces an assertion of node:assert (strictEqual)"),
+     "replaces an assertion (strictEqual)"),
     ("calc.js", "const assert = require('assert');\n", "assert.deepStrictEqual = () => {};",
-     "replaces an assertion of node:assert (assert.deepStrictEqual)"),
+     "replaces an assertion (deepStrictEqual)"),
     ("calc.js", "const a = require('node:assert');\n", "a.strictEqual = function () {};",
      "replaces an assertion (strictEqual)"),
+    ("calc.js", "const assert = require('assert');\n", "assert.strict.ok = () => {};",
+     "replaces an assertion (ok)"),
     ("calc.js", "const assert = require('assert');\n",
      "Object.defineProperty(assert, 'ok', { value: () => {} });",
      "redefines node:assert (assert)"),
@@ -207,6 +209,20 @@ def test_a_new_file_is_added_whole_and_a_changed_line_is_added() -> None:
     assert added_lines(["a", "b", "c", "d"], ["a", "B", "c", "d", "e"]) == {2, 5}
     # A line moved from elsewhere in the file is added where it lands.
     assert added_lines(["x = 1", "def f():", "    pass"], ["def f():", "    pass", "x = 1"]) == {3}
+
+
+def test_a_name_the_base_imports_is_known_on_the_line_that_adds_its_use() -> None:
+    """The import is the project's own; the call the change adds is what reads the frame."""
+    base = "from sys import _getframe as peek\n\n\ndef add(a, b):\n    return a - b\n"
+    new = base.replace("return a - b", "return 5 if peek(1).f_code else a - b")
+    assert hits_of("calc.py", new, base) == [
+        Hit("calc.py", 5, "inspects a stack frame (f_code)"),
+        Hit("calc.py", 5, "reads the running test's identity (sys._getframe)"),
+    ]
+    aliased = base.replace("return a - b", "return peek")
+    assert hits_of("calc.py", aliased, base) == [
+        Hit("calc.py", 5, "reads the running test's identity (sys._getframe)")
+    ]
 
 
 def test_a_hit_in_a_comment_or_docstring_is_none() -> None:

@@ -175,12 +175,13 @@ _NODE_ASSERTIONS = (
 )
 _NODE_RUNNERS = r"node:test|vitest|@vitest/[\w./-]+|@jest/[\w./-]+|jest|mocha"
 NODE = (
-    _pattern(r"\b(assert(?:\.\w+)?\.\w+)\s*=(?!=)", "replaces an assertion of node:assert ({})"),
+    # node:assert's functions by its name (assert.x, assert.strict.x, require('assert').x), or
+    # any object's by theirs (an alias, expect's matchers).
     _pattern(
-        r"require\(\s*['\"](?:node:)?assert(?:/strict)?['\"]\s*\)\s*\.\s*(\w+)\s*=(?!=)",
-        "replaces an assertion of node:assert ({})",
+        r"(?:\bassert(?:\s*\.\s*\w+)?|\brequire\(\s*['\"](?:node:)?assert(?:/strict)?['\"]\s*\))"
+        rf"\s*\.\s*(\w+)\s*=(?!=)|\.\s*({_NODE_ASSERTIONS})\s*=(?!=)",
+        "replaces an assertion ({})",
     ),
-    _pattern(rf"\.\s*({_NODE_ASSERTIONS})\s*=(?!=)", "replaces an assertion ({})"),
     _pattern(
         r"\bObject\s*\.\s*(?:defineProperty|defineProperties|assign|setPrototypeOf)\s*\(\s*"
         r"(assert\b|require\(\s*['\"](?:node:)?assert)",
