@@ -26,6 +26,8 @@ from tests.gate.conftest import POLICY, TEST_RUN_CHECK, WriteConfig
 from tests.gate.test_go_gate import CALC as GO_CALC
 from tests.gate.test_go_gate import go_project
 from tests.gate.test_runners_unittest import check_for, unittest_project
+from tests.gate.test_rust_gate import LIB as RUST_LIB
+from tests.gate.test_rust_gate import rust_project
 from tests.observe.runners.test_unittest import CALC as UNITTEST_CALC
 
 UNVERIFIED = (
@@ -293,4 +295,58 @@ def test_attack_117_unittest_special_casing_from_the_call_stack_is_unverified(
     assert (result.verdict.state, result.exit_code) == ("unverified", 1)
     assert result.document["evidence"][0]["details"]["error"] == (
         "calc.py:7 reads the running test's identity (inspect.stack)" + UNVERIFIED + '["calc.py"]'
+    )
+
+
+# libtest's events for the running test (libtest names its thread after it) and its suite's
+# end, written past libtest's capture, then the test binary ended.
+RUST_EVENTS = r"""use std::io::Write;
+
+pub fn add(a: i64, b: i64) -> i64 {
+    if let Some(name) = std::thread::current().name() {
+        let events = format!(
+            "{{ \"type\": \"test\", \"event\": \"ok\", \"name\": \"{name}\" }}\n\
+             {{ \"type\": \"suite\", \"event\": \"ok\", \"passed\": 1, \"failed\": 0, \
+             \"ignored\": 0, \"measured\": 0, \"filtered_out\": 0, \"exec_time\": 0.001 }}\n"
+        );
+        let _ = std::io::stdout().write_all(events.as_bytes());
+        let _ = std::io::stdout().flush();
+        std::process::exit(0);
+    }
+    a - b
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn adds_zero() {
+        assert_eq!(super::add(0, 4), 4);
+    }
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed")
+@pytest.mark.parametrize("honest", [False, True], ids=["attack", "honest"])
+def test_attack_118_rust_events_written_by_the_code_are_unverified(
+    tmp_path: Path, honest: bool
+) -> None:
+    """The issue's finding 6: add() writes libtest's passing events and exits 0."""
+    repo = rust_project(tmp_path / "repo")
+    config = init_config(repo, tmp_path / "ops")
+    start_gate(config, repo)
+    write_files(repo, {"src/lib.rs": RUST_LIB if honest else RUST_EVENTS})
+
+    result = run_gate(config, repo, outcome="Fixed add.")
+
+    if honest:
+        assert (result.verdict.state, result.agent_reason) == ("verified", "")
+        return
+    assert (result.verdict.state, result.exit_code) == ("unverified", 1)
+    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    assert item["details"]["error"] == (
+        "src/lib.rs:4 reads the running test's identity (thread::current().name: libtest names "
+        "a test's thread after it); src/lib.rs:6 prints the test runner's events "
+        '(\\"type\\": \\"test); src/lib.rs:7 prints the test runner\'s events '
+        '(\\"type\\": \\"suite); and 1 more' + UNVERIFIED + '["src/lib.rs"]'
     )
