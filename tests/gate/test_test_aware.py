@@ -266,10 +266,18 @@ if __name__ == "__main__":
 
 
 def test_an_ordinary_clis_exit_is_not_a_hit() -> None:
-    """Entry points may exit: main()-like functions, the __main__ guard, __main__.py, Go's
-    package main, a Rust binary, a Java main, a Node script with a shebang."""
-    assert hits_of("calc/cli.py", CLI) == []
-    assert hits_of("calc/__main__.py", "import sys\n\nsys.exit(3)\n") == []
+    """Entry points may exit: main()-like functions, a Python script (its __main__ guard), a
+    command-line module (cli, __main__, bin/, scripts/), Go's package main, a Rust binary, a
+    Java main, a Node script with a shebang."""
+    assert hits_of("calc/commands.py", CLI) == []
+    without_guard = CLI.partition("\n\nif __name__")[0] + "\n"
+    assert hits_of("calc/commands.py", without_guard) == []  # main() and run_cli() exit
+    script = (
+        "import sys\n\n\ndef fail():\n    sys.exit(2)\n\n\nif __name__ == '__main__':\n    fail()\n"
+    )
+    assert hits_of("tools/check.py", script) == []
+    for command_line in ("calc/__main__.py", "calc/cli/__init__.py", "scripts/release.py"):
+        assert hits_of(command_line, "import os\n\n\ndef leave():\n    os._exit(3)\n") == []
     assert (
         hits_of("cmd/calc/main.go", 'package main\n\nimport "os"\n\nfunc run() { os.Exit(2) }\n')
         == []

@@ -15,12 +15,12 @@ equality through the function that defines it; a Python file that does not parse
 than the gate's interpreter) falls back to the same names as patterns over its lines.
 
 Exiting the process is test-aware only in library code. A program's entry point may exit: in
-Python, inside ``if __name__ == "__main__":``, inside a function named ``main`` or ``cli`` (or
-``*_main``, ``main_*``, ``*_cli``, ``cli_*``), or in ``__main__.py``; in Go, in ``package main``;
-in Rust, in ``src/main.rs``, ``src/bin/``, ``build.rs``, ``examples/``, ``benches/`` or a file
-declaring ``fn main``; in Java and Kotlin, in a file declaring ``static void main`` or ``fun
-main``; in Node, in a file that starts with ``#!``, lies under ``bin/``, is named ``cli.*``, or
-checks ``require.main === module``.
+Python, a script (a file with a top-level ``if __name__ == "__main__":``), a function named
+``main`` or ``cli`` (or ``*_main``, ``main_*``, ``*_cli``, ``cli_*``); in Go, ``package main``; in
+Rust, ``src/main.rs``, ``src/bin/``, ``build.rs``, ``examples/``, ``benches/`` or a file declaring
+``fn main``; in Java and Kotlin, a file declaring ``static void main`` or ``fun main``; in Node, a
+file that starts with ``#!`` or checks ``require.main === module``; in Python and Node, a file in
+a ``bin``, ``cli`` or ``scripts`` folder, or named ``cli`` or ``__main__``.
 
 A scan of text is evaded by indirection: a name built at run time (``getattr(sys, "_get" +
 "frame")``), code loaded from data, or a library that does the same on the code's behalf.
@@ -327,9 +327,19 @@ def _jvm_main(_path: str, text: str) -> bool:
     return re.search(r"\bstatic\s+void\s+main\s*\(|\bfun\s+main\s*\(", text) is not None
 
 
-def _node_main(path: str, text: str) -> bool:
+def _command_line_path(path: str) -> bool:
+    """A program's by where it lies: in a ``bin``, ``cli`` or ``scripts`` folder, or named
+    ``cli`` or ``__main__``."""
     parts = _parts(path)
-    if text.startswith("#!") or "bin" in parts[:-1] or parts[-1].split(".")[0] == "cli":
+    return bool(_ENTRY_FOLDERS.intersection(parts[:-1])) or parts[-1].split(".")[0] in _ENTRY_NAMES
+
+
+_ENTRY_FOLDERS = frozenset({"bin", "cli", "scripts"})
+_ENTRY_NAMES = frozenset({"cli", "__main__"})
+
+
+def _node_main(path: str, text: str) -> bool:
+    if text.startswith("#!") or _command_line_path(path):
         return True
     return re.search(r"\brequire\.main\s*===?\s*module\b", text) is not None
 
@@ -454,7 +464,10 @@ def _python(path: str, text: str, lines: Sequence[str], added: set[int]) -> list
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return list(_by_line(_PYTHON_FALLBACK, path, lines, added))
-    reader = _PythonReader(added, PurePosixPath(path).name == "__main__.py")
+    script = _command_line_path(path) or any(
+        isinstance(statement, ast.If) and _is_main_guard(statement.test) for statement in tree.body
+    )
+    reader = _PythonReader(added, script)
     reader.visit(tree)
     return reader.hits
 
@@ -632,11 +645,11 @@ def _hash_problem(
 class _PythonReader(ast.NodeVisitor):
     """One module's hits: each node's names resolved through the module's imports."""
 
-    def __init__(self, added: set[int], main_module: bool) -> None:
+    def __init__(self, added: set[int], script: bool) -> None:
         self.added = sorted(added)
         self.hits: list[tuple[int, str]] = []
         self.aliases: dict[str, str] = {}
-        self.entry = 1 if main_module else 0  # >0: inside a program's entry point
+        self.entry = 1 if script else 0  # >0: inside a program's entry point
 
     # --- where ------------------------------------------------------------------------
 
@@ -790,18 +803,6 @@ class _PythonReader(ast.NodeVisitor):
         if isinstance(raised, ast.Name) and raised.id == "SystemExit" and not self.entry:
             self._hit(node, PYTHON_EXITS["SystemExit"])
         self.generic_visit(node)
-
-    def visit_If(self, node: ast.If) -> None:
-        if not _is_main_guard(node.test):
-            self.generic_visit(node)
-            return
-        self.visit(node.test)
-        self.entry += 1
-        for statement in node.body:
-            self.visit(statement)
-        self.entry -= 1
-        for statement in node.orelse:
-            self.visit(statement)
 
     # --- definitions --------------------------------------------------------------------
 
