@@ -288,6 +288,8 @@ def test_an_ordinary_clis_exit_is_not_a_hit() -> None:
     assert hits_of("src/main/java/Main.java", java) == []
     assert hits_of("bin/calc.js", "#!/usr/bin/env node\nprocess.exit(2);\n") == []
     assert hits_of("lib/calc.js", "if (require.main === module) process.exit(2);\n") == []
+    forked = "import os\n\n\ndef helper():\n    if os.fork() == 0:\n        os._exit(0)\n"
+    assert hits_of("calc/pool.py", forked) == []
     # The same exit in library code is one.
     library = "import sys\n\n\ndef add(a, b):\n    sys.exit(0)\n"
     assert hits_of("calc.py", library) == [

@@ -16,11 +16,12 @@ than the gate's interpreter) falls back to the same names as patterns over its l
 
 Exiting the process is test-aware only in library code. A program's entry point may exit: in
 Python, a script (a file with a top-level ``if __name__ == "__main__":``), a function named
-``main`` or ``cli`` (or ``*_main``, ``main_*``, ``*_cli``, ``cli_*``); in Go, ``package main``; in
-Rust, ``src/main.rs``, ``src/bin/``, ``build.rs``, ``examples/``, ``benches/`` or a file declaring
-``fn main``; in Java and Kotlin, a file declaring ``static void main`` or ``fun main``; in Node, a
-file that starts with ``#!`` or checks ``require.main === module``; in Python and Node, a file in
-a ``bin``, ``cli`` or ``scripts`` folder, or named ``cli`` or ``__main__``.
+``main`` or ``cli`` (or ``*_main``, ``main_*``, ``*_cli``, ``cli_*``) or one that forks (its child
+ends with ``os._exit``); in Go, ``package main``; in Rust, ``src/main.rs``, ``src/bin/``,
+``build.rs``, ``examples/``, ``benches/`` or a file declaring ``fn main``; in Java and Kotlin, a
+file declaring ``static void main`` or ``fun main``; in Node, a file that starts with ``#!`` or
+checks ``require.main === module``; in Python and Node, a file in a ``bin``, ``cli`` or
+``scripts`` folder, or named ``cli`` or ``__main__``.
 
 A scan of text is evaded by indirection: a name built at run time (``getattr(sys, "_get" +
 "frame")``), code loaded from data, or a library that does the same on the code's behalf.
@@ -164,6 +165,7 @@ _COMPARISONS = frozenset(
     {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__contains__"}
 )
 _MAIN_NAMES = frozenset({"main", "cli"})
+_FORKS = frozenset({"os.fork", "os.forkpty"})
 _MAIN_AFFIXES = ("main", "cli")
 
 # --- the other ecosystems: patterns over each added line -----------------------------------
@@ -813,7 +815,11 @@ class _PythonReader(ast.NodeVisitor):
                 self._hit(node, _hash_problem(node.args, node.body, returns))
             else:
                 self._hit(node, _comparison_problem(node.name, node.args, node.body, returns))
-        main = _is_main_name(node.name)
+        # A process of its own: an entry point, and a forked child, which ends with os._exit.
+        main = _is_main_name(node.name) or any(
+            isinstance(call, ast.Call) and self.dotted(call.func) in _FORKS
+            for call in _own_nodes(node.body)
+        )
         self.entry += main
         self.generic_visit(node)
         self.entry -= main
