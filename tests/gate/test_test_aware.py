@@ -288,6 +288,18 @@ def test_an_ordinary_clis_exit_is_not_a_hit() -> None:
     assert hits_of("src/main/java/Main.java", java) == []
     assert hits_of("bin/calc.js", "#!/usr/bin/env node\nprocess.exit(2);\n") == []
     assert hits_of("lib/calc.js", "if (require.main === module) process.exit(2);\n") == []
+    too_old = "import sys\n\nif sys.version_info < (3, 9):\n    sys.exit(1)\n"
+    assert hits_of("setup.py", too_old) == []
+    # A module of a crate that is only a binary (ripgrep's crates/core/messages.rs), not of one
+    # that is a library too.
+    module = [
+        ChangedFile(
+            "crates/core/messages.rs", None, b"fn fail() {\n    std::process::exit(2);\n}\n"
+        )
+    ]
+    binary = {"Cargo.toml", "src/lib.rs", "crates/core/Cargo.toml", "crates/core/main.rs"}
+    assert scan(module, binary) == []
+    assert len(scan(module, binary | {"crates/core/lib.rs"})) == 1
     forked = "import os\n\n\ndef helper():\n    if os.fork() == 0:\n        os._exit(0)\n"
     assert hits_of("calc/pool.py", forked) == []
     # The same exit in library code is one.

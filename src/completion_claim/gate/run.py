@@ -43,10 +43,17 @@ from ..model import (
     parse_policy,
 )
 from ..observe._common import Observation, ObserverSettings, run_observer
-from ..observe.git_capture import capture, latest_file_writes, mutation_record, repository_root
+from ..observe.git_capture import (
+    DELETED,
+    capture,
+    latest_file_writes,
+    mutation_record,
+    repository_root,
+)
 from ..observe.mirror import Mirror
 from ..observe.repository import (
     content_digest,
+    display,
     git_answers_kept,
     git_process,
     object_format_of,
@@ -712,7 +719,7 @@ def _test_run(
             raise ObservationFailed("the gate ran out of time ([gate].timeout_s)")
         _, claim = read_claim(claim_path)
         # Before the tests run: a green run of code that acts on being tested proves nothing.
-        hits = scan(_changed_code(config, check, root, base, mirror, claim.mutations))
+        hits = scan(*_changed_code(config, check, root, base, mirror, claim.mutations))
         if hits:
             raise ObservationFailed(why_unverified(hits, config.path.name))
         seen = test_run.observe(request, claim.mutations)
@@ -728,22 +735,24 @@ def _changed_code(
     base: str | None,
     mirror: Mirror | None,
     mutations: Sequence[Mutation],
-) -> list[ChangedFile]:
+) -> tuple[list[ChangedFile], frozenset[str]]:
     """Each changed file the test-aware scan reads (``scanned``: no test, no path the
-    operator allows in ``[gate].allow_test_aware``), in both versions. Both
-    versions come from where the agent cannot change them after the capture: the base's from
-    the pinned commit, every object checked against its id; the change's from the operator's
-    mirror, as the capture copied it, checked against the digest the claim records (the run is
-    refused unless it reads those bytes too), never from the work tree."""
+    operator allows in ``[gate].allow_test_aware``), in both versions, and the paths of the
+    tree it looks up (a Rust crate's kind). Both versions come from where the agent cannot
+    change them after the capture: the base's from the pinned commit, every object checked
+    against its id; the change's from the operator's mirror, as the capture copied it, checked
+    against the digest the claim records (the run is refused unless it reads those bytes too),
+    never from the work tree."""
+    latest = latest_file_writes(mutations)
     wanted = [
         (target, mutation.digest)
-        for target, mutation in latest_file_writes(mutations).items()
+        for target, mutation in latest.items()
         if mutation.digest is not None
         and mutation.digest.startswith(_CONTENT_DIGEST)
         and scanned(target, check.protect, config.allow_test_aware)
     ]
     if not wanted:
-        return []
+        return [], frozenset()
     if mirror is None:
         raise ObservationFailed("the change was not captured: its code cannot be read")
     source = None if base is None else GitContent(root, base)
@@ -751,12 +760,21 @@ def _changed_code(
     at_base = [target.encode() for target, _ in wanted
                if entries.get(target.encode(), ("",))[0] in _REGULAR_MODES]  # fmt: skip
     before = {} if source is None or not at_base else source.contents(at_base)
-    return [
+    changed = [
         ChangedFile(target, before.get(target.encode()), _captured(mirror, target, digest))
         for target, digest in wanted
     ]
+    if not any(target.endswith(".rs") for target, _ in wanted):
+        return changed, frozenset()
+    # Only the names a Rust crate's kind is told by: 100,000 paths are not all decoded.
+    tree = {display(rel) for rel in entries if rel.rsplit(b"/", 1)[-1] in _CRATE_FILES}
+    for target, mutation in latest.items():
+        if os.fsencode(target).rsplit(b"/", 1)[-1] in _CRATE_FILES:
+            (tree.discard if mutation.digest == DELETED else tree.add)(target)
+    return changed, frozenset(tree)
 
 
+_CRATE_FILES = (b"Cargo.toml", b"main.rs", b"lib.rs")
 _REGULAR_MODES = ("100644", "100755")
 _CONTENT_DIGEST = "sha256:"  # a file's (a link's digest says "symlink:", a deletion "deleted")
 

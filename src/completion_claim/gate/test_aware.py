@@ -18,10 +18,11 @@ Exiting the process is test-aware only in library code. A program's entry point 
 Python, a script (a file with a top-level ``if __name__ == "__main__":``), a function named
 ``main`` or ``cli`` (or ``*_main``, ``main_*``, ``*_cli``, ``cli_*``) or one that forks (its child
 ends with ``os._exit``); in Go, ``package main``; in Rust, ``src/main.rs``, ``src/bin/``,
-``build.rs``, ``examples/``, ``benches/`` or a file declaring ``fn main``; in Java and Kotlin, a
-file declaring ``static void main`` or ``fun main``; in Node, a file that starts with ``#!`` or
-checks ``require.main === module``; in Python and Node, a file in a ``bin``, ``cli`` or
-``scripts`` folder, or named ``cli`` or ``__main__``.
+``build.rs``, ``examples/``, ``benches/``, a file declaring ``fn main``, or any file of a crate
+that is only a binary; in Java and Kotlin, a file declaring ``static void main`` or ``fun
+main``; in Node, a file that starts with ``#!`` or checks ``require.main === module``; in Python
+and Node, a file in a ``bin``, ``cli`` or ``scripts`` folder, or named ``cli``, ``__main__``,
+``setup``, ``manage`` or ``noxfile``.
 
 A scan of text is evaded by indirection: a name built at run time (``getattr(sys, "_get" +
 "frame")``), code loaded from data, or a library that does the same on the code's behalf.
@@ -36,6 +37,7 @@ import fnmatch
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -86,8 +88,8 @@ class Ecosystem:
     extensions: tuple[str, ...]
     patterns: tuple[Pattern, ...]
     comment: re.Pattern[str]  # a line that is only a comment
-    # (path, text): whether the file is a program's entry point, which may exit.
-    entry_point: Callable[[str, str], bool] | None = None
+    # (path, text, the tree's paths): whether the file is a program's, which may exit.
+    entry_point: Callable[[str, str, AbstractSet[str]], bool] | None = None
 
 
 def _pattern(regex: str, what: str, **options: bool) -> Pattern:
@@ -312,35 +314,54 @@ def _parts(path: str) -> tuple[str, ...]:
     return PurePosixPath(path).parts
 
 
-def _go_main(_path: str, text: str) -> bool:
+def _go_main(_path: str, text: str, _tree: AbstractSet[str]) -> bool:
     return re.search(r"^\s*package\s+main\b", text, re.MULTILINE) is not None
 
 
-def _rust_main(path: str, text: str) -> bool:
+def _rust_main(path: str, text: str, tree: AbstractSet[str]) -> bool:
+    """A binary's source, a build script, an example or a bench, a file declaring ``main``, or
+    a module of a crate that is only a binary."""
     parts = _parts(path)
     if parts[-1] in ("main.rs", "build.rs") or {"examples", "benches"} & set(parts[:-1]):
         return True
-    if "bin" in parts[:-1] and "src" in parts[:-1]:
+    folders = parts[:-1]
+    if "bin" in folders and "src" in folders:
+        return True
+    if _only_a_binary(folders, tree):
         return True
     return re.search(r"\bfn\s+main\s*\(", text) is not None
 
 
-def _jvm_main(_path: str, text: str) -> bool:
+def _only_a_binary(folders: Sequence[str], tree: AbstractSet[str]) -> bool:
+    """Whether the crate holding a file in ``folders`` (the nearest with a ``Cargo.toml``) has
+    a ``main.rs`` and no ``lib.rs`` (in its root or ``src``): a command line, whose modules may
+    exit."""
+    for depth in range(len(folders), -1, -1):
+        root = "".join(f"{folder}/" for folder in folders[:depth])
+        if f"{root}Cargo.toml" in tree:
+            sources = (root, f"{root}src/")
+            return any(f"{source}main.rs" in tree for source in sources) and not any(
+                f"{source}lib.rs" in tree for source in sources
+            )
+    return False
+
+
+def _jvm_main(_path: str, text: str, _tree: AbstractSet[str]) -> bool:
     return re.search(r"\bstatic\s+void\s+main\s*\(|\bfun\s+main\s*\(", text) is not None
 
 
 def _command_line_path(path: str) -> bool:
     """A program's by where it lies: in a ``bin``, ``cli`` or ``scripts`` folder, or named
-    ``cli`` or ``__main__``."""
+    ``cli``, ``__main__``, ``setup``, ``manage`` or ``noxfile``."""
     parts = _parts(path)
     return bool(_ENTRY_FOLDERS.intersection(parts[:-1])) or parts[-1].split(".")[0] in _ENTRY_NAMES
 
 
 _ENTRY_FOLDERS = frozenset({"bin", "cli", "scripts"})
-_ENTRY_NAMES = frozenset({"cli", "__main__"})
+_ENTRY_NAMES = frozenset({"cli", "__main__", "setup", "manage", "noxfile"})
 
 
-def _node_main(path: str, text: str) -> bool:
+def _node_main(path: str, text: str, _tree: AbstractSet[str]) -> bool:
     if text.startswith("#!") or _command_line_path(path):
         return True
     return re.search(r"\brequire\.main\s*===?\s*module\b", text) is not None
@@ -373,9 +394,11 @@ def scanned(path: str, protect: Sequence[str] = (), allowed: Sequence[str] = ())
     return not any(fnmatch.fnmatchcase(path, glob) for glob in allowed)
 
 
-def scan(files: Iterable[ChangedFile]) -> list[Hit]:
+def scan(files: Iterable[ChangedFile], tree: AbstractSet[str] = frozenset()) -> list[Hit]:
     """The hits on the added lines of ``files`` (those ``scanned`` chose), by path and line;
-    a file of no known ecosystem is not read."""
+    a file of no known ecosystem is not read. ``tree``: the work tree's paths, where a path
+    alone cannot say whether a file is a program's (a Rust crate's ``Cargo.toml``,
+    ``main.rs`` and ``lib.rs`` are looked up in it)."""
     hits: set[Hit] = set()
     for changed in files:
         if not changed.path.endswith(PYTHON_EXTENSIONS) and _ecosystem(changed.path) is None:
@@ -389,7 +412,7 @@ def scan(files: Iterable[ChangedFile]) -> list[Hit]:
         else:
             ecosystem = _ecosystem(changed.path)
             assert ecosystem is not None  # scanned() said so
-            found = list(_by_line(ecosystem, changed.path, new, added))
+            found = list(_by_line(ecosystem, changed.path, new, added, tree))
         hits.update(Hit(changed.path, line, what) for line, what in found)
     return sorted(hits)
 
@@ -435,14 +458,18 @@ def _ecosystem(path: str) -> Ecosystem | None:
 
 
 def _by_line(
-    ecosystem: Ecosystem, path: str, lines: Sequence[str], added: set[int]
+    ecosystem: Ecosystem,
+    path: str,
+    lines: Sequence[str],
+    added: set[int],
+    tree: AbstractSet[str] = frozenset(),
 ) -> Iterator[tuple[int, str]]:
     entry: list[bool] = []  # worked out once, if a pattern for library code matches
 
     def in_entry_point() -> bool:
         if not entry:
             test = ecosystem.entry_point
-            entry.append(test is not None and test(path, "\n".join(lines)))
+            entry.append(test is not None and test(path, "\n".join(lines), tree))
         return entry[0]
 
     for number in sorted(added):
