@@ -84,7 +84,6 @@ class Pattern:
 
 @dataclass(frozen=True)
 class Ecosystem:
-    name: str
     extensions: tuple[str, ...]
     patterns: tuple[Pattern, ...]
     comment: re.Pattern[str]  # a line that is only a comment
@@ -167,8 +166,8 @@ _COMPARISONS = frozenset(
     {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__contains__"}
 )
 _MAIN_NAMES = frozenset({"main", "cli"})
-_FORKS = frozenset({"os.fork", "os.forkpty"})
 _MAIN_AFFIXES = ("main", "cli")
+_FORKS = frozenset({"os.fork", "os.forkpty"})
 
 # --- the other ecosystems: patterns over each added line -----------------------------------
 
@@ -370,15 +369,14 @@ def _node_main(path: str, text: str, _tree: AbstractSet[str]) -> bool:
 _C_COMMENT = re.compile(r"\s*(//|/\*|\*)")
 ECOSYSTEMS = (
     Ecosystem(
-        "node",
         (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx"),
         NODE,
         _C_COMMENT,
         _node_main,
     ),
-    Ecosystem("go", (".go",), GO, _C_COMMENT, _go_main),
-    Ecosystem("rust", (".rs",), RUST, _C_COMMENT, _rust_main),
-    Ecosystem("jvm", (".java", ".kt", ".kts"), JVM, _C_COMMENT, _jvm_main),
+    Ecosystem((".go",), GO, _C_COMMENT, _go_main),
+    Ecosystem((".rs",), RUST, _C_COMMENT, _rust_main),
+    Ecosystem((".java", ".kt", ".kts"), JVM, _C_COMMENT, _jvm_main),
 )
 PYTHON_EXTENSIONS = (".py",)
 
@@ -401,17 +399,17 @@ def scan(files: Iterable[ChangedFile], tree: AbstractSet[str] = frozenset()) -> 
     ``main.rs`` and ``lib.rs`` are looked up in it)."""
     hits: set[Hit] = set()
     for changed in files:
-        if not changed.path.endswith(PYTHON_EXTENSIONS) and _ecosystem(changed.path) is None:
+        python = changed.path.endswith(PYTHON_EXTENSIONS)
+        ecosystem = _ecosystem(changed.path)
+        if not python and ecosystem is None:
             continue
         new = _lines(changed.new)
         added = added_lines(None if changed.base is None else _lines(changed.base), new)
         if not added:
             continue
-        if changed.path.endswith(PYTHON_EXTENSIONS):
+        if ecosystem is None:
             found = _python(changed.path, "\n".join(new), new, added)
         else:
-            ecosystem = _ecosystem(changed.path)
-            assert ecosystem is not None  # scanned() said so
             found = list(_by_line(ecosystem, changed.path, new, added, tree))
         hits.update(Hit(changed.path, line, what) for line, what in found)
     return sorted(hits)
@@ -514,11 +512,15 @@ def _triggers() -> frozenset[str]:
     """Every word a hit needs on an added line: the last part of each name the tables hold
     (``_getframe``, not ``sys``: ``import sys`` is no hit), but for the runner's modules, which
     their own names stand for (``unittest``, ``modules`` of ``sys.modules``, rather than
-    ``main`` or ``get``), and the names the reader looks for."""
+    ``main`` or ``get``; ``builtins`` of an assignment to one), and the names the reader looks
+    for."""
     names = [*PYTHON_NAMES, *PYTHON_EXITS, *_IMPORTERS]
     words = {name.rsplit(".", 1)[-1] for name in names} - _COMMON_WORDS
     return frozenset(
-        words | PYTHON_FRAME_ATTRIBUTES | _ATTRIBUTE_FUNCTIONS | {"__code__", "unittest", "modules"}
+        words
+        | PYTHON_FRAME_ATTRIBUTES
+        | _ATTRIBUTE_FUNCTIONS
+        | {"__code__", "unittest", "modules", "builtins"}
     )
 
 
@@ -561,7 +563,7 @@ def _fallback_patterns() -> tuple[Pattern, ...]:
     return (*by_name, *PYTHON_STRINGS)
 
 
-_PYTHON_FALLBACK = Ecosystem("python", PYTHON_EXTENSIONS, _fallback_patterns(), re.compile(r"\s*#"))
+_PYTHON_FALLBACK = Ecosystem(PYTHON_EXTENSIONS, _fallback_patterns(), re.compile(r"\s*#"))
 
 
 def _named(dotted: str) -> str | None:
@@ -627,7 +629,7 @@ def _says_nothing(node: ast.expr | None) -> bool:
         return True
     if isinstance(node, ast.Name) and node.id == "NotImplemented":
         return True
-    return isinstance(node, ast.Constant) and node.value in (None, False)
+    return isinstance(node, ast.Constant) and (node.value is None or node.value is False)
 
 
 def _comparison_problem(
@@ -644,14 +646,17 @@ def _comparison_problem(
     if len(positional) < 2:
         return None  # not the usual method: nothing to say of it
     other = positional[1].arg
-    reads = any(
-        isinstance(node, ast.Name) and node.id == other
+    if not _reads(body, other) and not all(_says_nothing(result) for result in results):
+        return f"{name} ignores what it is compared with ({other})"
+    return None
+
+
+def _reads(body: Sequence[ast.AST], name: str) -> bool:
+    return any(
+        isinstance(node, ast.Name) and node.id == name
         for statement in body
         for node in ast.walk(statement)
     )
-    if not reads and not all(_says_nothing(result) for result in results):
-        return f"{name} ignores what it is compared with ({other})"
-    return None
 
 
 def _hash_problem(
@@ -660,13 +665,9 @@ def _hash_problem(
     positional = [*parameters.posonlyargs, *parameters.args]
     if not positional or not results:
         return None
-    own = positional[0].arg
-    reads = any(
-        isinstance(node, ast.Name) and node.id == own
-        for statement in body
-        for node in ast.walk(statement)
-    )
-    if not reads and all(isinstance(result, ast.Constant) for result in results):
+    if not _reads(body, positional[0].arg) and all(
+        isinstance(result, ast.Constant) for result in results
+    ):
         return "__hash__ hashes every value alike (a constant)"
     return None
 
@@ -695,7 +696,8 @@ class _PythonReader(ast.NodeVisitor):
     def visit(self, node: ast.AST) -> None:
         """Only what holds an added line: the rest is the project's own (a module of 800
         lines with one changed is read as the few nodes around that line)."""
-        if isinstance(node, ast.Module) or self._added_line(node) is not None:
+        # A node with no place (a comprehension, a function's arguments) is inside one that has.
+        if not hasattr(node, "lineno") or self._added_line(node) is not None:
             super().visit(node)
 
     def _hit(self, node: ast.AST, what: str | None) -> None:
