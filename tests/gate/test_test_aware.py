@@ -410,3 +410,12 @@ def test_a_large_change_is_scanned_in_seconds() -> None:
     started = time.monotonic()
     assert scan(files) == []
     assert time.monotonic() - started < 10
+
+
+def test_a_minified_line_of_a_megabyte_is_scanned_in_seconds() -> None:
+    """A pattern of two parts is searched within a bound from each occurrence of the first:
+    unbounded, this line took minutes."""
+    line = "var a=b.c(d,'e')+process.argv[2]+f;" * 30000
+    started = time.monotonic()
+    assert scan([ChangedFile("bundle.min.js", None, line.encode())]) == []
+    assert time.monotonic() - started < 10

@@ -171,6 +171,10 @@ _FORKS = frozenset({"os.fork", "os.forkpty"})
 
 # --- the other ecosystems: patterns over each added line -----------------------------------
 
+# What a pattern of two parts allows between them: a bound, so that a minified line of a
+# megabyte holding the first part many times is not searched to its end from each.
+_NEARBY = ".{0,120}?"
+
 _NODE_ASSERTIONS = (
     "strictEqual|deepStrictEqual|deepEqual|notStrictEqual|notDeepStrictEqual|notEqual|equal|"
     "throws|doesNotThrow|rejects|doesNotReject|ifError|AssertionError|toBe|toEqual|"
@@ -219,7 +223,7 @@ NODE = (
     ),
     _pattern(r"\b(process\s*\.\s*execArgv)\b", "reads the test runner's command line ({})"),
     _pattern(
-        r"\b(process\s*\.\s*argv)\b.*\b(?:test|spec|jest|vitest|mocha)",
+        rf"\b(process\s*\.\s*argv)\b{_NEARBY}\b(?:test|spec|jest|vitest|mocha)",
         "reads the test runner's command line ({})",
     ),
     _pattern(
@@ -243,7 +247,9 @@ GO = (
         "imports the test runner ({}) in non-test code",
     ),
     _pattern(rf"\"(-?test\.(?:{_GO_TEST_FLAGS}))\b", "reads the test runner's flags ({})"),
-    _pattern(r"\bos\.(Args|Executable)\b.*\.test\b", "reads the test binary's name (os.{})"),
+    _pattern(
+        rf"\bos\.(Args|Executable)\b{_NEARBY}\.test\b", "reads the test binary's name (os.{})"
+    ),
     _pattern(r"(\"\.test\")", "checks for the test binary's name ({})"),
     _pattern(
         r"((?:---|===) (?:PASS|FAIL|SKIP|RUN|PAUSE|CONT|NAME)\b)",
@@ -282,7 +288,7 @@ RUST = (
         r"(\bcfg!\s*\(\s*test\s*\)|#\[cfg\(\s*not\s*\(\s*test\s*\)\s*\)\])",
         "behaves differently when compiled for tests ({})",
     ),
-    _pattern(r"\b(env::args(?:_os)?)\b.*test", "reads the test runner's command line ({})"),
+    _pattern(rf"\b(env::args(?:_os)?)\b{_NEARBY}test", "reads the test runner's command line ({})"),
     _REPORT_PATHS,
 )
 JVM = (
