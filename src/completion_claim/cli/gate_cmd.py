@@ -150,7 +150,8 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
 @click.option(
     "--trusted-ref",
     metavar="COMMIT",
-    help="Run every test_run's protected tests as in COMMIT, a full commit id.",
+    help="Run every test_run's protected tests as in COMMIT, a full commit id (with --start: "
+    "the baseline is taken on COMMIT; judge with the same --trusted-ref).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print {verdict, claim_path, agent_reason}.")
 @click.option(
@@ -253,7 +254,7 @@ def gate_command(
     by = f"gate@{socket.gethostname()}"
     if start:
         try:
-            path = start_gate(config, Path(repo), session, restart=restart)
+            path = start_gate(config, Path(repo), session, restart=restart, trusted_ref=trusted_ref)
             if ledger is not None:
                 from ..service.gate_service import new_start  # noqa: PLC0415
 
