@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from completion_claim.cli import run as cli
-from completion_claim.gate.config import GateConfig, TestRunCheck, load_config
+from completion_claim.gate import config as gate_config
+from completion_claim.gate.config import GateConfig, load_config
 from completion_claim.gate.run import GateResult, run_gate, start_gate
 from tests.fixtures.projects import git, head_commit, make_repo, write_files
 from tests.gate.conftest import POLICY, WriteConfig
@@ -344,7 +345,7 @@ def test_attack_104_a_start_baseline_of_another_trusted_commit_gives_way_to_a_co
     commit = head_commit(repo)
     config = config_for(write_config, repo)
     [check] = config.checks
-    assert isinstance(check, TestRunCheck)
+    assert isinstance(check, gate_config.TestRunCheck)
     start_gate(replace(config, checks=(replace(check, trusted_ref=None),)), repo)
     write_files(repo, {"calc.py": skipping_add("pytest")})
 
@@ -427,7 +428,7 @@ def test_a_control_run_is_kept_per_trusted_commit_and_command(
     ci_gate(config, repo, first)
     ci_gate(config, repo, second)
     [check] = config.checks
-    assert isinstance(check, TestRunCheck)
+    assert isinstance(check, gate_config.TestRunCheck)
     verbose = replace(check, command=("python", "-m", "pytest", "-q", "-v"))
     ci_gate(replace(config, checks=(verbose,)), repo, second)
 

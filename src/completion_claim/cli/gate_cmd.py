@@ -90,7 +90,8 @@ def _tick(name: str, done: threading.Event) -> None:
 def init_command(repo: str, force: bool, as_json: bool) -> int:
     """Write a commented starter claim.toml at the repository's root, from what is there:
     each test runner found (a test_run check per ecosystem: pytest, node --test, vitest, jest,
-    mocha, go test, cargo test, ...; its tests taken from the default branch's commit), a
+    mocha, go test, cargo test, ...; its tests taken from the default branch, which each
+    claim gate --start pins to its commit), a
     Dockerfile (an endpoint_health example), a database URL in the environment (a
     state_readback example).
     """
@@ -99,7 +100,7 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
     if path.exists() and not force:
         raise UsageError(f"{path} already exists: review it, or replace it with claim init --force")
     branch = _default_branch(root)
-    facts = look_at(root, os.environ, branch, None if branch is None else _commit_of(root, branch))
+    facts = look_at(root, os.environ, branch)
     python = None
     if facts.pytest:
         python = pytest_interpreter(sys.executable, root, os.environ.get("PATH", os.defpath))
@@ -390,13 +391,6 @@ def _outcome(outcome: str | None, outcome_file: str | None) -> str:
         text = read_limited(outcome_file, MAX_OUTCOME_BYTES).decode("utf-8", "replace").strip()
         return text or NO_OUTCOME
     return outcome.strip() if outcome and outcome.strip() else NO_OUTCOME
-
-
-def _commit_of(root: Path, branch: str) -> str | None:
-    """The commit ``branch`` names now, while the operator sets the repository up."""
-    done = git_process(root, ("rev-parse", "--verify", "--quiet", f"{branch}^{{commit}}"),
-                       UsageError)  # fmt: skip
-    return done.stdout.decode().strip() or None
 
 
 def _default_branch(root: Path) -> str | None:
