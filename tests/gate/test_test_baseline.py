@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import zlib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -469,3 +470,25 @@ def test_attack_101_a_trusted_ref_without_the_bases_test_files_stops_the_run(
     error = run_evidence(result.document)["details"]["error"]
     assert f"the trusted ref {pinned} lacks tests/test_sub.py" in error
     assert "point trusted_ref" in error
+
+
+def test_attack_100_the_control_run_reads_the_trusted_commit_as_its_objects_hash(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    """The agent rewrites the trusted commit's calc.py object in place (git does not hash an
+    object it reads) so that the control's sub() skips test_sub too, and the baseline would not
+    require it: the object does not hash to its id, the check fails and nothing is kept."""
+    repo = project(tmp_path / "repo")
+    commit = head_commit(repo)
+    skipping = "def add(a, b):\n    return a + b\n\n\n" + SUB_SET_ASIDE["pytest-skip"]
+    blob = git(repo, "rev-parse", "HEAD:calc.py").strip()
+    loose = repo / ".git" / "objects" / blob[:2] / blob[2:]
+    loose.chmod(0o644)
+    loose.write_bytes(zlib.compress(b"blob %d\0" % len(skipping) + skipping.encode()))
+    write_files(repo, {"calc.py": skipping})
+
+    result = ci_gate(config_for(write_config, repo), repo, commit)
+
+    assert result.verdict.state != "verified"
+    assert "does not hash to its id" in run_evidence(result.document)["details"]["error"]
+    assert controls(tmp_path) == []

@@ -99,7 +99,7 @@ def _run_on_commit(
                 f"the control run's folder {tree} is inside the git work tree {enclosing}: "
                 "set TMPDIR to a folder outside any repository"
             )
-        materialise(GitContent(root, commit), tree)
+        _materialise(GitContent(root, commit), tree)
         request = check_request(config, check, tree, timeout, trusted_ref=None,
                                 trusted_content=None, mirror=None, excluded=())  # fmt: skip
         try:
@@ -111,7 +111,7 @@ def _run_on_commit(
     return tests_seen(seen)
 
 
-def materialise(source: GitContent, folder: Path) -> None:
+def _materialise(source: GitContent, folder: Path) -> None:
     """Every file and link of ``source``'s commit under ``folder``, as git would check it out.
     Links are made last and nothing is written through one: a crafted tree holding a link and
     a file below it at once is refused."""

@@ -648,7 +648,8 @@ def _observe(
 ) -> str | None:
     """Run one check through its observer; a failed attempt is recorded (details.error), never
     a contradiction, and the gate goes on to the next check. What the report should say of a
-    test baseline not used in full."""
+    test baseline not used in full, or taken by a control run. ``base``: the commit changes
+    are measured against, whose protected files the trusted commit must have."""
     name = f"check {number} ({check.check_type})"
     timeout = check.timeout_s
     if deadline is not None:
