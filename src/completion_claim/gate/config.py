@@ -76,7 +76,9 @@ class TestRunCheck:
     junit: str | None = None
     python_line: int | None = None  # where ``python`` is set, for errors about its value
     toolchain: str | None = None  # the operator's toolchain for a runner other than Python's
-    baseline: bool = True  # run once at the start; the tests that passed then stay required
+    baseline: bool = (
+        True  # run once at the start (or on the trusted commit): its tests stay required
+    )
     hidden_tests: Path | None = None  # the operator's tests the agent never sees, laid into the run
     check_type: str = field(default=TEST_RUN, init=False)
 

@@ -6,8 +6,9 @@ object checked against its id), written into a folder the operator owns, outside
 tree, and run through the same observer, toolchain, dependency cache and sandbox as the judged
 run (attack 100). What it reported is kept in the operator's runs folder,
 ``<runs>/<repository>/controls/<key>.json``, written atomically: one entry per trusted commit and
-check (command, report, toolchain, environment names, network, protected globs), so another
-commit or another command never reuses it, and a later gate on the same commit runs no control.
+check (command, report, toolchain, environment names, network, protected globs, hidden tests'
+folder), so another commit or another command never reuses it, and a later gate on the same
+commit runs no control.
 A run that could not be made (an object that does not hash, the sandbox, a timeout) is not kept:
 the check fails, and the next gate tries again.
 """
@@ -63,8 +64,9 @@ def control_baseline(
 def control_path(config: GateConfig, root: Path, check: TestRunCheck, commit: str) -> Path:
     """Where the control of ``check`` on ``commit`` is kept: named by a digest of everything
     that decides what the run reports."""
+    hidden = None if check.hidden_tests is None else str(check.hidden_tests)
     decides = [commit, list(check.command), check.junit, check.chosen_toolchain, list(check.env),
-               check.network, list(check.protect)]  # fmt: skip
+               check.network, list(check.protect), hidden]  # fmt: skip
     key = hashlib.sha256(dumps(decides).encode()).hexdigest()[:32]
     return config.runs_dir / repository_id(root) / CONTROLS_FOLDER / f"{key}.json"
 
