@@ -3,6 +3,7 @@ the operator's Go, modules from the trusted go.sum through the dependency cache.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -14,7 +15,7 @@ import pytest
 
 from completion_claim.gate.run import run_gate, start_gate
 from tests.fixtures.ecosystems import init_config, served
-from tests.fixtures.projects import make_repo, write_files
+from tests.fixtures.projects import git, make_repo, write_files
 
 pytestmark = pytest.mark.skipif(shutil.which("go") is None, reason="go is not installed")
 
@@ -561,4 +562,38 @@ def test_attack_98_a_go_init_that_narrows_the_run_away_from_the_failing_test_is_
     assert (
         "example.com/calc::TestAdd failed before you started and is now not run at all"
         in result.agent_reason
+    )
+
+
+def test_go_a_package_that_did_not_build_at_the_start_is_accounted_for_by_its_tests(
+    tmp_path: Path,
+) -> None:
+    """The task adds Mul, which the package's test calls: at the start the package does not
+    build (one errored test, ``[build failed]``); the honest fix builds it, and its tests, each
+    passing, stand for it."""
+    repo = go_project(tmp_path / "repo")
+    mul_test = 'package calc\n\nimport "testing"\n\nfunc TestMul(t *testing.T) {\n'
+    mul_test += "\tif Mul(2, 3) != 6 {\n\t\tt.Fatal(Mul(2, 3))\n\t}\n}\n"
+    write_files(repo, {"mul_test.go": mul_test})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "the task's test")
+    config = init_config(repo, tmp_path / "ops")
+    start = start_gate(config, repo)
+    write_files(
+        repo,
+        {
+            "calc.go": CALC
+            + "\n// Mul returns the product.\nfunc Mul(a, b int) int { return a * b }\n"
+        },
+    )
+
+    result = run_gate(config, repo, outcome="Fixed Add, added Mul.")
+
+    assert (result.verdict.state, result.agent_reason) == ("verified", "")
+    [entry] = json.loads(start.read_text())["test_baselines"]
+    assert entry["baseline_tests"] == {"example.com/calc::[build failed]": "error"}
+    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    assert (
+        "example.com/calc::TestMul"
+        in item["details"]["baseline_loaded"]["example.com/calc::[build failed]"]
     )

@@ -492,3 +492,69 @@ def test_attack_100_the_control_run_reads_the_trusted_commit_as_its_objects_hash
     assert result.verdict.state != "verified"
     assert "does not hash to its id" in run_evidence(result.document)["details"]["error"]
     assert controls(tmp_path) == []
+
+
+# --- a unit that could not load at the start: its tests account for it --------------------------
+
+WITH_MUL = {
+    "pytest": PYTEST_TESTS.replace("import add, sub", "import add, mul, sub")
+    + "\n\ndef test_mul():\n    assert mul(2, 3) == 6\n",
+    "unittest": UNITTEST_TESTS.replace("import add, sub", "import add, mul, sub")
+    + "\n    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n",
+}
+MUL = "\n\ndef mul(a, b):\n    return a * b\n"
+NOT_LOADED = {
+    "pytest": "::tests.test_calc",
+    "unittest": "unittest.loader._FailedTest.tests::test_calc",
+}
+
+
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_a_test_module_that_could_not_be_imported_at_the_start_is_accounted_for_by_its_tests(
+    tmp_path: Path, write_config: WriteConfig, runner: str
+) -> None:
+    """The task adds mul(), which the test module imports: at the start the module errors as a
+    whole; the honest fix loads it, and its tests, each passing, stand for it."""
+    files = {
+        "calc.py": CALC_SUB_BUGGY,
+        "tests/__init__.py": "",
+        "tests/test_calc.py": WITH_MUL[runner],
+    }
+    repo = make_repo(tmp_path / "repo", files)
+    config = config_for(write_config, repo, runner)
+    start = start_gate(config, repo)
+    write_files(repo, {"calc.py": CALC + MUL})
+
+    result = run_gate(config, repo, outcome="Added mul(), fixed sub().")
+
+    assert (result.verdict.state, result.agent_reason) == ("verified", ""), result.agent_reason
+    [entry] = start_record(start)["test_baselines"]
+    assert entry["baseline_tests"] == {NOT_LOADED[runner]: "error"}
+    details = run_evidence(result.document)["details"]
+    assert details["baseline_loaded"] == {
+        NOT_LOADED[runner]: sorted([TEST_ADD[runner], TEST_ADD[runner].replace("add", "mul"),
+                                    TEST_SUB[runner]])
+    }  # fmt: skip
+
+
+def test_attack_98_a_module_that_now_loads_with_a_test_the_code_skips_is_not_verified(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    """The module loads now, but sub() skips its test: the unit is not accounted for."""
+    files = {
+        "calc.py": CALC_SUB_BUGGY,
+        "tests/__init__.py": "",
+        "tests/test_calc.py": WITH_MUL["pytest"],
+    }
+    repo = make_repo(tmp_path / "repo", files)
+    config = config_for(write_config, repo)
+    start_gate(config, repo)
+    write_files(repo, {"calc.py": "def add(a, b):\n    return a + b\n\n\n"
+                       + SUB_SET_ASIDE["pytest-skip"] + MUL})  # fmt: skip
+
+    result = run_gate(config, repo, outcome="Added mul(), fixed sub().")
+
+    assert result.verdict.state != "verified"
+    assert "::tests.test_calc errored before you started and is now not run at all" in (
+        result.agent_reason
+    )

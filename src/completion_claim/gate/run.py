@@ -96,6 +96,7 @@ from .test_baseline import (
     baseline_for,
     take_test_baselines,
     test_request,
+    units_loaded,
     with_baseline,
 )
 
@@ -756,7 +757,8 @@ def _test_run(
         if hits:
             raise ObservationFailed(why_unverified(hits, config.path.name))
         seen = test_run.observe(with_baseline(request, baseline), claim.mutations)
-        return replace(seen, details={**seen.details, **baseline.details})
+        seen = replace(seen, details={**seen.details, **baseline.details})
+        return units_loaded(seen, baseline, request.required)
 
     return request.target, request.expected, observe
 

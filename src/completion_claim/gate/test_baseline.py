@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ObservationFailed, UsageError
 from ..model import Mutation
-from ..observe.runners.results import SKIPPED
+from ..observe.runners.results import ERROR, PASSED, SKIPPED
 from ..timefmt import format_time
 from .anchors import pinned_trusted_ref, stored_content
 from .config import GateConfig, TestRunCheck
@@ -51,6 +51,10 @@ PASSED_KEY = "baseline_passed"
 ERROR_KEY = "baseline_error"
 FROM_KEY = "baseline_from"
 FROM_START = "the start"
+LOADED_KEY = "baseline_loaded"
+"""Units that errored at the baseline and now load: ``{name: [tests within it, the first few]}``."""
+_LOADED_SHOWN = 5
+_FAILED_IMPORT = "unittest.loader._FailedTest."  # unittest's stand-in for a module it cannot load
 
 
 def test_request(
@@ -168,6 +172,7 @@ class Baseline:
     """What the baseline adds to one check's judging."""
 
     required: tuple[str, ...] = ()  # report names seen at the baseline, not skipped then
+    seen: frozenset[str] = frozenset()  # every report name the baseline saw, skipped included
     details: dict[str, Any] = field(default_factory=dict)  # added to the evidence's details
     note: str | None = None  # for the report: where the baseline came from, or why it is not used
 
@@ -224,13 +229,55 @@ def _from_entry(entry: Mapping[str, Any], source: str) -> Baseline:
         required = {name: outcome for name, outcome in tests.items() if outcome != SKIPPED}
         details = {"baseline_taken": True, "baseline_at": at, FROM_KEY: source, TESTS_KEY: required}
         note = None if source == FROM_START else f"is {source}"
-        return Baseline(tuple(required), details, note)
+        return Baseline(tuple(required), frozenset(tests), details, note)
     error = str(entry.get(ERROR_KEY) or "no result")
     where = "at the start" if source == FROM_START else f"by {source}"
     return Baseline(
         details={"baseline_taken": True, "baseline_at": at, FROM_KEY: source, ERROR_KEY: error},
         note=f"could not be taken {where} ({error}); judged without it",
     )
+
+
+def units_loaded(seen: Observation, baseline: Baseline, operators: Sequence[str]) -> Observation:
+    """The observation with each test that errored at the baseline as a whole unit, and now
+    loads, taken out of what it requires. A test module that could not be imported (pytest's
+    ``::tests.test_calc``, unittest's ``unittest.loader._FailedTest.tests::test_calc``), a Go
+    package that did not build (``example.com/calc::[build failed]``), a jest file that did not
+    run (``<file>::<file>``): the task adds what it loads, and after the fix the unit's tests
+    run under their own names. Such a name, gone from the run, is accounted for by the tests
+    within it that the baseline never saw, when there is one and each passed; the details name
+    them. A name the operator requires (``require_tests``) stays required."""
+    tests = seen.observed_value.get("tests") if isinstance(seen.observed_value, dict) else None
+    wanted = seen.expected.get("tests") if isinstance(seen.expected, dict) else None
+    errored = baseline.details.get(TESTS_KEY) or {}
+    if not isinstance(tests, dict) or not isinstance(wanted, dict):
+        return seen
+    loaded: dict[str, list[str]] = {}
+    for name, then in errored.items():
+        if then != ERROR or name in tests or name in operators:
+            continue
+        within = sorted(t for t in tests if t not in baseline.seen and t.startswith(_within(name)))
+        if within and all(tests[t] == PASSED for t in within):
+            loaded[name] = within[:_LOADED_SHOWN]
+    if not loaded:
+        return seen
+    still = {name: outcome for name, outcome in wanted.items() if name not in loaded}
+    expected = {key: value for key, value in seen.expected.items() if key != "tests"}
+    return replace(
+        seen,
+        expected=expected | ({"tests": still} if still else {}),
+        details={**seen.details, LOADED_KEY: loaded},
+    )
+
+
+def _within(name: str) -> tuple[str, ...]:
+    """How the names of the tests within a unit begin, from the name of its load error."""
+    dotted = name.replace("::", ".")
+    if dotted.startswith(_FAILED_IMPORT):  # unittest's: <module's package>::<module's name>
+        module = dotted.removeprefix(_FAILED_IMPORT)
+        return f"{module}.", f"{module}::"
+    unit_class, _, unit = name.rpartition("::")
+    return tuple(p for p in (unit_class and f"{unit_class}::", f"{unit}::", f"{unit}.") if p)
 
 
 def with_baseline(request: RunRequest, baseline: Baseline) -> RunRequest:
