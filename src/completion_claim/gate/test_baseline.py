@@ -256,7 +256,8 @@ def units_loaded(seen: Observation, baseline: Baseline, operators: Sequence[str]
     for name, then in errored.items():
         if then != ERROR or name in tests or name in operators:
             continue
-        within = sorted(t for t in tests if t not in baseline.seen and t.startswith(_within(name)))
+        prefixes = _within(name)
+        within = sorted(t for t in tests if t not in baseline.seen and t.startswith(prefixes))
         if within and all(tests[t] == PASSED for t in within):
             loaded[name] = within[:_LOADED_SHOWN]
     if not loaded:
@@ -271,13 +272,18 @@ def units_loaded(seen: Observation, baseline: Baseline, operators: Sequence[str]
 
 
 def _within(name: str) -> tuple[str, ...]:
-    """How the names of the tests within a unit begin, from the name of its load error."""
+    """How the names of the tests within a unit begin, from the name of its load error; none
+    for the name of a test (an error in its own setup stands for that test alone)."""
     dotted = name.replace("::", ".")
     if dotted.startswith(_FAILED_IMPORT):  # unittest's: <module's package>::<module's name>
         module = dotted.removeprefix(_FAILED_IMPORT)
         return f"{module}.", f"{module}::"
     unit_class, _, unit = name.rpartition("::")
-    return tuple(p for p in (unit_class and f"{unit_class}::", f"{unit}::", f"{unit}.") if p)
+    if not unit_class:  # pytest's module that could not be imported
+        return f"{unit}::", f"{unit}."
+    if unit.startswith("[") or unit == unit_class:  # Go's package, jest's file
+        return (f"{unit_class}::",)
+    return ()
 
 
 def with_baseline(request: RunRequest, baseline: Baseline) -> RunRequest:
