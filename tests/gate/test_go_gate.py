@@ -432,7 +432,8 @@ def test_attack_129_go_a_narrowing_that_keeps_the_canaries_is_not_verified(tmp_p
     package parses them after), keeping the canaries by their prefix and dropping TestAdd, the
     test that failed at the start."""
     repo = go_project(tmp_path / "repo")
-    config = init_config(repo, tmp_path / "ops")
+    # The test-aware scan names the narrowing first (attack 116); the baseline is tested here.
+    config = init_config(repo, tmp_path / "ops", allowed="calc.go")
     start_gate(config, repo)
     write_files(repo, {"calc.go": narrowed("^TestClaimCanary|^TestTrue$|^TestAddZero$/^zero$")})
 
@@ -548,9 +549,10 @@ def test_attack_98_a_go_init_that_narrows_the_run_away_from_the_failing_test_is_
     tmp_path: Path,
 ) -> None:
     """TestAdd failed at the start; the code's init() sets -test.run so that only the tests it
-    passes run, all of them passed at the start too."""
+    passes run, all of them passed at the start too (the test-aware scan, which names it first,
+    allowed: the baseline is tested here)."""
     repo = go_project(tmp_path / "repo")
-    config = init_config(repo, tmp_path / "ops")
+    config = init_config(repo, tmp_path / "ops", allowed="calc.go")
     start_gate(config, repo)
     write_files(repo, {"calc.go": CALC_NARROWING})
 

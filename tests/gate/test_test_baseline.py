@@ -63,8 +63,13 @@ def project(root: Path, runner: str = "pytest") -> Path:
 def config_for(
     write_config: WriteConfig, repo: Path, runner: str = "pytest", extra: str = ""
 ) -> GateConfig:
+    """The operator's check. calc.py is allowed code that depends on being tested: the
+    test-aware scan (attacks 112-118) names these attacks before any test runs, and the baseline
+    is the defence under test here."""
     return write_config(
-        POLICY + 'min_tests = 1\n\n[[check]]\ntype = "test_run"\n'
+        'allow_test_aware = ["calc.py"]\n'
+        + POLICY
+        + 'min_tests = 1\n\n[[check]]\ntype = "test_run"\n'
         f'command = {COMMANDS[runner]}\npython = "{sys.executable}"\n'
         f'trusted_ref = "{head_commit(repo)}"\n{extra}'
     )
