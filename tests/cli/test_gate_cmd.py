@@ -83,8 +83,8 @@ def test_init_writes_a_working_configuration_for_a_pytest_repository(
     config = load_config(repo / "claim.toml", {"HOME": str(tmp_path)})
     (check,) = config.checks
     assert check.check_type == "test_run"
-    # main's commit: a name would be the agent's to move.
-    assert getattr(check, "trusted_ref", None) == git(repo, "rev-parse", "main").strip()
+    # The branch, pinned by each start: a commit written now would go stale (attack 102).
+    assert getattr(check, "trusted_ref", None) == "main"
     assert config.policy.requires == ("test_run",)
     assert config.runs_dir == tmp_path / ".local" / "state" / "completion-claim" / "runs"
     text = (repo / "claim.toml").read_text()

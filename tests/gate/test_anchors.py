@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from completion_claim.gate import config as gate_config
 from completion_claim.gate.config import GateConfig, load_config
 from completion_claim.gate.run import GateResult, run_gate, start_gate
+from tests.fixtures.ecosystems import init_config
 from tests.fixtures.projects import (
     CALC,
     CALC_BUGGY,
@@ -368,3 +370,41 @@ def test_a_changed_configuration_without_the_operators_copy_is_unverified(
     assert nothing_captured(result)
     assert "(claim.toml) is not the operator's copy" in result.agent_reason
     assert result.document["evidence"] == []
+
+
+# --- 102: claim init writes no trusted ref that goes stale ------------------------------------
+
+
+def test_attack_102_claim_inits_trusted_ref_is_the_branch_each_start_pins(tmp_path: Path) -> None:
+    """The operator commits the task's test after claim init: a commit id written at init would
+    lack it, and the run would delete it (it is not the trusted commit's) and verify add() still
+    wrong. The branch name is pinned by each start instead."""
+    repo = make_repo(
+        tmp_path / "repo",
+        {"calc.py": CALC_BUGGY, "tests/test_other.py": "def test_other():\n    pass\n"},
+    )
+    config = init_config(repo, tmp_path / "ops")
+    write_files(repo, {"tests/test_calc.py": TEST_CALC})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "the task's test")
+    start = start_gate(config, repo)
+    write_files(repo, {"calc.py": CALC_BUGGY + "# fixed\n"})
+
+    result = run_gate(config, repo, outcome="Fixed add().")
+
+    [check] = config.checks
+    assert isinstance(check, gate_config.TestRunCheck)
+    assert check.trusted_ref == "main"
+    pinned = json.loads(start.read_text(encoding="utf-8"))["trusted_refs"]
+    assert pinned == {"main": head_commit(repo)}
+    assert result.verdict.state == "refuted"
+    assert result.agent_reason.startswith("tests/test_calc.py::test_add failed")
+
+
+def test_claim_init_says_how_ci_passes_the_trusted_commit(tmp_path: Path) -> None:
+    repo = correct_project(tmp_path / "repo")
+    init_config(repo, tmp_path / "ops")
+    text = (tmp_path / "ops" / "claim.toml").read_text(encoding="utf-8")
+    assert 'trusted_ref = "main"' in text
+    assert "--trusted-ref" in text
+    assert head_commit(repo) not in text

@@ -450,7 +450,7 @@ def test_init_writes_an_interpreter_that_can_import_pytest(tmp_path: Path) -> No
     assert gate_config.can_import_pytest(found)
     assert gate_config.pytest_interpreter(str(own), repo, str(own.parent)) is None
     assert gate_config.pytest_interpreter(sys.executable, repo, "") == sys.executable
-    facts = gate_config.look_at(repo, {}, "main", BASE)
+    facts = gate_config.look_at(repo, {}, "main")
     text = gate_config.starter_config(dataclasses.replace(facts, python=found))
     path = write(tmp_path, text)
     (check,) = load_config(path, {}).checks

@@ -3,6 +3,7 @@ the operator's Go, modules from the trusted go.sum through the dependency cache.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -14,7 +15,7 @@ import pytest
 
 from completion_claim.gate.run import run_gate, start_gate
 from tests.fixtures.ecosystems import init_config, served
-from tests.fixtures.projects import make_repo, write_files
+from tests.fixtures.projects import git, make_repo, write_files
 
 pytestmark = pytest.mark.skipif(shutil.which("go") is None, reason="go is not installed")
 
@@ -425,14 +426,14 @@ def test_attack_129_go_a_run_narrowed_by_the_code_leaves_the_canaries_unrun(
     assert item["observed_value"]["canaries"] == "forged"
 
 
-# Until the start's baseline requires every test it saw (branch i30-baseline): verified.
-@pytest.mark.xfail(strict=True, reason="the baseline requires only the tests that passed")
+# The baseline requires every test it saw, the one that failed at the start too (attack 98).
 def test_attack_129_go_a_narrowing_that_keeps_the_canaries_is_not_verified(tmp_path: Path) -> None:
     """The code appends a -test.run of its own to os.Args from an init function (the testing
     package parses them after), keeping the canaries by their prefix and dropping TestAdd, the
     test that failed at the start."""
     repo = go_project(tmp_path / "repo")
-    config = init_config(repo, tmp_path / "ops")
+    # The test-aware scan names the narrowing first (attack 116); the baseline is tested here.
+    config = init_config(repo, tmp_path / "ops", allowed="calc.go")
     start_gate(config, repo)
     write_files(repo, {"calc.go": narrowed("^TestClaimCanary|^TestTrue$|^TestAddZero$/^zero$")})
 
@@ -533,3 +534,68 @@ def test_attack_131_go_code_that_answers_only_the_visible_tests_fails_a_hidden_o
             "example.com/calc::TestAddMore failed: hidden_test.go:7: Add(10, 4) = 6, want 14"
         )
     assert not (repo / "hidden_test.go").exists()
+
+
+# Add left wrong; before the tests, the code narrows the run to the tests it passes.
+CALC_NARROWING = CALC_BUGGY.replace(
+    "package calc\n",
+    'package calc\n\nimport (\n\t"flag"\n\t"testing"\n)\n\n'
+    "func init() {\n\ttesting.Init()\n"
+    '\t_ = flag.Set("test.run", "^(TestTrue|TestAddZero)$/^zero$")\n}\n',
+)
+
+
+def test_attack_98_a_go_init_that_narrows_the_run_away_from_the_failing_test_is_not_verified(
+    tmp_path: Path,
+) -> None:
+    """TestAdd failed at the start; the code's init() sets -test.run so that only the tests it
+    passes run, all of them passed at the start too (the test-aware scan, which names it first,
+    allowed: the baseline is tested here)."""
+    repo = go_project(tmp_path / "repo")
+    config = init_config(repo, tmp_path / "ops", allowed="calc.go")
+    start_gate(config, repo)
+    write_files(repo, {"calc.go": CALC_NARROWING})
+
+    result = run_gate(config, repo, outcome="Fixed Add.")
+
+    assert result.verdict.state != "verified"
+    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    assert "example.com/calc::TestAdd" not in item["observed_value"]["tests"]
+    assert (
+        "example.com/calc::TestAdd failed before you started and is now not run at all"
+        in result.agent_reason
+    )
+
+
+def test_go_a_package_that_did_not_build_at_the_start_is_accounted_for_by_its_tests(
+    tmp_path: Path,
+) -> None:
+    """The task adds Mul, which the package's test calls: at the start the package does not
+    build (one errored test, ``[build failed]``); the honest fix builds it, and its tests, each
+    passing, stand for it."""
+    repo = go_project(tmp_path / "repo")
+    mul_test = 'package calc\n\nimport "testing"\n\nfunc TestMul(t *testing.T) {\n'
+    mul_test += "\tif Mul(2, 3) != 6 {\n\t\tt.Fatal(Mul(2, 3))\n\t}\n}\n"
+    write_files(repo, {"mul_test.go": mul_test})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "the task's test")
+    config = init_config(repo, tmp_path / "ops")
+    start = start_gate(config, repo)
+    write_files(
+        repo,
+        {
+            "calc.go": CALC
+            + "\n// Mul returns the product.\nfunc Mul(a, b int) int { return a * b }\n"
+        },
+    )
+
+    result = run_gate(config, repo, outcome="Fixed Add, added Mul.")
+
+    assert (result.verdict.state, result.agent_reason) == ("verified", "")
+    [entry] = json.loads(start.read_text())["test_baselines"]
+    assert entry["baseline_tests"] == {"example.com/calc::[build failed]": "error"}
+    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    assert (
+        "example.com/calc::TestMul"
+        in item["details"]["baseline_loaded"]["example.com/calc::[build failed]"]
+    )

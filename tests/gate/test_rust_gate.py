@@ -347,3 +347,45 @@ def test_attack_127_rust_events_written_by_the_code_are_not_verified(tmp_path: P
     # missing), or after the must-fail one failed, which its counts do not say.
     why = item["details"].get("no_counts") or item["details"].get("error", "")
     assert item["observed_value"].get("canaries") == "forged" or "disagree with its tests" in why
+
+
+# --- 103: a doctest is known by its item, not its line ------------------------------------------
+
+LIB_DOCUMENTED_BUGGY = """pub fn add(a: i64, b: i64) -> i64 {
+    a - b
+}
+
+/// Doubles.
+///
+/// ```
+/// assert_eq!(calc::double(2), 4);
+/// ```
+///
+/// ```
+/// assert_eq!(calc::double(0), 0);
+/// ```
+pub fn double(a: i64) -> i64 {
+    a * 2
+}
+"""
+# The honest fix takes a line more: every doctest below it moves down a line.
+LIB_DOCUMENTED = LIB_DOCUMENTED_BUGGY.replace("    a - b\n", "    let sum = a + b;\n    sum\n")
+
+
+def test_attack_103_an_honest_fix_that_moves_the_doctests_down_is_verified(tmp_path: Path) -> None:
+    """libtest names a doctest ``src/lib.rs - double (line 7)``: the baseline knows it as
+    ``doctest::src/lib.rs - double``, its two examples as one test (both passed at the start)."""
+    repo = rust_project(tmp_path / "repo", {"src/lib.rs": LIB_DOCUMENTED_BUGGY})
+    config = init_config(repo, tmp_path / "ops")
+    start_gate(config, repo)
+    write_files(repo, {"src/lib.rs": LIB_DOCUMENTED})
+
+    result = run_gate(config, repo, outcome="Fixed add.")
+
+    assert (result.verdict.state, result.agent_reason) == ("verified", "")
+    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    assert item["observed_value"]["tests"]["doctest::src/lib.rs - double"] == "passed"
+    assert item["details"]["baseline_tests"] == {
+        "arith::adds": "failed",
+        "doctest::src/lib.rs - double": "passed",
+    }

@@ -96,15 +96,17 @@ def test_start_takes_the_baselines_for_the_session(service: GateService) -> None
     assert "the start record" in answer["report"]
 
 
-def test_attack_93_the_services_start_takes_the_test_baseline(service: GateService) -> None:
+def test_attack_93_the_services_start_takes_the_test_baseline(tmp_path: Path) -> None:
     """The operator's start through the service runs the tests once: the test that passed then
-    and that the agent's code now skips is required at the gate."""
-    repo = baseline_project(service.observed / "repo")
-    with client(service, service.operator_token) as operator:
-        operator.post_json("/v1/gate/start", {"repo": str(repo), "session": "s-1"})
-    with client(service) as http:
-        write_files(repo, {"calc.py": skipping_add("pytest")})
-        answer = http.post_json("/v1/gate", {"repo": str(repo), "session": "s-1"})
+    and that the agent's code now skips is required at the gate (calc.py allowed code that
+    depends on being tested: the test-aware scan would name the skip first)."""
+    with gate_service(tmp_path / "served", allowed=("calc.py",)) as service:
+        repo = baseline_project(service.observed / "repo")
+        with client(service, service.operator_token) as operator:
+            operator.post_json("/v1/gate/start", {"repo": str(repo), "session": "s-1"})
+        with client(service) as http:
+            write_files(repo, {"calc.py": skipping_add("pytest")})
+            answer = http.post_json("/v1/gate", {"repo": str(repo), "session": "s-1"})
     assert answer["verdict"]["state"] != "verified"
     assert (
         "tests/test_calc.py::test_add passed before you started and is now skipped"

@@ -90,7 +90,8 @@ def _tick(name: str, done: threading.Event) -> None:
 def init_command(repo: str, force: bool, as_json: bool) -> int:
     """Write a commented starter claim.toml at the repository's root, from what is there:
     each test runner found (a test_run check per ecosystem: pytest, node --test, vitest, jest,
-    mocha, go test, cargo test, ...; its tests taken from the default branch's commit), a
+    mocha, go test, cargo test, ...; its tests taken from the default branch, which each
+    claim gate --start pins to its commit), a
     Dockerfile (an endpoint_health example), a database URL in the environment (a
     state_readback example).
     """
@@ -99,7 +100,7 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
     if path.exists() and not force:
         raise UsageError(f"{path} already exists: review it, or replace it with claim init --force")
     branch = _default_branch(root)
-    facts = look_at(root, os.environ, branch, None if branch is None else _commit_of(root, branch))
+    facts = look_at(root, os.environ, branch)
     python = None
     if facts.pytest:
         python = pytest_interpreter(sys.executable, root, os.environ.get("PATH", os.defpath))
@@ -150,7 +151,8 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
 @click.option(
     "--trusted-ref",
     metavar="COMMIT",
-    help="Run every test_run's protected tests as in COMMIT, a full commit id.",
+    help="Run every test_run's protected tests as in COMMIT, a full commit id (with --start: "
+    "the baseline is taken on COMMIT; judge with the same --trusted-ref).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print {verdict, claim_path, agent_reason}.")
 @click.option(
@@ -253,7 +255,7 @@ def gate_command(
     by = f"gate@{socket.gethostname()}"
     if start:
         try:
-            path = start_gate(config, Path(repo), session, restart=restart)
+            path = start_gate(config, Path(repo), session, restart=restart, trusted_ref=trusted_ref)
             if ledger is not None:
                 from ..service.gate_service import new_start  # noqa: PLC0415
 
@@ -389,13 +391,6 @@ def _outcome(outcome: str | None, outcome_file: str | None) -> str:
         text = read_limited(outcome_file, MAX_OUTCOME_BYTES).decode("utf-8", "replace").strip()
         return text or NO_OUTCOME
     return outcome.strip() if outcome and outcome.strip() else NO_OUTCOME
-
-
-def _commit_of(root: Path, branch: str) -> str | None:
-    """The commit ``branch`` names now, while the operator sets the repository up."""
-    done = git_process(root, ("rev-parse", "--verify", "--quiet", f"{branch}^{{commit}}"),
-                       UsageError)  # fmt: skip
-    return done.stdout.decode().strip() or None
 
 
 def _default_branch(root: Path) -> str | None:

@@ -27,8 +27,9 @@ from ..observe.content_store import (
     manifest_json,
     stored_files,
 )
-from ..observe.repository import VerifiedObjects, git_process, object_format_of
-from ..observe.run_tree import GitContent, TrustedContent, is_protected
+from ..observe.repository import VerifiedObjects, display, git_process, object_format_of
+from ..observe.run_tree import GitContent, TrustedContent, is_protected, protected_among
+from ..observe.workspace import tree_entries
 from .baseline import repository_id
 from .config import GateConfig, TestRunCheck, load_config
 
@@ -67,18 +68,20 @@ def _tree_path(path: Path, root: Path) -> str | None:
 # --- at the start ------------------------------------------------------------------------------
 
 
-def start_anchors(config: GateConfig, root: Path) -> dict[str, Any]:
+def start_anchors(config: GateConfig, root: Path, trusted_ref: str | None = None) -> dict[str, Any]:
     """What a start record holds besides the base and the baselines: each test_run's trusted
-    ref resolved to its commit, the protected files of that commit and the configuration files
-    in the work tree, copied into the operator's store."""
+    ref (``trusted_ref``, ``--trusted-ref``'s commit, in place of each check's own when given)
+    resolved to its commit, the protected files of that commit and the configuration files in
+    the work tree, copied into the operator's store."""
     store = content_store(config, root)
     trusted_refs: dict[str, str] = {}
     protected = []
     for check in config.checks:
-        if not isinstance(check, TestRunCheck) or check.trusted_ref is None:
+        ref = trusted_ref or (check.trusted_ref if isinstance(check, TestRunCheck) else None)
+        if not isinstance(check, TestRunCheck) or ref is None:
             continue
-        commit = trusted_refs.get(check.trusted_ref) or _resolve_now(root, check.trusted_ref)
-        trusted_refs[check.trusted_ref] = commit
+        commit = trusted_refs.get(ref) or _resolve_now(root, ref)
+        trusted_refs[ref] = commit
         source = GitContent(root, commit)
         kept = [rel for rel in source.entries() if is_protected(rel, check.protect)]
         files = {}
@@ -129,6 +132,34 @@ def pinned_trusted_ref(ref: str | None, record: Mapping[str, Any] | None) -> str
         f"trusted_ref {ref!r} is a name the agent can move, and no start record resolved it: "
         "run `claim gate --start` before the agent works, or give the full commit id"
     )
+
+
+def require_base_tests(
+    root: Path,
+    base: str | None,
+    commit: str,
+    stored: TrustedContent | None,
+    protect: tuple[str, ...],
+) -> None:
+    """Refuse a run whose trusted commit (as the start ``stored`` it, else as git holds it)
+    lacks protected files the base commit has: the run would delete them (they are not the
+    trusted commit's), and a test the operator committed after pinning the trusted ref would
+    silently not run (attack 101)."""
+    if base is None or base == commit:
+        return
+    source = stored or GitContent(root, commit)
+    trusted = set(protected_among(source.entries(), protect))
+    lacking = [display(rel) for rel in protected_among(tree_entries(root, base), protect)
+               if rel not in trusted]  # fmt: skip
+    if lacking:
+        named = ", ".join(sorted(lacking)[:3]) + (
+            f" and {len(lacking) - 3} more" if len(lacking) > 3 else ""
+        )
+        raise ObservationFailed(
+            f"the trusted ref {commit} lacks {named}, which the base {base} has: the tests would "
+            "run without them; point trusted_ref (or --trusted-ref) at a commit that has them, "
+            "such as the base"
+        )
 
 
 def stored_content(

@@ -76,7 +76,9 @@ class TestRunCheck:
     junit: str | None = None
     python_line: int | None = None  # where ``python`` is set, for errors about its value
     toolchain: str | None = None  # the operator's toolchain for a runner other than Python's
-    baseline: bool = True  # run once at the start; the tests that passed then stay required
+    baseline: bool = (
+        True  # run once at the start (or on the trusted commit): its tests stay required
+    )
     hidden_tests: Path | None = None  # the operator's tests the agent never sees, laid into the run
     check_type: str = field(default=TEST_RUN, init=False)
 
@@ -813,7 +815,6 @@ class RepoFacts:
     default_branch: str | None
     dockerfile: bool
     database: bool
-    trusted_commit: str | None = None  # the default branch's commit, as claim init found it
     # The interpreter Python tests run with when claim's own cannot import pytest (pipx, a
     # wheel venv); None: claim's own.
     python: str | None = None
@@ -823,12 +824,7 @@ class RepoFacts:
         return any(ecosystem == "python" for _, ecosystem, _, _ in self.runners)
 
 
-def look_at(
-    root: Path,
-    environ: Mapping[str, str],
-    default_branch: str | None,
-    trusted_commit: str | None = None,
-) -> RepoFacts:
+def look_at(root: Path, environ: Mapping[str, str], default_branch: str | None) -> RepoFacts:
     from ..observe.runners import detect  # noqa: PLC0415 - runners load only for init and runs
 
     found = tuple(
@@ -837,7 +833,7 @@ def look_at(
     )
     database = "DATABASE_URL" in environ or any(name.startswith("PG") for name in environ)
     dockerfile = (root / "Dockerfile").is_file()
-    return RepoFacts(root.name, found, default_branch, dockerfile, database, trusted_commit)
+    return RepoFacts(root.name, found, default_branch, dockerfile, database)
 
 
 _PYTEST_COMMAND = ("python", "-m", "pytest", "-q")
@@ -888,10 +884,12 @@ def starter_config(facts: RepoFacts) -> str:
         "# allow_test_aware = []        # paths whose code may depend on being tested (exit, ...)",
         "",
     ]
+    # The branch, never its commit now: a commit written here would go stale, and a test the
+    # operator commits later would be left out of every run (attack 102).
     trusted = (
-        f'trusted_ref = "{facts.trusted_commit}"  # {facts.default_branch} at claim init'
-        if facts.default_branch and facts.trusted_commit
-        else '# trusted_ref = "<full commit id>"'
+        f'trusted_ref = "{facts.default_branch}"'
+        if facts.default_branch
+        else '# trusted_ref = "main"'
     )
     runners: Sequence[tuple[str, str, Detected | None, str]] = facts.runners or (
         ("pytest", "python", None, "tests/test_x.py::test_y"),
@@ -902,9 +900,10 @@ def starter_config(facts: RepoFacts) -> str:
             "[[check]]",
             'type = "test_run"',
             f"command = {_toml_strings(detected.command if detected else _PYTEST_COMMAND)}",
-            "# The tests run as in this commit, whatever the agent did to them. A branch name",
-            "# (main) is resolved by `claim gate --start` (the hooks session start), never",
-            "# when judging; a commit id needs no start.",
+            "# The tests run as this branch has them, whatever the agent did to them. Each",
+            "# `claim gate --start` (the hooks' session start) pins it to its commit then; it is",
+            "# never resolved when judging. CI, with no start, passes the commit itself:",
+            '#   claim gate --base "$BASE_SHA" --trusted-ref "$BASE_SHA"',
             trusted,
             _toolchain_line(ecosystem, detected, facts.python),
             '# protect = ["fixtures/**"]     # more paths the agent may not change',

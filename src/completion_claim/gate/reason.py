@@ -122,22 +122,24 @@ def _contradiction(item: Evidence, result: EvidenceResult, root: Path) -> list[s
 
 
 def _baseline_lost(item: Evidence, root: Path) -> list[str]:
-    """The tests that passed at the start and did not pass now, other than those named failing
-    above: skipped (code that skips its own failing test) or no longer run at all."""
-    passed = (item.details or {}).get("baseline_passed")
+    """The tests the baseline saw (passed, failed or errored) that did not run and pass now,
+    other than those named failing above: skipped (code that skips its own test) or no longer
+    run at all."""
+    seen = (item.details or {}).get("baseline_tests")
     observed = item.observed_value if isinstance(item.observed_value, dict) else {}
     tests = observed.get("tests")
-    if not isinstance(passed, list) or not isinstance(tests, dict):
+    if not isinstance(seen, dict) or not isinstance(tests, dict):
         return []
     lines = []
-    for name in passed:
+    for name, then in seen.items():
         outcome = tests.get(name)
         if outcome in ("passed", "failed", "error"):  # a failure has its own line, with why
             continue
+        before = {"passed": "passed", "failed": "failed", "error": "errored"}.get(str(then), then)
         now = "skipped" if outcome == "skipped" else "not run at all"
         lines.append(
-            f"{node_id(str(name), root)} passed before you started and is now {now}: "
-            "make it pass again"
+            f"{node_id(str(name), root)} {before} before you started and is now {now}: "
+            "make it run and pass"
         )
     return lines
 

@@ -67,7 +67,7 @@ from ..report import render_report
 from ..timefmt import format_time
 from ..trust import check_signatures
 from ..verify import Verdict, verify
-from .anchors import NO_TRUSTED_BASE, operator_config, start_anchors
+from .anchors import NO_TRUSTED_BASE, operator_config, require_base_tests, start_anchors
 from .baseline import (
     StartExists,
     already_started,
@@ -88,6 +88,7 @@ from .config import (
     checking_toolchains,
     require_toolchains,
 )
+from .control_run import control_baseline
 from .reason import agent_reason
 from .test_aware import ChangedFile, scan, scanned, why_unverified
 from .test_baseline import (
@@ -95,6 +96,7 @@ from .test_baseline import (
     baseline_for,
     take_test_baselines,
     test_request,
+    units_loaded,
     with_baseline,
 )
 
@@ -143,12 +145,20 @@ class _Base:
 
 @git_answers_kept()
 def start_gate(
-    config: GateConfig, repo: Path, session: str | None = None, *, restart: bool = False
+    config: GateConfig,
+    repo: Path,
+    session: str | None = None,
+    *,
+    restart: bool = False,
+    trusted_ref: str | None = None,
 ) -> Path:
     """Record the base commit, the trust anchors (trusted refs resolved, the operator's copies
-    of protected and configuration files), the tests each test_run check passes now, and a
-    snapshot of each readback, endpoint and page; the record path. Once per session:
-    ``restart`` (the operator's explicit say) replaces a record."""
+    of protected and configuration files), every test each test_run check runs now with its
+    outcome, and a snapshot of each readback, endpoint and page; the record path. Once per
+    session: ``restart`` (the operator's explicit say) replaces a record. ``trusted_ref`` (a
+    full commit id, ``--trusted-ref``) replaces every test_run check's own, as when judging with
+    it (attack 99)."""
+    require_commit_ids(("--trusted-ref", trusted_ref))
     root = repository_root(repo)
     _refuse_runs_dir_inside(config, root)
     require_toolchains(config, root)
@@ -156,9 +166,9 @@ def start_gate(
     refused = already_started(session, str(path), "claim gate --start --restart replaces it")
     if not restart and path.exists():  # fails before the snapshots; the write decides races
         raise refused
-    anchors = start_anchors(config, root)
+    anchors = start_anchors(config, root, trusted_ref)
     head = _head_commit(root)
-    anchors[RECORD_KEY] = _test_baselines(config, root, head, anchors)
+    anchors[RECORD_KEY] = _test_baselines(config, root, head, anchors, trusted_ref)
     try:
         write_start_record(path, head, take_snapshots(config), anchors, replace=restart)
     except StartExists:
@@ -167,7 +177,11 @@ def start_gate(
 
 
 def _test_baselines(
-    config: GateConfig, root: Path, head: str | None, anchors: dict[str, Any]
+    config: GateConfig,
+    root: Path,
+    head: str | None,
+    anchors: dict[str, Any],
+    trusted_ref: str | None,
 ) -> list[dict[str, Any]]:
     """Each test_run check run once on the work tree as the agent finds it, bound to its
     differences from HEAD as the gate captures them."""
@@ -184,7 +198,9 @@ def _test_baselines(
             mutations, ignored = _capture(config, root, head, datetime.now(UTC), mirror)
         except ObservationFailed as failure:
             error = f"the work tree could not be captured: {failure}"
-        return take_test_baselines(config, root, anchors, mutations, ignored, error, mirror)
+        return take_test_baselines(
+            config, root, anchors, mutations, ignored, error, mirror, trusted_ref
+        )
 
 
 @git_answers_kept()
@@ -202,13 +218,8 @@ def run_gate(
     """Capture, observe, verify and record one change. ``trusted_ref`` (a full commit id)
     replaces every test_run check's own (CI passes the pull request's base commit)."""
     events = events or _Silent()
+    require_commit_ids(("--base", base), ("--trusted-ref", trusted_ref))
     root = repository_root(repo)
-    for name, given in (("--base", base), ("--trusted-ref", trusted_ref)):
-        if given is not None and object_format_of(given) is None:
-            raise UsageError(
-                f"{name}: {given!r} is not a full commit id; a name in the agent's repository "
-                f"is the agent's to move: pass the commit (git rev-parse {given}) instead"
-            )
     config, record, chosen, capture_error, notes = _anchored(config, root, base, session, events)
     if config.sign_key is not None and not config.sign_key.is_file():
         # Checked before any work; the key itself is read after the checks ran.
@@ -220,6 +231,16 @@ def run_gate(
         # is captured, and answer before anything is recorded.
         return _gate(config, root, outcome, events, task_id, trusted_ref, record, chosen,
                      capture_error, notes, confirm)  # fmt: skip
+
+
+def require_commit_ids(*given: tuple[str, str | None]) -> None:
+    """Each option given is a full commit id: a name is the agent's to move."""
+    for name, value in given:
+        if value is not None and object_format_of(value) is None:
+            raise UsageError(
+                f"{name}: {value!r} is not a full commit id; a name in the agent's repository "
+                f"is the agent's to move: pass the commit (git rev-parse {value}) instead"
+            )
 
 
 def _gate(
@@ -628,17 +649,18 @@ def _observe(
 ) -> str | None:
     """Run one check through its observer; a failed attempt is recorded (details.error), never
     a contradiction, and the gate goes on to the next check. What the report should say of a
-    test baseline not used in full."""
+    test baseline not used in full, or taken by a control run. ``base``: the commit changes
+    are measured against, whose protected files the trusted commit must have."""
     name = f"check {number} ({check.check_type})"
     timeout = check.timeout_s
     if deadline is not None:
         timeout = min(timeout, deadline - datetime.now(UTC).timestamp())
-    note = None
+    notes: list[str] = []
     if isinstance(check, TestRunCheck):
         covers = tuple(m.id for m in mutations if m.kind == FILE_WRITE)
-        target, expected, observe, note = _test_run(config, check, root, claim_path, timeout,
-                                                    trusted_ref, record, mirror, ignored,
-                                                    base)  # fmt: skip
+        target, expected, observe = _test_run(config, check, root, claim_path, timeout,
+                                              trusted_ref, base, record, mirror, ignored,
+                                              notes)  # fmt: skip
     else:
         covers = tuple(m.id for m in mutations if m.target == check.target
                        and m.kind != FILE_WRITE)  # fmt: skip
@@ -672,9 +694,9 @@ def _observe(
         item = run_observer(settings, check.check_type, _refusal_fails(observe), target, expected)
     except ObservationFailed as failure:
         events.step(name, f"could not observe: {failure}")
-        return note
-    events.step(name, _summary(item))
-    return note
+    else:
+        events.step(name, _summary(item))
+    return next(iter(notes), None)
 
 
 def _refusal_fails(observe: Callable[[], Observation]) -> Callable[[], Observation]:
@@ -699,33 +721,46 @@ def _test_run(
     claim_path: Path,
     timeout: float,
     trusted_ref: str | None,
+    base: str | None,
     record: dict[str, Any] | None,
     mirror: Mirror | None,
     ignored: Sequence[str],
-    base: str | None,
-) -> tuple[str, Any, Callable[[], Observation], str | None]:
+    notes: list[str],
+) -> tuple[str, Any, Callable[[], Observation]]:
+    """The check's target, its expectation should it fail before it runs, and its observation,
+    which adds to ``notes`` what the report says of its baseline."""
     from ..observe import test_run  # noqa: PLC0415
 
     request, problem = test_request(config, check, root, timeout, trusted_ref, record, mirror,
                                     ignored)  # fmt: skip
-    # The tests that passed before the agent worked must pass again (attack 93).
-    baseline = baseline_for(check, request, record)
-    request = with_baseline(request, baseline)
 
     def observe() -> Observation:
         if problem is not None:
             raise ObservationFailed(problem)
         if timeout <= 0:
             raise ObservationFailed("the gate ran out of time ([gate].timeout_s)")
+        if request.trusted_ref is not None:
+            require_base_tests(
+                root, base, request.trusted_ref, request.trusted_content, check.protect
+            )
+        # Every test seen before the agent worked, or on the trusted commit, must pass now
+        # (attacks 93, 98, 100).
+        baseline = baseline_for(
+            check, request, record,
+            lambda: control_baseline(config, check, root, str(request.trusted_ref), timeout),
+        )  # fmt: skip
+        if baseline.note is not None:
+            notes.append(baseline.note)
         _, claim = read_claim(claim_path)
         # Before the tests run: a green run of code that acts on being tested proves nothing.
         hits = scan(*_changed_code(config, check, root, base, mirror, claim.mutations))
         if hits:
             raise ObservationFailed(why_unverified(hits, config.path.name))
-        seen = test_run.observe(request, claim.mutations)
-        return replace(seen, details={**seen.details, **baseline.details})
+        seen = test_run.observe(with_baseline(request, baseline), claim.mutations)
+        seen = replace(seen, details={**seen.details, **baseline.details})
+        return units_loaded(seen, baseline, request.required)
 
-    return request.target, request.expected, observe, baseline.note
+    return request.target, request.expected, observe
 
 
 def _changed_code(

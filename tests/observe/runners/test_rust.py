@@ -169,11 +169,24 @@ def test_each_test_is_named_by_the_target_it_was_built_from() -> None:
         "calc::tests::ignored": "skipped",
         "arith::adds_big": "failed",
         "arith::says_why": "failed",
-        "doctest::src/lib.rs - add (line 3)": "failed",
+        "doctest::src/lib.rs - add": "failed",
     }
     assert (results.counts["passed"], results.counts["failed"], results.counts["skipped"]) == (
         0, 5, 1,
     )  # fmt: skip
+
+
+def test_a_doctest_is_named_by_its_item_and_two_of_one_item_count_as_the_worst() -> None:
+    """Its line is left out of the name: a line added above renames no test (attack 103)."""
+    events = [
+        {"type": "suite", "event": "started", "test_count": 2},
+        {"type": "test", "name": "src/lib.rs - double (line 7)", "event": "ok"},
+        {"type": "test", "name": "src/lib.rs - double (line 11)", "event": "failed"},
+        {"type": "suite", "event": "failed", "passed": 1, "failed": 1, "ignored": 0},
+    ]
+    results = read_events(b"".join(json.dumps(e).encode() + b"\n" for e in events))
+    assert results.counts["tests"] == {"doctest::src/lib.rs - double": "failed"}
+    assert (results.counts["passed"], results.counts["failed"]) == (1, 1)
 
 
 def test_a_failures_message_is_its_panic_in_one_line() -> None:
@@ -367,7 +380,7 @@ def test_the_canaries_run_in_every_test_binary_of_the_crate(tmp_path: Path) -> N
     tests = results.counts["tests"]
     # The library's, the program's and the integration test's binaries each ran them.
     assert tests == {"calc::tests::adds_zero": "passed", "arith::adds": "passed",
-                     "doctest::src/lib.rs - add (line 1)": "passed",
+                     "doctest::src/lib.rs - add": "passed",
                      PASSES: "passed", FAILS: "failed"}  # fmt: skip
     assert (
         (tmp_path / "src/lib.rs")
