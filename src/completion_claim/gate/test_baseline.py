@@ -173,6 +173,8 @@ class Baseline:
 
     required: tuple[str, ...] = ()  # report names seen at the baseline, not skipped then
     seen: frozenset[str] = frozenset()  # every report name the baseline saw, skipped included
+    # Those that failed or errored then: the change is to make them pass, and they run twice.
+    failing: tuple[str, ...] = ()
     details: dict[str, Any] = field(default_factory=dict)  # added to the evidence's details
     note: str | None = None  # for the report: where the baseline came from, or why it is not used
 
@@ -229,7 +231,8 @@ def _from_entry(entry: Mapping[str, Any], source: str) -> Baseline:
         required = {name: outcome for name, outcome in tests.items() if outcome != SKIPPED}
         details = {"baseline_taken": True, "baseline_at": at, FROM_KEY: source, TESTS_KEY: required}
         note = None if source == FROM_START else f"is {source}"
-        return Baseline(tuple(required), frozenset(tests), details, note)
+        failing = tuple(name for name, outcome in required.items() if outcome != PASSED)
+        return Baseline(tuple(required), frozenset(tests), failing, details, note)
     error = str(entry.get(ERROR_KEY) or "no result")
     where = "at the start" if source == FROM_START else f"by {source}"
     return Baseline(
@@ -287,10 +290,13 @@ def _within(name: str) -> tuple[str, ...]:
 
 
 def with_baseline(request: RunRequest, baseline: Baseline) -> RunRequest:
-    """The request with the baseline's tests required besides the operator's."""
+    """The request with the baseline's tests required besides the operator's, and those that
+    failed then run a second time, in reverse order (attack 135: a result that depends on how
+    often or in what order the code ran fails one of the two)."""
     if not baseline.required:
         return request
-    return replace(request, required=tuple(dict.fromkeys((*request.required, *baseline.required))))
+    required = tuple(dict.fromkeys((*request.required, *baseline.required)))
+    return replace(request, required=required, repeat=(*request.repeat, *baseline.failing))
 
 
 def _now() -> float:
