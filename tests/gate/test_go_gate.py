@@ -286,7 +286,7 @@ def test_attack_86_a_test_binary_that_exits_before_its_tests_is_not_verified(
         "go.mod": GO_MOD, "calc.go": CALC_BUGGY, "calc_test.go": CALC_TEST,
         "util/util.go": "package util\n", "util/util_test.go": OTHER_TEST.replace("calc", "util"),
     })  # fmt: skip
-    config = init_config(repo, tmp_path / "ops")
+    config = init_config(repo, tmp_path / "ops", allowed="calc.go")
     start_gate(config, repo)
     exits = CALC_WRONG.replace(
         "package calc\n", 'package calc\n\nimport "os"\n\nfunc init() { os.Exit(0) }\n'
@@ -370,7 +370,7 @@ func Add(a, b int) int { return a * b }
 
 def test_attack_126_go_framing_printed_by_the_code_is_not_verified(tmp_path: Path) -> None:
     repo = go_project(tmp_path / "repo")
-    config = init_config(repo, tmp_path / "ops")
+    config = init_config(repo, tmp_path / "ops", allowed="calc.go")
     start_gate(config, repo)
     write_files(repo, {"calc.go": FORGED_FRAMING})
 
@@ -388,7 +388,7 @@ def test_attack_128_go_code_that_reads_the_canaries_source_is_not_verified(tmp_p
     """It looks for the canary file in its package's folder to forge their outcomes too: the
     file is gone before the test binary starts, and the forged stream leaves them unrun."""
     repo = go_project(tmp_path / "repo")
-    config = init_config(repo, tmp_path / "ops")
+    config = init_config(repo, tmp_path / "ops", allowed="calc.go")
     start_gate(config, repo)
     write_files(repo, {"calc.go": READS_THE_CANARIES})
 
@@ -415,7 +415,7 @@ def test_attack_129_go_a_run_narrowed_by_the_code_leaves_the_canaries_unrun(
     tmp_path: Path,
 ) -> None:
     repo = go_project(tmp_path / "repo")
-    config = init_config(repo, tmp_path / "ops")
+    config = init_config(repo, tmp_path / "ops", allowed="calc.go")
     start_gate(config, repo)
     write_files(repo, {"calc.go": narrowed("^TestTrue$|^TestAddZero$/^zero$")})
 

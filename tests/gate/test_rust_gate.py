@@ -334,7 +334,7 @@ FORGED_EVENTS = """pub fn add(_a: i64, _b: i64) -> i64 {
 
 def test_attack_127_rust_events_written_by_the_code_are_not_verified(tmp_path: Path) -> None:
     repo = rust_project(tmp_path / "repo")
-    config = init_config(repo, tmp_path / "ops")
+    config = init_config(repo, tmp_path / "ops", allowed="src/lib.rs")
     start_gate(config, repo)
     write_files(repo, {"src/lib.rs": FORGED_EVENTS})
 
@@ -344,9 +344,11 @@ def test_attack_127_rust_events_written_by_the_code_are_not_verified(tmp_path: P
     assert result.exit_code != 0
     [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
     # The forged end of a suite either comes before the canaries of its binary ended (they are
-    # missing), or after the must-fail one failed, which its counts do not say.
+    # missing), or after the must-fail one failed, which its counts do not say (then the run has
+    # no counts, and the start's baseline, which needs them, fails the observation).
     why = item["details"].get("no_counts") or item["details"].get("error", "")
-    assert item["observed_value"].get("canaries") == "forged" or "disagree with its tests" in why
+    forged = item.get("observed_value", {}).get("canaries") == "forged"
+    assert forged or "disagree with its tests" in why
 
 
 # --- 103: a doctest is known by its item, not its line ------------------------------------------
