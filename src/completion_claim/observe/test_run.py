@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import fcntl
 import os
 import re
 import selectors
@@ -33,6 +34,7 @@ import stat
 import subprocess
 import tempfile
 import time
+import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from hashlib import sha256
@@ -52,6 +54,7 @@ from .run_tree import (
     GitContent,
     RunTree,
     TrustedContent,
+    changed_code,
     changed_protected,
     pinned_commit,
     require_recorded,
@@ -69,6 +72,7 @@ from .runners.base import (
 )
 from .runners.pytest import report_name
 from .runners.results import MAX_REPORT_BYTES, PASSED, Results, no_counts
+from .runtime_monitor import __file__ as MONITOR
 from .sandbox import PLUGINS, REPORTS, SYSTEM_PATH, WORK, Overlay, Sandbox
 from .values import REDACTED, redact_url, url_secrets
 from .workspace import Workspace, config_digests, tree_digest
@@ -186,11 +190,15 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
             if owner is not None:
                 os.chown(folder, owner, owner)
         tree, mirror, overlay = _run_tree(request, workspace, sandbox, owned, owner)
-        details = _fill_run_tree(tree, request, workspace, mutations, excluded, deadline, mirror)
+        details, changed = _fill_run_tree(
+            tree, request, workspace, mutations, excluded, deadline, mirror
+        )
         captured = dict(tree.files)  # before protected paths are restored: the workspace's
         outputs = _clear_outputs(tree, runner, details)
         mounts = _dependencies(request, runner, toolchain, sandbox, tree, cwd, deadline, details)
         launch = _Launch(request, sandbox, toolchain, owned, cwd, channel, mounts, tree, overlay)
+        if channel is not None:
+            channel.hand_over(os.path.join(launch.work, os.fsdecode(rel)) for rel in changed)
         invocation = runner.invocation(request.command, launch.context())
         started_argv, host_env, details["sandbox"] = launch.confined(invocation, deadline)
         report = None if invocation.report is None else launch.on_host(invocation.report)
@@ -224,6 +232,7 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         else:
             results = _results(runner, invocation, channel, stream, report, report_before,
                                exit_code, owned)  # fmt: skip
+        _require_unmonitored(results, launch.work)
         tail = _tail(owned / "output.log")
         # The tests read the mirror, never the work tree: a later edit cannot reach them. The
         # files this pass had to read (the changed ones) are checked again, so a process still
@@ -283,6 +292,46 @@ def _results(
     if invocation.source is ReportSource.STDOUT:
         return runner.results(_read_report(report, owned))  # the observer's own file
     return runner.results(_read_fresh_report(report, report_before, exit_code, owned))
+
+
+# What each event of the runtime monitor (:mod:`.runtime_monitor`) says the code did.
+_MONITORED = {
+    "sys._getframe": "read the call stack",
+    "sys._current_frames": "read every thread's call stack",
+    "object.__getattr__": "read a frame",
+    "object.__setattr__ __code__": "swapped a function's code object",
+    "object.__setattr__ __defaults__": "replaced a function's default arguments",
+    "object.__setattr__ __kwdefaults__": "replaced a function's default arguments",
+    "code.__new__": "made a code object",
+    "function.__new__": "made a function from a code object",
+    "gc.get_objects": "walked the garbage collector",
+    "gc.get_referrers": "walked the garbage collector",
+    "gc.get_referents": "walked the garbage collector",
+    "sys.settrace": "traced the interpreter",
+    "sys.setprofile": "profiled the interpreter",
+    "sys.addaudithook": "added an audit hook",
+    "compile": "compiled code",
+    "exec": "executed code",
+    "os.kill": "signalled its own process",
+    "os.killpg": "signalled its own process",
+    "ctypes": "used ctypes",
+}
+
+
+def _require_unmonitored(results: Results, work: str) -> None:
+    """Refused when the runtime monitor caught the changed code doing what only code that
+    knows it is tested needs (a runner with no monitor reports nothing here)."""
+    if not results.monitored:
+        return
+    event, file, line = results.monitored[0]
+    kind = "ctypes" if event.startswith("ctypes.") else event
+    what = _MONITORED.get(kind) or _MONITORED.get(kind.partition(" ")[0], kind)
+    more = len(results.monitored) - 1
+    raise ObservationFailed(
+        f"the code under test {what} at {os.path.relpath(file, work)}:{line} ({event})"
+        + (f", and did {more} more such thing(s)" if more else "")
+        + ": not verified"
+    )
 
 
 def _run_tree(
@@ -357,15 +406,17 @@ def _fill_run_tree(
     excluded: Sequence[str],
     deadline: Deadline,
     mirror: Mirror,
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], list[bytes]]:
     """Give the run the workspace, bind it to the claim, then deal with protected paths: the
-    details saying what became of them."""
+    details saying what became of them, and the code the agent changed."""
     hash_name = workspace.object_format()
     tree.fill(workspace, excluded, deadline, mirror)
     head = workspace.head()
     require_recorded(tree, head, mutations, excluded)
+    changed = changed_code(tree, head, mutations, request.protect)  # what the monitor watches
     if request.trusted_ref is None:
-        return {"test_config_changed": changed_protected(tree, head, mutations, request.protect)}
+        changes = changed_protected(tree, head, mutations, request.protect)
+        return {"test_config_changed": changes}, changed
     source = request.trusted_content or GitContent(
         workspace.root, pinned_commit(workspace.root, request.trusted_ref)
     )
@@ -374,7 +425,7 @@ def _fill_run_tree(
         "trusted_ref": commit,
         "protected_restored": restored,
         "test_config_changed": [],
-    }
+    }, changed
 
 
 def _dependencies(
@@ -730,16 +781,29 @@ class Channel:
         self._open: set[int] = set()
         self.inherited: tuple[int, int] = (-1, -1)
         self.reader = -1
+        self._key_write = -1
 
     def __enter__(self) -> Channel:
         self.folder.mkdir()
         shutil.copyfile(self.plugin, self.folder / f"{self.module}.py")
-        key_read, key_write = self._pipe()
-        os.write(key_write, self.key)  # far below a pipe's buffer: nothing blocks
-        self._close(key_write)
+        shutil.copyfile(MONITOR, self.folder / f"{self.module}_monitor.py")
+        key_read, self._key_write = self._pipe()
         self.reader, records_write = self._pipe()
         self.inherited = (key_read, records_write)
         return self
+
+    def hand_over(self, watched: Iterable[str]) -> None:
+        """Write the key, then the changed files the runtime monitor watches (as the run sees
+        them), and close the pipe: all of it fits in the pipe, so nothing blocks."""
+        listed = b"\0".join(os.fsencode(path) for path in watched)
+        payload = memoryview(self.key + b"\n" + (zlib.compress(listed) if listed else b""))
+        with contextlib.suppress(OSError):  # a pipe holds 64 KiB, and may be made larger
+            fcntl.fcntl(self._key_write, fcntl.F_SETPIPE_SZ, len(payload))
+        if len(payload) > fcntl.fcntl(self._key_write, fcntl.F_GETPIPE_SZ):
+            raise ObservationFailed("the changed files are too many for the runtime monitor")
+        while payload:
+            payload = payload[os.write(self._key_write, payload) :]
+        self._close(self._key_write)
 
     def __exit__(
         self,

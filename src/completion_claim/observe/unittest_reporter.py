@@ -14,6 +14,9 @@ under the key, a space, and the JSON (:mod:`.runners.channel`), and, once unitte
 returned, ``{"end": true}``. A run that stops before that record has reported nothing the
 observer counts. The exit code is unittest's: 0 when the run was successful, 1 otherwise, 5 when
 no test ran.
+
+As pytest's plugin does, it installs the runtime monitor (:mod:`.runtime_monitor`, copied beside
+it) on the changed files the key's pipe names after the key, before any test module is imported.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import importlib
 import json
 import os
 import stat
@@ -33,6 +37,7 @@ ENVIRONMENT = "CLAIM_REPORT_FDS"
 _MESSAGE_CHARS = 1000
 _PR_SET_DUMPABLE = 4
 _NO_TESTS = 5  # unittest's own exit code when nothing ran (Python 3.12)
+_MAX_KEY_PIPE = 16 << 20
 
 
 class _Channel:
@@ -41,8 +46,9 @@ class _Channel:
 
     @classmethod
     def opened(cls) -> _Channel | None:
-        """The observer's channel, once its key is read and its pipe closed; None when the run
-        was not started by the observer (or a wrapper closed its pipes)."""
+        """The observer's channel, once its key is read and its pipe closed, with the runtime
+        monitor watching; None when the run was not started by the observer (or a wrapper closed
+        its pipes)."""
         fds = os.environ.pop(ENVIRONMENT, None)
         if fds is None:
             return None
@@ -55,14 +61,19 @@ class _Channel:
                 if not stat.S_ISFIFO(found.st_mode) or found.st_ino != inode:
                     return None
             with os.fdopen(key_fd, "rb") as pipe:
-                key = pipe.read(256)
+                key, _, watched = pipe.read(_MAX_KEY_PIPE).partition(b"\n")
             os.set_inheritable(records_fd, False)
         except (OSError, ValueError):
             return None
         if not key:
             return None
         _not_dumpable()
-        return cls(key, records_fd)
+        channel = cls(key, records_fd)
+        # Started by its path: this file's folder, which holds the monitor, is first on the path.
+        name = os.path.splitext(os.path.basename(__file__))[0]
+        monitor = importlib.import_module(f"{name}_monitor")
+        monitor.install(monitor.watched_paths(watched), channel.send)
+        return channel
 
     def send(self, record: dict[str, Any]) -> None:
         if self._fd < 0:

@@ -25,6 +25,7 @@ from typing import Any
 
 from ...errors import UsageError
 from ..pytest_reporter import ENVIRONMENT as REPORT_FDS
+from ..pytest_reporter import SAFE_PATH
 from ..sandbox import SYSTEM_PATH
 from . import channel
 from .base import Detected, Invocation, ReportSource, RunContext, Runner, Toolchain, inside
@@ -39,7 +40,11 @@ _QUERY_TIMEOUT_S = 30.0
 _CONFIG_NAMES = frozenset(
     {
         b"conftest.py",
+        # pytest's own files, read first (CONFIG_LOADERS_BY_NAME in _pytest/config/findpaths.py)
+        b"pytest.toml",
+        b".pytest.toml",
         b"pytest.ini",
+        b".pytest.ini",
         b"tox.ini",
         b"setup.cfg",
         b"pyproject.toml",
@@ -70,8 +75,9 @@ class Pytest(Runner):
     ecosystem = "python"
     plugin = PLUGIN
     examples = (
-        "conftest.py", "test_x.py", "x_test.py", "pytest.ini", "tox.ini", "setup.cfg",
-        "pyproject.toml", "x.pth", "pytest.py", "_pytest/x.py", "sitecustomize.py",
+        "conftest.py", "test_x.py", "x_test.py", "pytest.ini", ".pytest.ini", "pytest.toml",
+        ".pytest.toml", "tox.ini", "setup.cfg", "pyproject.toml", "x.pth", "pytest.py",
+        "_pytest/x.py", "sitecustomize.py",
     )  # fmt: skip
 
     def recognises(self, command: Sequence[str]) -> bool:
@@ -85,7 +91,8 @@ class Pytest(Runner):
                 return False
 
         found = (
-            (root / "pytest.ini").is_file()
+            any((root / name).is_file() for name in ("pytest.ini", ".pytest.ini", "pytest.toml",
+                                                     ".pytest.toml"))
             or (root / "conftest.py").is_file()
             or has("pyproject.toml", "[tool.pytest")
             or has("setup.cfg", "[tool:pytest]")
@@ -137,6 +144,10 @@ class Pytest(Runner):
             "PYTEST_ADDOPTS": ours if given is None else f"{given} {ours}",
             "PYTHONDONTWRITEBYTECODE": "1",
         }  # fmt: skip
+        if is_pytest(command):
+            # Nothing of the run's folder is imported before the plugin (which puts the folder
+            # back): a module of it named like one of the standard library's would run first.
+            env[SAFE_PATH] = "1"
         return Invocation(python_command(command, context.toolchain), env, ReportSource.CHANNEL)
 
     def channel_results(self, stream: bytes, key: bytes) -> Results:

@@ -1,0 +1,119 @@
+"""The runtime monitor both Python reporters install (:mod:`.pytest_reporter`,
+:mod:`.unittest_reporter`): a PEP 578 audit hook that records what only test-aware code needs.
+
+Standalone on purpose: the observer copies it beside the reporter, as ``<the reporter's module
+name>_monitor.py``, and it imports only the standard library. The reporter installs it once it
+holds the run's key, before any conftest or test module is imported, with the files the agent
+changed that are no test file (as the run sees them) and a function that sends a record through
+the observer's channel.
+
+An event counts when the frame that caused it is in one of those files: the frame that made the
+audited call, or, when that is the standard library's ``inspect`` or ``traceback`` (which read
+frames for their caller), the first frame outside them. pytest, the tests and every library call
+``sys._getframe`` and the like all the time; only the changed code is judged. What counts:
+reading the call stack (``sys._getframe``, ``sys._current_frames``, a frame's code, a traceback's,
+generator's or coroutine's frame), swapping a function's code or defaults, making code or a
+function from a code object, walking the garbage collector, ctypes, tracing or profiling, adding
+an audit hook, compiling or executing code, and signalling the run's own process. Each is sent at
+once (``{"monitor": {"event", "file", "line"}}``), before the call returns to the code that made
+it, so nothing it finds afterwards can take the record back.
+"""
+
+from __future__ import annotations
+
+import _thread
+import os
+import sys
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+# The events that matter whatever their arguments.
+_EVENTS = frozenset(
+    {
+        "sys._getframe",
+        "sys._current_frames",
+        "code.__new__",
+        "function.__new__",
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+        "sys.settrace",
+        "sys.setprofile",
+        "sys.addaudithook",
+        "compile",
+        "exec",
+    }
+)
+_CTYPES = "ctypes."
+_READ = "object.__getattr__"
+_WRITTEN = "object.__setattr__"
+_SIGNALLED = frozenset({"os.kill", "os.killpg"})
+_FRAME_ATTRIBUTES = frozenset({"f_code", "tb_frame", "gi_frame", "cr_frame", "ag_frame"})
+_FUNCTION_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
+# Standard library modules that read frames on their caller's behalf.
+_FRAME_READERS = ("inspect.py", "traceback.py")
+_MAX_RECORDS = 100  # a loop of calls is one finding, not a report too long to read
+
+
+def watched_paths(payload: bytes) -> frozenset[str]:
+    """The observer's list (after the key's line in its pipe): compressed, NUL-separated."""
+    if not payload:
+        return frozenset()
+    names = zlib.decompress(payload).split(b"\0")
+    return frozenset(os.path.realpath(os.fsdecode(name)) for name in names if name)
+
+
+def install(watched: frozenset[str], send: Callable[[dict[str, Any]], None]) -> None:
+    """Add the audit hook (for the rest of the process: a hook cannot be removed). Its state
+    lives in this closure only, which nothing of the run holds a reference to."""
+    if not watched:
+        return  # nothing changed outside the tests: nothing to attribute
+    folder = os.path.dirname(os.path.realpath(os.__file__))
+    readers = frozenset(os.path.join(folder, name) for name in _FRAME_READERS)
+    started_in = os.getcwd()
+    verdicts: dict[str, str | None] = {}  # a code object's file name: the watched file, or None
+    sent: set[tuple[str, str, int]] = set()
+    busy: set[int] = set()  # threads inside the hook (it raises events of its own)
+    current_thread, caller = _thread.get_ident, sys._getframe
+    own_process = (os.getpid(), 0, -os.getpgrp())
+
+    def watched_file(filename: str) -> str | None:
+        found = verdicts.get(filename, "")
+        if found == "":
+            real = os.path.realpath(os.path.join(started_in, filename))
+            found = verdicts[filename] = real if real in watched else None
+        return found
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event in _EVENTS or event.startswith(_CTYPES):
+            what = event
+        elif event == _READ and len(args) == 2 and args[1] in _FRAME_ATTRIBUTES:
+            what = f"{event} {args[1]}"
+        elif event == _WRITTEN and len(args) == 3 and args[1] in _FUNCTION_ATTRIBUTES:
+            what = f"{event} {args[1]}"
+        elif event in _SIGNALLED and args and args[0] in own_process:
+            what = event
+        else:
+            return
+        thread = current_thread()
+        if thread in busy:
+            return
+        busy.add(thread)
+        try:
+            frame = caller(1)
+            while frame is not None and frame.f_code.co_filename in readers:
+                frame = frame.f_back
+            if frame is None:
+                return
+            found = watched_file(frame.f_code.co_filename)
+            if found is None:
+                return
+            seen = (what, found, frame.f_lineno or 0)
+            if seen not in sent and len(sent) < _MAX_RECORDS:
+                sent.add(seen)
+                send({"monitor": {"event": what, "file": found, "line": seen[2]}})
+        finally:
+            busy.discard(thread)
+
+    sys.addaudithook(hook)
