@@ -101,10 +101,10 @@ def _hide_the_running_test() -> None:
 
     os.environ.pop(CURRENT_TEST, None)
     if hasattr(_pytest.runner, "_update_current_test_var"):
-        _pytest.runner._update_current_test_var = _no_current_test
+        _pytest.runner._update_current_test_var = _no_current_test  # type: ignore[assignment]
 
 
-def _no_current_test(item: Any, when: str | None) -> None:
+def _no_current_test(*_: Any) -> None:
     os.environ.pop(CURRENT_TEST, None)
 
 

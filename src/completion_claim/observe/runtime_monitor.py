@@ -8,15 +8,15 @@ changed that are no test file (as the run sees them) and a function that sends a
 the observer's channel.
 
 An event counts when the frame that caused it is in one of those files: the frame that made the
-audited call, or, when that is the standard library's ``inspect`` or ``traceback`` (which read
-frames for their caller), the first frame outside them. pytest, the tests and every library call
-``sys._getframe`` and the like all the time; only the changed code is judged. What counts:
-reading the call stack (``sys._getframe``, ``sys._current_frames``, a frame's code, a traceback's,
-generator's or coroutine's frame), swapping a function's code or defaults, making code or a
-function from a code object, walking the garbage collector, ctypes, tracing or profiling, adding
-an audit hook, compiling or executing code, and signalling the run's own process. Each is sent at
-once (``{"monitor": {"event", "file", "line"}}``), before the call returns to the code that made
-it, so nothing it finds afterwards can take the record back.
+audited call, or, when that is the standard library's ``inspect``, ``traceback`` (which read
+frames for their caller) or ``ctypes``, the first frame outside them. pytest, the tests and every
+library call ``sys._getframe`` and the like all the time; only the changed code is judged. What
+counts: reading the call stack (``sys._getframe``, ``sys._current_frames``, a frame's code, a
+traceback's, generator's or coroutine's frame), swapping a function's code or defaults, making
+code or a function from a code object, walking the garbage collector, ctypes, tracing or
+profiling, adding an audit hook, compiling or executing code, and signalling the run's own
+process. Each is sent at once (``{"monitor": {"event", "file", "line"}}``), before the call returns
+to the code that made it, so nothing it finds afterwards can take the record back.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from __future__ import annotations
 import _thread
 import os
 import sys
+import types
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -51,8 +52,8 @@ _WRITTEN = "object.__setattr__"
 _SIGNALLED = frozenset({"os.kill", "os.killpg"})
 _FRAME_ATTRIBUTES = frozenset({"f_code", "tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 _FUNCTION_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
-# Standard library modules that read frames on their caller's behalf.
-_FRAME_READERS = ("inspect.py", "traceback.py")
+# Standard library modules that act for their caller: they read frames, or are ctypes itself.
+_ON_BEHALF = ("inspect.py", "traceback.py", f"ctypes{os.sep}")
 _MAX_RECORDS = 100  # a loop of calls is one finding, not a report too long to read
 
 
@@ -70,7 +71,7 @@ def install(watched: frozenset[str], send: Callable[[dict[str, Any]], None]) -> 
     if not watched:
         return  # nothing changed outside the tests: nothing to attribute
     folder = os.path.dirname(os.path.realpath(os.__file__))
-    readers = frozenset(os.path.join(folder, name) for name in _FRAME_READERS)
+    on_behalf = tuple(os.path.join(folder, name) for name in _ON_BEHALF)
     started_in = os.getcwd()
     verdicts: dict[str, str | None] = {}  # a code object's file name: the watched file, or None
     sent: set[tuple[str, str, int]] = set()
@@ -88,12 +89,12 @@ def install(watched: frozenset[str], send: Callable[[dict[str, Any]], None]) -> 
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if event in _EVENTS or event.startswith(_CTYPES):
             what = event
-        elif event == _READ and len(args) == 2 and args[1] in _FRAME_ATTRIBUTES:
-            what = f"{event} {args[1]}"
-        elif event == _WRITTEN and len(args) == 3 and args[1] in _FUNCTION_ATTRIBUTES:
+        elif (event == _READ and len(args) == 2 and args[1] in _FRAME_ATTRIBUTES) or (
+            event == _WRITTEN and len(args) == 3 and args[1] in _FUNCTION_ATTRIBUTES
+        ):
             what = f"{event} {args[1]}"
         elif event in _SIGNALLED and args and args[0] in own_process:
-            what = event
+            what = event  # the run ending itself
         else:
             return
         thread = current_thread()
@@ -101,8 +102,8 @@ def install(watched: frozenset[str], send: Callable[[dict[str, Any]], None]) -> 
             return
         busy.add(thread)
         try:
-            frame = caller(1)
-            while frame is not None and frame.f_code.co_filename in readers:
+            frame: types.FrameType | None = caller(1)
+            while frame is not None and frame.f_code.co_filename.startswith(on_behalf):
                 frame = frame.f_back
             if frame is None:
                 return

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest.config.findpaths import CONFIG_LOADERS_BY_NAME
 
 from completion_claim.cli import run
 from completion_claim.observe.runners.pytest import Pytest
@@ -81,7 +82,8 @@ def test_attack_105_a_pytest_file_the_gate_did_not_know_cannot_deselect_the_fail
 
     code, item = observe_change(claim, repo, "pytest", change, trusted=trusted)
 
-    assert code == 0 and item is not None
+    assert code == 0
+    assert item is not None
     if trusted:  # removed from the run: the failing test runs
         assert item["details"]["protected_restored"]["removed"] == [name]
         assert item["observed_value"]["tests"]["tests.test_calc::test_add"] == "failed"
@@ -92,12 +94,41 @@ def test_attack_105_a_pytest_file_the_gate_did_not_know_cannot_deselect_the_fail
 
 def test_every_configuration_file_pytest_reads_is_protected() -> None:
     """Checked against the installed pytest's own list, not its documentation."""
-    from _pytest.config.findpaths import CONFIG_LOADERS_BY_NAME  # noqa: PLC0415
-
     runner = Pytest()
     for name in CONFIG_LOADERS_BY_NAME:
         assert runner.protected(name.encode()), name
         assert runner.protected(f"pkg/{name}".encode()), name
+
+
+# A distribution's metadata in the run's folder (on the path) names a plugin pytest loads by
+# itself, which drops the failing test: no audited call, no configuration file.
+DROPS_THE_FAILING_TEST = {
+    "evil-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n",
+    "evil-1.0.dist-info/entry_points.txt": "[pytest11]\nevil = evil_plugin\n",
+    "evil_plugin.py": (
+        "def pytest_collection_modifyitems(items):\n"
+        "    items[:] = [item for item in items if item.name != 'test_add']\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("trusted", [True, False], ids=["trusted-ref", "no-ref"])
+def test_attack_111_a_plugin_named_by_a_distributions_entry_points_is_a_protected_path(
+    tmp_path: Path, claim: Path, trusted: bool
+) -> None:
+    repo = project(tmp_path / "repo")
+
+    code, item = observe_change(claim, repo, "pytest", DROPS_THE_FAILING_TEST, trusted=trusted)
+
+    assert code == 0
+    assert item is not None
+    entry_points = "evil-1.0.dist-info/entry_points.txt"
+    if trusted:
+        assert item["details"]["protected_restored"]["removed"] == [entry_points]
+        assert item["observed_value"]["tests"]["tests.test_calc::test_add"] == "failed"
+    else:
+        assert "tests.test_calc::test_add" not in item["observed_value"]["tests"]
+        assert item["details"]["test_config_changed"] == [entry_points]
 
 
 # --- attack 106: a module of the run's folder run before the plugin --------------------------
@@ -128,7 +159,8 @@ def test_attack_106_a_module_named_like_the_standard_librarys_does_not_run_befor
 
     code, item = observe_change(claim, repo, "pytest", {"argparse.py": STEALS_THE_KEY})
 
-    assert code == 0 and item is not None
+    assert code == 0
+    assert item is not None
     assert item["observed_value"]["tests"] == {
         "tests.test_calc::test_add": "failed",
         "tests.test_calc::test_mul": "passed",
@@ -236,6 +268,42 @@ def test_attack_108_code_answering_the_test_on_its_call_stack_is_not_verified(
     assert reason.endswith(": not verified")
 
 
+# Other ways to the runner's objects and to its ending, each caught where the changed code
+# makes the call: (the code's imports, what add() does first, what the refusal says it did,
+# and the event).
+REACHES_THE_RUNNER = {
+    "gc": ("import gc", "gc.get_objects()", "walked the garbage collector", "gc.get_objects"),
+    "ctypes": ("import ctypes", "ctypes.string_at(id(add), 8)", "used ctypes",
+               "ctypes.string_at"),
+    "settrace": ("import sys", "sys.settrace(None)", "traced the interpreter", "sys.settrace"),
+    "code-replace": ("", "add.__code__.replace(co_name='add')", "made a code object",
+                     "code.__new__"),
+    "defaults": ("import _pytest.runner", "_pytest.runner.call_and_report.__defaults__ = (False,)",
+                 "replaced a function's default arguments", "object.__setattr__ __defaults__"),
+    "compile-as-stdlib": ("", "exec(compile('x = 1', '/usr/lib/python3/inspect.py', 'exec'))",
+                          "compiled code", "compile"),
+    "kills-its-runner": ("import os, signal", "os.kill(os.getpid(), signal.SIGKILL)",
+                         "signalled its own process", "os.kill"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("way", list(REACHES_THE_RUNNER))
+def test_attack_110_changed_code_reaching_the_runner_is_named(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str], way: str
+) -> None:
+    imports, call, what, event = REACHES_THE_RUNNER[way]
+    repo = project(tmp_path / "repo")
+    mul = CALC.partition("\n\n\n")[2]
+    code_under_test = f"{imports}\n\n\ndef add(a, b):\n    {call}\n    return a - b\n\n\n{mul}"
+
+    code, item = observe_change(claim, repo, "pytest", {"calc.py": code_under_test})
+
+    assert (code, item) == (5, None)
+    reason = refusal(capsys)
+    assert reason.startswith(f"the code under test {what} at calc.py:5 ({event})")
+    assert reason.endswith(": not verified")
+
+
 # --- attack 109: the running test's name in the environment ----------------------------------
 
 READS_THE_CURRENT_TEST = """import os
@@ -259,7 +327,8 @@ def test_attack_109_the_running_tests_name_is_not_in_the_environment(
 
     code, item = observe_change(claim, repo, "pytest", {"calc.py": READS_THE_CURRENT_TEST})
 
-    assert code == 0 and item is not None
+    assert code == 0
+    assert item is not None
     assert item["observed_value"]["tests"]["tests.test_calc::test_add"] == "failed"
 
 
@@ -351,4 +420,3 @@ def test_a_file_the_agent_did_not_change_is_not_judged(tmp_path: Path, claim: Pa
     item = observed(claim, repo, "--trusted-ref", head_commit(repo), "--", *PYTEST)
 
     assert set(item["observed_value"]["tests"].values()) == {"passed"}
-

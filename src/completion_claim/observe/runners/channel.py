@@ -12,10 +12,10 @@ stream counts.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import json
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 

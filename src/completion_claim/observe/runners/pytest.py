@@ -52,6 +52,8 @@ _CONFIG_NAMES = frozenset(
         b"usercustomize.py",
     }
 )
+_ENTRY_POINTS = b"entry_points.txt"
+_DISTRIBUTIONS = (b".dist-info", b".egg-info")
 # A module by one of these names, anywhere pytest puts on sys.path, replaces pytest itself.
 _PYTEST_OWN = frozenset({b"pytest", b"_pytest", b"py", b"pluggy", b"iniconfig"})
 
@@ -65,7 +67,10 @@ def is_pytest(command: Sequence[str]) -> bool:
 
 
 def is_python_config(rel: bytes) -> bool:
-    name = rel.rsplit(b"/", 1)[-1]
+    folder, _, name = rel.rpartition(b"/")
+    if name == _ENTRY_POINTS:
+        # A distribution's metadata on the path names plugins pytest loads by itself.
+        return folder.endswith(_DISTRIBUTIONS)
     return name in _CONFIG_NAMES or name.endswith(b".pth")
 
 
@@ -77,7 +82,7 @@ class Pytest(Runner):
     examples = (
         "conftest.py", "test_x.py", "x_test.py", "pytest.ini", ".pytest.ini", "pytest.toml",
         ".pytest.toml", "tox.ini", "setup.cfg", "pyproject.toml", "x.pth", "pytest.py",
-        "_pytest/x.py", "sitecustomize.py",
+        "_pytest/x.py", "sitecustomize.py", "x-1.0.dist-info/entry_points.txt",
     )  # fmt: skip
 
     def recognises(self, command: Sequence[str]) -> bool:
