@@ -76,3 +76,30 @@ def test_the_honest_fix_is_verified_with_its_required_test(
     result = run_gate(config, repo, outcome="Fixed add().")
 
     assert (result.verdict.state, result.exit_code, result.agent_reason) == ("verified", 0, "")
+
+
+# The code under test makes every unittest test report success without running (issue 30's
+# patched runner, for unittest).
+PATCHES_THE_RUNNER = (
+    "import unittest.case\n\n"
+    "unittest.case.TestCase.run.__code__ = (\n"
+    "    lambda self, result=None: result.addSuccess(self)\n"
+    ").__code__\n\n\n" + CALC_BUGGY
+)
+
+
+def test_attack_107_a_runner_the_code_patched_is_not_verified_by_the_gate(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    repo = unittest_project(tmp_path / "repo")
+    config = write_config(POLICY + check_for(repo))
+    start_gate(config, repo)
+    write_files(repo, {"calc.py": PATCHES_THE_RUNNER})
+
+    result = run_gate(config, repo, outcome="Fixed add().")
+
+    assert (result.verdict.state, result.exit_code) == ("unverified", 1)
+    assert (
+        "the code under test swapped a function's code object at calc.py:3 "
+        "(object.__setattr__ __code__): not verified"
+    ) in result.agent_reason

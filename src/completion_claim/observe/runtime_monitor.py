@@ -62,7 +62,7 @@ def watched_paths(payload: bytes) -> frozenset[str]:
     if not payload:
         return frozenset()
     names = zlib.decompress(payload).split(b"\0")
-    return frozenset(os.path.realpath(os.fsdecode(name)) for name in names if name)
+    return frozenset(os.path.normpath(os.fsdecode(name)) for name in names if name)
 
 
 def install(watched: frozenset[str], send: Callable[[dict[str, Any]], None]) -> None:
@@ -82,7 +82,10 @@ def install(watched: frozenset[str], send: Callable[[dict[str, Any]], None]) -> 
     def watched_file(filename: str) -> str | None:
         found = verdicts.get(filename, "")
         if found == "":
-            real = os.path.realpath(os.path.join(started_in, filename))
+            # As the run names the file, or through the links on its way (a folder of the work
+            # tree that links to another).
+            path = os.path.normpath(os.path.join(started_in, filename))
+            real = path if path in watched else os.path.realpath(path)
             found = verdicts[filename] = real if real in watched else None
         return found
 

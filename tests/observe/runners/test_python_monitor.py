@@ -17,6 +17,7 @@ from completion_claim.cli import run
 from completion_claim.observe.runners.pytest import Pytest
 from tests.fixtures.projects import head_commit, make_repo, write_files
 from tests.observe.runners.observing import observed
+from tests.observe.runners.test_unittest import KEY, PASSED, UNITTEST_RUNNER, record
 from tests.observe.runners.test_unittest import TEST_CALC as UNITTEST_CALC
 
 PYTEST = (sys.executable, "-m", "pytest", "-q")
@@ -330,6 +331,34 @@ def test_attack_109_the_running_tests_name_is_not_in_the_environment(
     assert code == 0
     assert item is not None
     assert item["observed_value"]["tests"]["tests.test_calc::test_add"] == "failed"
+
+
+# --- the monitor's records -------------------------------------------------------------------
+
+CAUGHT = {"event": "sys._getframe", "file": "/run/claim/work/calc.py", "line": 4}
+
+
+def test_the_monitors_records_are_kept_whether_or_not_the_run_counts() -> None:
+    ended = record(0, monitor=CAUGHT) + record(1, **PASSED) + record(2, end=True)
+    unended = record(0, **PASSED) + record(1, monitor=CAUGHT)
+
+    for stream in (ended, unended):
+        results = UNITTEST_RUNNER.channel_results(stream, KEY)
+        assert results.monitored == (("sys._getframe", "/run/claim/work/calc.py", 4),)
+    assert UNITTEST_RUNNER.channel_results(ended, KEY).counts["passed"] == 1
+
+
+@pytest.mark.parametrize(
+    "monitor",
+    [{**CAUGHT, "line": "4"}, {"event": "sys._getframe"}, [CAUGHT]],
+    ids=["line-not-a-number", "fields-missing", "not-an-object"],
+)
+def test_a_record_that_is_not_the_monitors_shape_counts_nothing(monitor: object) -> None:
+    stream = record(0, monitor=monitor) + record(1, **PASSED) + record(2, end=True)
+
+    results = UNITTEST_RUNNER.channel_results(stream, KEY)
+
+    assert (results.counts, results.none_because) == ({}, "record 1 is not the monitor's")
 
 
 # --- controls: honest code and tests that read frames themselves -----------------------------
