@@ -61,6 +61,7 @@ def pytest_addoption(pluginmanager: Any) -> None:
             found = os.fstat(fd)
             if not stat.S_ISFIFO(found.st_mode) or found.st_ino != inode:
                 return
+        made_ns = os.fstat(key_fd).st_ctime_ns
         with os.fdopen(key_fd, "rb") as pipe:
             key, _, watched = pipe.read(_MAX_KEY_PIPE).partition(b"\n")
         os.set_inheritable(records_fd, False)
@@ -71,7 +72,7 @@ def pytest_addoption(pluginmanager: Any) -> None:
     _not_dumpable()
     reporter = _Reporter(key, records_fd)
     monitor = importlib.import_module(f"{__name__}_monitor")
-    monitor.install(monitor.watched_paths(watched), reporter._send)
+    monitor.install(monitor.watched(watched, made_ns), reporter._send)
     _restore_unsafe_path()
     _hide_the_running_test()
     pluginmanager.register(reporter, "claim-reporter")

@@ -27,7 +27,7 @@ import sys
 import types
 import zlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 # The events that matter whatever their arguments.
 _EVENTS = frozenset(
@@ -57,36 +57,86 @@ _ON_BEHALF = ("inspect.py", "traceback.py", f"ctypes{os.sep}")
 _MAX_RECORDS = 100  # a loop of calls is one finding, not a report too long to read
 
 
-def watched_paths(payload: bytes) -> frozenset[str]:
-    """The observer's list (after the key's line in its pipe): compressed, NUL-separated."""
-    if not payload:
-        return frozenset()
-    names = zlib.decompress(payload).split(b"\0")
-    return frozenset(os.path.normpath(os.fsdecode(name)) for name in names if name)
+class Watched(NamedTuple):
+    """What the observer hands the monitor: the work tree's root and the changed files that are
+    no test file (as the run sees them), and when the run's files were all written (the key's
+    pipe's time, from the same clock as the files')."""
+
+    root: str
+    files: frozenset[str]
+    since_ns: int
 
 
-def install(watched: frozenset[str], send: Callable[[dict[str, Any]], None]) -> None:
+def watched(payload: bytes, since_ns: int) -> Watched:
+    """The observer's list, after the key's line in its pipe: compressed, NUL-separated, the
+    root first."""
+    root, *files = (os.fsdecode(name) for name in zlib.decompress(payload).split(b"\0"))
+    return Watched(root, frozenset(os.path.normpath(path) for path in files), since_ns)
+
+
+def _within(path: str, files: frozenset[str]) -> str | None:
+    """``path``, or the file it lies in, when that is one of ``files``."""
+    while path not in files:
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+    return path
+
+
+def _agents(path: str, given: Watched, trusted: tuple[str, ...]) -> str | None:
+    """``path`` (or the changed file it lies in) when it is the agent's code: a changed file
+    that is no test file, or one the run wrote: in the work tree after its files were all
+    written, or anywhere outside the folders the interpreter and the plugin came from."""
+    found = _within(path, given.files)
+    if found is not None:
+        return found
+    if not path.startswith(f"{given.root}/"):
+        return None if path.startswith(trusted) else path
+    try:
+        written = os.stat(path).st_ctime_ns > given.since_ns
+    except OSError:
+        written = True  # imported, then removed
+    return path if written else None
+
+
+def _trusted_folders(root: str) -> tuple[str, ...]:
+    """Where the interpreter, its libraries and the plugin are (every folder on the path when
+    the monitor starts, but those of the work tree), each as ``folder/``."""
+    folders = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+               os.path.dirname(__file__), *filter(None, sys.path)}  # fmt: skip
+    found = {os.path.normpath(form) for folder in folders
+             for form in (os.path.abspath(folder), os.path.realpath(folder))}  # fmt: skip
+    inside = f"{root}/"
+    return tuple(f"{folder.rstrip('/')}/" for folder in found
+                 if folder != root and not folder.startswith(inside))  # fmt: skip
+
+
+def install(given: Watched, send: Callable[[dict[str, Any]], None]) -> None:
     """Add the audit hook (for the rest of the process: a hook cannot be removed). Its state
     lives in this closure only, which nothing of the run holds a reference to."""
-    if not watched:
-        return  # nothing changed outside the tests: nothing to attribute
     folder = os.path.dirname(os.path.realpath(os.__file__))
     on_behalf = tuple(os.path.join(folder, name) for name in _ON_BEHALF)
+    trusted = _trusted_folders(given.root)
     started_in = os.getcwd()
-    verdicts: dict[str, str | None] = {}  # a code object's file name: the watched file, or None
+    verdicts: dict[str, str | None] = {}  # a code object's file name: the agent's file, or None
     sent: set[tuple[str, str, int]] = set()
     busy: set[int] = set()  # threads inside the hook (it raises events of its own)
     current_thread, caller = _thread.get_ident, sys._getframe
     own_process = (os.getpid(), 0, -os.getpgrp())
 
-    def watched_file(filename: str) -> str | None:
+    def agents_file(filename: str) -> str | None:
         found = verdicts.get(filename, "")
         if found == "":
-            # As the run names the file, or through the links on its way (a folder of the work
-            # tree that links to another).
-            path = os.path.normpath(os.path.join(started_in, filename))
-            real = path if path in watched else os.path.realpath(path)
-            found = verdicts[filename] = real if real in watched else None
+            found = None
+            if not filename.startswith("<"):  # no file: "<string>", "<frozen os>"
+                # As the run names the file, or through the links on its way (a folder of the
+                # work tree that links to another).
+                path = os.path.normpath(os.path.join(started_in, filename))
+                found = _agents(path, given, trusted) or _agents(
+                    os.path.realpath(path), given, trusted
+                )
+            verdicts[filename] = found
         return found
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
@@ -110,7 +160,7 @@ def install(watched: frozenset[str], send: Callable[[dict[str, Any]], None]) -> 
                 frame = frame.f_back
             if frame is None:
                 return
-            found = watched_file(frame.f_code.co_filename)
+            found = agents_file(frame.f_code.co_filename)
             if found is None:
                 return
             seen = (what, found, frame.f_lineno or 0)

@@ -198,7 +198,7 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         mounts = _dependencies(request, runner, toolchain, sandbox, tree, cwd, deadline, details)
         launch = _Launch(request, sandbox, toolchain, owned, cwd, channel, mounts, tree, overlay)
         if channel is not None:
-            channel.hand_over(os.path.join(launch.work, os.fsdecode(rel)) for rel in changed)
+            channel.hand_over(launch.work, (f"{launch.work}/{os.fsdecode(rel)}" for rel in changed))
         invocation = runner.invocation(request.command, launch.context())
         started_argv, host_env, details["sandbox"] = launch.confined(invocation, deadline)
         report = None if invocation.report is None else launch.on_host(invocation.report)
@@ -326,9 +326,10 @@ def _require_unmonitored(results: Results, work: str) -> None:
     event, file, line = results.monitored[0]
     kind = "ctypes" if event.startswith("ctypes.") else event
     what = _MONITORED.get(kind) or _MONITORED.get(kind.partition(" ")[0], kind)
+    where = file.removeprefix(f"{work}/")  # a file outside the work tree as the run named it
     more = len(results.monitored) - 1
     raise ObservationFailed(
-        f"the code under test {what} at {os.path.relpath(file, work)}:{line} ({event})"
+        f"the code under test {what} at {where}:{line} ({event})"
         + (f", and did {more} more such thing(s)" if more else "")
         + ": not verified"
     )
@@ -781,29 +782,31 @@ class Channel:
         self._open: set[int] = set()
         self.inherited: tuple[int, int] = (-1, -1)
         self.reader = -1
-        self._key_write = -1
 
     def __enter__(self) -> Channel:
         self.folder.mkdir()
         shutil.copyfile(self.plugin, self.folder / f"{self.module}.py")
         shutil.copyfile(MONITOR, self.folder / f"{self.module}_monitor.py")
-        key_read, self._key_write = self._pipe()
         self.reader, records_write = self._pipe()
-        self.inherited = (key_read, records_write)
+        self.inherited = (-1, records_write)
         return self
 
-    def hand_over(self, watched: Iterable[str]) -> None:
-        """Write the key, then the changed files the runtime monitor watches (as the run sees
-        them), and close the pipe: all of it fits in the pipe, so nothing blocks."""
-        listed = b"\0".join(os.fsencode(path) for path in watched)
-        payload = memoryview(self.key + b"\n" + (zlib.compress(listed) if listed else b""))
+    def hand_over(self, work: str, watched: Iterable[str]) -> None:
+        """Make the key's pipe once the run's files are all written (its time is the runtime
+        monitor's: a file of ``work`` changed after it was written by the run), and fill it: the
+        key, then the work tree's root and the changed files the monitor watches, as the run sees
+        them. All of it fits in the pipe, so nothing blocks."""
+        key_read, key_write = self._pipe()
+        self.inherited = (key_read, self.inherited[1])
+        listed = b"\0".join(os.fsencode(path) for path in (work, *watched))
+        payload = memoryview(self.key + b"\n" + zlib.compress(listed))
         with contextlib.suppress(OSError):  # a pipe holds 64 KiB, and may be made larger
-            fcntl.fcntl(self._key_write, fcntl.F_SETPIPE_SZ, len(payload))
-        if len(payload) > fcntl.fcntl(self._key_write, fcntl.F_GETPIPE_SZ):
+            fcntl.fcntl(key_write, fcntl.F_SETPIPE_SZ, len(payload))
+        if len(payload) > fcntl.fcntl(key_write, fcntl.F_GETPIPE_SZ):
             raise ObservationFailed("the changed files are too many for the runtime monitor")
         while payload:
-            payload = payload[os.write(self._key_write, payload) :]
-        self._close(self._key_write)
+            payload = payload[os.write(key_write, payload) :]
+        self._close(key_write)
 
     def __exit__(
         self,

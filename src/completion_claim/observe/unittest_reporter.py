@@ -60,6 +60,7 @@ class _Channel:
                 found = os.fstat(fd)
                 if not stat.S_ISFIFO(found.st_mode) or found.st_ino != inode:
                     return None
+            made_ns = os.fstat(key_fd).st_ctime_ns
             with os.fdopen(key_fd, "rb") as pipe:
                 key, _, watched = pipe.read(_MAX_KEY_PIPE).partition(b"\n")
             os.set_inheritable(records_fd, False)
@@ -72,7 +73,7 @@ class _Channel:
         # Started by its path: this file's folder, which holds the monitor, is first on the path.
         name = os.path.splitext(os.path.basename(__file__))[0]
         monitor = importlib.import_module(f"{name}_monitor")
-        monitor.install(monitor.watched_paths(watched), channel.send)
+        monitor.install(monitor.watched(watched, made_ns), channel.send)
         return channel
 
     def send(self, record: dict[str, Any]) -> None:
