@@ -123,7 +123,7 @@ def install(given: Watched, send: Callable[[dict[str, Any]], None]) -> None:
     sent: set[tuple[str, str, int]] = set()
     busy: set[int] = set()  # threads inside the hook (it raises events of its own)
     current_thread, caller = _thread.get_ident, sys._getframe
-    own_process = (os.getpid(), 0, -os.getpgrp())
+    own_process = (os.getpid(), 0, os.getpgrp(), -os.getpgrp())  # itself, or its group
 
     def agents_file(filename: str) -> str | None:
         found = verdicts.get(filename, "")

@@ -285,6 +285,8 @@ REACHES_THE_RUNNER = {
                           "compiled code", "compile"),
     "kills-its-runner": ("import os, signal", "os.kill(os.getpid(), signal.SIGKILL)",
                          "signalled its own process", "os.kill"),
+    "kills-its-group": ("import os, signal", "os.killpg(os.getpgrp(), signal.SIGKILL)",
+                        "signalled its own process", "os.killpg"),
 }  # fmt: skip
 
 
