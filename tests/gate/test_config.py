@@ -141,6 +141,19 @@ def test_a_test_runs_baseline_is_on_unless_the_operator_turns_it_off(tmp_path: P
     assert error_of(tmp_path, text) == "claim.toml:22: baseline must be true or false"
 
 
+def test_hidden_tests_is_a_folder_named_from_the_files_own_folder(tmp_path: Path) -> None:
+    check = load_config(write(tmp_path, FULL), ENVIRON).checks[0]
+    assert isinstance(check, gate_config.TestRunCheck)
+    assert check.hidden_tests is None
+    text = FULL.replace("network = false", 'network = false\nhidden_tests = "hidden"')
+    path = write(tmp_path, text)
+    check = load_config(path, ENVIRON).checks[0]
+    assert isinstance(check, gate_config.TestRunCheck)
+    assert check.hidden_tests == path.parent / "hidden"
+    text = FULL.replace("network = false", "network = false\nhidden_tests = 1")
+    assert error_of(tmp_path, text) == "claim.toml:22: hidden_tests must be a string"
+
+
 def test_a_missing_required_key_names_its_table(tmp_path: Path) -> None:
     text = FULL.replace('target = "staging"\n', "")
     assert error_of(tmp_path, text) == "claim.toml:25: missing required key 'target'"

@@ -92,7 +92,7 @@ def test_a_passing_run_is_recorded_and_verifies(
     (item,) = evidence(claim)
     assert item["covers"] == ["m1"]
     assert item["verifier"]["kind"] == "independent"
-    assert item["expected"] == {"exit_code": 0, "failed": 0, "errors": 0}
+    assert item["expected"] == {"exit_code": 0, "failed": 0, "errors": 0, "canaries": "held"}
     assert item["observed_value"] == {
         "exit_code": 0,
         "passed": 3,
@@ -104,6 +104,7 @@ def test_a_passing_run_is_recorded_and_verifies(
             "tests.test_calc::test_add_zero": "passed",
             "tests.test_more::test_more": "passed",
         },
+        "canaries": "held",
     }
     details = item["details"]
     assert item["subject"] == details["workspace_before"]
@@ -113,7 +114,9 @@ def test_a_passing_run_is_recorded_and_verifies(
     assert details["argv"] == list(PYTEST)  # the report is asked for through the environment
     assert details["python"] == sys.executable
     assert details["sandbox"].startswith("bubblewrap ")
-    assert "3 passed" in details["output_tail"][-1]
+    # pytest's own line counts the observer's canaries (two that pass, a strict xfail) too
+    assert "5 passed, 1 xfailed" in details["output_tail"][-1]
+    assert details["canaries"] == {"planted": 3, "state": "held"}
     # The new test file is a change to the tests: it counts only where the operator allows it.
     code, result = verdict(claim, capsys)
     assert (code, reason_codes(result)) == (1, {"test_config_changed"})
@@ -249,6 +252,7 @@ def test_a_required_test_that_was_deselected_refutes(
             "tests.test_calc::test_add": "passed",
             "tests.test_calc::test_add_zero": "passed",
         },
+        "canaries": "held",
     }
     assert item["observed_value"]["exit_code"] == 0
     assert item["observed_value"]["tests"] == {"tests.test_calc::test_add": "passed"}
@@ -296,7 +300,7 @@ def test_printed_success_does_not_beat_the_exit_code(
     assert observe(claim, repo, "--", *PYTHON, script) == 0
 
     (item,) = evidence(claim)
-    assert item["observed_value"] == {"exit_code": 1}
+    assert item["observed_value"] == {"exit_code": 1, "canaries": "unreported"}
     assert "5 passed" in item["details"]["output_tail"][-1]
     # Exit code only: no counts, so not discriminating under the default min_tests (1).
     code, result = verdict(claim, capsys)
@@ -433,7 +437,7 @@ def test_a_missing_pytest_report_is_an_exit_code_only_run(
     # pytest stops at the unknown option before writing any report
     assert observe(claim, repo, "--", *PYTEST, "--no-such-option") == 0
 
-    assert evidence(claim)[0]["observed_value"] == {"exit_code": 4}
+    assert evidence(claim)[0]["observed_value"] == {"exit_code": 4, "canaries": "unreported"}
 
 
 def test_print_shows_the_evidence_without_recording_it(
@@ -442,7 +446,7 @@ def test_print_shows_the_evidence_without_recording_it(
     assert observe(claim, tmp_path, "--print", "--", *PYTHON, "pass") == 0
 
     printed = json.loads(capsys.readouterr().out)
-    assert printed["observed_value"] == {"exit_code": 0}
+    assert printed["observed_value"] == {"exit_code": 0, "canaries": "unreported"}
     assert evidence(claim) == []
 
 
@@ -915,7 +919,7 @@ def test_attack_04_any_command_gets_counts_from_the_observers_plugin_or_none(
 
     value = evidence(claim)[0]["observed_value"]
     if observed is None:
-        assert value == {"exit_code": 0}  # exit-code-only: no counts to read as a pass
+        assert value == {"exit_code": 0, "canaries": "unreported"}  # no counts to read as a pass
     else:
         assert value["exit_code"] == 0
         assert {key: value[key] for key in observed} == observed
@@ -928,7 +932,7 @@ def test_attack_04_a_test_calling_os_exit_records_no_counts(tmp_path: Path, clai
     assert observe(claim, repo, "--", *PYTEST) == 0
 
     # No counts: the verifier's min_tests can never read this as a green run of zero tests.
-    assert evidence(claim)[0]["observed_value"] == {"exit_code": 0}
+    assert evidence(claim)[0]["observed_value"] == {"exit_code": 0, "canaries": "unreported"}
 
 
 # --- issue 17: reports the code under test cannot write -----------------------------------
@@ -1026,11 +1030,11 @@ def test_attack_47_the_code_under_test_cannot_forge_its_report(
     state = verdict(claim, capsys)[1]["state"]
     if outcome == "refuted":  # the session ended before the forgery: its failures stand
         assert (observed["exit_code"], observed["passed"], observed["failed"]) == (0, 0, 2)
-        assert item["expected"] == {"exit_code": 0, "failed": 0, "errors": 0}
+        assert item["expected"] == {"exit_code": 0, "failed": 0, "errors": 0, "canaries": "held"}
         assert item["details"]["failures"][0]["test"] == "tests.test_calc::test_add"
         assert state == "refuted"
     else:  # nothing counts: an exit code alone never verifies a test run
-        assert set(observed) == {"exit_code"}
+        assert observed == {"exit_code": observed["exit_code"], "canaries": "unreported"}
         assert outcome in item["details"]["no_counts"]
         assert state == "unverified"
 
@@ -1106,7 +1110,7 @@ def test_attack_60_a_session_the_code_under_test_starts_reports_nothing(
 
     (item,) = evidence(claim)
     assert "2 passed" in "\n".join(item["details"]["output_tail"])  # its own session ran
-    assert item["observed_value"] == {"exit_code": 0}
+    assert item["observed_value"] == {"exit_code": 0, "canaries": "unreported"}
     assert "did not reach its session's end" in item["details"]["no_counts"]
     assert verdict(claim, capsys)[1]["state"] == "unverified"
 
@@ -1502,4 +1506,87 @@ def test_a_signing_key_inside_the_workspace_is_refused(
     assert observe(claim, repo, "--sign-key", str(key), "--", *PYTEST) == 5
 
     assert "is inside the workspace" in capsys.readouterr().err
+    assert evidence(claim) == []
+
+
+# --- hidden tests --------------------------------------------------------------------------------
+
+SPECIAL_CASES_THE_VISIBLE_TEST = "def add(a, b):\n    return 5 if (a, b) == (2, 3) else a - b\n"
+HIDDEN_TEST = "from calc import add\n\n\ndef test_add_more():\n    assert add(10, 4) == 14\n"
+
+
+def hidden_folder(tmp_path: Path) -> Path:
+    """The operator's folder, outside the work tree: its paths are the run copy's."""
+    folder = tmp_path / "operator" / "hidden"
+    write_files(folder, {"tests/test_hidden.py": HIDDEN_TEST})
+    return folder
+
+
+def test_attack_134_code_that_answers_only_the_visible_test_fails_the_hidden_one(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC})
+    write_files(repo, {"calc.py": SPECIAL_CASES_THE_VISIBLE_TEST})
+    capture(claim, repo)
+    hidden = hidden_folder(tmp_path)
+
+    assert observe(claim, repo, "--hidden-tests", str(hidden), "--", *PYTEST) == 0
+
+    item = evidence(claim)[0]
+    assert item["observed_value"]["tests"]["tests.test_calc::test_add"] == "passed"
+    assert item["observed_value"]["tests"]["tests.test_hidden::test_add_more"] == "failed"
+    digest = hashlib.sha256(HIDDEN_TEST.encode()).hexdigest()
+    assert item["details"]["hidden_tests"] == {"tests/test_hidden.py": f"sha256:{digest}"}
+    assert verdict(claim, capsys)[1]["state"] == "refuted"
+    assert not (repo / "tests" / "test_hidden.py").exists()  # never in the agent's work tree
+
+
+def test_attack_134_control_the_honest_fix_passes_the_hidden_tests_and_verifies(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = honest_fix(tmp_path, claim)
+
+    assert observe(claim, repo, "--hidden-tests", str(hidden_folder(tmp_path)), "--", *PYTEST) == 0
+
+    item = evidence(claim)[0]
+    assert item["observed_value"]["tests"]["tests.test_hidden::test_add_more"] == "passed"
+    assert verdict(claim, capsys)[1]["state"] == "verified"
+
+
+def test_a_hidden_test_replaces_the_work_trees_file_of_the_same_path(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = honest_fix(tmp_path, claim)
+    hidden = tmp_path / "hidden"
+    write_files(hidden, {"tests/test_calc.py": HIDDEN_TEST})
+
+    assert observe(claim, repo, "--hidden-tests", str(hidden), "--", *PYTEST) == 0
+
+    tests = evidence(claim)[0]["observed_value"]["tests"]
+    assert tests == {"tests.test_calc::test_add_more": "passed"}
+
+
+@pytest.mark.parametrize(
+    ("layout", "message"),
+    [
+        ("inside", "is inside the workspace, where the agent can read and change it"),
+        ("link", "is a link or a special file"),
+        ("empty", "holds no file"),
+    ],
+)
+def test_a_hidden_tests_folder_the_agent_could_reach_or_that_holds_nothing_is_refused(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str], layout: str, message: str
+) -> None:
+    repo = honest_fix(tmp_path, claim)
+    hidden = repo / "hidden" if layout == "inside" else tmp_path / "hidden"
+    hidden.mkdir()
+    if layout != "empty":
+        write_files(hidden, {"tests/test_hidden.py": HIDDEN_TEST})
+    if layout == "link":
+        (hidden / "tests" / "linked.py").symlink_to(repo / "calc.py")
+    capsys.readouterr()
+
+    assert observe(claim, repo, "--hidden-tests", str(hidden), "--", *PYTEST) == 4
+
+    assert message in capsys.readouterr().err
     assert evidence(claim) == []

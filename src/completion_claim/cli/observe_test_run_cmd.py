@@ -85,6 +85,13 @@ DEFAULT_TIMEOUT_S = 600.0
     metavar="GLOB",
     help="Further protected paths (relative to the repository root). Repeatable.",
 )
+@click.option(
+    "--hidden-tests",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="A folder of the operator's, outside the workspace, whose files are laid into the "
+    "run's copy at the same paths (tests the agent never sees).",
+)
 @click.option("--network", is_flag=True, help="Let the run use the network.")
 @click.option(
     "--no-sandbox",
@@ -105,6 +112,7 @@ def test_run_command(
     env_names: tuple[str, ...],
     trusted_ref: str | None,
     protect: tuple[str, ...],
+    hidden_tests: Path | None,
     network: bool,
     no_sandbox: bool,
     **options: Any,
@@ -133,7 +141,7 @@ def test_run_command(
     request = test_run.prepare(
         command, Path(cwd), junit, require_tests, timeout_s, excluded=[Path(path)],
         python=python or toolchain, env_names=env_names, sandboxed=not no_sandbox, network=network,
-        trusted_ref=trusted_ref, protect=protect,
+        trusted_ref=trusted_ref, protect=protect, hidden_tests=hidden_tests,
         secret_files=() if settings.sign_key_path is None else (settings.sign_key_path,),
     )  # fmt: skip
 

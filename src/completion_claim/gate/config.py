@@ -77,6 +77,7 @@ class TestRunCheck:
     python_line: int | None = None  # where ``python`` is set, for errors about its value
     toolchain: str | None = None  # the operator's toolchain for a runner other than Python's
     baseline: bool = True  # run once at the start; the tests that passed then stay required
+    hidden_tests: Path | None = None  # the operator's tests the agent never sees, laid into the run
     check_type: str = field(default=TEST_RUN, init=False)
 
     @property
@@ -452,6 +453,7 @@ class _Reader:
             raise self.error(
                 "check", index, "toolchain", "set python (a Python runner) or toolchain, not both"
             )
+        hidden = self.optional(values, "check", index, "hidden_tests", str)
         return TestRunCheck(
             line=line,
             command=command,
@@ -466,6 +468,7 @@ class _Reader:
             python_line=self.lines.of("check", index, "python") if "python" in values else None,
             toolchain=self.optional(values, "check", index, "toolchain", str),
             baseline=self.optional(values, "check", index, "baseline", bool) is not False,
+            hidden_tests=None if hidden is None else self.relative(hidden),
         )
 
     def endpoint_health(
@@ -767,7 +770,7 @@ _PROTECTED_PROBES = ("tests/x.py", "test/x.py", CONFIG_NAME)
 _CHECK_KEYS = {
     TEST_RUN: {
         "command", "trusted_ref", "protect", "python", "env", "network", "require_tests",
-        "timeout_s", "junit", "toolchain", "baseline",
+        "timeout_s", "junit", "toolchain", "baseline", "hidden_tests",
     },
     ENDPOINT_HEALTH: {
         "url", "target", "expect_status", "expect_json", "expect_header", "method", "timeout_s",
@@ -901,6 +904,7 @@ def starter_config(facts: RepoFacts) -> str:
             "# env = []                      # variables passed to the tests",
             "# network = false",
             f"# require_tests = {_toml_strings([example] if example else [])}",
+            '# hidden_tests = "/srv/claim/hidden"  # tests the agent never sees, laid into the run',
             "timeout_s = 600",
             "",
         ]

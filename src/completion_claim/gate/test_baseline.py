@@ -68,7 +68,7 @@ def test_request(
         trusted_ref=commit, trusted_content=stored, protect=check.protect,
         secret_files=() if config.sign_key is None else (str(config.sign_key),),
         dependency_cache=config.runs_dir / "dependencies",
-        mirror=mirror,
+        mirror=mirror, hidden_tests=check.hidden_tests,
     )  # fmt: skip
     return request, problem
 

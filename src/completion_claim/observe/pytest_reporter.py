@@ -35,9 +35,11 @@ import json
 import os
 import stat
 import sys
+from pathlib import Path
 from typing import Any
 
 ENVIRONMENT = "CLAIM_REPORT_FDS"
+CANARY_PREFIX = "claim_canary_"
 SAFE_PATH = "PYTHONSAFEPATH"
 CURRENT_TEST = "PYTEST_CURRENT_TEST"
 _MESSAGE_CHARS = 1000
@@ -76,6 +78,9 @@ def pytest_addoption(pluginmanager: Any) -> None:
     _restore_unsafe_path()
     _hide_the_running_test()
     pluginmanager.register(reporter, "claim-reporter")
+    canaries = sorted(Path(__file__).parent.glob(f"{CANARY_PREFIX}*.py"))
+    if canaries:
+        pluginmanager.register(_canary_collector(canaries), "claim-canaries")
 
 
 def _restore_unsafe_path() -> None:
@@ -107,6 +112,23 @@ def _hide_the_running_test() -> None:
 
 def _no_current_test(*_: Any) -> None:
     os.environ.pop(CURRENT_TEST, None)
+
+
+def _canary_collector(modules: list[Path]) -> object:
+    import pytest  # noqa: PLC0415 - loaded by pytest: it is there; not needed without canaries
+
+    class Collector:
+        @pytest.hookimpl(trylast=True)
+        def pytest_collection_modifyitems(self, session: Any, items: list[Any]) -> None:
+            if not items:
+                return  # pytest's own "no tests collected" stands
+            for path in modules:
+                module = pytest.Module.from_parent(session, path=path, nodeid=path.name)
+                first, *rest = module.collect()
+                items.insert(0, first)
+                items.extend(rest)
+
+    return Collector()
 
 
 def _not_dumpable() -> None:

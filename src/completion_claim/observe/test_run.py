@@ -47,6 +47,7 @@ from .._state import default_runs_dir
 from ..errors import ObservationFailed, UsageError
 from ..model import Mutation
 from ._common import Observation
+from .canaries import CANARIES, HELD, NOT_RUN, judged, plant
 from .dependency_cache import DEPENDENCIES_MOUNT, install, read_lockfiles, require_protected
 from .mirror import Mirror, require_unchanged
 from .run_tree import (
@@ -62,6 +63,7 @@ from .run_tree import (
 )
 from .runners import runner_for
 from .runners.base import (
+    Canaries,
     ChannelEnds,
     Invocation,
     ReportSource,
@@ -88,6 +90,7 @@ _SHORTEST_SECRET = 4  # shorter values would redact ordinary text
 _PASSED_THROUGH = ("LC_ALL", "TZ", "TERM")
 _POLL_S = 0.02  # how soon the end of a run is noticed while its pipe is read
 _MAX_BUILD_REPORTS = 10_000
+MAX_HIDDEN_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,7 @@ class RunRequest:
     secret_files: tuple[str, ...] = ()  # read after the run, to redact their material
     dependency_cache: Path | None = None  # the operator's; None: under the default runs dir
     mirror: Mirror | None = None  # the operator's mirror, held by the caller; None: a fresh copy
+    hidden_tests: Path | None = None  # the operator's folder of tests the agent never sees
 
     @property
     def runner(self) -> Runner:
@@ -123,10 +127,15 @@ class RunRequest:
     def expected(self) -> dict[str, Any]:
         return self.expected_of(counted=False)
 
-    def expected_of(self, *, counted: bool) -> dict[str, Any]:
-        """Exit code 0; no failed or errored test when pytest reported its tests (a run can
-        end with any exit code it likes after its session ended); the required tests passed."""
+    def expected_of(self, *, counted: bool, canaries: Canaries | None = None) -> dict[str, Any]:
+        """Exit code 0 (the runner's failure code when a canary must fail); no failed or
+        errored test when pytest reported its tests (a run can end with any exit code it likes
+        after its session ended); the required tests passed; the canaries held."""
         expected: dict[str, Any] = {"exit_code": 0}
+        if canaries is not None:
+            if not all(canary.passes for canary in canaries.tests):
+                expected["exit_code"] = canaries.failed_exit_code
+            expected[CANARIES] = HELD
         if counted:
             expected |= {"failed": 0, "errors": 0}
         if self.required:
@@ -168,6 +177,7 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
                 "run can read it: keep it elsewhere"
             )
     cwd = _relative(Path(os.path.realpath(request.cwd)), workspace.root) or "."
+    hidden = {} if request.hidden_tests is None else hidden_files(request.hidden_tests, workspace)
     runner = request.runner
     toolchain = runner.toolchain(request.command, request.python, workspace.root)
     for path in (*toolchain.readable, *([toolchain.program] if toolchain.program else [])):
@@ -194,9 +204,15 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
             tree, request, workspace, mutations, excluded, deadline, mirror
         )
         captured = dict(tree.files)  # before protected paths are restored: the workspace's
+        if hidden:
+            details["hidden_tests"] = lay_hidden(tree, hidden, workspace.object_format())
         outputs = _clear_outputs(tree, runner, details)
+        canaries = plant(runner, request.command, tree, cwd,
+                         None if channel is None else channel.folder,
+                         workspace.object_format())  # fmt: skip
         mounts = _dependencies(request, runner, toolchain, sandbox, tree, cwd, deadline, details)
-        launch = _Launch(request, sandbox, toolchain, owned, cwd, channel, mounts, tree, overlay)
+        launch = _Launch(request, sandbox, toolchain, owned, cwd, channel, mounts, tree, overlay,
+                         canaries)  # fmt: skip
         if channel is not None:
             channel.hand_over(launch.work, (f"{launch.work}/{os.fsdecode(rel)}" for rel in changed))
         invocation = runner.invocation(request.command, launch.context())
@@ -238,7 +254,13 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         # files this pass had to read (the changed ones) are checked again, so a process still
         # writing them is named; re-checking every file would cost a stat per file per stop.
         require_unchanged(mirror, (rel for rel in mirror.read_paths if rel in tree.files))
+    if canaries is not None:
+        results, details[CANARIES] = judged(results, canaries)
+        if details[CANARIES]["state"] == NOT_RUN:
+            canaries = None  # a run of no test: nothing to expect of them
     observed = {"exit_code": exit_code} | results.counts
+    if canaries is not None:
+        observed[CANARIES] = details[CANARIES]["state"]
     if request.required and not results.counts:
         raise ObservationFailed(
             f"--require-test needs the tests' results, and the run reported none "
@@ -267,7 +289,7 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
     counted = runner.counts_failures and bool(results.counts)
     return Observation(
         target=shlex.join(redact_argv(request.command, secrets)),
-        expected=request.expected_of(counted=counted),
+        expected=request.expected_of(counted=counted, canaries=canaries),
         observed_value=observed,
         subject=digests["subject"],
         details=details,
@@ -292,6 +314,47 @@ def _results(
     if invocation.source is ReportSource.STDOUT:
         return runner.results(_read_report(report, owned))  # the observer's own file
     return runner.results(_read_fresh_report(report, report_before, exit_code, owned))
+
+
+def hidden_files(folder: Path, workspace: Workspace) -> dict[bytes, bytes]:
+    """The operator's hidden tests: every regular file below ``folder``, by its path there,
+    which is its path in the run's copy. The folder must be outside the workspace (the agent
+    would read and change it), and holds no link (a link could lead anywhere the agent put)."""
+    if inside(str(folder), workspace.root):
+        raise UsageError(
+            f"hidden_tests: {folder} is inside the workspace, where the agent can read and change "
+            "it; keep the hidden tests in a folder of the operator's"
+        )
+    if not folder.is_dir():
+        raise UsageError(f"hidden_tests: {folder} is not a folder")
+    found: dict[bytes, bytes] = {}
+    size = 0
+    for parent, folders, names in os.walk(folder):
+        for name in sorted([*folders, *names]):
+            path = Path(parent, name)
+            if path.is_symlink() or not (path.is_dir() or path.is_file()):
+                raise UsageError(f"hidden_tests: {path} is a link or a special file; only "
+                                 "folders and regular files are laid into the run")  # fmt: skip
+        for name in names:
+            path = Path(parent, name)
+            found[os.fsencode(path.relative_to(folder))] = data = path.read_bytes()
+            size += len(data)
+            if size > MAX_HIDDEN_BYTES:
+                raise UsageError(f"hidden_tests: {folder} holds over {MAX_HIDDEN_BYTES} bytes")
+    if not found:
+        raise UsageError(f"hidden_tests: {folder} holds no file")
+    return found
+
+
+def lay_hidden(tree: RunTree, hidden: Mapping[bytes, bytes], hash_name: str) -> dict[str, str]:
+    """Write the hidden tests into the run's copy, over whatever the work tree has at their
+    paths, as the operator's files (not the claim's); each path with its content's digest."""
+    laid = {}
+    for rel, data in sorted(hidden.items()):
+        tree.write(rel, data, "100644", hash_name)
+        del tree.files[rel], tree.object_ids[rel]
+        laid[os.fsdecode(rel)] = "sha256:" + sha256(data).hexdigest()
+    return laid
 
 
 # What each event of the runtime monitor (:mod:`.runtime_monitor`) says the code did.
@@ -506,6 +569,7 @@ class _Launch:
     mounts: Mapping[str, tuple[Path, str]]  # dependency folders: host path, path in the run
     tree: RunTree
     overlay: Overlay | None  # the run's files: the mirror under the run's own layer
+    canaries: Canaries | None  # the observer's own tests in this run
 
     @property
     def work(self) -> str:
@@ -532,6 +596,7 @@ class _Launch:
             work=self.work,
             cwd=os.path.normpath(f"{self.work}/{self.cwd}"),
             reports=self.reports,
+            canaries=self.canaries,
         )
 
     def environment(self) -> dict[str, str]:

@@ -17,6 +17,10 @@ no test ran.
 
 As pytest's plugin does, it installs the runtime monitor (:mod:`.runtime_monitor`, copied beside
 it) on the changed files the key's pipe names after the key, before any test module is imported.
+
+The observer may put test modules of its own beside this file (``claim_canary_*.py``, see
+:mod:`.canaries`): each is loaded by its path and, when the project has tests to run, its first
+test run before them and the others after.
 """
 
 from __future__ import annotations
@@ -25,15 +29,18 @@ import contextlib
 import hashlib
 import hmac
 import importlib
+import importlib.util
 import json
 import os
 import stat
 import sys
 import traceback
 import unittest
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 ENVIRONMENT = "CLAIM_REPORT_FDS"
+CANARY_PREFIX = "claim_canary_"
 _MESSAGE_CHARS = 1000
 _PR_SET_DUMPABLE = 4
 _NO_TESTS = 5  # unittest's own exit code when nothing ran (Python 3.12)
@@ -157,13 +164,47 @@ def _message(err: Any) -> str:
     return first[:_MESSAGE_CHARS]
 
 
+def _canaries() -> list[unittest.TestCase]:
+    """The observer's tests beside this file, loaded by their paths before the work tree's
+    folder is on ``sys.path``."""
+    tests: list[unittest.TestCase] = []
+    for path in sorted(Path(__file__).parent.glob(f"{CANARY_PREFIX}*.py")):
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        assert spec is not None  # a .py file found just now
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[path.stem] = module
+        spec.loader.exec_module(module)
+        tests += _cases(unittest.defaultTestLoader.loadTestsFromModule(module))
+    return tests
+
+
+def _cases(suite: unittest.TestSuite | unittest.TestCase) -> list[unittest.TestCase]:
+    if isinstance(suite, unittest.TestCase):
+        return [suite]
+    return [case for inner in suite for case in _cases(inner)]
+
+
+class _Program(unittest.TestProgram):
+    canaries: ClassVar[list[unittest.TestCase]] = []
+
+    test: unittest.TestSuite | unittest.TestCase
+
+    def createTests(self, *args: Any, **kwargs: Any) -> None:
+        super().createTests(*args, **kwargs)
+        if self.canaries and self.test.countTestCases():
+            first, *rest = self.canaries
+            self.test = unittest.TestSuite([first, self.test, *rest])
+
+
 def main(argv: list[str]) -> int:
     channel = _Channel.opened()
+    _Program.canaries = _canaries()
     # As ``python -m unittest`` would have it: the run's folder first, for the tests' imports.
     sys.path[0] = os.getcwd()
     runner = type("Runner", (unittest.TextTestRunner,), {"resultclass": _result_class(channel)})
-    program = unittest.main(module=None, argv=["python -m unittest", *argv],
-                            testRunner=runner, exit=False)  # fmt: skip
+    program = _Program(module=None, argv=["python -m unittest", *argv],
+                       testRunner=runner, exit=False)  # fmt: skip
     result = program.result
     if channel is not None:
         channel.end()

@@ -180,7 +180,7 @@ def test_each_outcome_is_reported_under_its_junit_name(tmp_path: Path, claim: Pa
     assert item["details"]["argv"][0] == sys.executable
     assert item["details"]["argv"][1].startswith("/run/claim/plugin/claim_report_")
     assert item["details"]["argv"][2:] == ["-v"]
-    assert item["expected"] == {"exit_code": 0, "failed": 0, "errors": 0}
+    assert item["expected"] == {"exit_code": 0, "failed": 0, "errors": 0, "canaries": "held"}
 
 
 def test_named_modules_and_a_module_that_fails_to_import(tmp_path: Path, claim: Path) -> None:
@@ -237,7 +237,7 @@ def test_attack_47_the_code_under_test_cannot_forge_unittests_report(
 
     item = observed(claim, repo, "--", *UNITTEST)
 
-    assert item["observed_value"] == {"exit_code": 0}
+    assert item["observed_value"] == {"exit_code": 0, "canaries": "unreported"}
     assert why in item["details"]["no_counts"]
 
 

@@ -110,17 +110,23 @@ class Canary:
 
     name: str
     passes: bool
+    # How the runner's results file the planted outcome when not as passed or failed: a test
+    # the runner itself expects to fail (pytest's strict xfail, unittest's expectedFailure),
+    # filed as skipped, whose unexpected pass fails it.
+    reported: str | None = None
 
 
 @dataclass(frozen=True)
 class Canaries:
     """The observer's own tests for one run (see :mod:`..canaries`): files written into the
-    run's copy (paths relative to the run's folder, never a path the work tree has), the tests
-    they hold, and the exit code the runner ends with when the must-fail ones alone failed."""
+    run's copy (paths relative to the run's folder, never a path the work tree has) or beside
+    the runner's plugin (names only: a plugin loads them itself), the tests they hold, and the
+    exit code the runner ends with when the must-fail ones alone failed."""
 
     files: Mapping[str, bytes]
     tests: tuple[Canary, ...]
     failed_exit_code: int = 1
+    beside_plugin: Mapping[str, bytes] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

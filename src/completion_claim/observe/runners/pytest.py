@@ -24,11 +24,22 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import UsageError
+from ..pytest_reporter import CANARY_PREFIX, SAFE_PATH
 from ..pytest_reporter import ENVIRONMENT as REPORT_FDS
-from ..pytest_reporter import SAFE_PATH
 from ..sandbox import SYSTEM_PATH
 from . import channel
-from .base import Detected, Invocation, ReportSource, RunContext, Runner, Toolchain, inside
+from .base import (
+    Canaries,
+    Canary,
+    Detected,
+    Draw,
+    Invocation,
+    ReportSource,
+    RunContext,
+    Runner,
+    Toolchain,
+    inside,
+)
 from .results import ERROR, FAILED, PASSED, SKIPPED, Results
 
 PLUGIN = Path(__file__).parent.parent / "pytest_reporter.py"
@@ -155,8 +166,51 @@ class Pytest(Runner):
             env[SAFE_PATH] = "1"
         return Invocation(python_command(command, context.toolchain), env, ReportSource.CHANNEL)
 
+    def canaries(self, command: Sequence[str], files: Sequence[bytes], draw: Draw) -> Canaries:
+        """A module beside the plugin, which collects it after every other plugin picked the
+        session's tests (so no configuration deselects it), its first test first and the others
+        last."""
+        module = f"{CANARY_PREFIX}{draw()}"
+        source, tests = canary_module(draw)
+        return Canaries(
+            files={},
+            tests=tuple(
+                Canary(f"{module}::{name}", passes, None if passes else SKIPPED)
+                for name, passes in tests
+            ),
+            failed_exit_code=0,  # a strict xfail that fails fails no session
+            beside_plugin={f"{module}.py": source.encode()},
+        )
+
     def channel_results(self, stream: bytes, key: bytes) -> Results:
         return read_records(stream, key)
+
+
+def canary_module(draw: Draw) -> tuple[str, list[tuple[str, bool]]]:
+    """A test module of the observer's for pytest, and its tests: (name, whether it must pass).
+    The one that must fail is a strict xfail, so that an honest session still passes (as pytest
+    files it: skipped), while a runner made to pass every test fails it (XPASS(strict))."""
+    equal, kept, given, wanted = draw(), draw(), draw(), draw()
+    names = [f"test_{draw()}" for _ in range(3)]
+    source = f"""import pytest
+
+
+def {names[0]}():
+    value = "{equal}"
+    assert value == "{equal}"
+
+
+def {names[1]}():
+    with pytest.raises(KeyError):
+        {{}}["{kept}"]
+
+
+@pytest.mark.xfail(strict=True)
+def {names[2]}():
+    value = "{given}"
+    assert value == "{wanted}"
+"""
+    return source, [(names[0], True), (names[1], True), (names[2], False)]
 
 
 def python_command(command: Sequence[str], toolchain: Toolchain) -> tuple[str, ...]:

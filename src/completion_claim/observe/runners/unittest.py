@@ -20,9 +20,20 @@ from pathlib import Path
 
 # The variable both reporters read; not imported from ours, which loads unittest (the gate
 # asks this module at every stop, and runs no unittest itself).
+from ..pytest_reporter import CANARY_PREFIX
 from ..pytest_reporter import ENVIRONMENT as REPORT_FDS
 from . import channel
-from .base import Detected, Invocation, ReportSource, RunContext, Runner, Toolchain
+from .base import (
+    Canaries,
+    Canary,
+    Detected,
+    Draw,
+    Invocation,
+    ReportSource,
+    RunContext,
+    Runner,
+    Toolchain,
+)
 from .pytest import PYTHON_PROGRAM, Interpreter, is_python_config
 from .results import ERROR, FAILED, PASSED, SKIPPED, Results
 
@@ -83,6 +94,35 @@ class Unittest(Runner):
         argv = (context.toolchain.program, reporter, *command[3:])
         env = {REPORT_FDS: context.channel.descriptors, "PYTHONDONTWRITEBYTECODE": "1"}
         return Invocation(argv, env, ReportSource.CHANNEL)
+
+    def canaries(self, command: Sequence[str], files: Sequence[bytes], draw: Draw) -> Canaries:
+        """A module beside the reporter, which runs its first test before the project's and
+        the others after: two that must pass (``assertEqual``, ``assertRaises``) and an
+        ``expectedFailure`` whose assertion must fail (filed as skipped; a disarmed assertion
+        makes it an unexpected success, which fails)."""
+        module, case = f"{CANARY_PREFIX}{draw()}", f"Canary{draw()}"
+        names = sorted(f"test_{draw()}" for _ in range(3))
+        equal, kept, given, wanted = draw(), draw(), draw(), draw()
+        must_fail = names[1]  # neither first nor last of the three
+        methods = {
+            names[0]: f'self.assertEqual("{equal}", "{equal}")',
+            names[2]: f'with self.assertRaises(KeyError):\n            {{}}["{kept}"]',
+            must_fail: f'self.assertEqual("{given}", "{wanted}")',
+        }
+        source = f"import unittest\n\n\nclass {case}(unittest.TestCase):\n"
+        for name in names:
+            marker = "    @unittest.expectedFailure\n" if name == must_fail else ""
+            source += f"{marker}    def {name}(self):\n        {methods[name]}\n\n"
+        return Canaries(
+            files={},
+            tests=tuple(
+                Canary(f"{module}.{case}::{name}", name != must_fail, planted)
+                for name in names
+                for planted in [SKIPPED if name == must_fail else None]
+            ),
+            failed_exit_code=0,  # an expected failure fails no run
+            beside_plugin={f"{module}.py": source.encode()},
+        )
 
     def channel_results(self, stream: bytes, key: bytes) -> Results:
         return channel.read_records(stream, key, "unittest", _outcome)
