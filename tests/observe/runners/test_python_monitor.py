@@ -30,15 +30,14 @@ PYTEST_CALC = (
     "def test_add():\n    assert add(2, 3) == 5\n\n\n"
     "def test_mul():\n    assert mul(2, 3) == 6\n"
 )
-TESTS = {"pytest": ("tests/test_calc.py", PYTEST_CALC), "unittest": ("tests/test_calc.py",
-                                                                    UNITTEST_CALC)}  # fmt: skip
+TESTS = {"pytest": PYTEST_CALC, "unittest": UNITTEST_CALC}
 COMMANDS = {"pytest": PYTEST, "unittest": UNITTEST}
 
 
 def project(root: Path, runner: str = "pytest", extra: dict[str, str] | None = None) -> Path:
     """The broken add() and the runner's trusted tests, committed."""
-    path, tests = TESTS[runner]
-    files = {"calc.py": CALC_BUGGY, path: tests, "tests/__init__.py": "", **(extra or {})}
+    files = {"calc.py": CALC_BUGGY, "tests/test_calc.py": TESTS[runner], "tests/__init__.py": "",
+             **(extra or {})}  # fmt: skip
     return make_repo(root, files)
 
 
