@@ -154,6 +154,19 @@ def test_hidden_tests_is_a_folder_named_from_the_files_own_folder(tmp_path: Path
     assert error_of(tmp_path, text) == "claim.toml:22: hidden_tests must be a string"
 
 
+def test_the_operators_test_aware_allow_list_is_globs_and_nothing_else(tmp_path: Path) -> None:
+    """[gate].allow_test_aware: paths whose test-aware code the gate lets through (none by
+    default); a value that is not an array of strings is one line naming its own."""
+    assert load_config(write(tmp_path, FULL), ENVIRON).allow_test_aware == ()
+    text = FULL.replace("timeout_s = 1200", 'timeout_s = 1200\nallow_test_aware = ["tools/**"]')
+    assert load_config(write(tmp_path, text), ENVIRON).allow_test_aware == ("tools/**",)
+    for wrong in ('"tools/**"', "[1]", "true"):
+        text = FULL.replace("timeout_s = 1200", f"timeout_s = 1200\nallow_test_aware = {wrong}")
+        assert error_of(tmp_path, text) == (
+            "claim.toml:14: allow_test_aware must be an array of strings"
+        )
+
+
 def test_a_missing_required_key_names_its_table(tmp_path: Path) -> None:
     text = FULL.replace('target = "staging"\n', "")
     assert error_of(tmp_path, text) == "claim.toml:25: missing required key 'target'"

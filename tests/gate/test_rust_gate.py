@@ -99,6 +99,7 @@ def test_rust_the_honest_fix_is_verified_with_each_test_named_by_its_target(tmp_
         "arith::adds": "passed",
     }
     assert item["details"]["runner"] == "cargo"
+    assert item["observed_value"]["canaries"] == "held"  # in every test binary (attack 127)
     program = item["details"]["program"]
     assert program.endswith("/bin/cargo")
     assert os.path.basename(os.path.realpath(program)) == "cargo"
@@ -312,3 +313,37 @@ def test_rust_a_toolchain_in_the_work_tree_is_refused_before_any_work(tmp_path: 
 
     with pytest.raises(ConfigError, match="inside the workspace"):
         start_gate(config, repo)
+
+
+# --- issue 30: a report the code under test writes itself ---------------------------------------
+
+# add() writes libtest's events for the test that called it (libtest names the test's thread
+# after it) and the end of its suite, then ends the test binary: a whole, consistent stream.
+FORGED_EVENTS = """pub fn add(_a: i64, _b: i64) -> i64 {
+    use std::io::Write;
+    let name = std::thread::current().name().unwrap_or("").to_string();
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, r#"{{ "type": "test", "event": "ok", "name": "{}" }}"#, name);
+    let _ = write!(out, r#"{{ "type": "suite", "event": "ok", "passed": 1, "failed": 0, "#);
+    let _ = writeln!(out, r#""ignored": 0, "measured": 0, "filtered_out": 0, "exec_time": 0.0 }}"#);
+    let _ = out.flush();
+    std::process::exit(0)
+}
+""" + LIB_BUGGY[LIB_BUGGY.index("\n#[cfg(test)]") :]
+
+
+def test_attack_127_rust_events_written_by_the_code_are_not_verified(tmp_path: Path) -> None:
+    repo = rust_project(tmp_path / "repo")
+    config = init_config(repo, tmp_path / "ops")
+    start_gate(config, repo)
+    write_files(repo, {"src/lib.rs": FORGED_EVENTS})
+
+    result = run_gate(config, repo, outcome="Fixed add.")
+
+    assert result.verdict.state != "verified"
+    assert result.exit_code != 0
+    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    # The forged end of a suite either comes before the canaries of its binary ended (they are
+    # missing), or after the must-fail one failed, which its counts do not say.
+    why = item["details"].get("no_counts") or item["details"].get("error", "")
+    assert item["observed_value"].get("canaries") == "forged" or "disagree with its tests" in why

@@ -300,7 +300,7 @@ def test_printed_success_does_not_beat_the_exit_code(
     assert observe(claim, repo, "--", *PYTHON, script) == 0
 
     (item,) = evidence(claim)
-    assert item["observed_value"] == {"exit_code": 1, "canaries": "unreported"}
+    assert item["observed_value"] == {"exit_code": 1}
     assert "5 passed" in item["details"]["output_tail"][-1]
     # Exit code only: no counts, so not discriminating under the default min_tests (1).
     code, result = verdict(claim, capsys)
@@ -446,7 +446,7 @@ def test_print_shows_the_evidence_without_recording_it(
     assert observe(claim, tmp_path, "--print", "--", *PYTHON, "pass") == 0
 
     printed = json.loads(capsys.readouterr().out)
-    assert printed["observed_value"] == {"exit_code": 0, "canaries": "unreported"}
+    assert printed["observed_value"] == {"exit_code": 0}
     assert evidence(claim) == []
 
 
@@ -919,7 +919,7 @@ def test_attack_04_any_command_gets_counts_from_the_observers_plugin_or_none(
 
     value = evidence(claim)[0]["observed_value"]
     if observed is None:
-        assert value == {"exit_code": 0, "canaries": "unreported"}  # no counts to read as a pass
+        assert value == {"exit_code": 0}  # exit-code-only: no counts to read as a pass
     else:
         assert value["exit_code"] == 0
         assert {key: value[key] for key in observed} == observed
@@ -1590,3 +1590,59 @@ def test_a_hidden_tests_folder_the_agent_could_reach_or_that_holds_nothing_is_re
 
     assert message in capsys.readouterr().err
     assert evidence(claim) == []
+
+
+# --- repeated tests ------------------------------------------------------------------------------
+
+# Right the first time it is called, and only then: a test run once passes.
+ANSWERS_ONCE = (
+    "calls = []\n\n\ndef add(a, b):\n    calls.append((a, b))\n"
+    "    return a + b if len(calls) == 1 else a - b\n"
+)
+UNITTEST_CALC = (
+    "import unittest\n\nfrom calc import add\n\n\nclass TestCalc(unittest.TestCase):\n"
+    "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n"
+)
+REPEATED = {
+    "pytest": ({"tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n"
+                "    assert add(2, 3) == 5\n"}, PYTEST, "tests/test_calc.py::test_add",
+               "tests.test_calc::test_add"),
+    "unittest": ({"tests/__init__.py": "", "tests/test_calc.py": UNITTEST_CALC},
+                 (sys.executable, "-m", "unittest"), "tests.test_calc.TestCalc::test_add",
+                 "tests.test_calc.TestCalc::test_add"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+@pytest.mark.parametrize("calc", ["answers-once", "honest"])
+def test_attack_135_a_repeated_test_fails_code_that_answers_by_how_often_it_ran(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str], runner: str, calc: str
+) -> None:
+    tests, command, given, name = REPEATED[runner]
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC_BUGGY, **tests})
+    write_files(repo, {"calc.py": ANSWERS_ONCE if calc == "answers-once" else CALC})
+    capture(claim, repo)
+
+    assert observe(claim, repo, "--repeat-test", given, "--", *command) == 0
+
+    item = evidence(claim)[0]
+    assert item["details"]["repeated"] == [name]
+    outcome, state = ("failed", "refuted") if calc == "answers-once" else ("passed", "verified")
+    assert item["observed_value"]["tests"] == {name: outcome}
+    assert item["observed_value"]["canaries"] == "held"
+    assert verdict(claim, capsys)[1]["state"] == state
+
+
+def test_attack_135_control_a_test_run_once_passes_code_that_answers_once(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The attack is real: without the repeat, the code that is right only once verifies."""
+    tests, command, _, name = REPEATED["pytest"]
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC_BUGGY, **tests})
+    write_files(repo, {"calc.py": ANSWERS_ONCE})
+    capture(claim, repo)
+
+    assert observe(claim, repo, "--", *command) == 0
+
+    assert evidence(claim)[0]["observed_value"]["tests"] == {name: "passed"}
+    assert verdict(claim, capsys)[1]["state"] == "verified"

@@ -11,6 +11,7 @@ from ..claimfile import read_claim
 from ..errors import UsageError
 from ..observe import test_run
 from ..observe._common import Observation, observer_options, settings_from
+from ..observe.runners.pytest import report_name
 from ..observe.runners.results import COUNT_KEYS
 from .observe_cmd import observe_group, record_and_report
 
@@ -86,6 +87,14 @@ DEFAULT_TIMEOUT_S = 600.0
     help="Further protected paths (relative to the repository root). Repeatable.",
 )
 @click.option(
+    "--repeat-test",
+    "repeat_tests",
+    multiple=True,
+    metavar="NAME",
+    help="A test run a second time, in reverse order, after the others (pytest, unittest): "
+    "a result that depends on how often or in what order the code ran fails once. Repeatable.",
+)
+@click.option(
     "--hidden-tests",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     metavar="DIR",
@@ -112,6 +121,7 @@ def test_run_command(
     env_names: tuple[str, ...],
     trusted_ref: str | None,
     protect: tuple[str, ...],
+    repeat_tests: tuple[str, ...],
     hidden_tests: Path | None,
     network: bool,
     no_sandbox: bool,
@@ -142,6 +152,7 @@ def test_run_command(
         command, Path(cwd), junit, require_tests, timeout_s, excluded=[Path(path)],
         python=python or toolchain, env_names=env_names, sandboxed=not no_sandbox, network=network,
         trusted_ref=trusted_ref, protect=protect, hidden_tests=hidden_tests,
+        repeat=tuple(report_name(name) for name in repeat_tests),
         secret_files=() if settings.sign_key_path is None else (settings.sign_key_path,),
     )  # fmt: skip
 

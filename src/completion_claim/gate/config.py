@@ -154,6 +154,8 @@ class GateConfig:
     base: str | None = None  # a full commit id
     timeout_s: float | None = None  # the whole gate run; None: the sum of the checks' own
     ignore: tuple[str, ...] = ()  # globs of work-tree paths that are no change (never protected)
+    # Globs of work-tree paths whose test-aware code (gate/test_aware.py) the operator allows.
+    allow_test_aware: tuple[str, ...] = ()
     # Every file the configuration was read from or names for the gate to read, claim.toml
     # first: inside the work tree each is the operator's, changed or not.
     files: tuple[Path, ...] = ()
@@ -279,6 +281,7 @@ class _Reader:
                     f"ignore: {glob!r} matches {hit}, a path that decides what the tests do; "
                     "a protected path is never ignored",
                 )  # fmt: skip
+        allow_test_aware = self.strings(gate, "gate", 0, "allow_test_aware")
         policy = self.policy(document, checks)
         self.files += [Path(c.storage_state) for c in checks
                        if isinstance(c, DomAssertionCheck) and c.storage_state]  # fmt: skip
@@ -294,6 +297,7 @@ class _Reader:
             base=base,
             timeout_s=timeout_s,
             ignore=ignore,
+            allow_test_aware=allow_test_aware,
             files=tuple(dict.fromkeys(self.files)),
             environ=dict(self.environ),
         )
@@ -763,7 +767,9 @@ def _policy_place(path: str) -> tuple[str, str | None]:
     return "policy", parts[0]
 
 
-_GATE_KEYS = {"runs_dir", "sign_key", "max_blocks", "base", "timeout_s", "ignore"}
+_GATE_KEYS = {
+    "runs_dir", "sign_key", "max_blocks", "base", "timeout_s", "ignore", "allow_test_aware",
+}  # fmt: skip
 # A path in a test folder (observe/run_tree.is_protected), and claim.toml; each runner adds one
 # path of each kind it protects.
 _PROTECTED_PROBES = ("tests/x.py", "test/x.py", CONFIG_NAME)
@@ -879,6 +885,7 @@ def starter_config(facts: RepoFacts) -> str:
         '# base = "<full commit id>"',
         "# timeout_s = 900              # the whole gate run",
         '# ignore = ["build/**"]        # no change, and kept out of the test run; never tests',
+        "# allow_test_aware = []        # paths whose code may depend on being tested (exit, ...)",
         "",
     ]
     trusted = (

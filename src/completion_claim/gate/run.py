@@ -43,17 +43,26 @@ from ..model import (
     parse_policy,
 )
 from ..observe._common import Observation, ObserverSettings, run_observer
-from ..observe.git_capture import capture, mutation_record, repository_root
+from ..observe.git_capture import (
+    DELETED,
+    capture,
+    latest_file_writes,
+    mutation_record,
+    repository_root,
+)
 from ..observe.mirror import Mirror
 from ..observe.repository import (
     content_digest,
+    display,
     git_answers_kept,
     git_process,
     object_format_of,
+    open_beneath,
     tree_object_format,
 )
-from ..observe.run_tree import is_protected
+from ..observe.run_tree import GitContent, is_protected
 from ..observe.sandbox import run_owner
+from ..observe.values import sha256_digest
 from ..report import render_report
 from ..timefmt import format_time
 from ..trust import check_signatures
@@ -80,6 +89,7 @@ from .config import (
     require_toolchains,
 )
 from .reason import agent_reason
+from .test_aware import ChangedFile, scan, scanned, why_unverified
 from .test_baseline import (
     RECORD_KEY,
     baseline_for,
@@ -287,7 +297,8 @@ def _gate(
             events.step("checks", "none run: nothing changed")
         for number, check in enumerate(() if skipped else config.checks, start=1):
             note = _observe(config, check, number, claim_path, mutations, root, record,
-                            trusted_ref, deadline, events, mirror, ignored)  # fmt: skip
+                            trusted_ref, deadline, events, mirror, ignored,
+                            chosen.revision)  # fmt: skip
             if note is not None:
                 notes.append(f"  check {number} (test_run): its test baseline {note}")
     raw, claim = read_claim(claim_path)
@@ -613,6 +624,7 @@ def _observe(
     events: GateEvents,
     mirror: Mirror | None,
     ignored: Sequence[str] = (),
+    base: str | None = None,
 ) -> str | None:
     """Run one check through its observer; a failed attempt is recorded (details.error), never
     a contradiction, and the gate goes on to the next check. What the report should say of a
@@ -625,8 +637,8 @@ def _observe(
     if isinstance(check, TestRunCheck):
         covers = tuple(m.id for m in mutations if m.kind == FILE_WRITE)
         target, expected, observe, note = _test_run(config, check, root, claim_path, timeout,
-                                                    trusted_ref, record, mirror,
-                                                    ignored)  # fmt: skip
+                                                    trusted_ref, record, mirror, ignored,
+                                                    base)  # fmt: skip
     else:
         covers = tuple(m.id for m in mutations if m.target == check.target
                        and m.kind != FILE_WRITE)  # fmt: skip
@@ -690,6 +702,7 @@ def _test_run(
     record: dict[str, Any] | None,
     mirror: Mirror | None,
     ignored: Sequence[str],
+    base: str | None,
 ) -> tuple[str, Any, Callable[[], Observation], str | None]:
     from ..observe import test_run  # noqa: PLC0415
 
@@ -705,10 +718,78 @@ def _test_run(
         if timeout <= 0:
             raise ObservationFailed("the gate ran out of time ([gate].timeout_s)")
         _, claim = read_claim(claim_path)
+        # Before the tests run: a green run of code that acts on being tested proves nothing.
+        hits = scan(*_changed_code(config, check, root, base, mirror, claim.mutations))
+        if hits:
+            raise ObservationFailed(why_unverified(hits, config.path.name))
         seen = test_run.observe(request, claim.mutations)
         return replace(seen, details={**seen.details, **baseline.details})
 
     return request.target, request.expected, observe, baseline.note
+
+
+def _changed_code(
+    config: GateConfig,
+    check: TestRunCheck,
+    root: Path,
+    base: str | None,
+    mirror: Mirror | None,
+    mutations: Sequence[Mutation],
+) -> tuple[list[ChangedFile], frozenset[str]]:
+    """Each changed file the test-aware scan reads (``scanned``: no test, no path the
+    operator allows in ``[gate].allow_test_aware``), in both versions, and the paths of the
+    tree it looks up (a Rust crate's kind). Both versions come from where the agent cannot
+    change them after the capture: the base's from the pinned commit, every object checked
+    against its id; the change's from the operator's mirror, as the capture copied it, checked
+    against the digest the claim records (the run is refused unless it reads those bytes too),
+    never from the work tree."""
+    latest = latest_file_writes(mutations)
+    wanted = [
+        (target, mutation.digest)
+        for target, mutation in latest.items()
+        if mutation.digest is not None
+        and mutation.digest.startswith(_CONTENT_DIGEST)
+        and scanned(target, check.protect, config.allow_test_aware)
+    ]
+    if not wanted:
+        return [], frozenset()
+    if mirror is None:
+        raise ObservationFailed("the change was not captured: its code cannot be read")
+    source = None if base is None else GitContent(root, base)
+    entries = {} if source is None else source.entries()
+    at_base = [target.encode() for target, _ in wanted
+               if entries.get(target.encode(), ("",))[0] in _REGULAR_MODES]  # fmt: skip
+    before = {} if source is None or not at_base else source.contents(at_base)
+    changed = [
+        ChangedFile(target, before.get(target.encode()), _captured(mirror, target, digest))
+        for target, digest in wanted
+    ]
+    if not any(target.endswith(".rs") for target, _ in wanted):
+        return changed, frozenset()
+    # Only the names a Rust crate's kind is told by: 100,000 paths are not all decoded.
+    tree = {display(rel) for rel in entries if rel.rsplit(b"/", 1)[-1] in _CRATE_FILES}
+    for target, mutation in latest.items():
+        if os.fsencode(target).rsplit(b"/", 1)[-1] in _CRATE_FILES:
+            (tree.discard if mutation.digest == DELETED else tree.add)(target)
+    return changed, frozenset(tree)
+
+
+_CRATE_FILES = (b"Cargo.toml", b"main.rs", b"lib.rs")
+_REGULAR_MODES = ("100644", "100755")
+_CONTENT_DIGEST = "sha256:"  # a file's (a link's digest says "symlink:", a deletion "deleted")
+
+
+def _captured(mirror: Mirror, target: str, digest: str) -> bytes:
+    """``target`` as the capture copied it into the operator's mirror, with the claim's
+    digest."""
+    try:
+        with os.fdopen(open_beneath(mirror.tree, target.encode()), "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise ObservationFailed(f"cannot read the capture of {target}: {exc.strerror}") from None
+    if sha256_digest(data) != digest:
+        raise ObservationFailed(f"{target} in the operator's mirror is not as the claim records it")
+    return data
 
 
 def _summary(item: dict[str, Any]) -> str:

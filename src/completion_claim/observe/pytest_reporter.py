@@ -14,15 +14,15 @@ HMAC-SHA256 of its JSON under the key, a space, and the JSON: a sequence number 
 test phase's outcome or, at this session's own end, ``{"end": true}``. A run that stops before
 that record (``os._exit``, a signal, a crash) has reported nothing the observer counts.
 
-The key's pipe also holds, after the key's line, the files the agent changed that are no test
-file: the plugin installs the runtime monitor (:mod:`.runtime_monitor`, copied beside it) on them
-before pytest imports anything of the run, and the monitor's records go through the same channel.
-The interpreter starts with ``PYTHONSAFEPATH``, so nothing of the work tree can be imported
-before that (a ``argparse.py`` of the run's folder would otherwise run first, as the standard
-library's): the plugin then puts the run's folder back where ``-m``, ``-c`` or a script would
-have put it, and removes the variable for the processes the tests start. pytest's
-``PYTEST_CURRENT_TEST`` (the running test's name) is never set: the code under test may not ask
-which test is running.
+The key's pipe also holds, after the key's line and the run's settings' (JSON), the work tree's
+root and the files the agent changed that are no test file: the plugin installs the runtime monitor
+(:mod:`.runtime_monitor`, copied beside it) on them before pytest imports anything of the run, and
+the monitor's records go through the same channel. The interpreter starts with ``PYTHONSAFEPATH``,
+so nothing of the work tree can be imported before that (a ``argparse.py`` of the run's folder
+would otherwise run first, as the standard library's): the plugin then puts the run's folder back
+where ``-m``, ``-c`` or a script would have put it, and removes the variable for the processes the
+tests start. pytest's ``PYTEST_CURRENT_TEST`` (the running test's name) is never set: the code
+under test may not ask which test is running.
 """
 
 from __future__ import annotations
@@ -65,8 +65,10 @@ def pytest_addoption(pluginmanager: Any) -> None:
                 return
         made_ns = os.fstat(key_fd).st_ctime_ns
         with os.fdopen(key_fd, "rb") as pipe:
-            key, _, watched = pipe.read(_MAX_KEY_PIPE).partition(b"\n")
+            key, _, rest = pipe.read(_MAX_KEY_PIPE).partition(b"\n")
+            given, _, watched = rest.partition(b"\n")  # the run's settings, the monitor's files
         os.set_inheritable(records_fd, False)
+        settings = json.loads(given or b"{}")
     except (OSError, ValueError):
         return
     if not key:
@@ -79,8 +81,9 @@ def pytest_addoption(pluginmanager: Any) -> None:
     _hide_the_running_test()
     pluginmanager.register(reporter, "claim-reporter")
     canaries = sorted(Path(__file__).parent.glob(f"{CANARY_PREFIX}*.py"))
-    if canaries:
-        pluginmanager.register(_canary_collector(canaries), "claim-canaries")
+    repeat = frozenset(settings.get("repeat") or ())
+    if canaries or repeat:
+        pluginmanager.register(_collector(canaries, repeat), "claim-collector")
 
 
 def _restore_unsafe_path() -> None:
@@ -114,15 +117,17 @@ def _no_current_test(*_: Any) -> None:
     os.environ.pop(CURRENT_TEST, None)
 
 
-def _canary_collector(modules: list[Path]) -> object:
-    import pytest  # noqa: PLC0415 - loaded by pytest: it is there; not needed without canaries
+def _collector(canaries: list[Path], repeat: frozenset[str]) -> object:
+    import pytest  # noqa: PLC0415 - loaded by pytest: it is there; not needed otherwise
 
     class Collector:
         @pytest.hookimpl(trylast=True)
         def pytest_collection_modifyitems(self, session: Any, items: list[Any]) -> None:
             if not items:
                 return  # pytest's own "no tests collected" stands
-            for path in modules:
+            again = [item for item in items if _junit_name(item.nodeid) in repeat]
+            items.extend(reversed(again))
+            for path in canaries:
                 module = pytest.Module.from_parent(session, path=path, nodeid=path.name)
                 first, *rest = module.collect()
                 items.insert(0, first)
@@ -177,6 +182,14 @@ class _Reporter:
         line = memoryview(mac + b" " + body + b"\n")
         while line:
             line = line[os.write(self._fd, line) :]
+
+
+def _junit_name(node_id: str) -> str:
+    """The name the observer gives a node id (junitxml's, as in ``.runners.pytest``)."""
+    address, bracket, params = node_id.partition("[")
+    parts = address.split("::")
+    parts[0] = parts[0].replace("/", ".").removesuffix(".py")
+    return ".".join(parts[:-1]) + "::" + parts[-1] + bracket + params
 
 
 def _message(report: Any) -> str:

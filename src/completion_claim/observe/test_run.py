@@ -24,6 +24,7 @@ import base64
 import binascii
 import contextlib
 import fcntl
+import json
 import os
 import re
 import selectors
@@ -47,7 +48,7 @@ from .._state import default_runs_dir
 from ..errors import ObservationFailed, UsageError
 from ..model import Mutation
 from ._common import Observation
-from .canaries import CANARIES, HELD, NOT_RUN, judged, plant
+from .canaries import CANARIES, HELD, NOT_RUN, UNREPORTED, judged, plant
 from .dependency_cache import DEPENDENCIES_MOUNT, install, read_lockfiles, require_protected
 from .mirror import Mirror, require_unchanged
 from .run_tree import (
@@ -114,6 +115,9 @@ class RunRequest:
     dependency_cache: Path | None = None  # the operator's; None: under the default runs dir
     mirror: Mirror | None = None  # the operator's mirror, held by the caller; None: a fresh copy
     hidden_tests: Path | None = None  # the operator's folder of tests the agent never sees
+    # Report names run a second time, in reverse order, after the session's tests (a plugin's
+    # runners): a result that depends on how often or in what order the code ran fails one.
+    repeat: tuple[str, ...] = ()
 
     @property
     def runner(self) -> Runner:
@@ -192,7 +196,11 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         owned = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="claim-test-run-")))
         channel = None
         if runner.plugin is not None:
-            channel = stack.enter_context(Channel(owned / _PLUGIN_FOLDER, runner.plugin))
+            settings = {"repeat": list(request.repeat)}
+            channel = stack.enter_context(Channel(owned / _PLUGIN_FOLDER, runner.plugin, settings))
+        if runner.preload is not None:
+            (owned / _PLUGIN_FOLDER).mkdir(exist_ok=True)
+            shutil.copyfile(runner.preload, owned / _PLUGIN_FOLDER / runner.preload.name)
         owner = sandbox.uid if sandbox is not None and sandbox.setpriv is not None else None
         run_dir, report_dir = owned / "work", owned / _REPORT_FOLDER
         for folder in (run_dir, report_dir):
@@ -206,6 +214,9 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         captured = dict(tree.files)  # before protected paths are restored: the workspace's
         if hidden:
             details["hidden_tests"] = lay_hidden(tree, hidden, workspace.object_format())
+        if request.repeat:
+            key = "repeated" if channel is not None else "not_repeated"  # a plugin repeats them
+            details[key] = list(request.repeat)
         outputs = _clear_outputs(tree, runner, details)
         canaries = plant(runner, request.command, tree, cwd,
                          None if channel is None else channel.folder,
@@ -256,8 +267,9 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         require_unchanged(mirror, (rel for rel in mirror.read_paths if rel in tree.files))
     if canaries is not None:
         results, details[CANARIES] = judged(results, canaries)
-        if details[CANARIES]["state"] == NOT_RUN:
-            canaries = None  # a run of no test: nothing to expect of them
+        state = details[CANARIES]["state"]
+        if state == NOT_RUN or (state == UNREPORTED and canaries.optional):
+            canaries = None  # a run of no test (or of no runner): nothing to expect of them
     observed = {"exit_code": exit_code} | results.counts
     if canaries is not None:
         observed[CANARIES] = details[CANARIES]["state"]
@@ -583,11 +595,19 @@ class _Launch:
     def home(self) -> str:
         return str(self.owned / "home") if self.sandbox is None else "/tmp"  # noqa: S108
 
+    @property
+    def plugin_dir(self) -> str | None:
+        """The observer's folder the run reads (its plugin, its preload), on the host; None
+        when the runner has neither."""
+        folder = self.owned / _PLUGIN_FOLDER
+        return str(folder) if folder.is_dir() else None
+
     def context(self) -> RunContext:
         ends = None
+        folder = self.plugin_dir if self.sandbox is None else PLUGINS
         if self.channel is not None:
-            folder = str(self.channel.folder) if self.sandbox is None else PLUGINS
-            ends = ChannelEnds(folder, self.channel.module, self.channel.descriptors)
+            ends = ChannelEnds(str(folder), self.channel.module, self.channel.descriptors)
+        preload = self.request.runner.preload
         return RunContext(
             toolchain=self.toolchain,
             channel=ends,
@@ -597,6 +617,7 @@ class _Launch:
             cwd=os.path.normpath(f"{self.work}/{self.cwd}"),
             reports=self.reports,
             canaries=self.canaries,
+            preload=None if preload is None else f"{folder}/{preload.name}",
         )
 
     def environment(self) -> dict[str, str]:
@@ -618,9 +639,13 @@ class _Launch:
         prove without a sandbox."""
         if self.sandbox is None:
             return
-        plugin_dir = None if self.channel is None else str(self.channel.folder)
-        self.sandbox.probe(self.toolchain.probe or ("true",), str(self.owned / "work"),
-                           plugin_dir, list(self.toolchain.readable), self.overlay)  # fmt: skip
+        self.sandbox.probe(
+            self.toolchain.probe or ("true",),
+            str(self.owned / "work"),
+            self.plugin_dir,
+            list(self.toolchain.readable),
+            self.overlay,
+        )
 
     def on_host(self, path: str) -> Path:
         """A path the run named (in the work tree or the report folder), on the observer's
@@ -642,14 +667,13 @@ class _Launch:
         if self.sandbox is None:
             (self.owned / "home").mkdir()
             return list(invocation.argv), env, NO_SANDBOX
-        plugin_dir = None if self.channel is None else str(self.channel.folder)
         readable = list(self.toolchain.readable)
         deadline.check("starting the sandbox")
         _require_program(invocation.argv[0], env["PATH"], self.cwd, self.tree)
         confined = self.sandbox.argv(
             invocation.argv,
             run_dir=str(run_dir),
-            plugin_dir=plugin_dir,
+            plugin_dir=self.plugin_dir,
             report_dir=str(self.owned / _REPORT_FOLDER),
             cwd=os.path.normpath(f"{WORK}/{self.cwd}"),
             env=env,
@@ -839,9 +863,10 @@ class Channel:
     configuration can name it to switch it off), a pipe holding the key only the plugin reads,
     and the pipe its records come through."""
 
-    def __init__(self, folder: Path, plugin: Path) -> None:
+    def __init__(self, folder: Path, plugin: Path, settings: Mapping[str, Any]) -> None:
         self.folder = folder
         self.plugin = plugin
+        self.settings = json.dumps(settings).encode()
         self.module = f"claim_report_{token_hex(8)}"
         self.key = token_hex(32).encode()
         self._open: set[int] = set()
@@ -859,16 +884,19 @@ class Channel:
     def hand_over(self, work: str, watched: Iterable[str]) -> None:
         """Make the key's pipe once the run's files are all written (its time is the runtime
         monitor's: a file of ``work`` changed after it was written by the run), and fill it: the
-        key, then the work tree's root and the changed files the monitor watches, as the run sees
-        them. All of it fits in the pipe, so nothing blocks."""
+        key, the run's settings, then the work tree's root and the changed files the monitor
+        watches, as the run sees them. All of it fits in the pipe, so nothing blocks."""
         key_read, key_write = self._pipe()
         self.inherited = (key_read, self.inherited[1])
         listed = b"\0".join(os.fsencode(path) for path in (work, *watched))
-        payload = memoryview(self.key + b"\n" + zlib.compress(listed))
+        # The key, the run's settings, the monitor's files: read before any code of the run's.
+        payload = memoryview(self.key + b"\n" + self.settings + b"\n" + zlib.compress(listed))
         with contextlib.suppress(OSError):  # a pipe holds 64 KiB, and may be made larger
             fcntl.fcntl(key_write, fcntl.F_SETPIPE_SZ, len(payload))
         if len(payload) > fcntl.fcntl(key_write, fcntl.F_GETPIPE_SZ):
-            raise ObservationFailed("the changed files are too many for the runtime monitor")
+            raise ObservationFailed(
+                "the run's settings and changed files are more than a pipe holds"
+            )
         while payload:
             payload = payload[os.write(key_write, payload) :]
         self._close(key_write)

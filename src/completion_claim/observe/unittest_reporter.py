@@ -16,11 +16,13 @@ observer counts. The exit code is unittest's: 0 when the run was successful, 1 o
 no test ran.
 
 As pytest's plugin does, it installs the runtime monitor (:mod:`.runtime_monitor`, copied beside
-it) on the changed files the key's pipe names after the key, before any test module is imported.
+it) on the files the key's pipe names after the run's settings, before any test module is
+imported.
 
 The observer may put test modules of its own beside this file (``claim_canary_*.py``, see
 :mod:`.canaries`): each is loaded by its path and, when the project has tests to run, its first
-test run before them and the others after.
+test run before them and the others after. The key's pipe then holds the run's settings, as
+JSON: ``repeat`` names tests that run a second time, in reverse order, after the project's.
 """
 
 from __future__ import annotations
@@ -48,8 +50,9 @@ _MAX_KEY_PIPE = 16 << 20
 
 
 class _Channel:
-    def __init__(self, key: bytes, fd: int) -> None:
+    def __init__(self, key: bytes, fd: int, repeat: frozenset[str]) -> None:
         self._key, self._fd, self._sequence = key, fd, 0
+        self.repeat = repeat  # tests run a second time, in reverse order, after the others
 
     @classmethod
     def opened(cls) -> _Channel | None:
@@ -69,14 +72,16 @@ class _Channel:
                     return None
             made_ns = os.fstat(key_fd).st_ctime_ns
             with os.fdopen(key_fd, "rb") as pipe:
-                key, _, watched = pipe.read(_MAX_KEY_PIPE).partition(b"\n")
+                key, _, rest = pipe.read(_MAX_KEY_PIPE).partition(b"\n")
+                given, _, watched = rest.partition(b"\n")  # the run's settings, the monitor's
             os.set_inheritable(records_fd, False)
+            settings = json.loads(given or b"{}")
         except (OSError, ValueError):
             return None
         if not key:
             return None
         _not_dumpable()
-        channel = cls(key, records_fd)
+        channel = cls(key, records_fd, frozenset(settings.get("repeat") or ()))
         # Started by its path: this file's folder, which holds the monitor, is first on the path.
         name = os.path.splitext(os.path.basename(__file__))[0]
         monitor = importlib.import_module(f"{name}_monitor")
@@ -187,19 +192,25 @@ def _cases(suite: unittest.TestSuite | unittest.TestCase) -> list[unittest.TestC
 
 class _Program(unittest.TestProgram):
     canaries: ClassVar[list[unittest.TestCase]] = []
-
+    repeat: ClassVar[frozenset[str]] = frozenset()
     test: unittest.TestSuite | unittest.TestCase
 
     def createTests(self, *args: Any, **kwargs: Any) -> None:
         super().createTests(*args, **kwargs)
-        if self.canaries and self.test.countTestCases():
+        if not self.test.countTestCases():
+            return
+        again = [case for case in _cases(self.test) if _name(case) in self.repeat]
+        tests = [self.test, *reversed(again)]
+        if self.canaries:
             first, *rest = self.canaries
-            self.test = unittest.TestSuite([first, self.test, *rest])
+            tests = [first, *tests, *rest]
+        self.test = unittest.TestSuite(tests)
 
 
 def main(argv: list[str]) -> int:
     channel = _Channel.opened()
     _Program.canaries = _canaries()
+    _Program.repeat = frozenset() if channel is None else channel.repeat
     # As ``python -m unittest`` would have it: the run's folder first, for the tests' imports.
     sys.path[0] = os.getcwd()
     runner = type("Runner", (unittest.TextTestRunner,), {"resultclass": _result_class(channel)})

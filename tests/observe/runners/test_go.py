@@ -4,7 +4,10 @@ reads from go test -json (reports captured from real runs, see reports/README.md
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,10 +15,22 @@ import pytest
 from completion_claim.cli import run
 from completion_claim.errors import UsageError
 from completion_claim.observe.runners import runner_for
-from completion_claim.observe.runners.base import ReportSource, RunContext
+from completion_claim.observe.runners.base import Canaries, ReportSource, RunContext
+from completion_claim.observe.runners.binaries import EVERY_BINARY
 from completion_claim.observe.runners.go import GoTest, read_events
+from completion_claim.observe.runners.results import Results
 from tests.fixtures.projects import write_files
-from tests.gate.test_go_gate import CALC_WRONG, go_project
+from tests.gate.test_go_gate import (
+    CALC,
+    CALC_TEST,
+    CALC_WRONG,
+    FORGED_FRAMING,
+    GO_MOD,
+    OTHER_TEST,
+    READS_THE_CANARIES,
+    go_project,
+    narrowed,
+)
 
 REPORTS = Path(__file__).parent / "reports"
 GO = GoTest()
@@ -99,7 +114,7 @@ def test_the_operators_go_runs_from_its_real_goroot_offline(tmp_path: Path) -> N
     assert toolchain.env["GOFLAGS"] == "-mod=mod"
     assert toolchain.env["GOWORK"] == "off"
     deps = {"gomodcache": "/run/claim/deps/gomodcache", "gocache": "/run/claim/deps/gocache"}
-    context = RunContext(toolchain, None, {}, deps,
+    context = RunContext(toolchain, None, {"HOME": "/tmp"}, deps,
                          "/run/claim/work", "/run/claim/work", "/run/claim/report")  # fmt: skip
     invocation = GO.invocation(["go", "test", "-json", "-count=1", "./..."], context)
     # The run's build cache starts as a copy of the operator's seed, then go test runs.
@@ -108,8 +123,10 @@ def test_the_operators_go_runs_from_its_real_goroot_offline(tmp_path: Path) -> N
         "/run/claim/deps/gocache", toolchain.program, "test", "-json", "-count=1", "./...",
     )  # fmt: skip
     assert invocation.source is ReportSource.STDOUT
+    # The run's scratch folder and build cache are in its home (the sandbox's /tmp).
     assert invocation.env == {
         "GOPROXY": "off", "GOSUMDB": "off", "GOMODCACHE": "/run/claim/deps/gomodcache",
+        "GOPATH": "/tmp/go", "GOCACHE": "/tmp/go-build",
     }  # fmt: skip
 
 
@@ -272,3 +289,159 @@ def test_claim_observe_test_run_counts_a_real_go_test_run(
         "message": "calc_test.go:7: Add(2, 3) = 6, want 5",
     }  # fmt: skip
     assert item["details"]["sandbox"].startswith("bubblewrap")
+
+
+# --- canaries (issue 30) -------------------------------------------------------------------------
+
+WORDS = ("c0ffee01", "5eed0002", "0dd00003", "a11ce004", "b0b00005")
+PASSES, FAILS = (f"{EVERY_BINARY}::TestClaimCanary{word}" for word in WORDS[3:])
+# Two packages with tests, one of them an external test package, and one with none.
+MODULE = {"go.mod": GO_MOD, "calc.go": CALC, "calc_test.go": CALC_TEST,
+          "other_test.go": OTHER_TEST, "util/util.go": "package util\n",
+          "util/util_test.go": OTHER_TEST.replace("package calc", "package util_test"),
+          "plain/plain.go": "package plain\n", "testdata/x_test.go": "not go\n"}  # fmt: skip
+
+
+def planted(files: list[str], command: tuple[str, ...] = ("go", "test", "./...")) -> Canaries:
+    canaries = GO.canaries(command, [f.encode() for f in files], iter(WORDS).__next__)
+    assert canaries is not None
+    return canaries
+
+
+def test_canaries_go_into_each_package_folder_with_tests_named_for_every_test_binary() -> None:
+    canaries = planted(list(MODULE))
+    assert sorted(canaries.files) == [
+        "claim_canary_c0ffee01_test.go", "util/claim_canary_c0ffee01_test.go",
+    ]  # fmt: skip
+    assert [(c.name, c.passes) for c in canaries.tests] == [(PASSES, True), (FAILS, False)]
+    assert canaries.failed_exit_code == 1
+    source = canaries.files["util/claim_canary_c0ffee01_test.go"].decode()
+    assert 'got, want := "5eed0002", "0dd00003"' in source  # the drawn values
+    assert "t.Fatalf(" in source
+    assert "t.Errorf(" in source
+    assert not {"Pass", "Fail"} & set(re.findall(r"Pass|Fail", source))  # names say nothing
+    assert GO.canaries(("go", "test"), [b"go.mod", b"calc.go"], iter(WORDS).__next__) is None
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        (["-run", "TestAdd/zero", "./..."],
+         ["-run", "^(?:TestClaimCanarya11ce004|TestClaimCanaryb0b00005)$|TestAdd/zero",
+          "./..."]),
+        (["--run=TestAdd", "-failfast", "./...", "-args", "-failfast"],
+         ["-run=^(?:TestClaimCanarya11ce004|TestClaimCanaryb0b00005)$|TestAdd",
+          "./...", "-args", "-failfast"]),
+    ],
+)  # fmt: skip
+def test_a_run_pattern_also_runs_the_canaries_and_failfast_is_dropped(
+    command: list[str], expected: list[str]
+) -> None:
+    context = RunContext(GO.toolchain(["go"], None, Path("/nonexistent")), None, {"HOME": "/h"},
+                         {}, "/w", "/w", "/r", planted(list(MODULE)))  # fmt: skip
+    argv = GO.invocation(["go", "test", *command], context).argv
+    assert argv[argv.index("--") + 1 :][-len(expected) :] == tuple(expected)
+    # Each test binary starts once its folder's canary file is gone (go splits -exec's value).
+    assert argv[argv.index("--") + 2 : argv.index("--") + 5] == (
+        "test", "-json",
+        "-exec=/bin/sh -c 'rm -f claim_canary_c0ffee01_test.go; exec \"$0\" \"$@\"'",
+    )  # fmt: skip
+
+
+def run_with_canaries(root: Path, files: dict[str, str]) -> tuple[int, Results]:
+    """go test ./... as the observer builds it, with the canaries planted, outside the sandbox
+    (the host's build cache, to spare the CPU): its exit code and results."""
+    write_files(root, files)
+    canaries = planted(list(files))
+    for rel, text in canaries.files.items():
+        (root / rel).write_bytes(text)
+    toolchain = GO.toolchain(["go"], None, root)
+    context = RunContext(toolchain, None, {"HOME": str(root)}, {}, str(root), str(root),
+                         str(root), canaries)  # fmt: skip
+    invocation = GO.invocation(["go", "test", "./..."], context)
+    env = os.environ | dict(toolchain.env) | dict(invocation.env)
+    del env["GOCACHE"], env["GOPATH"]
+    done = subprocess.run(invocation.argv, cwd=root, env=env, capture_output=True, check=False)
+    return done.returncode, GO.results(done.stdout)
+
+
+@needs_go
+def test_the_canaries_run_in_every_test_binary_with_their_folders_package_clause(
+    tmp_path: Path,
+) -> None:
+    exit_code, results = run_with_canaries(tmp_path, MODULE)
+    assert exit_code == 1, results
+    tests = results.counts["tests"]
+    assert (tests[PASSES], tests[FAILS]) == ("passed", "failed")
+    assert tests["example.com/calc::TestAdd"] == "passed"
+    assert tests["example.com/calc/util::TestTrue"] == "passed"
+    assert not [name for name in tests if "Canary" in name and name not in (PASSES, FAILS)]
+    assert "package example.com/calc" not in str(results.failures)  # no [package failed]
+    assert not list(tmp_path.glob("**/claim_canary_*"))  # removed before each binary started
+
+
+@needs_go
+def test_attack_126_framing_printed_by_the_code_leaves_the_canaries_unrun(tmp_path: Path) -> None:
+    exit_code, results = run_with_canaries(tmp_path, MODULE | {"calc.go": FORGED_FRAMING})
+    assert exit_code == 1  # util's must-fail canary: the exit code the observer expects
+    tests = results.counts["tests"]
+    assert tests["example.com/calc::TestAdd"] == "passed"
+    # util's test binary ran them, calc's never did: the stream is not the testing package's.
+    assert (tests[PASSES], tests[FAILS]) == ("error", "error")
+    messages = {failure["test"]: failure["message"] for failure in results.failures}
+    assert messages[FAILS] == "the test binary of example.com/calc did not run it"
+
+
+@needs_go
+def test_attack_128_code_that_reads_the_canaries_source_finds_none(tmp_path: Path) -> None:
+    exit_code, results = run_with_canaries(tmp_path, MODULE | {"calc.go": READS_THE_CANARIES})
+    assert exit_code == 1
+    tests = results.counts["tests"]
+    assert tests["example.com/calc::TestAdd"] == "passed"  # forged
+    messages = {failure["test"]: failure["message"] for failure in results.failures}
+    assert (tests[PASSES], tests[FAILS]) == ("error", "error")
+    assert messages[PASSES] == "the test binary of example.com/calc did not run it"
+
+
+@needs_go
+def test_attack_129_a_run_narrowed_by_the_code_leaves_the_canaries_unrun(tmp_path: Path) -> None:
+    exit_code, results = run_with_canaries(tmp_path, MODULE | {"calc.go": narrowed("^TestTrue$")})
+    tests = results.counts["tests"]
+    assert "example.com/calc::TestAdd" not in tests  # narrowed away
+    assert (tests[PASSES], tests[FAILS]) == ("error", "error")
+    messages = {failure["test"]: failure["message"] for failure in results.failures}
+    assert messages[PASSES] == "the test binary of example.com/calc did not run it"
+    assert exit_code == 1
+
+
+@needs_go
+def test_attack_129_a_narrowing_that_keeps_the_canaries_leaves_the_failing_test_unrun(
+    tmp_path: Path,
+) -> None:
+    """Knowing the canaries' prefix, the code keeps them: the canaries hold, and the test it
+    narrowed away is missing from the report, which the start's baseline requires."""
+    _, results = run_with_canaries(
+        tmp_path, MODULE | {"calc.go": narrowed("^TestClaimCanary|^TestTrue$")}
+    )
+    tests = results.counts["tests"]
+    assert (tests[PASSES], tests[FAILS]) == ("passed", "failed")
+    assert "example.com/calc::TestAdd" not in tests
+
+
+def test_a_test_binary_that_failed_before_any_test_answers_for_no_canary() -> None:
+    """It panicked in an init function, or did not build: its failure is what the report says,
+    and the canaries are the other binaries'."""
+    canary = "TestClaimCanarya11ce004"
+    events = [
+        {"Action": "output", "Package": "example.com/m", "Output": "panic: in init\n"},
+        {"Action": "fail", "Package": "example.com/m"},
+        {"Action": "run", "Package": "example.com/m/util", "Test": canary},
+        {"Action": "pass", "Package": "example.com/m/util", "Test": canary},
+        {"Action": "output", "Package": "example.com/m/util", "Output": "PASS\n"},
+        {"Action": "pass", "Package": "example.com/m/util"},
+    ]
+    results = read_events(b"".join(json.dumps(e).encode() + b"\n" for e in events))
+    assert results.counts["tests"] == {
+        "example.com/m::[package failed]": "error",
+        f"{EVERY_BINARY}::{canary}": "passed",
+    }

@@ -4,7 +4,11 @@ what they read from reports captured from real runs (reports/README.md says how)
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from secrets import token_hex
 
 import pytest
 
@@ -118,7 +122,8 @@ def test_a_folder_without_package_json_is_no_node_project(tmp_path: Path) -> Non
         "package.json", "package-lock.json", "web/yarn.lock", "pnpm-lock.yaml", ".npmrc",
         "tsconfig.json", "tsconfig.build.json", "vitest.config.ts", "vite.config.mjs",
         "jest.config.js", "jest.setup.ts", ".mocharc.yml", ".mocharc.json", "babel.config.js",
-        "src/calc.test.ts", "src/calc.spec.js", "lib/calc_test.mjs", "test-calc.js",
+        "src/calc.test.ts", "src/calc.spec.js", "lib/calc_test.mjs", "test-calc.js", "src/spec.js",
+        "src/calc.spectest.ts",
         "src/__tests__/calc.js", "src/__mocks__/fs.js", "src/__snapshots__/calc.test.js.snap",
         "node_modules/.bin/vitest", "node_modules/vitest/vitest.mjs",
     ],
@@ -142,6 +147,75 @@ def test_node_test_asks_for_junit_before_the_test_files() -> None:
         "test/a.test.js",
     )  # fmt: skip
     assert invocation.report == "/run/claim/report/node-test.xml"
+
+
+def test_every_node_runner_loads_the_observers_preload_after_the_operators_options() -> None:
+    preload = "/run/claim/plugin/node_preload.cjs"
+    given = RunContext(
+        toolchain=Toolchain(program="/usr/bin/node"), channel=None,
+        env={"NODE_OPTIONS": "--max-old-space-size=4096"},
+        dependencies={"node_modules": "/run/claim/work/node_modules"}, work="/run/claim/work",
+        cwd="/run/claim/work", reports="/run/claim/report", preload=preload,
+    )  # fmt: skip
+
+    commands = {NodeTest(): ["node", "--test"], Vitest(): ["vitest", "run"], Jest(): ["jest"],
+                Mocha(): ["mocha"]}  # fmt: skip
+    for runner, command in commands.items():
+        env = runner.invocation(command, given).env
+        assert env["NODE_OPTIONS"] == f'--max-old-space-size=4096 --require "{preload}"'
+        assert runner.preload is not None
+        assert runner.preload.is_file()
+
+
+def drawn() -> Callable[[], str]:
+    return lambda: token_hex(4)
+
+
+@pytest.mark.parametrize("named", [(), ("test/",), ("test/calc.test.js",)])
+def test_node_test_canaries_run_beside_the_tests_whatever_the_command_names(
+    tmp_path: Path, named: tuple[str, ...]
+) -> None:
+    """Run by hand (no observer): the canary file planted in the run's folder, node --test as
+    the invocation builds it, the report read as the observer reads it."""
+    repo = node_project(tmp_path / "repo", "node-test", buggy=False)
+    command = ["node", "--test", *named]
+    canaries = NodeTest().canaries(command, [], drawn())
+    for rel, text in canaries.files.items():
+        (repo / rel).write_bytes(text)
+    given = RunContext(
+        toolchain=Toolchain(program=shutil.which("node")), channel=None, env={},
+        dependencies={}, work=str(repo), cwd=str(repo), reports=str(tmp_path),
+        canaries=canaries,
+    )  # fmt: skip
+    invocation = NodeTest().invocation(command, given)
+
+    done = subprocess.run(invocation.argv, cwd=repo, capture_output=True, check=False)
+
+    assert done.returncode == canaries.failed_exit_code
+    assert invocation.report is not None
+    tests = NodeTest().results(Path(invocation.report).read_bytes()).counts["tests"]
+    assert {c.name: tests[c.name] for c in canaries.tests} == {
+        c.name: "passed" if c.passes else "failed" for c in canaries.tests
+    }
+    assert (tests["test::add"], tests["test::add zero"]) == ("passed", "passed")
+    assert len({c.name for c in canaries.tests} | set(canaries.files)) == 3  # drawn for the run
+
+
+def test_mocha_adds_its_canaries_to_what_the_command_and_configuration_name() -> None:
+    canaries = Mocha().canaries(["mocha", "test/"], [], drawn())
+    (name,) = canaries.files
+    given = RunContext(
+        toolchain=Toolchain(program="/usr/bin/node"), channel=None, env={},
+        dependencies={"node_modules": "/run/claim/work/node_modules"}, work="/run/claim/work",
+        cwd="/run/claim/work", reports="/run/claim/report", canaries=canaries,
+    )  # fmt: skip
+
+    argv = Mocha().invocation(["mocha", "test/"], given).argv
+
+    assert argv[2] == "test/"
+    assert argv[-4:] == ("--no-parallel", "--no-bail", "--file", name)
+    assert [c.passes for c in canaries.tests] == [True, False]
+    assert all(c.name.startswith(f"{name}::claim canary ") for c in canaries.tests)
 
 
 def test_package_runners_start_their_own_script_from_the_installed_lockfile() -> None:

@@ -8,6 +8,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,10 +17,20 @@ import pytest
 from completion_claim.cli import run
 from completion_claim.errors import UsageError
 from completion_claim.observe.runners import runner_for
-from completion_claim.observe.runners.base import ReportSource, RunContext
+from completion_claim.observe.runners.base import Canaries, ReportSource, RunContext
+from completion_claim.observe.runners.binaries import EVERY_BINARY
+from completion_claim.observe.runners.results import Results
 from completion_claim.observe.runners.rust import BINARY_EVENT, CargoTest, read_events
 from tests.fixtures.projects import write_files
-from tests.gate.test_rust_gate import CARGO_LOCK, LIB_WRONG, rust_project
+from tests.gate.test_rust_gate import (
+    ARITH,
+    CARGO_LOCK,
+    CARGO_TOML,
+    FORGED_EVENTS,
+    LIB,
+    LIB_WRONG,
+    rust_project,
+)
 
 REPORTS = Path(__file__).parent / "reports"
 CARGO = CargoTest()
@@ -105,8 +117,7 @@ def test_the_toolchain_is_the_real_sysroot_and_never_the_cargo_home(tmp_path: Pa
     assert Path(sysroot, "bin", "rustc").is_file()
     assert toolchain.readable in ((), (sysroot,))
     assert not any(".cargo" in folder.split("/") for folder in toolchain.readable)
-    assert toolchain.env["CARGO_HOME"].startswith("/tmp/")
-    assert toolchain.env["CARGO_TARGET_DIR"].startswith("/tmp/")
+    assert "CARGO_HOME" not in toolchain.env  # the run's own, in its home: see below
     # A stable compiler stays stable for the code; only libtest sees the variable as set.
     assert toolchain.env.get("RUSTC_BOOTSTRAP") in ("-1", None)
 
@@ -114,7 +125,7 @@ def test_the_toolchain_is_the_real_sysroot_and_never_the_cargo_home(tmp_path: Pa
 @needs_cargo
 def test_the_run_asks_for_json_events_through_the_observers_runner(tmp_path: Path) -> None:
     toolchain = CARGO.toolchain(["cargo", "test"], None, tmp_path)
-    context = RunContext(toolchain, None, {}, {"vendor": "/run/claim/deps/vendor"},
+    context = RunContext(toolchain, None, {"HOME": "/tmp"}, {"vendor": "/run/claim/deps/vendor"},
                          "/run/claim/work", "/run/claim/work", "/run/claim/report")  # fmt: skip
     invocation = CARGO.invocation(["cargo", "test", "--lib", "--", "adds"], context)
     argv = list(invocation.argv)
@@ -276,3 +287,170 @@ def test_claim_observe_test_run_counts_a_real_cargo_test_run(tmp_path: Path) -> 
     assert item["details"]["dependencies"]["lockfiles"] == {
         "Cargo.lock": "sha256:" + hashlib.sha256(CARGO_LOCK.encode()).hexdigest()
     }
+
+
+# --- canaries (issue 30) -------------------------------------------------------------------------
+
+WORDS = ("c0ffee01", "5eed0002", "0dd00003", "a11ce004", "b0b00005")
+MODULE = "claim_canary_c0ffee01"
+PASSES, FAILS = (f"{EVERY_BINARY}::{MODULE}::canary_{word}" for word in WORDS[3:])
+# A documentation test too: rustdoc builds it after the canaries' source is removed.
+DOCUMENTED = "/// ```\n/// assert_eq!(calc::add(1, 1), 2);\n/// ```\n" + LIB
+CRATE = {"Cargo.toml": CARGO_TOML, "Cargo.lock": CARGO_LOCK, "src/lib.rs": DOCUMENTED,
+         "src/main.rs": "fn main() {}\n", "tests/arith.rs": ARITH}  # fmt: skip
+
+
+def planted(files: list[str]) -> Canaries:
+    canaries = CARGO.canaries(("cargo", "test"), [f.encode() for f in files], iter(WORDS).__next__)
+    assert canaries is not None
+    return canaries
+
+
+def test_canaries_are_a_module_beside_each_manifest_named_for_every_test_binary() -> None:
+    canaries = planted([*CRATE, "member/Cargo.toml", "member/src/lib.rs"])
+    assert sorted(canaries.files) == [f"{MODULE}.rs", f"member/{MODULE}.rs"]
+    assert [(c.name, c.passes) for c in canaries.tests] == [(PASSES, True), (FAILS, False)]
+    assert canaries.failed_exit_code == 101
+    source = canaries.files[f"{MODULE}.rs"].decode()
+    assert 'assert_eq!("5eed0002", "0dd00003");' in source
+    assert not re.findall(r"pass|fail", source)  # the names say nothing of which must fail
+    assert CARGO.canaries(("cargo", "test"), [b"src/lib.rs"], iter(WORDS).__next__) is None
+
+
+@pytest.mark.parametrize("command", [["--doc"], ["--", "--ignored"]])
+def test_no_canaries_where_no_test_binary_of_the_runner_would_run_them(command: list[str]) -> None:
+    """Doctests alone (rustdoc runs them, not the runner), or ignored tests alone."""
+    files = [f.encode() for f in CRATE]
+    assert CARGO.canaries(("cargo", "test", *command), files, iter(WORDS).__next__) is None
+
+
+@pytest.mark.parametrize(
+    ("theirs", "added"),
+    [([], []), (["--test-threads", "1"], []), (["--skip", "slow"], []),
+     (["adds", "--exact"], [f"{MODULE}::canary_a11ce004", f"{MODULE}::canary_b0b00005"])],
+)  # fmt: skip
+def test_a_name_filter_also_runs_the_canaries(theirs: list[str], added: list[str]) -> None:
+    context = RunContext(CARGO.toolchain(["cargo"], None, Path("/nonexistent")), None,
+                         {"HOME": "/h"}, {}, "/w", "/w", "/r", planted(list(CRATE)))  # fmt: skip
+    argv = list(CARGO.invocation(["cargo", "test", "--", *theirs], context).argv)
+    # The planting step first (the module's name, its files), then cargo test.
+    program = argv.index(context.toolchain.program or "")
+    assert argv[:2] == ["/bin/sh", "-c"]
+    assert argv[3:program] == ["sh", MODULE, f"{MODULE}.rs", "--"]
+    # The runner removes the canaries' source before any test binary starts.
+    runner = next(arg for arg in argv if arg.startswith('target."cfg(all())".runner='))
+    assert f'"/bin/sh", "-c", "rm -f -- /w/{MODULE}.rs; printf' in runner
+    libtest = argv[argv.index("json") + 1 :]
+    assert libtest == [*theirs, *added]
+
+
+def run_with_canaries(root: Path, files: dict[str, str]) -> tuple[int, Results]:
+    """cargo test as the observer builds it, with the canaries planted, outside the sandbox
+    (its target folder the test's own): its exit code and results."""
+    write_files(root, files)
+    canaries = planted(list(files))
+    for rel, text in canaries.files.items():
+        (root / rel).write_bytes(text)
+    toolchain = CARGO.toolchain(["cargo"], None, root)
+    context = RunContext(toolchain, None, {"HOME": str(root)}, {}, str(root), str(root),
+                         str(root), canaries)  # fmt: skip
+    invocation = CARGO.invocation(["cargo", "test"], context)
+    env = os.environ | dict(toolchain.env) | dict(invocation.env)
+    done = subprocess.run(invocation.argv, cwd=root, env=env, capture_output=True, check=False)
+    return done.returncode, CARGO.results(done.stdout)
+
+
+@needs_cargo
+def test_the_canaries_run_in_every_test_binary_of_the_crate(tmp_path: Path) -> None:
+    exit_code, results = run_with_canaries(tmp_path, CRATE)
+    assert exit_code == 101, results
+    tests = results.counts["tests"]
+    # The library's, the program's and the integration test's binaries each ran them.
+    assert tests == {"calc::tests::adds_zero": "passed", "arith::adds": "passed",
+                     "doctest::src/lib.rs - add (line 1)": "passed",
+                     PASSES: "passed", FAILS: "failed"}  # fmt: skip
+    assert (
+        (tmp_path / "src/lib.rs")
+        .read_text()
+        .endswith(f'#[cfg(test)]\n#[path = "{tmp_path}/{MODULE}.rs"]\nmod {MODULE};\n')
+    )
+    assert not (tmp_path / f"{MODULE}.rs").exists()  # removed before the binaries ran
+
+
+@needs_cargo
+def test_attack_127_events_written_by_the_code_leave_the_canaries_unrun(tmp_path: Path) -> None:
+    exit_code, results = run_with_canaries(tmp_path, CRATE | {"src/lib.rs": FORGED_EVENTS})
+    assert exit_code == 101  # the program's must-fail canary: what the observer expects
+    if results.counts:  # the forged end came before the canaries ended: they are missing
+        tests = results.counts["tests"]
+        assert (tests["calc::tests::adds_zero"], tests["arith::adds"]) == ("passed", "passed")
+        assert (tests[PASSES], tests[FAILS]) == ("error", "error")
+    else:  # after: the must-fail canary's failure is in the suite, and not in the forged end
+        assert "'failed': 0, 'ignored': 0} disagree with its tests" in results.none_because
+
+
+@needs_cargo
+def test_a_test_file_other_test_files_include_runs_the_canaries_once_more_in_them(
+    tmp_path: Path,
+) -> None:
+    """``tests/common.rs`` is a test binary of its own and a module of ``tests/arith.rs``: in
+    arith's binary the canaries run twice, as arith's and as ``common``'s, with one outcome."""
+    arith = "mod common;\n\n" + ARITH.replace("(2, 3)", "(2, common::one() + 2)")
+    files = CRATE | {
+        "tests/common.rs": "pub fn one() -> i64 {\n    1\n}\n",
+        "tests/arith.rs": arith,
+    }
+    exit_code, results = run_with_canaries(tmp_path, files)
+    assert exit_code == 101, results
+    tests = results.counts["tests"]
+    assert (tests["arith::adds"], tests[PASSES], tests[FAILS]) == ("passed", "passed", "failed")
+    assert not [name for name in tests if "claim_canary" in name and "[" not in name]
+
+
+# --- configuration outside the work tree, without the sandbox ------------------------------------
+
+# Right only where the configuration of the run's parent folder sets a cfg the build never has.
+POISONABLE = """#[cfg(claim_poisoned)]
+pub fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+#[cfg(not(claim_poisoned))]
+pub fn add(a: i64, b: i64) -> i64 {
+    a - b
+}
+"""
+
+
+@needs_cargo
+def test_attack_132_without_the_sandbox_a_cargo_config_above_the_run_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """cargo reads .cargo/config.toml in every folder above the one it runs in: without the
+    sandbox, the run's copy is below the observer's temporary folder (/tmp), where any user of
+    the machine can leave one."""
+    shared = tmp_path / "shared-tmp"
+    poisoned = '[build]\nrustflags = ["--cfg", "claim_poisoned"]\n'
+    write_files(shared, {".cargo/config.toml": poisoned})
+    monkeypatch.setenv("TMPDIR", str(shared))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    repo = rust_project(tmp_path / "repo", {"src/lib.rs": POISONABLE})
+    claim = tmp_path / "claim.json"
+    assert run(["new", str(claim), "--task-id", "t-1", "--outcome", "fixed add"]) == 0
+    assert run(["capture-git", str(claim), "--repo", str(repo)]) == 0
+
+    assert run(["observe", "test-run", str(claim), "--cwd", str(repo), "--no-sandbox",
+                "--", "cargo", "test"]) == 5  # fmt: skip
+
+    assert f"{shared}/.cargo/config.toml: cargo would read it" in capsys.readouterr().err
+
+
+def test_without_the_sandbox_cargo_keeps_its_home_and_build_in_the_runs_own_home() -> None:
+    """Not in the machine's /tmp, which other users write to (the sandbox's /tmp is its own)."""
+    toolchain = CARGO.toolchain(["cargo"], None, Path("/nonexistent"))
+    owned = "/tmp/claim-test-run-x"
+    context = RunContext(toolchain, None, {"HOME": f"{owned}/home"}, {}, f"{owned}/work",
+                         f"{owned}/work", "/r")  # fmt: skip
+    env = CARGO.invocation(["cargo", "test"], context).env
+    assert env["CARGO_HOME"] == f"{owned}/home/cargo-home"
+    assert env["CARGO_TARGET_DIR"] == f"{owned}/home/target"

@@ -127,6 +127,9 @@ class Canaries:
     tests: tuple[Canary, ...]
     failed_exit_code: int = 1
     beside_plugin: Mapping[str, bytes] = field(default_factory=dict)
+    # Planted in case the command starts the runner (a command no runner recognises, run with
+    # pytest's plugin): a run that reports no tests at all expects nothing of them.
+    optional: bool = False
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,7 @@ class RunContext:
     cwd: str  # the run's folder as the run sees it
     reports: str  # an empty folder the run may write its report into, as the run sees it
     canaries: Canaries | None = None  # what the runner's ``canaries`` planted for this run
+    preload: str | None = None  # the runner's ``preload`` as the run sees it
 
 
 @dataclass(frozen=True)
@@ -162,6 +166,10 @@ class Runner(ABC):
     # A reporter the run loads under a module name drawn for it, which writes HMAC'd records to
     # an inherited pipe (ReportSource.CHANNEL): results no file of the run can forge.
     plugin: ClassVar[Path | None] = None
+    # A script the runtime loads before any test file, in every process of the run (Node's
+    # --require): copied into the observer's read-only plugin folder, found by the runner in
+    # ``RunContext.preload``.
+    preload: ClassVar[Path | None] = None
     # Whether a failed or errored test in the report fails the run whatever its exit code (the
     # runner's own report, requested by the observer), or the exit code alone decides.
     counts_failures: ClassVar[bool] = True

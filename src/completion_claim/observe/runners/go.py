@@ -32,8 +32,11 @@ from ...errors import UsageError
 from ..sandbox import SYSTEM_PATH
 from .base import (
     PROXY_SETTINGS,
+    Canaries,
+    Canary,
     Dependencies,
     Detected,
+    Draw,
     Invocation,
     ReportSource,
     RunContext,
@@ -44,6 +47,7 @@ from .base import (
     observer_settings,
     program_name,
 )
+from .binaries import EVERY_BINARY, in_every_binary
 from .results import ERROR, FAILED, MAX_REPORT_BYTES, PASSED, SKIPPED, Results, no_counts, tally
 
 MODULE_CACHE = "gomodcache"  # the cache entry's folder, mounted as GOMODCACHE
@@ -91,6 +95,41 @@ _REFUSED = {
 # Go before 1.24 prints a package that did not build as a line of text among the events.
 _TEXT_FAILURE = re.compile(rb"FAIL\t(\S+) \[(build|setup) failed\]")
 _FRAMING = re.compile(r"\s*(=== (RUN|PAUSE|CONT|NAME)|--- (PASS|FAIL|SKIP):)\s")
+# The observer's canaries, one file in each package folder that has tests, so that each test
+# binary runs them: its package clause is its folder's, which only a file of the folder says, so
+# a step in the sandbox (before any test binary starts) copies it from a test file beside it.
+# Each test binary starts through a step that first removes the file from its folder (built by
+# then): the code under test finds no source telling which canary must fail, nor do the names.
+_CANARY_FILE = "claim_canary_{word}_test.go"
+_CANARY_TEST = re.compile(r"TestClaimCanary[0-9a-f]+")
+_CANARY_PACKAGE = "package claim_canary_package"  # replaced by the folder's package clause
+_CANARY_SOURCE = '{package}\n\nimport {testing} "testing"\n'
+_CANARY_TEST_SOURCE = """
+func {name}(t *{testing}.T) {{
+\tgot, want := "{value}", "{expected}"
+\tif got != want {{
+\t\tt.{report}("got %q, want %q", got, want)
+\t}}
+}}
+"""
+_UNSOURCED = '-exec=/bin/sh -c \'rm -f {file}; exec "$0" "$@"\''  # quoted as go splits it
+# Arguments: the canary files, "--", then the command. sed reads the first package clause of a
+# test file beside each canary (any test file of a folder builds into the same test binary).
+_PLANT = (
+    'while [ "$1" != -- ]; do\n'
+    '  canary=$1; shift; dir=${canary%/*}; [ "$dir" = "$canary" ] && dir=.; name=\n'
+    '  for sibling in "$dir"/*_test.go; do\n'
+    "    case ${sibling##*/} in claim_canary_*) continue ;; esac\n"
+    "    name=$(sed -n '/^package[[:space:]]/{"
+    's/^package[[:space:]]*\\([A-Za-z_][A-Za-z0-9_]*\\).*/\\1/p;q;}\' "$sibling")\n'
+    '    [ -n "$name" ] && break\n'
+    "  done\n"
+    f'  sed -i "s/^{_CANARY_PACKAGE}\\$/package $name/" "$canary"\n'
+    "done\n"
+    'shift; exec "$@"\n'
+)
+# Folders go test never builds a package from.
+_IGNORED_FOLDER = re.compile(rb"(?:^|/)(?:testdata|vendor|[._][^/]*)/")
 _OPERATOR_MODULE_SETTINGS = (
     "GOPROXY",
     "GOSUMDB",
@@ -159,8 +198,6 @@ class GoTest(Runner):
             "GOWORK": "off",
             "GOENV": "off",
             "GOTELEMETRY": "off",
-            "GOPATH": "/tmp/go",  # noqa: S108 - the run's own scratch folder
-            "GOCACHE": "/tmp/go-build",  # noqa: S108 - the run's own: never shared between runs
         }
         readable = () if inside(goroot, "/usr") else (goroot,)
         return Toolchain(
@@ -185,19 +222,87 @@ class GoTest(Runner):
             },
         )
 
+    def canaries(
+        self, command: Sequence[str], files: Sequence[bytes], draw: Draw
+    ) -> Canaries | None:
+        """A must-pass and a must-fail test in each package folder that has tests (whichever
+        of them the command tests, each test binary runs them)."""
+        folders = dict.fromkeys(
+            rel.rpartition(b"/")[0] for rel in files
+            if rel.endswith(b"_test.go") and not _IGNORED_FOLDER.search(rel)
+        )  # fmt: skip
+        if not folders:
+            return None
+        word, value, other = draw(), draw(), draw()
+        testing = f"claimtesting{word}"
+        tests = (Canary(f"TestClaimCanary{draw()}", passes=True),
+                 Canary(f"TestClaimCanary{draw()}", passes=False))  # fmt: skip
+        source = _CANARY_SOURCE.format(package=_CANARY_PACKAGE, testing=testing) + "".join(
+            _CANARY_TEST_SOURCE.format(
+                name=test.name, testing=testing, value=value,
+                expected=value if test.passes else other,
+                report="Errorf" if test.passes else "Fatalf",
+            )
+            for test in sorted(tests, key=lambda test: test.name)  # an order of no meaning
+        )  # fmt: skip
+        name = _CANARY_FILE.format(word=word)
+        return Canaries(
+            files={f"{os.fsdecode(folder + b'/') if folder else ''}{name}": source.encode()
+                   for folder in folders},
+            tests=tuple(Canary(f"{EVERY_BINARY}::{test.name}", test.passes) for test in tests),
+            failed_exit_code=1,
+        )  # fmt: skip
+
     def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
         assert context.toolchain.program is not None  # a Go toolchain is its go program
         rest = [arg for arg in command[2:] if arg not in ("-json", "--json")]
-        env = {"GOPROXY": "off", "GOSUMDB": "off"}
+        if context.canaries is not None:
+            rest = _running_canaries(rest, [c.name.rpartition("::")[2]
+                                            for c in context.canaries.tests])  # fmt: skip
+        # The run's own scratch folder and build cache, never shared between runs: in its home
+        # (the sandbox's /tmp, or the observer's folder for a run without one, never the
+        # machine's /tmp, where another user could leave a build cache of their making).
+        home = context.env["HOME"]
+        env = {"GOPROXY": "off", "GOSUMDB": "off", "GOPATH": f"{home}/go",
+               "GOCACHE": f"{home}/go-build"}  # fmt: skip
         if MODULE_CACHE in context.dependencies:
             env["GOMODCACHE"] = context.dependencies[MODULE_CACHE]
         argv: tuple[str, ...] = (context.toolchain.program, "test", "-json", *rest)
+        if context.canaries is not None:
+            file = os.path.basename(next(iter(context.canaries.files)))
+            argv = (*argv[:3], _UNSOURCED.format(file=file), *argv[3:])
         if BUILD_SEED in context.dependencies:
             argv = ("/bin/sh", "-c", _FROM_SEED, context.dependencies[BUILD_SEED], *argv)
+        if context.canaries is not None:
+            argv = ("/bin/sh", "-c", _PLANT, "sh", *context.canaries.files, "--", *argv)
         return Invocation(argv, env, ReportSource.STDOUT)
 
     def results(self, report: bytes) -> Results:
         return read_events(report)
+
+
+def _running_canaries(args: Sequence[str], canaries: Sequence[str]) -> list[str]:
+    """go test's arguments with the canaries run whatever they choose: a ``-run`` pattern also
+    matches them (at its first level, before any ``/``), and ``-failfast`` is dropped, which
+    would stop a package's tests at the must-fail canary."""
+    ours = f"^(?:{'|'.join(canaries)})$|"
+    kept: list[str] = []
+    flags = True
+    for arg in args:
+        flag, equals, value = arg.partition("=")
+        flag = flag.replace("--", "-", 1)
+        if arg in ("-args", "--args"):
+            flags = False
+        elif flags and flag == "-failfast":
+            continue
+        elif flags and flag == "-run" and equals:
+            kept.append(f"-run={ours}{value}")
+            continue
+        elif kept and flags and kept[-1].replace("--", "-", 1) == "-run":
+            kept.append(ours + arg)
+            continue
+        kept.append(arg)
+    return kept
 
 
 def _test_flags(command: Sequence[str]) -> Iterator[str]:
@@ -338,11 +443,19 @@ def _take(
 
 
 def _outcomes(packages: Mapping[str, _Package]) -> Iterator[tuple[str, str, str]]:
+    canaries: list[tuple[str, dict[str, str]]] = []  # per test binary that ran
     for name, package in packages.items():
         failing = False
+        # A test binary that failed before any test started (it did not build, or panicked in
+        # an init function) ran none of its tests, the canaries neither: its failure is its own.
+        if package.ended == PASSED or (package.ended == FAILED and package.started):
+            canaries.append((name, {}))
         for test in dict.fromkeys([*package.started, *package.outcomes]):
             outcome = package.outcomes.get(test, ERROR)  # started, and never ended
             failing |= outcome in (FAILED, ERROR)
+            if _CANARY_TEST.fullmatch(test) and canaries and canaries[-1][0] == name:
+                canaries[-1][1][test] = outcome
+                continue
             message = _message(package, test, outcome)
             yield f"{name}::{test}", outcome, message
         if package.ended == FAILED and not failing:
@@ -351,6 +464,7 @@ def _outcomes(packages: Mapping[str, _Package]) -> Iterator[tuple[str, str, str]
                 yield f"{name}::{BUILD_FAILED}", ERROR, own or "the package did not build"
             else:
                 yield f"{name}::{PACKAGE_FAILED}", ERROR, own or "the package failed"
+    yield from in_every_binary(canaries)
 
 
 def _message(package: _Package, test: str, outcome: str) -> str:

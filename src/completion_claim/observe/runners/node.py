@@ -21,7 +21,10 @@ Report names (``require_tests``):
 - mocha: its xunit reporter, ``<suite titles>::<test>`` (``calc nested::adds``).
 
 The code under test runs in the runner's processes, as the same user: like pytest's in-memory
-patching, what those processes print or write can be forged by it (docs/threat-model.md).
+patching, what those processes print or write can be forged by it (docs/threat-model.md). Every
+node process of the run loads the observer's preload first (``node_preload.cjs``), which freezes
+node:assert and node:test; ``node --test`` and mocha run the observer's canaries beside the
+tests (mocha's in its own process, the one the code under test runs in).
 """
 
 from __future__ import annotations
@@ -37,8 +40,11 @@ from typing import Any, ClassVar
 
 from ...errors import ObservationFailed, UsageError
 from .base import (
+    Canaries,
+    Canary,
     Dependencies,
     Detected,
+    Draw,
     Invocation,
     ReportSource,
     RunContext,
@@ -66,8 +72,10 @@ _NPX = frozenset({"npx", "pnpx"})
 _NPX_OPTIONS = frozenset({"--no-install", "--no", "--yes", "-y", "--offline"})
 _SCRIPT_RUNNERS = frozenset({"npm", "yarn", "pnpm", "bun"})
 _SCRIPT_EXTENSIONS = r"(js|mjs|cjs|jsx|ts|mts|cts|tsx)"
+# node's own patterns (-test, _test, test-), and jest-config's testMatch
+# ``**/?(*.)+(spec|test).?([mc])[jt]s?(x)``: spec.js and calc.spectest.js are jest's tests too.
 _TEST_FILE = re.compile(
-    rf"(.+[._-](test|spec)|test[._-].+|test|__tests__)\.{_SCRIPT_EXTENSIONS}|.+\.snap"
+    rf"(.+[._-](test|spec)+|test[._-].+|(test|spec)+|__tests__)\.{_SCRIPT_EXTENSIONS}|.+\.snap"
 )
 _PROTECTED_FOLDERS = frozenset({b"__tests__", b"__mocks__", b"__snapshots__", b"node_modules"})
 _CONFIG = re.compile(
@@ -83,6 +91,9 @@ _STACK_STARTS = ("at ", "+ expected", "\u276f", "Error [ERR_TEST_FAILURE]")
 _SUMMARY_LINES = 3
 # Runners colour their output for a terminal; the log is read by people, in a file.
 _ENV = {"CI": "true", "NO_COLOR": "1", "FORCE_COLOR": "0"}
+# Loaded by every node process of the run before any test file: it freezes the assertion and
+# runner modules (node:assert, node:test), so the code under test cannot disarm them.
+PRELOAD = Path(__file__).parent.parent / "node_preload.cjs"
 
 
 # --- what every Node runner shares ----------------------------------------------------------
@@ -146,6 +157,17 @@ def _node(context: RunContext) -> str:
     return context.toolchain.program
 
 
+def _environment(context: RunContext) -> dict[str, str]:
+    """The run's variables: plain output, and the observer's preload in NODE_OPTIONS, which
+    every node process the runner starts inherits (node --test's process per file, jest's and
+    vitest's workers); the operator's own options, passed on with env, come first."""
+    if context.preload is None:
+        return dict(_ENV)
+    quoted = context.preload.replace("\\", "\\\\").replace('"', '\\"')
+    options = [context.env.get("NODE_OPTIONS", ""), f'--require "{quoted}"']
+    return _ENV | {"NODE_OPTIONS": " ".join(filter(None, options))}
+
+
 def _refuse_options(runner: str, command: Sequence[str], options: Iterable[str]) -> None:
     for arg in command[1:]:
         for option in options:
@@ -172,6 +194,7 @@ class _NodeRunner(Runner):
         "node_modules/x/index.js",
     )  # fmt: skip
     report_name: ClassVar[str]
+    preload = PRELOAD
 
     def protected(self, rel: bytes) -> bool:
         return is_node_protected(rel)
@@ -266,11 +289,44 @@ class NodeTest(_NodeRunner):
             "--test-reporter=junit", f"--test-reporter-destination={self.report(context)}",
             "--test-reporter=spec", "--test-reporter-destination=stdout",
         )  # fmt: skip
-        argv = (_node(context), *command[1:at], *ours, *command[at:])
-        return Invocation(argv, _ENV, ReportSource.FILE, self.report(context))
+        # A command naming its test files runs only those: the canaries' file is named too.
+        # Else node's own search finds it (a *.test.mjs file in the run's folder).
+        names_files = len(command) > 1 + len(_node_options(command))
+        planted = tuple(context.canaries.files) if context.canaries and names_files else ()
+        argv = (_node(context), *command[1:at], *ours, *command[at:], *planted)
+        return Invocation(argv, _environment(context), ReportSource.FILE, self.report(context))
+
+    def canaries(self, command: Sequence[str], files: Sequence[bytes], draw: Draw) -> Canaries:
+        """One file of node:test tests asserting with node:assert: one that must pass, one
+        that must fail, named and valued by words drawn for the run. node --test names a test
+        by its title alone (``test::<title>``), wherever its file is. The one that must fail is
+        a todo: reported failed, it leaves node's exit code 0 (a passing todo is reported
+        skipped), so the exit code still tells a run whose own tests failed, whatever report
+        the run was left with."""
+        holds, fails = f"claim canary {draw()}", f"claim canary {draw()}"
+        text = _NODE_TEST_CANARIES.format(holds=holds, fails=fails, value=draw(), other=draw())
+        return Canaries(
+            files={f"claim-canary-{draw()}.test.mjs": text.encode()},
+            tests=(Canary(f"test::{holds}", passes=True), Canary(f"test::{fails}", passes=False)),
+            failed_exit_code=0,
+        )
 
     def results(self, report: bytes) -> Results:
         return tally(_node_cases(junit_root(report), []))
+
+
+_NODE_TEST_CANARIES = """import {{ test }} from "node:test";
+import assert from "node:assert";
+
+test("{holds}", () => {{
+  assert.strictEqual("{value}", "{value}");
+  assert.deepStrictEqual({{ value: ["{value}"] }}, {{ value: ["{value}"] }});
+}});
+
+test("{fails}", {{ todo: true }}, () => {{
+  assert.strictEqual("{value}", "{other}");
+}});
+"""
 
 
 def _node_options(command: Sequence[str]) -> list[str]:
@@ -352,7 +408,7 @@ class Vitest(_PackageRunner):
             "--reporter=default", "--no-cache",
         )  # fmt: skip
         argv = (_node(context), self.entry_script(context), "run", *args, *ours)
-        return Invocation(argv, _ENV, ReportSource.FILE, self.report(context))
+        return Invocation(argv, _environment(context), ReportSource.FILE, self.report(context))
 
     def results(self, report: bytes) -> Results:
         return junit_results(report)
@@ -377,7 +433,7 @@ class Jest(_PackageRunner):
     def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
         ours = ("--ci", "--json", f"--outputFile={self.report(context)}", "--no-watchman")
         argv = (_node(context), self.entry_script(context), *self.arguments(command), *ours)
-        return Invocation(argv, _ENV, ReportSource.FILE, self.report(context))
+        return Invocation(argv, _environment(context), ReportSource.FILE, self.report(context))
 
     def results(self, report: bytes) -> Results:
         return tally(_jest_cases(report))
@@ -450,11 +506,51 @@ class Mocha(_PackageRunner):
 
     def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
         ours = ("--reporter", "xunit", "--reporter-option", f"output={self.report(context)}")
-        argv = (_node(context), self.entry_script(context), *self.arguments(command), *ours)
-        return Invocation(argv, _ENV, ReportSource.FILE, self.report(context))
+        # --file adds the canaries to whatever the command and the configuration name (a spec
+        # on the command line would replace mocha's default one); it runs them in mocha's own
+        # process, the one the test files and the code under test share, never in parallel,
+        # and first: bail would end the run at the must-fail one.
+        planted: list[str] = []
+        if context.canaries is not None:
+            planted += ("--no-parallel", "--no-bail")
+            for rel in context.canaries.files:
+                planted += ("--file", rel)
+        argv = (_node(context), self.entry_script(context), *self.arguments(command), *ours,
+                *planted)  # fmt: skip
+        return Invocation(argv, _environment(context), ReportSource.FILE, self.report(context))
+
+    def canaries(self, command: Sequence[str], files: Sequence[bytes], draw: Draw) -> Canaries:
+        """A suite of two mocha tests asserting with node:assert, one that must pass and one
+        that must fail, in a file named by a drawn word: mocha names a test by its file's path,
+        and a canary file by its name alone (the run's folder is not known here)."""
+        suite, holds, fails = (f"claim canary {draw()}" for _ in range(3))
+        text = _MOCHA_CANARIES.format(
+            suite=suite, holds=holds, fails=fails, value=draw(), other=draw()
+        )
+        name = f"claim-canary-{draw()}.cjs"
+        return Canaries(
+            files={name: text.encode()},
+            tests=(Canary(f"{name}::{suite} > {holds}", passes=True),
+                   Canary(f"{name}::{suite} > {fails}", passes=False)),
+        )  # fmt: skip
 
     def results(self, report: bytes) -> Results:
         return tally(_mocha_cases(junit_root(report)))
+
+
+_MOCHA_CANARIES = """const assert = require("node:assert");
+const {{ describe, it }} = require("mocha");
+
+describe("{suite}", () => {{
+  it("{holds}", () => {{
+    assert.strictEqual("{value}", "{value}");
+  }});
+  it("{fails}", () => {{
+    assert.strictEqual("{value}", "{other}");
+  }});
+}});
+"""
+_CANARY_FILE = re.compile(r"(.*/)?(claim-canary-[0-9a-f]+\.cjs)")
 
 
 def _mocha_cases(root: ET.Element) -> Iterator[tuple[str, str, str]]:
@@ -462,6 +558,8 @@ def _mocha_cases(root: ET.Element) -> Iterator[tuple[str, str, str]]:
     for case in root.iter("testcase"):
         outcome, message = _case(case)
         file, suites = _relative(case.get("file", "")), case.get("classname", "")
+        canary = _CANARY_FILE.fullmatch(file)
+        file = canary.group(2) if canary else file
         title = " > ".join(filter(None, [suites, case.get("name", "")]))
         yield f"{file}::{title}" if file else f"{suites}::{case.get('name', '')}", outcome, message
 

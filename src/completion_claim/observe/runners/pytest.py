@@ -180,6 +180,7 @@ class Pytest(Runner):
             ),
             failed_exit_code=0,  # a strict xfail that fails fails no session
             beside_plugin={f"{module}.py": source.encode()},
+            optional=not is_pytest(command),  # make test, a script: pytest may not run at all
         )
 
     def channel_results(self, stream: bytes, key: bytes) -> Results:

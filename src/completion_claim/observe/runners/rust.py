@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 from collections.abc import Iterator, Sequence
@@ -36,12 +37,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...errors import UsageError
-from ..sandbox import SYSTEM_PATH
+from ...errors import ObservationFailed, UsageError
+from ..sandbox import SYSTEM_PATH, WORK
 from .base import (
     PROXY_SETTINGS,
+    Canaries,
+    Canary,
     Dependencies,
     Detected,
+    Draw,
     Invocation,
     ReportSource,
     RunContext,
@@ -52,7 +56,8 @@ from .base import (
     observer_settings,
     program_name,
 )
-from .results import FAILED, MAX_REPORT_BYTES, PASSED, SKIPPED, Results, no_counts, tally
+from .binaries import EVERY_BINARY, in_every_binary
+from .results import ERROR, FAILED, MAX_REPORT_BYTES, PASSED, SKIPPED, Results, no_counts, tally
 
 VENDOR = "vendor"  # the cache entry's folder of unpacked crates
 CRATES_DOWNLOAD = "https://static.crates.io/crates/{crate}/{crate}-{version}.crate"
@@ -70,6 +75,48 @@ _PANIC_LINES = 40  # the most lines of an old-style panic message looked through
 _OLD_PANIC = re.compile(r"thread '.*' panicked at '(.*)', (\S+:\d+:\d+)$", re.DOTALL)
 # Printed to standard output before each test binary starts: its path (cargo passes it as $0).
 _ANNOUNCE = f'printf \'{{"type":"{BINARY_EVENT}","path":"%s"}}\\n\' "$0"; exec "$0" "$@"'
+# The observer's canaries: one module file beside each Cargo.toml, which a step in the sandbox
+# (before anything is built) adds to each crate root of that package that cargo test may build a
+# test binary from, so every test binary runs them (an integration test file of its own would be
+# one more binary, saying nothing of the others). The runner removes the files before any test
+# binary starts (cargo builds them all first): the code under test finds no source telling which
+# canary must fail, nor do the names.
+_CANARY_MODULE = "claim_canary_{word}"
+# At the root of its binary's tests, or below a module that is a crate root of its own too
+# (``tests/common.rs``, which other test files include with ``mod common;``).
+_CANARY_TEST = re.compile(r"(?:.+::)?(claim_canary_[0-9a-f]+::canary_[0-9a-f]+)")
+_CANARY_SOURCE = """
+#[test]
+fn {name}() {{
+    assert_eq!("{value}", "{expected}");
+}}
+"""
+_CRATE_ROOTS = (
+    "src/lib.rs",
+    "src/main.rs",
+    *(
+        f"{folder}/{root}"
+        for folder in ("src/bin", "tests", "examples", "benches")
+        for root in ("*.rs", "*/main.rs")
+    ),
+)
+# Arguments: the module's name, the canary files, "--", then the command. A link is never
+# followed: it may lead out of the run's copy.
+_PLANT = (
+    "module=$1; shift; here=$(pwd)\n"
+    'while [ "$1" != -- ]; do\n'
+    '  canary=$1; shift; dir=${canary%/*}; [ "$dir" = "$canary" ] && dir=.\n'
+    "  for root in " + " ".join(f'"$dir"/{root}' for root in _CRATE_ROOTS) + "; do\n"
+    '    [ -f "$root" ] && [ ! -L "$root" ] || continue\n'
+    "    printf '\\n#[cfg(test)]\\n#[path = \"%s/%s\"]\\nmod %s;\\n'"
+    ' "$here" "$canary" "$module" >> "$root"\n'
+    "  done\n"
+    "done\n"
+    'shift; exec "$@"\n'
+)
+# libtest's options that take a value (any other word is a filter of test names).
+_LIBTEST_VALUES = frozenset({"--skip", "--test-threads", "--color", "--shuffle-seed", "--logfile",
+                             "--format", "-Z"})  # fmt: skip
 _REFUSED_CARGO = {
     "--no-run": "builds the tests without running them",
     "--message-format": "turns cargo's messages into events of its own",
@@ -206,8 +253,6 @@ class CargoTest(Runner):
         env = {
             "RUSTC": os.path.join(bin_dir, "rustc"),
             "RUSTDOC": os.path.join(bin_dir, "rustdoc"),
-            "CARGO_HOME": "/tmp/cargo-home",  # noqa: S108 - the run's own: no credentials
-            "CARGO_TARGET_DIR": "/tmp/target",  # noqa: S108 - the run's own, never the tree's
             "CARGO_TERM_COLOR": "never",
             "CARGO_INCREMENTAL": "0",
             "RUST_BACKTRACE": "0",
@@ -235,9 +280,37 @@ class CargoTest(Runner):
             },
         )
 
+    def canaries(
+        self, command: Sequence[str], files: Sequence[bytes], draw: Draw
+    ) -> Canaries | None:
+        """A must-pass and a must-fail test in every test binary of every package of the run's
+        folder (each test binary of the packages cargo tests runs them); none for a command
+        that runs no test binary of the observer's runner or only ignored tests."""
+        packages = [rel[: -len(b"Cargo.toml")] for rel in files
+                    if rel == b"Cargo.toml" or rel.endswith(b"/Cargo.toml")]  # fmt: skip
+        ours, theirs = _split(command[2:])
+        if not packages or "--doc" in ours or "--ignored" in theirs:
+            return None
+        word, value, other = draw(), draw(), draw()
+        module = _CANARY_MODULE.format(word=word)
+        tests = (Canary(f"canary_{draw()}", True), Canary(f"canary_{draw()}", False))
+        source = "".join(
+            _CANARY_SOURCE.format(name=test.name, value=value,
+                                  expected=value if test.passes else other)
+            for test in sorted(tests, key=lambda test: test.name)  # an order of no meaning
+        ).encode()  # fmt: skip
+        return Canaries(
+            files={f"{os.fsdecode(folder)}{module}.rs": source for folder in packages},
+            tests=tuple(Canary(f"{EVERY_BINARY}::{module}::{test.name}", test.passes)
+                        for test in tests),
+            failed_exit_code=101,
+        )  # fmt: skip
+
     def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
         assert context.toolchain.program is not None  # a Rust toolchain is its cargo program
+        _require_no_outer_config(context.work)
         ours, theirs = _split(command[2:])
+        canaries = context.canaries
         argv = [context.toolchain.program, "test", "--offline"]
         if "--no-fail-fast" not in ours:
             argv.append("--no-fail-fast")
@@ -245,10 +318,24 @@ class CargoTest(Runner):
         if vendor is not None:
             argv += ["--config", 'source.crates-io.replace-with="claim-vendor"']
             argv += ["--config", f"source.claim-vendor.directory={json.dumps(vendor)}"]
-        runner = json.dumps(["/bin/sh", "-c", _ANNOUNCE])
+        announce = _ANNOUNCE
+        if canaries is not None:
+            planted = [os.path.join(context.cwd, rel) for rel in canaries.files]
+            announce = f"{shlex.join(['rm', '-f', '--', *planted])}; {announce}"
+        runner = json.dumps(["/bin/sh", "-c", announce])
         argv += ["--config", f'target."cfg(all())".runner={runner}']
+        if canaries is not None and _filters(theirs):
+            # Filters choose tests by name: the canaries' names are filters too.
+            theirs += [canary.name.split("::", 1)[1] for canary in canaries.tests]
         argv += [*ours, "--", "-Z", "unstable-options", "--format", "json", *theirs]
-        return Invocation(tuple(argv), {}, ReportSource.STDOUT)
+        if canaries is not None:
+            module = canaries.tests[0].name.split("::")[1]
+            argv = ["/bin/sh", "-c", _PLANT, "sh", module, *canaries.files, "--", *argv]
+        # In the run's own home (the sandbox's /tmp, or the observer's folder for the run without
+        # one): no credentials, no configuration, no build of anyone else's.
+        home = context.env["HOME"]
+        env = {"CARGO_HOME": f"{home}/cargo-home", "CARGO_TARGET_DIR": f"{home}/target"}
+        return Invocation(tuple(argv), env, ReportSource.STDOUT)
 
     def results(self, report: bytes) -> Results:
         return read_events(report)
@@ -260,6 +347,38 @@ def _split(args: Sequence[str]) -> tuple[list[str], list[str]]:
         return list(args), []
     at = list(args).index("--")
     return list(args[:at]), list(args[at + 1 :])
+
+
+def _require_no_outer_config(work: str) -> None:
+    """Refused when cargo would read a configuration file above the work tree: it reads
+    ``.cargo/config.toml`` and ``.cargo/config`` in every folder above the one it runs in. The
+    sandbox has none there; without it, the run's copy lies in the observer's temporary folder,
+    which other users of the machine can write to."""
+    if work == WORK:
+        return
+    folder = os.path.dirname(os.path.normpath(work))
+    while True:
+        for name in _CARGO_CONFIG:
+            found = os.path.join(folder, ".cargo", os.fsdecode(name))
+            if os.path.lexists(found):
+                raise ObservationFailed(
+                    f"{found}: cargo would read it, and it is outside the work tree: remove it, "
+                    "or run in the sandbox"
+                )
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return
+        folder = parent
+
+
+def _filters(args: Sequence[str]) -> bool:
+    """Whether libtest's arguments hold a filter of test names."""
+    after_option = False
+    for arg in args:
+        if not after_option and not arg.startswith("-"):
+            return True
+        after_option = arg in _LIBTEST_VALUES
+    return False
 
 
 def _chosen_cargo(command: Sequence[str], chosen: str | None, workspace: Path) -> str:
@@ -315,6 +434,7 @@ class _Suite:
 
     binary: str | None
     outcomes: dict[str, tuple[str, str]] = field(default_factory=dict)
+    announced: bool = False  # started by the observer's runner (rustdoc's doctests are not)
 
 
 class _Refused(Exception):
@@ -364,9 +484,10 @@ def _suites(report: bytes) -> Iterator[_Suite]:
             _require_spoken(silent)
             binary = silent = _target(event.get("path")) or "a test binary"
         elif kind == "suite":
-            silent = None
             suite = _suite_event(event, suite, binary, number)
-            if suite is not None and event.get("event") != "started":
+            suite.announced |= silent is not None
+            silent = None
+            if event.get("event") != "started":
                 yield suite
                 suite = None
         elif kind == "test":
@@ -390,7 +511,7 @@ def _require_spoken(binary: str | None) -> None:
 
 def _suite_event(
     event: dict[str, Any], suite: _Suite | None, binary: str | None, number: int
-) -> _Suite | None:
+) -> _Suite:
     if event.get("event") == "started":
         if suite is not None:
             raise _Refused(f"line {number}: a suite started inside another")
@@ -430,9 +551,17 @@ def _target(path: object) -> str | None:
 
 
 def _outcomes(suites: Sequence[_Suite]) -> Iterator[tuple[str, str, str]]:
+    canaries: list[tuple[str, dict[str, str]]] = []  # per test binary the runner started
     for suite in suites:
+        if suite.announced:
+            canaries.append((suite.binary or "a test binary", {}))
         for name, (outcome, message) in suite.outcomes.items():
-            if _DOCTEST.fullmatch(name):
+            canary = _CANARY_TEST.fullmatch(name) if suite.announced else None
+            if canary is not None:
+                found = canaries[-1][1]
+                test = canary.group(1)
+                found[test] = outcome if found.get(test, outcome) == outcome else ERROR
+            elif _DOCTEST.fullmatch(name):
                 yield f"doctest::{name}", outcome, message
             elif suite.binary is None:
                 raise _Refused(
@@ -441,6 +570,7 @@ def _outcomes(suites: Sequence[_Suite]) -> Iterator[tuple[str, str, str]]:
                 )
             else:
                 yield f"{suite.binary}::{name}", outcome, message
+    yield from in_every_binary(canaries)
 
 
 def _panic(text: str) -> str:
