@@ -91,8 +91,11 @@ PATCHES_THE_RUNNER = (
 def test_attack_107_a_runner_the_code_patched_is_not_verified_by_the_gate(
     tmp_path: Path, write_config: WriteConfig
 ) -> None:
+    """The runtime monitor holds where the operator allowed the file's test-aware code, which
+    the scan of the changed lines would otherwise name first."""
     repo = unittest_project(tmp_path / "repo")
-    config = write_config(POLICY + check_for(repo))
+    allowed = f'[gate]\nruns_dir = "{tmp_path / "runs"}"\nallow_test_aware = ["calc.py"]\n'
+    config = write_config(allowed + POLICY + check_for(repo))
     start_gate(config, repo)
     write_files(repo, {"calc.py": PATCHES_THE_RUNNER})
 
