@@ -24,6 +24,7 @@ import base64
 import binascii
 import contextlib
 import fcntl
+import fnmatch
 import json
 import os
 import re
@@ -115,6 +116,9 @@ class RunRequest:
     dependency_cache: Path | None = None  # the operator's; None: under the default runs dir
     mirror: Mirror | None = None  # the operator's mirror, held by the caller; None: a fresh copy
     hidden_tests: Path | None = None  # the operator's folder of tests the agent never sees
+    # Globs of work-tree paths whose test-aware code the operator allows ([gate].allow_test_aware):
+    # the runtime monitor does not watch them.
+    allow_test_aware: tuple[str, ...] = ()
     # Report names run a second time, in reverse order, after the session's tests (a plugin's
     # runners): a result that depends on how often or in what order the code ran fails one.
     repeat: tuple[str, ...] = ()
@@ -489,7 +493,10 @@ def _fill_run_tree(
     tree.fill(workspace, excluded, deadline, mirror)
     head = workspace.head()
     require_recorded(tree, head, mutations, excluded)
-    changed = changed_code(tree, head, mutations, request.protect)  # what the monitor watches
+    changed = [  # what the runtime monitor watches
+        rel for rel in changed_code(tree, head, mutations, request.protect)
+        if not any(fnmatch.fnmatchcase(os.fsdecode(rel), glob) for glob in request.allow_test_aware)
+    ]  # fmt: skip
     if request.trusted_ref is None:
         changes = changed_protected(tree, head, mutations, request.protect)
         return {"test_config_changed": changes}, changed
