@@ -94,6 +94,7 @@ bench: $(BIN)/claim sandbox
 	$(BIN)/python benchmarks/bench.py
 	$(BIN)/python benchmarks/sandbox.py
 	$(BIN)/python benchmarks/canaries.py
+	$(BIN)/python benchmarks/monitor.py
 	$(BIN)/python benchmarks/load.py
 	$(BIN)/python benchmarks/ledger.py
 	$(BIN)/python benchmarks/ecosystems.py

@@ -31,11 +31,10 @@ class TestCalc(unittest.TestCase):
         self.assertEqual(add(2, 3), 5)
 """
 UNITTEST_TESTS = {"tests/__init__.py": "", "tests/test_calc.py": UNITTEST_CALC}
-# Finding 3 of issue 30: two lines, and every test pytest runs "passes" without running.
-PATCHES_PYTEST = (
-    "import _pytest.python\n"
-    "_pytest.python.pytest_pyfunc_call.__code__ = (lambda pyfuncitem: True).__code__\n"
-)
+# Every test pytest runs "passes" without running, by an assignment to a class's attribute:
+# no audit event, so the runtime monitor does not see it (finding 3's swap of a code object is
+# the monitor's: test_python_monitor.py).
+PATCHES_PYTEST = "import _pytest.python\n_pytest.python.Function.runtest = lambda self: None\n"
 # A disarmed assertion: assigning an attribute of an ordinary class raises no audit event.
 DISARMS_UNITTEST = "import unittest\nunittest.TestCase.assertEqual = lambda self, *a, **k: None\n"
 

@@ -107,6 +107,7 @@ def check_request(
         secret_files=() if config.sign_key is None else (str(config.sign_key),),
         dependency_cache=config.runs_dir / "dependencies",
         mirror=mirror, hidden_tests=check.hidden_tests,
+        allow_test_aware=config.allow_test_aware,
     )  # fmt: skip
 
 

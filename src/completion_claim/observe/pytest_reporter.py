@@ -13,6 +13,16 @@ file, the environment or ``/proc``), and one for the records. Each record is one
 HMAC-SHA256 of its JSON under the key, a space, and the JSON: a sequence number and either one
 test phase's outcome or, at this session's own end, ``{"end": true}``. A run that stops before
 that record (``os._exit``, a signal, a crash) has reported nothing the observer counts.
+
+The key's pipe also holds, after the key's line and the run's settings' (JSON), the work tree's
+root and the files the agent changed that are no test file: the plugin installs the runtime monitor
+(:mod:`.runtime_monitor`, copied beside it) on them before pytest imports anything of the run, and
+the monitor's records go through the same channel. The interpreter starts with ``PYTHONSAFEPATH``,
+so nothing of the work tree can be imported before that (a ``argparse.py`` of the run's folder
+would otherwise run first, as the standard library's): the plugin then puts the run's folder back
+where ``-m``, ``-c`` or a script would have put it, and removes the variable for the processes the
+tests start. pytest's ``PYTEST_CURRENT_TEST`` (the running test's name) is never set: the code
+under test may not ask which test is running.
 """
 
 from __future__ import annotations
@@ -20,16 +30,21 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import importlib
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
 ENVIRONMENT = "CLAIM_REPORT_FDS"
 CANARY_PREFIX = "claim_canary_"
+SAFE_PATH = "PYTHONSAFEPATH"
+CURRENT_TEST = "PYTEST_CURRENT_TEST"
 _MESSAGE_CHARS = 1000
 _PR_SET_DUMPABLE = 4
+_MAX_KEY_PIPE = 16 << 20
 
 
 def pytest_addoption(pluginmanager: Any) -> None:
@@ -48,8 +63,10 @@ def pytest_addoption(pluginmanager: Any) -> None:
             found = os.fstat(fd)
             if not stat.S_ISFIFO(found.st_mode) or found.st_ino != inode:
                 return
+        made_ns = os.fstat(key_fd).st_ctime_ns
         with os.fdopen(key_fd, "rb") as pipe:
-            key, _, given = pipe.read().partition(b"\n")
+            key, _, rest = pipe.read(_MAX_KEY_PIPE).partition(b"\n")
+            given, _, watched = rest.partition(b"\n")  # the run's settings, the monitor's files
         os.set_inheritable(records_fd, False)
         settings = json.loads(given or b"{}")
     except (OSError, ValueError):
@@ -57,11 +74,47 @@ def pytest_addoption(pluginmanager: Any) -> None:
     if not key:
         return  # another pytest of the same run took the key: only the first one reports
     _not_dumpable()
-    pluginmanager.register(_Reporter(key, records_fd), "claim-reporter")
+    reporter = _Reporter(key, records_fd)
+    monitor = importlib.import_module(f"{__name__}_monitor")
+    monitor.install(monitor.watched(watched, made_ns), reporter._send)
+    _restore_unsafe_path()
+    _hide_the_running_test()
+    pluginmanager.register(reporter, "claim-reporter")
     canaries = sorted(Path(__file__).parent.glob(f"{CANARY_PREFIX}*.py"))
     repeat = frozenset(settings.get("repeat") or ())
     if canaries or repeat:
         pluginmanager.register(_collector(canaries, repeat), "claim-collector")
+
+
+def _restore_unsafe_path() -> None:
+    """Put the run's folder on ``sys.path`` where the interpreter would have put it without
+    ``PYTHONSAFEPATH`` (which kept it off while pytest imported itself), now that the monitor
+    watches; and let the processes the tests start have it again."""
+    if os.environ.pop(SAFE_PATH, None) is None or not getattr(sys.flags, "safe_path", False):
+        return
+    main = sys.modules.get("__main__")
+    script = getattr(main, "__file__", None)
+    if getattr(main, "__spec__", None) is not None:
+        folder = os.getcwd()  # python -m pytest
+    elif script is not None:
+        folder = os.path.dirname(os.path.realpath(script))  # python script.py
+    else:
+        folder = ""  # python -c
+    sys.path.insert(0, folder)
+
+
+def _hide_the_running_test() -> None:
+    """pytest names the running test in ``PYTEST_CURRENT_TEST`` before each phase: code that
+    reads it answers that test and no other."""
+    import _pytest.runner  # noqa: PLC0415 - pytest's own, imported by pytest already
+
+    os.environ.pop(CURRENT_TEST, None)
+    if hasattr(_pytest.runner, "_update_current_test_var"):
+        _pytest.runner._update_current_test_var = _no_current_test  # type: ignore[assignment]
+
+
+def _no_current_test(*_: Any) -> None:
+    os.environ.pop(CURRENT_TEST, None)
 
 
 def _collector(canaries: list[Path], repeat: frozenset[str]) -> object:

@@ -335,6 +335,19 @@ def changed_protected(
     return sorted(display(rel) for rel in changed if is_protected(rel, globs))
 
 
+def changed_code(
+    tree: RunTree,
+    head: Mapping[bytes, tuple[str, str]] | None,
+    mutations: Sequence[Mutation],
+    globs: Sequence[str],
+) -> list[bytes]:
+    """The tree's paths that differ from ``head`` or that the claim records as written, and are
+    no protected path: the code the agent changed (outside git, every unprotected path)."""
+    written = {target.encode() for target in latest_file_writes(mutations)}
+    changed = set(tree.files) if head is None else _differs_from(tree, head) | written
+    return sorted(rel for rel in changed if rel in tree.files and not is_protected(rel, globs))
+
+
 class TrustedContent(Protocol):
     """Where the content of protected paths comes from: a commit the operator pinned, read as
     its objects hash (``GitContent``), or the copy the operator's store took at the start."""

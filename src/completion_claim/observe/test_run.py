@@ -23,6 +23,8 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import fcntl
+import fnmatch
 import json
 import os
 import re
@@ -34,6 +36,7 @@ import stat
 import subprocess
 import tempfile
 import time
+import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from hashlib import sha256
@@ -54,6 +57,7 @@ from .run_tree import (
     GitContent,
     RunTree,
     TrustedContent,
+    changed_code,
     changed_protected,
     pinned_commit,
     require_recorded,
@@ -72,6 +76,7 @@ from .runners.base import (
 )
 from .runners.pytest import report_name
 from .runners.results import MAX_REPORT_BYTES, PASSED, Results, no_counts
+from .runtime_monitor import __file__ as MONITOR
 from .sandbox import PLUGINS, REPORTS, SYSTEM_PATH, WORK, Overlay, Sandbox
 from .values import REDACTED, redact_url, url_secrets
 from .workspace import Workspace, config_digests, tree_digest
@@ -88,7 +93,6 @@ _PASSED_THROUGH = ("LC_ALL", "TZ", "TERM")
 _POLL_S = 0.02  # how soon the end of a run is noticed while its pipe is read
 _MAX_BUILD_REPORTS = 10_000
 MAX_HIDDEN_BYTES = 64 * 1024 * 1024
-_PIPE_BUFFER = 65536  # Linux's default: a write up to it into a new pipe never blocks
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,9 @@ class RunRequest:
     dependency_cache: Path | None = None  # the operator's; None: under the default runs dir
     mirror: Mirror | None = None  # the operator's mirror, held by the caller; None: a fresh copy
     hidden_tests: Path | None = None  # the operator's folder of tests the agent never sees
+    # Globs of work-tree paths whose test-aware code the operator allows ([gate].allow_test_aware):
+    # the runtime monitor does not watch them.
+    allow_test_aware: tuple[str, ...] = ()
     # Report names run a second time, in reverse order, after the session's tests (a plugin's
     # runners): a result that depends on how often or in what order the code ran fails one.
     repeat: tuple[str, ...] = ()
@@ -205,7 +212,9 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
             if owner is not None:
                 os.chown(folder, owner, owner)
         tree, mirror, overlay = _run_tree(request, workspace, sandbox, owned, owner)
-        details = _fill_run_tree(tree, request, workspace, mutations, excluded, deadline, mirror)
+        details, changed = _fill_run_tree(
+            tree, request, workspace, mutations, excluded, deadline, mirror
+        )
         captured = dict(tree.files)  # before protected paths are restored: the workspace's
         if hidden:
             details["hidden_tests"] = lay_hidden(tree, hidden, workspace.object_format())
@@ -219,6 +228,8 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         mounts = _dependencies(request, runner, toolchain, sandbox, tree, cwd, deadline, details)
         launch = _Launch(request, sandbox, toolchain, owned, cwd, channel, mounts, tree, overlay,
                          canaries)  # fmt: skip
+        if channel is not None:
+            channel.hand_over(launch.work, (f"{launch.work}/{os.fsdecode(rel)}" for rel in changed))
         invocation = runner.invocation(request.command, launch.context())
         started_argv, host_env, details["sandbox"] = launch.confined(invocation, deadline)
         report = None if invocation.report is None else launch.on_host(invocation.report)
@@ -252,6 +263,7 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         else:
             results = _results(runner, invocation, channel, stream, report, report_before,
                                exit_code, owned)  # fmt: skip
+        _require_unmonitored(results, launch.work)
         tail = _tail(owned / "output.log")
         # The tests read the mirror, never the work tree: a later edit cannot reach them. The
         # files this pass had to read (the changed ones) are checked again, so a process still
@@ -361,6 +373,47 @@ def lay_hidden(tree: RunTree, hidden: Mapping[bytes, bytes], hash_name: str) -> 
     return laid
 
 
+# What each event of the runtime monitor (:mod:`.runtime_monitor`) says the code did.
+_MONITORED = {
+    "sys._getframe": "read the call stack",
+    "sys._current_frames": "read every thread's call stack",
+    "object.__getattr__": "read a frame",
+    "object.__setattr__ __code__": "swapped a function's code object",
+    "object.__setattr__ __defaults__": "replaced a function's default arguments",
+    "object.__setattr__ __kwdefaults__": "replaced a function's default arguments",
+    "code.__new__": "made a code object",
+    "function.__new__": "made a function from a code object",
+    "gc.get_objects": "walked the garbage collector",
+    "gc.get_referrers": "walked the garbage collector",
+    "gc.get_referents": "walked the garbage collector",
+    "sys.settrace": "traced the interpreter",
+    "sys.setprofile": "profiled the interpreter",
+    "sys.addaudithook": "added an audit hook",
+    "compile": "compiled code",
+    "exec": "executed code",
+    "os.kill": "signalled its own process",
+    "os.killpg": "signalled its own process",
+    "ctypes": "used ctypes",
+}
+
+
+def _require_unmonitored(results: Results, work: str) -> None:
+    """Refused when the runtime monitor caught the changed code doing what only code that
+    knows it is tested needs (a runner with no monitor reports nothing here)."""
+    if not results.monitored:
+        return
+    event, file, line = results.monitored[0]
+    kind = "ctypes" if event.startswith("ctypes.") else event
+    what = _MONITORED.get(kind) or _MONITORED.get(kind.partition(" ")[0], kind)
+    where = file.removeprefix(f"{work}/")  # a file outside the work tree as the run named it
+    more = len(results.monitored) - 1
+    raise ObservationFailed(
+        f"the code under test {what} at {where}:{line} ({event})"
+        + (f", and did {more} more such thing(s)" if more else "")
+        + ": not verified"
+    )
+
+
 def _run_tree(
     request: RunRequest,
     workspace: Workspace,
@@ -433,15 +486,20 @@ def _fill_run_tree(
     excluded: Sequence[str],
     deadline: Deadline,
     mirror: Mirror,
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], list[bytes]]:
     """Give the run the workspace, bind it to the claim, then deal with protected paths: the
-    details saying what became of them."""
+    details saying what became of them, and the code the agent changed."""
     hash_name = workspace.object_format()
     tree.fill(workspace, excluded, deadline, mirror)
     head = workspace.head()
     require_recorded(tree, head, mutations, excluded)
+    changed = [  # what the runtime monitor watches
+        rel for rel in changed_code(tree, head, mutations, request.protect)
+        if not any(fnmatch.fnmatchcase(os.fsdecode(rel), glob) for glob in request.allow_test_aware)
+    ]  # fmt: skip
     if request.trusted_ref is None:
-        return {"test_config_changed": changed_protected(tree, head, mutations, request.protect)}
+        changes = changed_protected(tree, head, mutations, request.protect)
+        return {"test_config_changed": changes}, changed
     source = request.trusted_content or GitContent(
         workspace.root, pinned_commit(workspace.root, request.trusted_ref)
     )
@@ -450,7 +508,7 @@ def _fill_run_tree(
         "trusted_ref": commit,
         "protected_restored": restored,
         "test_config_changed": [],
-    }
+    }, changed
 
 
 def _dependencies(
@@ -825,16 +883,30 @@ class Channel:
     def __enter__(self) -> Channel:
         self.folder.mkdir()
         shutil.copyfile(self.plugin, self.folder / f"{self.module}.py")
-        key_read, key_write = self._pipe()
-        # The key, then the run's settings: read before any code of the run's is loaded.
-        message = self.key + b"\n" + self.settings
-        if len(message) > _PIPE_BUFFER:
-            raise ObservationFailed(f"the run's settings are over {_PIPE_BUFFER} bytes")
-        os.write(key_write, message)  # within a pipe's buffer: nothing blocks
-        self._close(key_write)
+        shutil.copyfile(MONITOR, self.folder / f"{self.module}_monitor.py")
         self.reader, records_write = self._pipe()
-        self.inherited = (key_read, records_write)
+        self.inherited = (-1, records_write)
         return self
+
+    def hand_over(self, work: str, watched: Iterable[str]) -> None:
+        """Make the key's pipe once the run's files are all written (its time is the runtime
+        monitor's: a file of ``work`` changed after it was written by the run), and fill it: the
+        key, the run's settings, then the work tree's root and the changed files the monitor
+        watches, as the run sees them. All of it fits in the pipe, so nothing blocks."""
+        key_read, key_write = self._pipe()
+        self.inherited = (key_read, self.inherited[1])
+        listed = b"\0".join(os.fsencode(path) for path in (work, *watched))
+        # The key, the run's settings, the monitor's files: read before any code of the run's.
+        payload = memoryview(self.key + b"\n" + self.settings + b"\n" + zlib.compress(listed))
+        with contextlib.suppress(OSError):  # a pipe holds 64 KiB, and may be made larger
+            fcntl.fcntl(key_write, fcntl.F_SETPIPE_SZ, len(payload))
+        if len(payload) > fcntl.fcntl(key_write, fcntl.F_GETPIPE_SZ):
+            raise ObservationFailed(
+                "the run's settings and changed files are more than a pipe holds"
+            )
+        while payload:
+            payload = payload[os.write(key_write, payload) :]
+        self._close(key_write)
 
     def __exit__(
         self,

@@ -15,6 +15,10 @@ returned, ``{"end": true}``. A run that stops before that record has reported no
 observer counts. The exit code is unittest's: 0 when the run was successful, 1 otherwise, 5 when
 no test ran.
 
+As pytest's plugin does, it installs the runtime monitor (:mod:`.runtime_monitor`, copied beside
+it) on the files the key's pipe names after the run's settings, before any test module is
+imported.
+
 The observer may put test modules of its own beside this file (``claim_canary_*.py``, see
 :mod:`.canaries`): each is loaded by its path and, when the project has tests to run, its first
 test run before them and the others after. The key's pipe then holds the run's settings, as
@@ -26,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import importlib
 import importlib.util
 import json
 import os
@@ -41,6 +46,7 @@ CANARY_PREFIX = "claim_canary_"
 _MESSAGE_CHARS = 1000
 _PR_SET_DUMPABLE = 4
 _NO_TESTS = 5  # unittest's own exit code when nothing ran (Python 3.12)
+_MAX_KEY_PIPE = 16 << 20
 
 
 class _Channel:
@@ -50,8 +56,9 @@ class _Channel:
 
     @classmethod
     def opened(cls) -> _Channel | None:
-        """The observer's channel, once its key is read and its pipe closed; None when the run
-        was not started by the observer (or a wrapper closed its pipes)."""
+        """The observer's channel, once its key is read and its pipe closed, with the runtime
+        monitor watching; None when the run was not started by the observer (or a wrapper closed
+        its pipes)."""
         fds = os.environ.pop(ENVIRONMENT, None)
         if fds is None:
             return None
@@ -63,8 +70,10 @@ class _Channel:
                 found = os.fstat(fd)
                 if not stat.S_ISFIFO(found.st_mode) or found.st_ino != inode:
                     return None
+            made_ns = os.fstat(key_fd).st_ctime_ns
             with os.fdopen(key_fd, "rb") as pipe:
-                key, _, given = pipe.read().partition(b"\n")
+                key, _, rest = pipe.read(_MAX_KEY_PIPE).partition(b"\n")
+                given, _, watched = rest.partition(b"\n")  # the run's settings, the monitor's
             os.set_inheritable(records_fd, False)
             settings = json.loads(given or b"{}")
         except (OSError, ValueError):
@@ -72,7 +81,12 @@ class _Channel:
         if not key:
             return None
         _not_dumpable()
-        return cls(key, records_fd, frozenset(settings.get("repeat") or ()))
+        channel = cls(key, records_fd, frozenset(settings.get("repeat") or ()))
+        # Started by its path: this file's folder, which holds the monitor, is first on the path.
+        name = os.path.splitext(os.path.basename(__file__))[0]
+        monitor = importlib.import_module(f"{name}_monitor")
+        monitor.install(monitor.watched(watched, made_ns), channel.send)
+        return channel
 
     def send(self, record: dict[str, Any]) -> None:
         if self._fd < 0:

@@ -5,11 +5,14 @@ Each record is one line: the HMAC-SHA256 of its JSON under the run's key, a spac
 whose ``seq`` numbers the records from 0. The last record is ``{"seq": n, "end": true}``, sent by
 the plugin at its run's own end. A stream counts only when every record is bound to the key, in
 order, and the end record closes it: a run that ended first (``os._exit``, a signal, a crash),
-or a record someone else wrote, reports no counts.
+or a record someone else wrote, reports no counts. A record ``{"seq": n, "monitor": {"event",
+"file", "line"}}`` is the runtime monitor's (:mod:`..runtime_monitor`), kept whether or not the
+stream counts.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -47,23 +50,45 @@ def read_records(
         )
     lines = stream.split(b"\n")
     tests: dict[str, tuple[str, str]] = {}  # test: worst outcome and its message
+    monitored: list[tuple[str, str, int]] = []
+
+    def seen(results: Results) -> Results:
+        return dataclasses.replace(results, monitored=tuple(monitored))
+
     for number, line in enumerate(lines[:-1]):
         try:
             record = _record(line, number, key)
             if record.get("end") is True:
                 if number != len(lines) - 2 or lines[-1]:
-                    return no_counts(f"record {number + 2} follows the {span}'s end")
-                return tally(
+                    return seen(no_counts(f"record {number + 2} follows the {span}'s end"))
+                return seen(tally(
                     (report_name(test), found, message) for test, (found, message) in tests.items()
-                )
+                ))  # fmt: skip
+            if "monitor" in record:
+                monitored.append(_monitored(record))
+                continue
             test, found, message = outcome(record)
         except Refused as refused:
-            return no_counts(f"record {number + 1} {refused}")
+            return seen(no_counts(f"record {number + 1} {refused}"))
         if found is not None and (test not in tests or SEVERITY[found] > SEVERITY[tests[test][0]]):
             tests[test] = (found, message)
-    return no_counts(
+    return seen(no_counts(
         f"{runner} did not reach its {span}'s end (the run exited, was killed or crashed first)"
-    )
+    ))  # fmt: skip
+
+
+def _monitored(record: dict[str, Any]) -> tuple[str, str, int]:
+    found = record["monitor"]
+    if (
+        set(record) != {"seq", "monitor"}
+        or type(found) is not dict
+        or set(found) != {"event", "file", "line"}
+        or type(found["event"]) is not str
+        or type(found["file"]) is not str
+        or type(found["line"]) is not int
+    ):
+        raise Refused("is not the monitor's")
+    return text(found["event"]), text(found["file"]), found["line"]
 
 
 def _record(line: bytes, number: int, key: bytes) -> dict[str, Any]:

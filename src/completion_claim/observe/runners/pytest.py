@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import UsageError
-from ..pytest_reporter import CANARY_PREFIX
+from ..pytest_reporter import CANARY_PREFIX, SAFE_PATH
 from ..pytest_reporter import ENVIRONMENT as REPORT_FDS
 from ..sandbox import SYSTEM_PATH
 from . import channel
@@ -51,7 +51,11 @@ _QUERY_TIMEOUT_S = 30.0
 _CONFIG_NAMES = frozenset(
     {
         b"conftest.py",
+        # pytest's own files, read first (CONFIG_LOADERS_BY_NAME in _pytest/config/findpaths.py)
+        b"pytest.toml",
+        b".pytest.toml",
         b"pytest.ini",
+        b".pytest.ini",
         b"tox.ini",
         b"setup.cfg",
         b"pyproject.toml",
@@ -59,6 +63,8 @@ _CONFIG_NAMES = frozenset(
         b"usercustomize.py",
     }
 )
+_ENTRY_POINTS = b"entry_points.txt"
+_DISTRIBUTIONS = (b".dist-info", b".egg-info")
 # A module by one of these names, anywhere pytest puts on sys.path, replaces pytest itself.
 _PYTEST_OWN = frozenset({b"pytest", b"_pytest", b"py", b"pluggy", b"iniconfig"})
 
@@ -72,7 +78,10 @@ def is_pytest(command: Sequence[str]) -> bool:
 
 
 def is_python_config(rel: bytes) -> bool:
-    name = rel.rsplit(b"/", 1)[-1]
+    folder, _, name = rel.rpartition(b"/")
+    if name == _ENTRY_POINTS:
+        # A distribution's metadata on the path names plugins pytest loads by itself.
+        return folder.endswith(_DISTRIBUTIONS)
     return name in _CONFIG_NAMES or name.endswith(b".pth")
 
 
@@ -82,8 +91,9 @@ class Pytest(Runner):
     ecosystem = "python"
     plugin = PLUGIN
     examples = (
-        "conftest.py", "test_x.py", "x_test.py", "pytest.ini", "tox.ini", "setup.cfg",
-        "pyproject.toml", "x.pth", "pytest.py", "_pytest/x.py", "sitecustomize.py",
+        "conftest.py", "test_x.py", "x_test.py", "pytest.ini", ".pytest.ini", "pytest.toml",
+        ".pytest.toml", "tox.ini", "setup.cfg", "pyproject.toml", "x.pth", "pytest.py",
+        "_pytest/x.py", "sitecustomize.py", "x-1.0.dist-info/entry_points.txt",
     )  # fmt: skip
 
     def recognises(self, command: Sequence[str]) -> bool:
@@ -97,7 +107,8 @@ class Pytest(Runner):
                 return False
 
         found = (
-            (root / "pytest.ini").is_file()
+            any((root / name).is_file() for name in ("pytest.ini", ".pytest.ini", "pytest.toml",
+                                                     ".pytest.toml"))
             or (root / "conftest.py").is_file()
             or has("pyproject.toml", "[tool.pytest")
             or has("setup.cfg", "[tool:pytest]")
@@ -149,6 +160,10 @@ class Pytest(Runner):
             "PYTEST_ADDOPTS": ours if given is None else f"{given} {ours}",
             "PYTHONDONTWRITEBYTECODE": "1",
         }  # fmt: skip
+        if is_pytest(command):
+            # Nothing of the run's folder is imported before the plugin (which puts the folder
+            # back): a module of it named like one of the standard library's would run first.
+            env[SAFE_PATH] = "1"
         return Invocation(python_command(command, context.toolchain), env, ReportSource.CHANNEL)
 
     def canaries(self, command: Sequence[str], files: Sequence[bytes], draw: Draw) -> Canaries:

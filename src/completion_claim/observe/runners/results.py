@@ -33,6 +33,9 @@ class Results:
     counts: dict[str, Any]
     failures: list[dict[str, str]]
     none_because: str = ""
+    # What the runtime monitor caught the changed code doing (:mod:`..runtime_monitor`): the
+    # event, the file as the run saw it, and the line.
+    monitored: tuple[tuple[str, str, int], ...] = ()
 
 
 def tally(outcomes: Iterable[tuple[str, str, str]]) -> Results:

@@ -1,0 +1,173 @@
+"""The runtime monitor both Python reporters install (:mod:`.pytest_reporter`,
+:mod:`.unittest_reporter`): a PEP 578 audit hook that records what only test-aware code needs.
+
+Standalone on purpose: the observer copies it beside the reporter, as ``<the reporter's module
+name>_monitor.py``, and it imports only the standard library. The reporter installs it once it
+holds the run's key, before any conftest or test module is imported, with the files the agent
+changed that are no test file (as the run sees them) and a function that sends a record through
+the observer's channel.
+
+An event counts when the frame that caused it is in one of those files: the frame that made the
+audited call, or, when that is the standard library's ``inspect``, ``traceback`` (which read
+frames for their caller) or ``ctypes``, the first frame outside them. pytest, the tests and every
+library call ``sys._getframe`` and the like all the time; only the changed code is judged. What
+counts: reading the call stack (``sys._getframe``, ``sys._current_frames``, a frame's code, a
+traceback's, generator's or coroutine's frame), swapping a function's code or defaults, making
+code or a function from a code object, walking the garbage collector, ctypes, tracing or
+profiling, adding an audit hook, compiling or executing code, and signalling the run's own
+process. Each is sent at once (``{"monitor": {"event", "file", "line"}}``), before the call returns
+to the code that made it, so nothing it finds afterwards can take the record back.
+"""
+
+from __future__ import annotations
+
+import _thread
+import os
+import sys
+import types
+import zlib
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+# The events that matter whatever their arguments.
+_EVENTS = frozenset(
+    {
+        "sys._getframe",
+        "sys._current_frames",
+        "code.__new__",
+        "function.__new__",
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+        "sys.settrace",
+        "sys.setprofile",
+        "sys.addaudithook",
+        "compile",
+        "exec",
+    }
+)
+_CTYPES = "ctypes."
+_READ = "object.__getattr__"
+_WRITTEN = "object.__setattr__"
+_SIGNALLED = frozenset({"os.kill", "os.killpg"})
+_FRAME_ATTRIBUTES = frozenset({"f_code", "tb_frame", "gi_frame", "cr_frame", "ag_frame"})
+_FUNCTION_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
+# Standard library modules that act for their caller: they read frames, or are ctypes itself.
+_ON_BEHALF = ("inspect.py", "traceback.py", f"ctypes{os.sep}")
+_MAX_RECORDS = 100  # a loop of calls is one finding, not a report too long to read
+
+
+class Watched(NamedTuple):
+    """What the observer hands the monitor: the work tree's root and the changed files that are
+    no test file (as the run sees them), and when the run's files were all written (the key's
+    pipe's time, from the same clock as the files')."""
+
+    root: str
+    files: frozenset[str]
+    since_ns: int
+
+
+def watched(payload: bytes, since_ns: int) -> Watched:
+    """The observer's list, after the key's line in its pipe: compressed, NUL-separated, the
+    root first."""
+    root, *files = (os.fsdecode(name) for name in zlib.decompress(payload).split(b"\0"))
+    return Watched(root, frozenset(os.path.normpath(path) for path in files), since_ns)
+
+
+def _within(path: str, files: frozenset[str]) -> str | None:
+    """``path``, or the file it lies in, when that is one of ``files``."""
+    while path not in files:
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+    return path
+
+
+def _agents(path: str, given: Watched, trusted: tuple[str, ...]) -> str | None:
+    """``path`` (or the changed file it lies in) when it is the agent's code: a changed file
+    that is no test file, or one the run wrote: in the work tree after its files were all
+    written, or anywhere outside the folders the interpreter and the plugin came from."""
+    found = _within(path, given.files)
+    if found is not None:
+        return found
+    if not path.startswith(f"{given.root}/"):
+        return None if path.startswith(trusted) else path
+    try:
+        written = os.stat(path).st_ctime_ns > given.since_ns
+    except OSError:
+        written = True  # imported, then removed
+    return path if written else None
+
+
+def _trusted_folders(root: str) -> tuple[str, ...]:
+    """Where the interpreter, its libraries and the plugin are (every folder on the path when
+    the monitor starts, but those of the work tree), each as ``folder/``."""
+    folders = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+               os.path.dirname(__file__), *filter(None, sys.path)}  # fmt: skip
+    found = {os.path.normpath(form) for folder in folders
+             for form in (os.path.abspath(folder), os.path.realpath(folder))}  # fmt: skip
+    inside = f"{root}/"
+    return tuple(f"{folder.rstrip('/')}/" for folder in found
+                 if folder != root and not folder.startswith(inside))  # fmt: skip
+
+
+def install(given: Watched, send: Callable[[dict[str, Any]], None]) -> None:
+    """Add the audit hook (for the rest of the process: a hook cannot be removed). Its state
+    lives in this closure only, which nothing of the run holds a reference to."""
+    folder = os.path.dirname(os.path.realpath(os.__file__))
+    on_behalf = tuple(os.path.join(folder, name) for name in _ON_BEHALF)
+    trusted = _trusted_folders(given.root)
+    started_in = os.getcwd()
+    verdicts: dict[str, str | None] = {}  # a code object's file name: the agent's file, or None
+    sent: set[tuple[str, str, int]] = set()
+    busy: set[int] = set()  # threads inside the hook (it raises events of its own)
+    current_thread, caller = _thread.get_ident, sys._getframe
+    own_process = (os.getpid(), 0, os.getpgrp(), -os.getpgrp())  # itself, or its group
+
+    def agents_file(filename: str) -> str | None:
+        found = verdicts.get(filename, "")
+        if found == "":
+            found = None
+            if not filename.startswith("<"):  # no file: "<string>", "<frozen os>"
+                # As the run names the file, or through the links on its way (a folder of the
+                # work tree that links to another).
+                path = os.path.normpath(os.path.join(started_in, filename))
+                found = _agents(path, given, trusted) or _agents(
+                    os.path.realpath(path), given, trusted
+                )
+            verdicts[filename] = found
+        return found
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event in _EVENTS or event.startswith(_CTYPES):
+            what = event
+        elif (event == _READ and len(args) == 2 and args[1] in _FRAME_ATTRIBUTES) or (
+            event == _WRITTEN and len(args) == 3 and args[1] in _FUNCTION_ATTRIBUTES
+        ):
+            what = f"{event} {args[1]}"
+        elif event in _SIGNALLED and args and args[0] in own_process:
+            what = event  # the run ending itself
+        else:
+            return
+        thread = current_thread()
+        if thread in busy:
+            return
+        busy.add(thread)
+        try:
+            frame: types.FrameType | None = caller(1)
+            while frame is not None and frame.f_code.co_filename.startswith(on_behalf):
+                frame = frame.f_back
+            if frame is None:
+                return
+            found = agents_file(frame.f_code.co_filename)
+            if found is None:
+                return
+            seen = (what, found, frame.f_lineno or 0)
+            if seen not in sent and len(sent) < _MAX_RECORDS:
+                sent.add(seen)
+                send({"monitor": {"event": what, "file": found, "line": seen[2]}})
+        finally:
+            busy.discard(thread)
+
+    sys.addaudithook(hook)
