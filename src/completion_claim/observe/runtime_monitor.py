@@ -1,11 +1,18 @@
-"""The runtime monitor both Python reporters install (:mod:`.pytest_reporter`,
-:mod:`.unittest_reporter`): a PEP 578 audit hook that records what only test-aware code needs.
+"""The reporter's end of the observer's channel and the runtime monitor, shared by both Python
+reporters (:mod:`.pytest_reporter`, :mod:`.unittest_reporter`).
 
 Standalone on purpose: the observer copies it beside the reporter, as ``<the reporter's module
-name>_monitor.py``, and it imports only the standard library. The reporter installs it once it
-holds the run's key, before any conftest or test module is imported, with the files the agent
-changed that are no test file (as the run sees them) and a function that sends a record through
-the observer's channel.
+name>_monitor.py``, and it imports only the standard library.
+
+:meth:`Channel.opened` takes the observer's two inherited pipes, named by ``CLAIM_REPORT_FDS``
+(each as ``fd:inode``, so that a descriptor a wrapper closed and reused is never taken for one of
+them): it reads the key's pipe to the end and closes it (the run's key, the run's settings as
+JSON, the monitor's files), and installs the monitor, before any conftest or test module is
+imported. Each record then sent is one line on the records pipe: the HMAC-SHA256 of its JSON under
+the key, a space, and the JSON, with a sequence number; ``{"end": true}`` ends the session.
+
+The monitor is a PEP 578 audit hook that records what only test-aware code needs, given the files
+the agent changed that are no test file (as the run sees them).
 
 An event counts when the frame that caused it is in one of those files: the frame that made the
 audited call, or, when that is the standard library's ``inspect``, ``traceback`` (which read
@@ -22,12 +29,22 @@ to the code that made it, so nothing it finds afterwards can take the record bac
 from __future__ import annotations
 
 import _thread
+import contextlib
+import hashlib
+import hmac
+import json
 import os
+import stat
 import sys
 import types
 import zlib
 from collections.abc import Callable
 from typing import Any, NamedTuple
+
+ENVIRONMENT = "CLAIM_REPORT_FDS"
+CANARY_PREFIX = "claim_canary_"  # the observer's test modules beside the reporter
+_PR_SET_DUMPABLE = 4
+_MAX_KEY_PIPE = 16 << 20
 
 # The events that matter whatever their arguments.
 _EVENTS = frozenset(
@@ -171,3 +188,69 @@ def install(given: Watched, send: Callable[[dict[str, Any]], None]) -> None:
             busy.discard(thread)
 
     sys.addaudithook(hook)
+
+
+class Channel:
+    """Where the reporter sends its records, once it holds the run's key."""
+
+    def __init__(self, key: bytes, fd: int, settings: dict[str, Any]) -> None:
+        self._key, self._fd, self._sequence = key, fd, 0
+        # Tests run a second time, in reverse order, after the others.
+        self.repeat = frozenset(settings.get("repeat") or ())
+
+    @classmethod
+    def opened(cls) -> Channel | None:
+        """The observer's channel, its key read and its pipe closed, with the runtime monitor
+        watching; None when the run was not started by the observer, a wrapper closed its pipes,
+        or another reporter of the same run took the key (only the first one reports)."""
+        fds = os.environ.pop(ENVIRONMENT, None)
+        if fds is None:
+            return None
+        try:
+            (key_fd, key_pipe), (records_fd, records_pipe) = (
+                (int(number) for number in fd.split(":")) for fd in fds.split()
+            )
+            # A wrapper that closed them (Python's subprocess does) may have left the numbers
+            # to files of its own: only the observer's own pipes are used.
+            for fd, inode in ((key_fd, key_pipe), (records_fd, records_pipe)):
+                found = os.fstat(fd)
+                if not stat.S_ISFIFO(found.st_mode) or found.st_ino != inode:
+                    return None
+            made_ns = os.fstat(key_fd).st_ctime_ns
+            with os.fdopen(key_fd, "rb") as pipe:
+                key, _, rest = pipe.read(_MAX_KEY_PIPE).partition(b"\n")
+                given, _, listed = rest.partition(b"\n")
+            os.set_inheritable(records_fd, False)
+            settings = json.loads(given or b"{}")
+        except (OSError, ValueError):
+            return None
+        if not key:
+            return None
+        _not_dumpable()
+        channel = cls(key, records_fd, settings)
+        install(watched(listed, made_ns), channel.send)
+        return channel
+
+    def send(self, record: dict[str, Any]) -> None:
+        if self._fd < 0:
+            return  # the session was ended already (by a conftest calling the hook early)
+        body = json.dumps({"seq": self._sequence, **record}, separators=(",", ":")).encode()
+        self._sequence += 1
+        mac = hmac.new(self._key, body, hashlib.sha256).hexdigest().encode()
+        line = memoryview(mac + b" " + body + b"\n")
+        while line:
+            line = line[os.write(self._fd, line) :]
+
+    def end(self) -> None:
+        self.send({"end": True})
+        os.close(self._fd)  # an atexit handler finds nothing left to write to
+        self._fd = -1
+
+
+def _not_dumpable() -> None:
+    """Other processes of the run's user (a test's child, a leftover) may not read this one's
+    memory, where the key now is, nor its descriptors."""
+    with contextlib.suppress(ImportError, OSError, AttributeError):
+        import ctypes  # noqa: PLC0415 - an interpreter may lack it; the report does not need it
+
+        ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)

@@ -256,11 +256,3 @@ def test_a_unittest_module_in_the_work_tree_does_not_replace_unittest(
 
     item = observed(claim, repo, "--trusted-ref", base, "--", *UNITTEST)
     assert item["details"]["protected_restored"]["removed"] == ["unittest.py"]
-
-
-def test_the_runner_names_the_variable_its_reporter_reads() -> None:
-    """The runner passes the channel's descriptors in the variable pytest's reporter reads (not
-    importing its own, which loads unittest): the unittest reporter must read the same."""
-    from completion_claim.observe import pytest_reporter, unittest_reporter
-
-    assert unittest_reporter.ENVIRONMENT == pytest_reporter.ENVIRONMENT

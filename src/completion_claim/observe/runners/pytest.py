@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import UsageError
-from ..pytest_reporter import CANARY_PREFIX, SAFE_PATH
-from ..pytest_reporter import ENVIRONMENT as REPORT_FDS
+from ..pytest_reporter import SAFE_PATH, junit_name
+from ..runtime_monitor import CANARY_PREFIX
+from ..runtime_monitor import ENVIRONMENT as REPORT_FDS
 from ..sandbox import SYSTEM_PATH
 from . import channel
 from .base import (
@@ -233,15 +234,6 @@ def report_name(name: str) -> str:
             "(tests/test_x.py::test_a) or the report's classname::name"
         )
     return junit_name(name) if name.partition("::")[0].endswith(".py") else name
-
-
-def junit_name(node_id: str) -> str:
-    """The name pytest's junitxml gives a node id (its mangle_test_address): parameters are
-    kept verbatim."""
-    address, bracket, params = node_id.partition("[")
-    parts = address.split("::")
-    parts[0] = parts[0].replace("/", ".").removesuffix(".py")
-    return ".".join(parts[:-1]) + "::" + parts[-1] + bracket + params
 
 
 @dataclass(frozen=True)

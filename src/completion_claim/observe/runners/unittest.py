@@ -20,8 +20,8 @@ from pathlib import Path
 
 # The variable both reporters read; not imported from ours, which loads unittest (the gate
 # asks this module at every stop, and runs no unittest itself).
-from ..pytest_reporter import CANARY_PREFIX
-from ..pytest_reporter import ENVIRONMENT as REPORT_FDS
+from ..runtime_monitor import CANARY_PREFIX
+from ..runtime_monitor import ENVIRONMENT as REPORT_FDS
 from . import channel
 from .base import (
     Canaries,
