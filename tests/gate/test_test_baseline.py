@@ -471,6 +471,38 @@ def test_a_control_run_is_kept_per_trusted_commit_and_command(
     ])  # fmt: skip
 
 
+def test_a_control_run_is_kept_per_content_of_the_hidden_tests(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    """The operator adds a hidden test between two gates on the same commit, in the same
+    folder: the second gate runs a control with it, not the one kept without it."""
+    repo = project(tmp_path / "repo")
+    commit = head_commit(repo)
+    hidden = tmp_path / "hidden" / "tests"
+    hidden.mkdir(parents=True)
+    (hidden / "test_hidden.py").write_text(
+        "from calc import add\n\n\ndef test_add_hidden():\n    assert add(2, 2) == 4\n"
+    )
+    config = config_for(write_config, repo, extra=f'hidden_tests = "{hidden.parent}"\n')
+    write_files(repo, {"calc.py": CALC})
+
+    ci_gate(config, repo, commit)
+    ci_gate(config, repo, commit)
+    [first] = controls(tmp_path)
+    (hidden / "test_hidden_more.py").write_text(
+        "from calc import sub\n\n\ndef test_sub_hidden():\n    assert sub(5, 2) == 3\n"
+    )
+    ci_gate(config, repo, commit)
+
+    second = next(path for path in controls(tmp_path) if path != first)
+    seen = json.loads(second.read_text())["baseline_tests"]
+    assert seen["tests.test_hidden_more::test_sub_hidden"] == "failed"
+    assert (
+        "tests.test_hidden_more::test_sub_hidden"
+        not in json.loads(first.read_text())["baseline_tests"]
+    )
+
+
 # --- 101: a trusted ref that lacks the base's test files --------------------------------------
 
 

@@ -6,9 +6,9 @@ object checked against its id), written into a folder the operator owns, outside
 tree, and run through the same observer, toolchain, dependency cache and sandbox as the judged
 run (attack 100). What it reported is kept in the operator's runs folder,
 ``<runs>/<repository>/controls/<key>.json``, written atomically: one entry per trusted commit and
-check (command, report, toolchain, environment names, network, protected globs, hidden tests'
-folder), so another commit or another command never reuses it, and a later gate on the same
-commit runs no control.
+check (command, report, toolchain, environment names, network, protected globs, the hidden
+tests' files and contents), so another commit, another command or hidden tests the operator
+changed never reuse it, and a later gate on the same commit runs no control.
 A run that could not be made (an object that does not hash, the sandbox, a timeout) is not kept:
 the check fails, and the next gate tries again.
 """
@@ -64,11 +64,32 @@ def control_baseline(
 def control_path(config: GateConfig, root: Path, check: TestRunCheck, commit: str) -> Path:
     """Where the control of ``check`` on ``commit`` is kept: named by a digest of everything
     that decides what the run reports."""
-    hidden = None if check.hidden_tests is None else str(check.hidden_tests)
+    hidden = None if check.hidden_tests is None else _folder_digest(check.hidden_tests)
     decides = [commit, list(check.command), check.junit, check.chosen_toolchain, list(check.env),
                check.network, list(check.protect), hidden]  # fmt: skip
     key = hashlib.sha256(dumps(decides).encode()).hexdigest()[:32]
     return config.runs_dir / repository_id(root) / CONTROLS_FOLDER / f"{key}.json"
+
+
+def _folder_digest(folder: Path) -> str:
+    """A digest of every name below ``folder`` and what it holds (a link's target, a file's
+    bytes): a test the operator added to or changed in the hidden tests runs a new control. The
+    folder is checked when the run lays it (a link or a special file is refused there); one that
+    cannot be read here is named by its path, and the run then says why."""
+    digest = hashlib.sha256()
+    try:
+        for parent, folders, names in sorted(os.walk(folder)):
+            for name in sorted([*folders, *names]):
+                path = Path(parent, name)
+                digest.update(os.fsencode(path.relative_to(folder)) + b"\0")
+                if path.is_symlink():
+                    digest.update(b"link\0" + os.fsencode(os.readlink(path)))
+                elif path.is_file():
+                    digest.update(b"file\0" + hashlib.sha256(path.read_bytes()).digest())
+                digest.update(b"\0")
+    except OSError:
+        return str(folder)
+    return f"{folder}:{digest.hexdigest()}"
 
 
 def _kept(path: Path, commit: str, target: str) -> dict[str, Any] | None:
