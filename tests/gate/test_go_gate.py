@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import zipfile
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ from completion_claim.gate.run import run_gate, start_gate
 from tests.fixtures.ecosystems import init_config, served
 from tests.fixtures.projects import git, make_repo, write_files
 
-pytestmark = pytest.mark.skipif(shutil.which("go") is None, reason="go is not installed")
+pytestmark = pytest.mark.needs_tool("go")
 
 GO_MOD = "module example.com/calc\n\ngo 1.19\n"
 CALC_BUGGY = "package calc\n\n// Add returns the sum.\nfunc Add(a, b int) int { return a - b }\n"

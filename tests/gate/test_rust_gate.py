@@ -19,7 +19,7 @@ from completion_claim.observe.runners.rust import DOWNLOAD_VARIABLE
 from tests.fixtures.ecosystems import init_config, served
 from tests.fixtures.projects import make_repo, write_files
 
-pytestmark = pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed")
+pytestmark = pytest.mark.needs_tool("cargo")
 
 CARGO_TOML = '[package]\nname = "calc"\nversion = "0.1.0"\nedition = "2021"\n'
 CARGO_LOCK = (

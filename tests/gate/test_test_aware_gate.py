@@ -5,7 +5,6 @@ operator's allow-list lets a path through. Real repositories, real sandboxed pyt
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -247,7 +246,7 @@ func Add(a, b int) int { return a - b }
 """
 
 
-@pytest.mark.skipif(shutil.which("go") is None, reason="go is not installed")
+@pytest.mark.needs_tool("go")
 @pytest.mark.parametrize("honest", [False, True], ids=["attack", "honest"])
 def test_attack_116_go_test_framing_printed_by_the_code_is_unverified(
     tmp_path: Path, honest: bool
@@ -324,7 +323,7 @@ mod tests {
 """
 
 
-@pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed")
+@pytest.mark.needs_tool("cargo")
 @pytest.mark.parametrize("honest", [False, True], ids=["attack", "honest"])
 def test_attack_118_rust_events_written_by_the_code_are_unverified(
     tmp_path: Path, honest: bool

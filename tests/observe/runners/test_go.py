@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -34,7 +33,7 @@ from tests.gate.test_go_gate import (
 
 REPORTS = Path(__file__).parent / "reports"
 GO = GoTest()
-needs_go = pytest.mark.skipif(shutil.which("go") is None, reason="go is not installed")
+needs_go = pytest.mark.needs_tool("go")
 
 
 def report(name: str) -> bytes:

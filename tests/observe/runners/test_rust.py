@@ -7,7 +7,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -34,7 +33,7 @@ from tests.gate.test_rust_gate import (
 
 REPORTS = Path(__file__).parent / "reports"
 CARGO = CargoTest()
-needs_cargo = pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed")
+needs_cargo = pytest.mark.needs_tool("cargo")
 
 
 def report(name: str) -> bytes:
