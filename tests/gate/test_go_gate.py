@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from completion_claim.gate.run import run_gate, start_gate
-from tests.fixtures.ecosystems import init_config, served
+from tests.fixtures.ecosystems import gate_after_the_change, init_config, observed_run, served
 from tests.fixtures.projects import git, make_repo, write_files
 
 pytestmark = pytest.mark.needs_tool("go")
@@ -93,7 +93,7 @@ def test_go_the_honest_fix_is_verified_with_each_test_named_by_its_package(tmp_p
     result = run_gate(config, repo, outcome="Fixed Add.")
 
     assert (result.verdict.state, result.exit_code, result.agent_reason) == ("verified", 0, "")
-    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    item = observed_run(result)
     assert item["observed_value"]["tests"] == {
         "example.com/calc::TestAdd": "passed",
         "example.com/calc::TestAddZero": "passed",
@@ -272,7 +272,7 @@ def test_attack_85_a_go_work_file_of_the_agents_is_removed_before_the_run(
     result = run_gate(config, repo, outcome="Fixed Hi.")
 
     assert (result.verdict.state, result.exit_code) == ("refuted", 2)
-    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    item = observed_run(result)
     assert item["details"]["protected_restored"]["removed"] == ["go.work", "shadow/go.mod"]
 
 
@@ -295,7 +295,7 @@ def test_attack_86_a_test_binary_that_exits_before_its_tests_is_not_verified(
     result = run_gate(config, repo, outcome="Fixed Add.")
 
     assert (result.verdict.state, result.exit_code) == ("unverified", 1)
-    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    item = observed_run(result)
     # The start's baseline (attack 93) requires util's test, and a run with no counts cannot
     # show it passed: the attempt fails, saying why the run has none.
     why = item["details"].get("no_counts") or item["details"]["error"]
@@ -368,16 +368,12 @@ func Add(a, b int) int { return a * b }
 
 
 def test_attack_126_go_framing_printed_by_the_code_is_not_verified(tmp_path: Path) -> None:
-    repo = go_project(tmp_path / "repo")
-    config = init_config(repo, tmp_path / "ops", allowed="calc.go")
-    start_gate(config, repo)
-    write_files(repo, {"calc.go": FORGED_FRAMING})
-
-    result = run_gate(config, repo, outcome="Fixed Add.")
+    result = gate_after_the_change(go_project(tmp_path / "repo"), tmp_path / "ops",
+                                   {"calc.go": FORGED_FRAMING})  # fmt: skip
 
     assert result.verdict.state != "verified"
     assert result.exit_code != 0
-    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    item = observed_run(result)
     assert item["observed_value"]["canaries"] == "forged"
     wrong = item["details"]["canaries"]["wrong"]
     assert [canary["reported"] for canary in wrong] == ["missing", "missing"]
@@ -386,15 +382,11 @@ def test_attack_126_go_framing_printed_by_the_code_is_not_verified(tmp_path: Pat
 def test_attack_128_go_code_that_reads_the_canaries_source_is_not_verified(tmp_path: Path) -> None:
     """It looks for the canary file in its package's folder to forge their outcomes too: the
     file is gone before the test binary starts, and the forged stream leaves them unrun."""
-    repo = go_project(tmp_path / "repo")
-    config = init_config(repo, tmp_path / "ops", allowed="calc.go")
-    start_gate(config, repo)
-    write_files(repo, {"calc.go": READS_THE_CANARIES})
-
-    result = run_gate(config, repo, outcome="Fixed Add.")
+    result = gate_after_the_change(go_project(tmp_path / "repo"), tmp_path / "ops",
+                                   {"calc.go": READS_THE_CANARIES})  # fmt: skip
 
     assert result.verdict.state != "verified"
-    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    item = observed_run(result)
     assert item["observed_value"]["canaries"] == "forged"
     wrong = item["details"]["canaries"]["wrong"]
     assert [canary["reported"] for canary in wrong] == ["missing", "missing"]
@@ -413,30 +405,23 @@ def narrowed(pattern: str) -> str:
 def test_attack_129_go_a_run_narrowed_by_the_code_leaves_the_canaries_unrun(
     tmp_path: Path,
 ) -> None:
-    repo = go_project(tmp_path / "repo")
-    config = init_config(repo, tmp_path / "ops", allowed="calc.go")
-    start_gate(config, repo)
-    write_files(repo, {"calc.go": narrowed("^TestTrue$|^TestAddZero$/^zero$")})
-
-    result = run_gate(config, repo, outcome="Fixed Add.")
+    narrowing = narrowed("^TestTrue$|^TestAddZero$/^zero$")
+    result = gate_after_the_change(go_project(tmp_path / "repo"), tmp_path / "ops",
+                                   {"calc.go": narrowing})  # fmt: skip
 
     assert result.verdict.state != "verified"
-    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
-    assert item["observed_value"]["canaries"] == "forged"
+    assert observed_run(result)["observed_value"]["canaries"] == "forged"
 
 
 # The baseline requires every test it saw, the one that failed at the start too (attack 98).
 def test_attack_129_go_a_narrowing_that_keeps_the_canaries_is_not_verified(tmp_path: Path) -> None:
     """The code appends a -test.run of its own to os.Args from an init function (the testing
     package parses them after), keeping the canaries by their prefix and dropping TestAdd, the
-    test that failed at the start."""
-    repo = go_project(tmp_path / "repo")
-    # The test-aware scan names the narrowing first (attack 116); the baseline is tested here.
-    config = init_config(repo, tmp_path / "ops", allowed="calc.go")
-    start_gate(config, repo)
-    write_files(repo, {"calc.go": narrowed("^TestClaimCanary|^TestTrue$|^TestAddZero$/^zero$")})
-
-    result = run_gate(config, repo, outcome="Fixed Add.")
+    test that failed at the start. (The test-aware scan names the narrowing first, attack 116;
+    the baseline is tested here.)"""
+    narrowing = narrowed("^TestClaimCanary|^TestTrue$|^TestAddZero$/^zero$")
+    result = gate_after_the_change(go_project(tmp_path / "repo"), tmp_path / "ops",
+                                   {"calc.go": narrowing})  # fmt: skip
 
     assert result.verdict.state != "verified"
     assert "example.com/calc::TestAdd " in result.agent_reason
@@ -526,7 +511,7 @@ def test_attack_131_go_code_that_answers_only_the_visible_tests_fails_a_hidden_o
     result = run_gate(config, repo, outcome="Fixed Add.")
 
     assert result.verdict.state == verdict
-    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    item = observed_run(result)
     assert item["observed_value"]["canaries"] == "held"
     if verdict == "refuted":
         assert result.agent_reason.startswith(
@@ -558,7 +543,7 @@ def test_attack_98_a_go_init_that_narrows_the_run_away_from_the_failing_test_is_
     result = run_gate(config, repo, outcome="Fixed Add.")
 
     assert result.verdict.state != "verified"
-    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    item = observed_run(result)
     assert "example.com/calc::TestAdd" not in item["observed_value"]["tests"]
     assert (
         "example.com/calc::TestAdd failed before you started and is now not run at all"
@@ -593,7 +578,7 @@ def test_go_a_package_that_did_not_build_at_the_start_is_accounted_for_by_its_te
     assert (result.verdict.state, result.agent_reason) == ("verified", "")
     [entry] = json.loads(start.read_text())["test_baselines"]
     assert entry["baseline_tests"] == {"example.com/calc::[build failed]": "error"}
-    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    item = observed_run(result)
     assert (
         "example.com/calc::TestMul"
         in item["details"]["baseline_loaded"]["example.com/calc::[build failed]"]

@@ -16,7 +16,7 @@ import pytest
 from completion_claim.gate.config import ConfigError
 from completion_claim.gate.run import run_gate, start_gate
 from completion_claim.observe.runners.rust import DOWNLOAD_VARIABLE
-from tests.fixtures.ecosystems import init_config, served
+from tests.fixtures.ecosystems import gate_after_the_change, init_config, observed_run, served
 from tests.fixtures.projects import make_repo, write_files
 
 pytestmark = pytest.mark.needs_tool("cargo")
@@ -93,7 +93,7 @@ def test_rust_the_honest_fix_is_verified_with_each_test_named_by_its_target(tmp_
     result = run_gate(config, repo, outcome="Fixed add.")
 
     assert (result.verdict.state, result.exit_code, result.agent_reason) == ("verified", 0, "")
-    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    item = observed_run(result)
     assert item["observed_value"]["tests"] == {
         "calc::tests::adds_zero": "passed",
         "arith::adds": "passed",
@@ -225,7 +225,7 @@ def test_attack_87_an_ignore_on_a_unit_test_in_the_code_fails_a_required_test(
 
     assert result.verdict.state != "verified"
     assert result.exit_code != 0
-    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    item = observed_run(result)
     assert item["observed_value"]["tests"]["calc::tests::adds_zero"] == "skipped"
 
 
@@ -254,7 +254,7 @@ def test_attack_88_a_cargo_config_runner_that_reports_passes_is_removed(tmp_path
     result = run_gate(config, repo, outcome="Fixed add.")
 
     assert (result.verdict.state, result.exit_code) == ("refuted", 2)
-    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    item = observed_run(result)
     assert item["details"]["protected_restored"]["removed"] == [".cargo/config.toml"]
 
 
@@ -282,7 +282,7 @@ def test_attack_89_a_build_script_that_rewrites_the_tests_is_removed(tmp_path: P
 
     assert (result.verdict.state, result.exit_code) == ("refuted", 2)
     assert "arith::adds failed" in result.agent_reason
-    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    item = observed_run(result)
     assert item["details"]["protected_restored"]["removed"] == ["build.rs"]
 
 
@@ -300,7 +300,7 @@ def test_rust_the_toolchain_claim_toml_names_runs_from_its_own_folder(tmp_path: 
     result = run_gate(config, repo, outcome="Fixed add.")
 
     assert (result.verdict.state, result.exit_code) == ("verified", 0)
-    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    item = observed_run(result)
     assert item["details"]["program"] == os.path.join(os.path.realpath(sysroot), "bin", "cargo")
 
 
@@ -333,16 +333,12 @@ FORGED_EVENTS = """pub fn add(_a: i64, _b: i64) -> i64 {
 
 
 def test_attack_127_rust_events_written_by_the_code_are_not_verified(tmp_path: Path) -> None:
-    repo = rust_project(tmp_path / "repo")
-    config = init_config(repo, tmp_path / "ops", allowed="src/lib.rs")
-    start_gate(config, repo)
-    write_files(repo, {"src/lib.rs": FORGED_EVENTS})
-
-    result = run_gate(config, repo, outcome="Fixed add.")
+    result = gate_after_the_change(rust_project(tmp_path / "repo"), tmp_path / "ops",
+                                   {"src/lib.rs": FORGED_EVENTS})  # fmt: skip
 
     assert result.verdict.state != "verified"
     assert result.exit_code != 0
-    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    item = observed_run(result)
     # The forged end of a suite either comes before the canaries of its binary ended (they are
     # missing), or after the must-fail one failed, which its counts do not say (then the run has
     # no counts, and the start's baseline, which needs them, fails the observation).
@@ -385,7 +381,7 @@ def test_attack_103_an_honest_fix_that_moves_the_doctests_down_is_verified(tmp_p
     result = run_gate(config, repo, outcome="Fixed add.")
 
     assert (result.verdict.state, result.agent_reason) == ("verified", "")
-    [item] = [e for e in result.document["evidence"] if e["check_type"] == "test_run"]
+    item = observed_run(result)
     assert item["observed_value"]["tests"]["doctest::src/lib.rs - double"] == "passed"
     assert item["details"]["baseline_tests"] == {
         "arith::adds": "failed",
