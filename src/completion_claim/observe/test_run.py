@@ -203,8 +203,10 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
             settings = {"repeat": list(request.repeat)}
             channel = stack.enter_context(Channel(owned / _PLUGIN_FOLDER, runner.plugin, settings))
         if runner.preload is not None:
-            (owned / _PLUGIN_FOLDER).mkdir(exist_ok=True)
-            shutil.copyfile(runner.preload, owned / _PLUGIN_FOLDER / runner.preload.name)
+            copied = owned / _PLUGIN_FOLDER / _preload_path(runner)
+            copied.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(runner.preload, copied)
+            copied.chmod(0o755)  # it may be a program the build starts (Maven's test JVM's)
         owner = sandbox.uid if sandbox is not None and sandbox.setpriv is not None else None
         run_dir, report_dir = owned / "work", owned / _REPORT_FOLDER
         for folder in (run_dir, report_dir):
@@ -330,6 +332,12 @@ def _results(
     if invocation.source is ReportSource.STDOUT:
         return runner.results(_read_report(report, owned))  # the observer's own file
     return runner.results(_read_fresh_report(report, report_before, exit_code, owned))
+
+
+def _preload_path(runner: Runner) -> str:
+    """Where the runner's preload lies in the observer's plugin folder."""
+    assert runner.preload is not None
+    return runner.preload_as or runner.preload.name
 
 
 def hidden_files(folder: Path, workspace: Workspace) -> dict[bytes, bytes]:
@@ -624,7 +632,7 @@ class _Launch:
             cwd=os.path.normpath(f"{self.work}/{self.cwd}"),
             reports=self.reports,
             canaries=self.canaries,
-            preload=None if preload is None else f"{folder}/{preload.name}",
+            preload=None if preload is None else f"{folder}/{_preload_path(self.request.runner)}",
         )
 
     def environment(self) -> dict[str, str]:

@@ -304,7 +304,9 @@ def test_a_maven_build_reports_each_test_and_its_failure(tmp_path: Path, claim: 
     assert item["expected"] == {"exit_code": 0, "failed": 0, "errors": 0}
     details = item["details"]
     assert details["runner"] == "maven"
-    assert details["argv"] == ["/usr/share/maven/bin/mvn", "-B", "-o", *MAVEN_TEST[1:]]
+    # The test JVM is started through the observer's wrapper (attack 172).
+    assert details["argv"] == ["/usr/share/maven/bin/mvn", "-B", "-o",
+                               "-Djvm=/run/claim/plugin/jvm/bin/java", *MAVEN_TEST[1:]]  # fmt: skip
     assert details["failures"] == [
         {"test": "com.example.CalcTest::add", "outcome": "failed",
          "message": "expected: <5> but was: <-1>"}
@@ -523,3 +525,92 @@ def test_attack_92_the_projects_wrapper_is_never_run(tmp_path: Path, claim: Path
 
     assert code == 4  # a usage error: nothing ran
     assert json.loads(claim.read_text())["evidence"] == []
+
+
+# --- 172: the test JVM rewrites the reports the build wrote ---------------------------------------
+
+# Broken add(), which aborts the test that calls it (JUnit files an aborted test as skipped, and
+# the build passes), and a shutdown hook of the test JVM that, once the build has written the
+# report, takes the skips out of it: every test then reads as passed.
+REWRITES_ITS_REPORT = """package com.example;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+
+public final class Calc {
+    static {
+        Runtime.getRuntime().addShutdownHook(new Thread(Calc::rewrite));
+    }
+
+    private static void rewrite() {
+        Path folder = Paths.get("target", "sure" + "fire-reports");
+        for (int attempt = 0; attempt < 100; attempt++) {
+            boolean rewritten = false;
+            try (DirectoryStream<Path> reports = Files.newDirectoryStream(folder, "TEST-*.xml")) {
+                for (Path report : reports) {
+                    String text = new String(Files.readAllBytes(report), StandardCharsets.UTF_8);
+                    if (text.contains("<skipped")) {
+                        text = text
+                            .replaceAll("(?s)<skipped[^>]*/>|<skipped[^>]*>.*?</skipped>", "")
+                            .replace("skipped=\\"2\\"", "skipped=\\"0\\"");
+                        Files.write(report, text.getBytes(StandardCharsets.UTF_8));
+                        rewritten = true;
+                    }
+                }
+            } catch (Exception notYet) {
+                // the build has not written its report yet
+            }
+            if (rewritten) {
+                return;
+            }
+            try {
+                Thread.sleep(100);
+            } catch (InterruptedException stopped) {
+                return;
+            }
+        }
+    }
+
+    public static int add(int a, int b) {
+        try {
+            throw (RuntimeException) Class.forName("org.opentest4j.TestAbortedException")
+                .getConstructor(String.class).newInstance("not on this platform");
+        } catch (ReflectiveOperationException absent) {
+            return a - b;
+        }
+    }
+}
+"""
+
+
+def test_attack_172_the_test_jvm_cannot_rewrite_the_report_the_build_wrote(
+    tmp_path: Path, claim: Path
+) -> None:
+    repo = maven_project(tmp_path / "repo", CALC_BUGGY, forked=True)
+    base = head_commit(repo)
+    write_files(repo, {MAIN: REWRITES_ITS_REPORT})
+
+    item = observed(claim, repo, "--trusted-ref", base,
+                    "--require-test", "com.example.CalcTest::add", "--", *MAVEN_TEST)  # fmt: skip
+
+    assert item["observed_value"]["tests"] == {
+        "com.example.CalcTest::add": "skipped",
+        "com.example.CalcTest::addZero": "skipped",
+    }
+
+
+def test_attack_172_control_a_test_jvm_of_the_builds_own_rewrites_its_report(
+    tmp_path: Path,
+) -> None:
+    """The same build run by hand, its test JVM started as Maven starts it: the report then
+    says both tests passed."""
+    repo = maven_project(tmp_path / "repo", REWRITES_ITS_REPORT, forked=True)
+    done = subprocess.run(["mvn", "-o", "-B", *MAVEN_TEST[1:]], cwd=repo, capture_output=True,
+                          text=True, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:]
+    report = (repo / "target/surefire-reports/TEST-com.example.CalcTest.xml").read_text()
+    assert "<testcase" in report
+    assert "<skipped" not in report

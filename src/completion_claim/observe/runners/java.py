@@ -87,6 +87,8 @@ _GRADLE_BUILD_FILES = frozenset(
 _MAVEN_OWN_OPTIONS = frozenset({"-o", "--offline", "-B", "--batch-mode"})
 _MAVEN_FILE_OPTIONS = ("-s", "--settings", "-gs", "--global-settings", "-t", "--toolchains")
 _REPOSITORY_OPTION = "-Dmaven.repo.local="
+FORK_WRAPPER = Path(__file__).parent.parent / "java_fork.sh"
+_FORK_WORK = "CLAIM_FORK_WORK"  # the work tree, whose report folders the wrapper protects
 _GRADLE_OWN_OPTIONS = frozenset({"--offline", "--no-daemon", "--daemon", "--console=plain"})
 _GRADLE_FILE_OPTIONS = ("-I", "--init-script", "-c", "--settings-file", "-b", "--build-file")
 _MAVEN_REPOSITORY_MOUNT = "repository"
@@ -119,6 +121,10 @@ class Maven(Runner):
     """``mvn test`` (or ``verify``): Surefire's and Failsafe's reports, every module's."""
 
     name = "maven"
+    # Surefire's and Failsafe's test JVM is started through it (their ``jvm``, which must be a
+    # path ending in bin/java): the tests run where no report folder can be written.
+    preload = FORK_WRAPPER
+    preload_as = "jvm/bin/java"
     example_test = "com.example.CalcTest::add"
     ecosystem = "java"
     examples = (
@@ -197,12 +203,14 @@ class Maven(Runner):
 
     def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
         assert context.toolchain.program is not None  # the toolchain resolves mvn
+        assert context.preload is not None  # the test JVM's wrapper, the observer's
         given = [arg for arg in command[1:] if arg not in _MAVEN_OWN_OPTIONS]
-        argv = [context.toolchain.program, "-B", "-o"]
+        argv = [context.toolchain.program, "-B", "-o", f"-Djvm={context.preload}"]
         if _MAVEN_REPOSITORY_MOUNT in context.dependencies:
             repository = context.dependencies[_MAVEN_REPOSITORY_MOUNT]
             argv.append(f"{_REPOSITORY_OPTION}{repository}")
-        return Invocation((*argv, *given), source=ReportSource.BUILD)
+        env = {_FORK_WORK: context.work}
+        return Invocation((*argv, *given), env, source=ReportSource.BUILD)
 
     def outputs(self, files: Iterable[str]) -> list[str]:
         return _beside(files, {"pom.xml"}, ("target",))
