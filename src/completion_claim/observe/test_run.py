@@ -203,10 +203,12 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
             settings = {"repeat": list(request.repeat)}
             channel = stack.enter_context(Channel(owned / _PLUGIN_FOLDER, runner.plugin, settings))
         if runner.preload is not None:
-            copied = owned / _PLUGIN_FOLDER / _preload_path(runner)
-            copied.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(runner.preload, copied)
-            copied.chmod(0o755)  # it may be a program the build starts (Maven's test JVM's)
+            (owned / _PLUGIN_FOLDER).mkdir(exist_ok=True)
+            copied = owned / _PLUGIN_FOLDER / runner.preload.name
+            if runner.preload.is_dir():  # programs among them keep their modes
+                shutil.copytree(runner.preload, copied)
+            else:
+                shutil.copyfile(runner.preload, copied)
         owner = sandbox.uid if sandbox is not None and sandbox.setpriv is not None else None
         run_dir, report_dir = owned / "work", owned / _REPORT_FOLDER
         for folder in (run_dir, report_dir):
@@ -332,12 +334,6 @@ def _results(
     if invocation.source is ReportSource.STDOUT:
         return runner.results(_read_report(report, owned))  # the observer's own file
     return runner.results(_read_fresh_report(report, report_before, exit_code, owned))
-
-
-def _preload_path(runner: Runner) -> str:
-    """Where the runner's preload lies in the observer's plugin folder."""
-    assert runner.preload is not None
-    return runner.preload_as or runner.preload.name
 
 
 def hidden_files(folder: Path, workspace: Workspace) -> dict[bytes, bytes]:
@@ -632,7 +628,7 @@ class _Launch:
             cwd=os.path.normpath(f"{self.work}/{self.cwd}"),
             reports=self.reports,
             canaries=self.canaries,
-            preload=None if preload is None else f"{folder}/{_preload_path(self.request.runner)}",
+            preload=None if preload is None else f"{folder}/{preload.name}",
         )
 
     def environment(self) -> dict[str, str]:

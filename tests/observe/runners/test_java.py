@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -305,8 +306,9 @@ def test_a_maven_build_reports_each_test_and_its_failure(tmp_path: Path, claim: 
     details = item["details"]
     assert details["runner"] == "maven"
     # The test JVM is started through the observer's wrapper (attack 172).
-    assert details["argv"] == ["/usr/share/maven/bin/mvn", "-B", "-o",
-                               "-Djvm=/run/claim/plugin/jvm/bin/java", *MAVEN_TEST[1:]]  # fmt: skip
+    wrapper = "/run/claim/plugin/java_fork/bin/java"
+    assert details["argv"] == ["/usr/share/maven/bin/mvn", "-B", "-o", f"-Djvm={wrapper}",
+                               *MAVEN_TEST[1:]]  # fmt: skip
     assert details["failures"] == [
         {"test": "com.example.CalcTest::add", "outcome": "failed",
          "message": "expected: <5> but was: <-1>"}
@@ -614,3 +616,71 @@ def test_attack_172_control_a_test_jvm_of_the_builds_own_rewrites_its_report(
     report = (repo / "target/surefire-reports/TEST-com.example.CalcTest.xml").read_text()
     assert "<testcase" in report
     assert "<skipped" not in report
+
+
+# Broken add(), which makes JUnit 4 file the test that calls it as skipped (an assumption that
+# failed), and a process the test worker leaves behind that takes the skips out of the report
+# once Gradle has written it.
+LEAVES_A_REWRITER = """package com.example;
+
+public final class Calc {
+    static {
+        String rewrite = "for attempt in $(seq 400); do"
+            + " for report in build/test-results/test/TEST-*.xml; do"
+            + "  if grep -q '<skipped' \\"$report\\" 2>/dev/null; then"
+            + "   sed -i -e 's|<skipped/>||g' -e 's|skipped=\\"2\\"|skipped=\\"0\\"|'"
+            + "    \\"$report\\"; exit 0;"
+            + "  fi;"
+            + " done; sleep 0.05;"
+            + " done";
+        try {
+            new ProcessBuilder("setsid", "sh", "-c", rewrite).start();
+        } catch (java.io.IOException absent) {
+            // no shell: nothing to leave behind
+        }
+    }
+
+    public static int add(int a, int b) {
+        try {
+            throw (RuntimeException) Class.forName("org.junit.AssumptionViolatedException")
+                .getConstructor(String.class).newInstance("not on this platform");
+        } catch (ReflectiveOperationException absent) {
+            return a - b;
+        }
+    }
+}
+"""
+
+
+def test_attack_173_a_process_the_test_worker_leaves_cannot_rewrite_gradles_report(
+    tmp_path: Path, claim: Path
+) -> None:
+    repo = gradle_project(tmp_path / "repo")
+    base = head_commit(repo)
+    write_files(repo, {MAIN: LEAVES_A_REWRITER})
+
+    item = observed(claim, repo, "--trusted-ref", base,
+                    "--require-test", "com.example.CalcTest::add", "--", *GRADLE_TEST)  # fmt: skip
+
+    assert item["observed_value"]["tests"] == {
+        "com.example.CalcTest::add": "skipped",
+        "com.example.CalcTest::addZero": "skipped",
+    }
+
+
+def test_attack_173_control_a_test_worker_of_the_builds_own_leaves_a_rewriter(
+    tmp_path: Path,
+) -> None:
+    """The same build run by hand: the report then says both tests passed."""
+    repo = gradle_project(tmp_path / "repo", LEAVES_A_REWRITER)
+    done = subprocess.run(["gradle", "--offline", "--no-daemon", "test"], cwd=repo,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:]
+    # The build is over; the process it left may still be at work.
+    report = repo / "build/test-results/test/TEST-com.example.CalcTest.xml"
+    for _ in range(100):
+        if "<skipped" not in report.read_text():
+            break
+        time.sleep(0.05)
+    assert "<testcase" in report.read_text()
+    assert "<skipped" not in report.read_text()

@@ -167,11 +167,10 @@ class Runner(ABC):
     # an inherited pipe (ReportSource.CHANNEL): results no file of the run can forge.
     plugin: ClassVar[Path | None] = None
     # A script the runtime loads before any test file, in every process of the run (Node's
-    # --require), or a program the build starts its test processes through (Maven's test JVM):
-    # copied into the observer's read-only plugin folder, at ``preload_as`` there (else under its
-    # own name), found by the runner in ``RunContext.preload``.
+    # --require), or a folder of programs the build starts its test processes through (a Java
+    # build's test JVMs): copied into the observer's read-only plugin folder, found by the runner
+    # in ``RunContext.preload``.
     preload: ClassVar[Path | None] = None
-    preload_as: ClassVar[str | None] = None
     # Whether a failed or errored test in the report fails the run whatever its exit code (the
     # runner's own report, requested by the observer), or the exit code alone decides.
     counts_failures: ClassVar[bool] = True

@@ -87,8 +87,9 @@ _GRADLE_BUILD_FILES = frozenset(
 _MAVEN_OWN_OPTIONS = frozenset({"-o", "--offline", "-B", "--batch-mode"})
 _MAVEN_FILE_OPTIONS = ("-s", "--settings", "-gs", "--global-settings", "-t", "--toolchains")
 _REPOSITORY_OPTION = "-Dmaven.repo.local="
-FORK_WRAPPER = Path(__file__).parent.parent / "java_fork.sh"
-_FORK_WORK = "CLAIM_FORK_WORK"  # the work tree, whose report folders the wrapper protects
+# The observer's wrapper of the test JVMs (bin/java) and Gradle's init script that starts them
+# through it (claim.gradle).
+FORK_FOLDER = Path(__file__).parent.parent / "java_fork"
 _GRADLE_OWN_OPTIONS = frozenset({"--offline", "--no-daemon", "--daemon", "--console=plain"})
 _GRADLE_FILE_OPTIONS = ("-I", "--init-script", "-c", "--settings-file", "-b", "--build-file")
 _MAVEN_REPOSITORY_MOUNT = "repository"
@@ -121,10 +122,9 @@ class Maven(Runner):
     """``mvn test`` (or ``verify``): Surefire's and Failsafe's reports, every module's."""
 
     name = "maven"
-    # Surefire's and Failsafe's test JVM is started through it (their ``jvm``, which must be a
-    # path ending in bin/java): the tests run where no report folder can be written.
-    preload = FORK_WRAPPER
-    preload_as = "jvm/bin/java"
+    # Surefire's and Failsafe's test JVMs are started through its bin/java (their ``jvm``): the
+    # tests run where no report folder can be written.
+    preload = FORK_FOLDER
     example_test = "com.example.CalcTest::add"
     ecosystem = "java"
     examples = (
@@ -205,11 +205,11 @@ class Maven(Runner):
         assert context.toolchain.program is not None  # the toolchain resolves mvn
         assert context.preload is not None  # the test JVM's wrapper, the observer's
         given = [arg for arg in command[1:] if arg not in _MAVEN_OWN_OPTIONS]
-        argv = [context.toolchain.program, "-B", "-o", f"-Djvm={context.preload}"]
+        argv = [context.toolchain.program, "-B", "-o", f"-Djvm={context.preload}/bin/java"]
         if _MAVEN_REPOSITORY_MOUNT in context.dependencies:
             repository = context.dependencies[_MAVEN_REPOSITORY_MOUNT]
             argv.append(f"{_REPOSITORY_OPTION}{repository}")
-        env = {_FORK_WORK: context.work}
+        env = _confined(context, {"pom.xml"}, "target", ("surefire-reports", "failsafe-reports"))
         return Invocation((*argv, *given), env, source=ReportSource.BUILD)
 
     def outputs(self, files: Iterable[str]) -> list[str]:
@@ -232,6 +232,9 @@ class Gradle(Runner):
     """``gradle test``: the JUnit XML reports of every module's test tasks."""
 
     name = "gradle"
+    # Every Test task starts its test JVMs through its bin/java (claim.gradle, an init script):
+    # the tests run where no report folder can be written.
+    preload = FORK_FOLDER
     example_test = "com.example.CalcTest::add"
     ecosystem = "java"
     examples = (
@@ -292,9 +295,12 @@ class Gradle(Runner):
 
     def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
         assert context.toolchain.program is not None  # the toolchain resolves gradle
+        assert context.preload is not None  # the test JVM's wrapper, the observer's
         given = [arg for arg in command[1:] if arg not in _GRADLE_OWN_OPTIONS]
-        argv = (context.toolchain.program, "--offline", "--no-daemon", "--console=plain", *given)
-        return Invocation(argv, source=ReportSource.BUILD)
+        argv = (context.toolchain.program, "--offline", "--no-daemon", "--console=plain",
+                "--init-script", f"{context.preload}/claim.gradle", *given)  # fmt: skip
+        env = _confined(context, _GRADLE_BUILD_FILES, "build", ("test-results",))
+        return Invocation(argv, env, source=ReportSource.BUILD)
 
     def outputs(self, files: Iterable[str]) -> list[str]:
         return _beside(files, _GRADLE_BUILD_FILES, ("build", ".gradle"))
@@ -308,6 +314,19 @@ class Gradle(Runner):
 
 
 # --- shared -----------------------------------------------------------------------------------
+
+
+def _confined(
+    context: RunContext, build_files: Iterable[str], output: str, reports: Iterable[str]
+) -> dict[str, str]:
+    """What the test JVMs' wrapper reads: the report folders (in ``output``, beside each of the
+    run's ``build_files``) that it makes read-only for them."""
+    return {
+        "CLAIM_FORK_WORK": context.work,
+        "CLAIM_FORK_BUILD_FILES": "\n".join(sorted(build_files)),
+        "CLAIM_FORK_OUTPUT": output,
+        "CLAIM_FORK_REPORTS": "\n".join(f"{output}/{report}" for report in reports),
+    }
 
 
 def _report_file(name: str) -> bool:
