@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from .conftest import Reader, SqlTable, last_evidence, verdict_of
-from .test_readback import assert_not_the_table, read_as_reader, readback
+from .test_readback import MakeClaim, assert_not_the_table, read_as_reader, readback
 
 # --- Columns computed when read (attack 136) -----------------------------------------
 
@@ -91,7 +91,7 @@ def test_an_sqlite_generated_column_is_computed_from_its_row_alone(
 
 # (the column added, what the rows hold, the reader role's default, the lookup, the claim, what
 # the table holds): each default made the claim read as true.
-SETTINGS = {
+SETTINGS: dict[str, tuple[str, str, str, list[str], str, dict[str, Any]]] = {
     "extra_float_digits": (
         "ratio float8",
         "UPDATE {t} SET ratio = 99.6",
@@ -123,7 +123,12 @@ SETTINGS = {
 @pytest.mark.parametrize("server_table", ["postgresql"], indirect=True)
 @pytest.mark.parametrize("setting", sorted(SETTINGS))
 def test_attack_137_a_roles_defaults_cannot_shape_the_value_read(
-    postgres: Any, server_table: SqlTable, postgres_reader: Reader, claim: Path, setting: str
+    postgres: Any,
+    server_table: SqlTable,
+    postgres_reader: Reader,
+    make_claim: MakeClaim,
+    claim: Path,
+    setting: str,
 ) -> None:
     """``ALTER ROLE reader SET extra_float_digits = -15`` (or ``ALTER DATABASE``, for the
     database's owner) writes 99.6 out as 100; a time zone moves a timestamp to the next day; a
@@ -139,8 +144,9 @@ def test_attack_137_a_roles_defaults_cannot_shape_the_value_read(
     assert verdict_of(claim) == "refuted"
     # Control: the honest claim verifies under the same defaults.
     honest = [f"{name}={value}" for name, value in truth.items()]
-    assert readback(claim, server_table.url, *lookup, "--expect", *honest) == 0
-    assert verdict_of(claim) == "verified"
+    control = make_claim()
+    assert readback(control, server_table.url, *lookup, "--expect", *honest) == 0
+    assert verdict_of(control) == "verified"
 
 
 # --- SQLite: an index that disagrees with its table (attack 138) -----------------------------
@@ -172,8 +178,10 @@ def stale_covering_index(path: Path, table: str) -> None:
 
 @pytest.mark.parametrize("sql_table", ["sqlite"], indirect=True)
 def test_attack_138_a_stale_sqlite_index_cannot_answer_the_lookup(
-    sql_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
+    sql_table: SqlTable, make_claim: MakeClaim, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """With ``writable_schema`` the agent leaves an index holding 4471's old zip; SQLite answers
+    ``SELECT * ... WHERE code = ?`` from that (covering) index alone."""
     t = sql_table.table
     path = Path(sql_table.url.removeprefix("sqlite:///"))
     stale_covering_index(path, t)
@@ -182,16 +190,18 @@ def test_attack_138_a_stale_sqlite_index_cannot_answer_the_lookup(
     assert read_as_reader(sql_table, f"SELECT zip FROM {t} WHERE id = 4471") == [("00000",)]
     assert read_as_reader(sql_table, "PRAGMA quick_check") == [("ok",)]
     # By --table and --key: the table is read without its indexes, and the row refutes.
+    claim = make_claim()
     args = ["--table", t, "--key", "code=acct-4471", "--expect", "zip=94107"]
     assert readback(claim, sql_table.url, *args) == 0
     assert last_evidence(claim)["observed_value"] == {"zip": "00000"}
     assert verdict_of(claim) == "refuted"
     # By --query: each table read is checked against its indexes first.
+    claim = make_claim()
     before = claim.read_bytes()
     query = f"SELECT zip FROM {t} WHERE code = 'acct-4471'"
     assert readback(claim, sql_table.url, "--query", query, "--expect", "zip=94107") == 5
     assert_not_the_table(
-        claim, capsys, before, f"an index of {t} disagrees with the table (row 1 missing from"
+        claim, capsys, before, f"{t} fails PRAGMA integrity_check: row 1 missing from index"
     )
 
 
@@ -216,7 +226,7 @@ def test_an_sqlite_table_with_sound_indexes_reads_by_query_and_key(
 
 @pytest.mark.parametrize("sql_table", ["sqlite"], indirect=True)
 def test_attack_139_an_sqlite_twin_keyed_as_text_is_not_read_for_the_integer(
-    sql_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str]
+    sql_table: SqlTable, make_claim: MakeClaim, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """In a column without a type, the application's row is keyed by the integer 4471; the
     agent adds a twin keyed by the text '4471' holding what the claim says. Bound as text, the
@@ -226,11 +236,13 @@ def test_attack_139_an_sqlite_twin_keyed_as_text_is_not_read_for_the_integer(
     sql_table.execute(f"INSERT INTO {t} VALUES (4471, '00000')", [])
     args = ["--table", t, "--key", "id=4471", "--expect", "zip=94107"]
     # Control first: the application's row alone is found by the integer.
+    claim = make_claim()
     assert readback(claim, sql_table.url, *args) == 0
     assert last_evidence(claim)["observed_value"] == {"zip": "00000"}
     assert verdict_of(claim) == "refuted"
     sql_table.execute(f"INSERT INTO {t} VALUES ('4471', '94107')", [])
     assert read_as_reader(sql_table, f"SELECT zip FROM {t} WHERE id = '4471'") == [("94107",)]
+    claim = make_claim()
     before = claim.read_bytes()
     assert readback(claim, sql_table.url, *args) == 5
     err = capsys.readouterr().err
@@ -239,5 +251,6 @@ def test_attack_139_an_sqlite_twin_keyed_as_text_is_not_read_for_the_integer(
     # A key that reads only as text still finds its text row.
     sql_table.execute(f"INSERT INTO {t} VALUES ('acct-9', 'text')", [])
     args = ["--table", t, "--key", "id=acct-9", "--expect", "zip=text"]
+    claim = make_claim()
     assert readback(claim, sql_table.url, *args) == 0
     assert verdict_of(claim) == "verified"
