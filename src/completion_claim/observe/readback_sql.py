@@ -4,9 +4,10 @@ Every read runs in a read-only transaction with a statement timeout (PostgreSQL 
 ONLY`` and ``statement_timeout``, MariaDB ``START TRANSACTION READ ONLY`` and
 ``max_statement_time``, SQLite opened with ``mode=ro`` and a progress handler), by a role that can
 only read (checked before the read: see :func:`postgresql_privileges` and
-:func:`mariadb_privileges`), from tables every reader reads alike (no view, foreign table or
-row-level security in their place, checked before and after the read: see
-:func:`postgresql_relations`, :func:`mariadb_relations`, :func:`sqlite_relations`), and binds
+:func:`mariadb_privileges`), from tables every reader reads alike (no view, foreign table,
+row-level security or column computed when read in their place, checked before and after the
+read: see :func:`postgresql_relations`, :func:`mariadb_relations`, :func:`sqlite_relations`),
+in a session whose settings the table's owner cannot shape (:data:`POSTGRESQL_SETTINGS`), and binds
 every value: key values and ``--param`` values are parameters, identifiers from
 ``--table``/``--key`` are quoted as identifiers, and nothing from the command line is
 formatted into SQL text. Exactly one
