@@ -205,6 +205,48 @@ def test_attack_138_a_stale_sqlite_index_cannot_answer_the_lookup(
     )
 
 
+# The schema edited under the rows (writable_schema): (what is made first, the edit, the query,
+# the first problem integrity_check names). {t} is the table.
+PLANNER_LIES = {
+    # A partial index of 94107's rows, said to hold every row with a zip: 4472 is not in it.
+    "partial index": (
+        "CREATE INDEX {t}_zip ON {t} (code) WHERE zip = '94107'",
+        "UPDATE sqlite_schema SET sql = replace(sql, 'zip = ''94107''', 'zip IS NOT NULL')"
+        " WHERE name = '{t}_zip'",
+        "SELECT count(*) AS n FROM {t} WHERE code = 'acct-4472' AND zip IS NOT NULL",
+        "row 2 missing from index {t}_zip",
+    ),
+    # NOT NULL declared over rows that hold NULL: "IS NULL" is then known to be false.
+    "not null": (
+        "UPDATE {t} SET code = NULL WHERE id = 4472",
+        "UPDATE sqlite_schema SET sql = replace(sql, 'code VARCHAR(40)',"
+        " 'code VARCHAR(40) NOT NULL') WHERE name = '{t}'",
+        "SELECT count(*) AS n FROM {t} WHERE code IS NULL",
+        "NULL value in {t}.code",
+    ),
+}
+
+
+@pytest.mark.parametrize("sql_table", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("lie", sorted(PLANNER_LIES))
+def test_attack_138_an_sqlite_schema_that_lies_to_the_planner_cannot_answer_a_query(
+    sql_table: SqlTable, claim: Path, capsys: pytest.CaptureFixture[str], lie: str
+) -> None:
+    """The planner trusts the schema: a partial index said to cover rows it lacks, or a NOT
+    NULL over NULLs, and the query counts no row where there is one."""
+    setup, edit, query, problem = (part.format(t=sql_table.table) for part in PLANNER_LIES[lie])
+    sql_table.execute(setup, [])
+    sql_table.execute("PRAGMA writable_schema = ON", [])
+    sql_table.execute(edit, [])
+    sql_table.execute("PRAGMA writable_schema = OFF", [])
+    assert read_as_reader(sql_table, query) == [(0,)]  # there is one
+    before = claim.read_bytes()
+    assert readback(claim, sql_table.url, "--query", query, "--expect", "n=0") == 5
+    assert_not_the_table(
+        claim, capsys, before, f"{sql_table.table} fails PRAGMA integrity_check: {problem}"
+    )
+
+
 @pytest.mark.parametrize("sql_table", ["sqlite"], indirect=True)
 def test_an_sqlite_table_with_sound_indexes_reads_by_query_and_key(
     sql_table: SqlTable, claim: Path
