@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from completion_claim.observe import readback_sql
+
 from .conftest import Reader, SqlTable, last_evidence, verdict_of
 from .test_readback import MakeClaim, assert_not_the_table, read_as_reader, readback
 
@@ -296,3 +298,33 @@ def test_attack_139_an_sqlite_twin_keyed_as_text_is_not_read_for_the_integer(
     claim = make_claim()
     assert readback(claim, sql_table.url, *args) == 0
     assert verdict_of(claim) == "verified"
+
+
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        ("4471", ["4471", 4471]),
+        (" -4471 ", [" -4471 ", -4471]),
+        ("12.50", ["12.50", 12.5]),
+        ("1e3", ["1e3", 1000.0]),
+        ("9223372036854775808", ["9223372036854775808", 9.223372036854776e18]),
+        ("0x10", ["0x10"]),
+        ("acct-4471", ["acct-4471"]),
+        ("", [""]),
+    ],
+)
+def test_an_sqlite_key_stands_for_its_text_and_the_number_it_reads_as(
+    text: str, values: list[Any]
+) -> None:
+    """The numbers are those SQLite makes of such text for a column of numeric affinity (an
+    integer past 64 bits is a real; hexadecimal text stays text)."""
+    found = readback_sql.sqlite_key_values(text)
+    assert found == values
+    assert [type(value) for value in found] == [type(value) for value in values]
+    store = sqlite3.connect(":memory:")
+    try:
+        store.execute("CREATE TABLE t (n NUMERIC)")
+        store.execute("INSERT INTO t VALUES (?)", [text])
+        assert store.execute("SELECT n FROM t").fetchone() == (values[-1],)
+    finally:
+        store.close()
