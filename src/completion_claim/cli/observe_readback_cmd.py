@@ -60,8 +60,9 @@ from .observe_cmd import TIMEOUT, observe_group, record_and_report
     "allow_views",
     multiple=True,
     metavar="NAME",
-    help="Let the table NAME (as --table or the query writes it) be a view: without it a readback "
-    "refuses any relation but a table. Recorded as details.views. Repeatable.",
+    help="Let the table NAME (as --table or the query writes it) be a view, or a MariaDB table "
+    "with columns computed when read: without it a readback refuses any relation but a table "
+    "that holds its values. Recorded as details.views. Repeatable.",
 )
 @observer_options
 def readback_command(

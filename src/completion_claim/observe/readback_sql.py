@@ -4,9 +4,10 @@ Every read runs in a read-only transaction with a statement timeout (PostgreSQL 
 ONLY`` and ``statement_timeout``, MariaDB ``START TRANSACTION READ ONLY`` and
 ``max_statement_time``, SQLite opened with ``mode=ro`` and a progress handler), by a role that can
 only read (checked before the read: see :func:`postgresql_privileges` and
-:func:`mariadb_privileges`), from tables every reader reads alike (no view, foreign table or
-row-level security in their place, checked before and after the read: see
-:func:`postgresql_relations`, :func:`mariadb_relations`, :func:`sqlite_relations`), and binds
+:func:`mariadb_privileges`), from tables every reader reads alike (no view, foreign table,
+row-level security or column computed when read in their place, checked before and after the
+read: see :func:`postgresql_relations`, :func:`mariadb_relations`, :func:`sqlite_relations`),
+in a session whose settings the table's owner cannot shape (:data:`POSTGRESQL_SETTINGS`), and binds
 every value: key values and ``--param`` values are parameters, identifiers from
 ``--table``/``--key`` are quoted as identifiers, and nothing from the command line is
 formatted into SQL text. Exactly one
@@ -47,6 +48,31 @@ MARIADB = "a MariaDB/MySQL readback"
 ROWS_COUNTED = 100  # rows fetched to tell the user how many a too-broad lookup matched
 # Roles whose members read and write the server's files or run programs on it (PostgreSQL).
 SERVER_FILE_ROLES = ("pg_execute_server_program", "pg_read_server_files", "pg_write_server_files")
+# What the readback's transaction pins on PostgreSQL, whatever the role's or the database's
+# defaults (``ALTER ROLE/DATABASE ... SET``, which the database's owner may run) say: how the
+# server reads the key and writes values out (PostgreSQL's own defaults; zoned times in UTC),
+# how it lexes the query (as the query check did: a backslash is a character), and what a scan
+# returns: every row (a GIN scan is not cut short; with row security off, a read that
+# row-level security would filter fails instead).
+POSTGRESQL_SETTINGS = (
+    ("DateStyle", "ISO, MDY"),
+    ("IntervalStyle", "postgres"),
+    ("TimeZone", "UTC"),
+    ("timezone_abbreviations", "Default"),
+    ("extra_float_digits", "1"),
+    ("client_encoding", "UTF8"),
+    ("lc_monetary", "C"),
+    ("lc_numeric", "C"),
+    ("lc_time", "C"),
+    ("bytea_output", "hex"),
+    ("xmlbinary", "base64"),
+    ("xmloption", "content"),
+    ("array_nulls", "on"),
+    ("transform_null_equals", "off"),
+    ("standard_conforming_strings", "on"),
+    ("gin_fuzzy_search_limit", "0"),
+    ("row_security", "off"),
+)
 # What a MariaDB readback role may hold on the target (and globally): reading only.
 MARIADB_SQL_MODE = "STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
 MARIADB_READ_PRIVILEGES = frozenset({"SELECT", "SHOW VIEW", "SHOW DATABASES", "USAGE"})
@@ -148,10 +174,10 @@ def _backticked(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _backticked_select(lookup: TableLookup, placeholder: str) -> str:
+def _mariadb_select(lookup: TableLookup) -> str:
     table = ".".join(_backticked(part) for part in _table_parts(lookup.table))
     where = " AND ".join(
-        f"{_backticked(_identifier(column, '--key'))} = {placeholder}" for column, _ in lookup.keys
+        f"{_backticked(_identifier(column, '--key'))} = %s" for column, _ in lookup.keys
     )
     # Identifiers are quoted above and every value is a placeholder: nothing is formatted in.
     return f"SELECT * FROM {table} WHERE {where} LIMIT {ROWS_COUNTED + 1}"  # noqa: S608
@@ -441,24 +467,26 @@ def read_postgresql(
     try:
         conn.read_only = True  # the transaction below begins READ ONLY
         with conn.cursor() as cursor:
-            # The server must read string literals as the query check did (a backslash is a
-            # character), whatever the role or database sets; and a type or function the query
-            # names is pg_catalog's before any schema's the role or database puts first. With
-            # row_security off, a read that row-level security would filter fails instead.
+            # A type or function the query names is pg_catalog's before any schema's the role
+            # or database puts first; the rest is pinned whatever they set (see the constant).
             cursor.execute(
                 "SELECT set_config('statement_timeout', %s, true),"
-                " set_config('standard_conforming_strings', 'on', true),"
                 " set_config('search_path', 'pg_catalog, ' || current_setting('search_path'),"
                 " true),"
-                " set_config('row_security', 'off', true),"
                 " current_user::text",
                 [str(math.ceil(timeout * 1000))],
             )
             settings = cursor.fetchone()
             assert settings is not None  # a SELECT without FROM returns one row
+            names, values = zip(*POSTGRESQL_SETTINGS, strict=True)
+            cursor.execute(
+                "SELECT set_config(name, value, true) FROM unnest(%s::text[], %s::text[])"
+                " AS pinned(name, value)",
+                [list(names), list(values)],
+            )
             privileged = check_role(
                 url,
-                settings[4],
+                settings[2],
                 postgresql_privileges(cursor, tables_read(lookup)),
                 allow_privileged_role,
             )
@@ -554,6 +582,16 @@ def _grant_applies(target: str, tables: list[tuple[str, str]]) -> bool:
 # information_schema.TABLES.TABLE_TYPE of what a MariaDB readback reads as a table (a
 # system-versioned table reads its current rows).
 MARIADB_TABLES = ("BASE TABLE", "SYSTEM VERSIONED")
+# A relation's kind and its columns computed when read: a generated column that is not stored
+# (a stored one is computed when the row is written, where MariaDB allows no CURRENT_USER(),
+# NOW() or the like; a virtual one may answer each reader differently).
+_MARIADB_RELATION = (
+    "SELECT t.TABLE_TYPE, (SELECT GROUP_CONCAT(c.COLUMN_NAME ORDER BY c.ORDINAL_POSITION"
+    " SEPARATOR ', ') FROM information_schema.COLUMNS c WHERE c.TABLE_SCHEMA = t.TABLE_SCHEMA"
+    " AND c.TABLE_NAME = t.TABLE_NAME AND c.IS_GENERATED <> 'NEVER'"
+    " AND c.EXTRA NOT IN ('STORED GENERATED', 'PERSISTENT GENERATED'))"
+    " FROM information_schema.TABLES t WHERE t.TABLE_SCHEMA = %s AND t.TABLE_NAME = %s"
+)
 
 
 def mariadb_relations(
@@ -564,28 +602,31 @@ def mariadb_relations(
     allow_views: frozenset[Table],
     after_read: bool = False,
 ) -> tuple[str, ...]:
-    """Refuse (exit 5) a relation the readback reads that is not a table (a view, unless
-    ``--allow-view`` names it; a sequence); return the views read under ``--allow-view``. Run
-    before the read and after it, when the read's metadata locks keep what it read in place
-    (and a name the check cannot find then was not read as the check reads it)."""
+    """Refuse (exit 5) a relation the readback reads that is not a table (a view; a table with
+    a column computed when read; a sequence), unless ``--allow-view`` names the view or the
+    table; return those read under ``--allow-view``. Run before the read and after it, when
+    the read's metadata locks keep what it read in place (and a name the check cannot find
+    then was not read as the check reads it)."""
     views: list[str] = []
     for table in tables:
         schema = table[-2] if len(table) > 1 else database
-        cursor.execute(
-            "SELECT TABLE_TYPE FROM information_schema.TABLES"
-            " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
-            [schema, table[-1]],
-        )
+        cursor.execute(_MARIADB_RELATION, [schema, table[-1]])
         kinds = cursor.fetchall()
         if not kinds and after_read:
             raise _not_the_table(url, f"{dotted(table)} names no relation the check can find")
-        for (kind,) in kinds:
-            if kind == "VIEW" and table in allow_views:
+        for kind, computed in kinds:
+            if (kind == "VIEW" or computed) and table in allow_views:
                 views.append(dotted(table))
             elif kind not in MARIADB_TABLES:
                 allow = f" (or --allow-view {dotted(table)})" if kind == "VIEW" else ""
                 raise _not_the_table(
                     url, f"{dotted(table)} is a {kind.lower()}, not a table{allow}"
+                )
+            elif computed:
+                raise _not_the_table(
+                    url,
+                    f"{dotted(table)} has a column computed when it is read ({computed}; "
+                    f"or --allow-view {dotted(table)})",
                 )
     return tuple(dict.fromkeys(views))
 
@@ -610,7 +651,7 @@ def read_mariadb(
     if parts.query:
         raise UsageError(f"URL {redact_url(url)!r}: mysql:// URL options are not supported")
     if isinstance(lookup, TableLookup):
-        text = _backticked_select(lookup, "%s")
+        text = _mariadb_select(lookup)
         params: Sequence[str] | dict[str, str] = [value for _, value in lookup.keys]
     else:
         params = dict(lookup.params)
@@ -636,6 +677,12 @@ def read_mariadb(
             # Quoting as the query check reads it: no ANSI_QUOTES, NO_BACKSLASH_ESCAPES, ORACLE
             # or other mode that changes how the server splits the text into tokens.
             cursor.execute("SET SESSION sql_mode = %s", [MARIADB_SQL_MODE])
+            # How values are written out, whatever the server's globals say: a TIMESTAMP in
+            # UTC, a division's digits, month and day names; and every row a SELECT finds.
+            cursor.execute(
+                "SET SESSION time_zone = '+00:00', div_precision_increment = 4,"
+                " lc_time_names = 'en_US', sql_select_limit = 18446744073709551615"
+            )
             # DDL commits implicitly and would run outside START TRANSACTION READ ONLY: the
             # session default makes the transaction that follows read-only as well.
             cursor.execute("SET SESSION TRANSACTION READ ONLY")
@@ -685,28 +732,111 @@ _SQLITE_KINDS = {
 }
 
 
+def _sqlite_relations(conn: sqlite3.Connection, table: Table) -> list[tuple[str, str, bool]]:
+    """Each relation the name finds (in every schema for an unqualified name): its schema, its
+    kind as SQLite parsed it from the schema, and whether it is a table without rowid."""
+    rows = conn.execute(
+        "SELECT schema, type, wr FROM pragma_table_list WHERE name = ? COLLATE NOCASE",
+        [table[-1]],
+    ).fetchall()
+    return [
+        (schema, kind, bool(without_rowid))
+        for schema, kind, without_rowid in rows
+        if len(table) == 1 or schema.lower() == table[-2].lower()
+    ]
+
+
 def sqlite_relations(
-    url: str, conn: sqlite3.Connection, tables: tuple[Table, ...], allow_views: frozenset[Table]
+    url: str,
+    conn: sqlite3.Connection,
+    tables: tuple[Table, ...],
+    allow_views: frozenset[Table],
+    check_indexes: bool,
 ) -> tuple[str, ...]:
     """Refuse (exit 5) a relation the readback reads that is not a table (a view, unless
     ``--allow-view`` names it; a virtual table, whose rows its module makes); return the views
-    read under ``--allow-view``. An unqualified name is checked in every schema that has it."""
+    read under ``--allow-view``. An unqualified name is checked in every schema that has it.
+
+    With ``check_indexes`` (a query, which SQLite may answer from an index alone), a table
+    whose indexes disagree with its rows is refused as well: ``PRAGMA integrity_check`` of the
+    table compares every index entry with its row (``quick_check`` does not), and the
+    constraints the planner trusts with the values. A key lookup reads the table without its
+    indexes instead (see :func:`_sqlite_select`)."""
     views: list[str] = []
     for table in tables:
-        rows = conn.execute(
-            "SELECT schema, type FROM pragma_table_list WHERE name = ? COLLATE NOCASE",
-            [table[-1]],
-        ).fetchall()
-        for schema, kind in rows:
-            if len(table) > 1 and schema.lower() != table[-2].lower():
-                continue
+        for schema, kind, _ in _sqlite_relations(conn, table):
             if kind == "view" and table in allow_views:
                 views.append(dotted(table))
             elif kind != "table":
                 allow = f" (or --allow-view {dotted(table)})" if kind == "view" else ""
                 what = _SQLITE_KINDS.get(kind, f"of type {kind}")
                 raise _not_the_table(url, f"{dotted(table)} is {what}, not a table{allow}")
+            elif check_indexes:
+                found = conn.execute(
+                    "SELECT * FROM pragma_integrity_check(?, ?)", [table[-1], schema]
+                ).fetchone()
+                if found != ("ok",):
+                    problem = found[0] if found else "no answer"
+                    raise _not_the_table(
+                        url, f"{dotted(table)} fails PRAGMA integrity_check: {problem}"
+                    )
     return tuple(dict.fromkeys(views))
+
+
+# Text that SQLite reads as a number when it compares it with a column of numeric affinity.
+_SQLITE_INTEGER = re.compile(r"\s*[+-]?[0-9]+\s*")
+_SQLITE_REAL = re.compile(r"\s*[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*")
+
+
+def sqlite_key_values(text: str) -> list[str | int | float]:
+    """What a key's text may stand for in an SQLite column: the text, and the number it reads
+    as, if any. A column without a type (or whose declared type was edited under its values)
+    may hold both, as different rows."""
+    if _SQLITE_INTEGER.fullmatch(text):
+        number = int(text)
+        return [text, number if -(2**63) <= number < 2**63 else float(number)]
+    if _SQLITE_REAL.fullmatch(text):
+        return [text, float(text)]
+    return [text]
+
+
+def _sqlite_select(conn: sqlite3.Connection, lookup: TableLookup) -> tuple[str, list[Any]]:
+    """``--table T --key COL=VALUE`` on SQLite: the table read without its indexes (``NOT
+    INDEXED``: an index that disagrees with the table cannot answer; a rowid still finds its
+    row), and each key matched exactly (``+COL`` takes no type from the column) against every
+    value its text may stand for, so that two rows keyed ``4471`` and ``'4471'`` are two
+    rows, not the one the text finds. A rowid (``INTEGER PRIMARY KEY``) holds integers only,
+    and is compared as it is."""
+    parts = _table_parts(lookup.table)
+    rowid = _sqlite_rowid(conn, tuple(parts))
+    where: list[str] = []
+    params: list[Any] = []
+    for column, value in lookup.keys:
+        name = _backticked(_identifier(column, "--key"))
+        if rowid is not None and column.lower() == rowid.lower():
+            where.append(f"{name} = ?")
+            params.append(value)
+        else:
+            values = sqlite_key_values(value)
+            where.append(f"+{name} IN ({', '.join('?' * len(values))})")
+            params += values
+    table = ".".join(_backticked(part) for part in parts)
+    # Identifiers are quoted above and every value is a placeholder: nothing is formatted in.
+    text = f"SELECT * FROM {table} NOT INDEXED WHERE {' AND '.join(where)}"  # noqa: S608
+    return f"{text} LIMIT {ROWS_COUNTED + 1}", params
+
+
+def _sqlite_rowid(conn: sqlite3.Connection, table: Table) -> str | None:
+    """The column that is the table's rowid (a lone ``INTEGER PRIMARY KEY`` of a rowid table)."""
+    found = _sqlite_relations(conn, table)
+    if len(found) != 1 or found[0][1] != "table" or found[0][2]:
+        return None
+    keys = conn.execute(
+        "SELECT name, type FROM pragma_table_xinfo(?, ?) WHERE pk > 0", [table[-1], found[0][0]]
+    ).fetchall()
+    if len(keys) == 1 and keys[0][1].upper() == "INTEGER":
+        return str(keys[0][0])
+    return None
 
 
 def read_sqlite(
@@ -724,10 +854,11 @@ def read_sqlite(
             f"URL {url!r}: expected sqlite:///relative/path or sqlite:////absolute/path"
         )
     path = Path(url[len(prefix) :])
-    if isinstance(lookup, TableLookup):
-        text = _backticked_select(lookup, "?")
-        params: Sequence[str] | dict[str, str] = [value for _, value in lookup.keys]
-    else:
+    # A key lookup's statement depends on the table (see _sqlite_select); a query's is checked
+    # before connecting.
+    params: Sequence[Any] | dict[str, str] = []
+    text = ""
+    if isinstance(lookup, QueryLookup):
         params = dict(lookup.params)
         text = translate_query(lookup.sql, "sqlite", params)
     # mode=ro: the file is opened read-only (and never created); every write fails.
@@ -742,7 +873,11 @@ def read_sqlite(
         conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
         # One read transaction: the schema checked is the schema the query reads.
         conn.execute("BEGIN")
-        views = sqlite_relations(url, conn, tables_read(lookup), allow_views)
+        views = sqlite_relations(
+            url, conn, tables_read(lookup), allow_views, isinstance(lookup, QueryLookup)
+        )
+        if isinstance(lookup, TableLookup):
+            text, params = _sqlite_select(conn, lookup)
         cursor = conn.execute(text, params)  # execute() refuses more than one statement
         if cursor.description is None:
             raise _not_a_query(url)
