@@ -18,7 +18,12 @@ from completion_claim.model import BUILTIN_POLICY
 from completion_claim.service import merkle
 from completion_claim.service.api import StateName
 from completion_claim.service.ledger import Ledger
-from completion_claim.service.records import STATES, ConsistencyProof, InclusionProof
+from completion_claim.service.records import (
+    DERIVED_MEMBERS,
+    STATES,
+    ConsistencyProof,
+    InclusionProof,
+)
 from completion_claim.service.tokens import add_token
 from completion_claim.service.tree_head import check_tree_head, tree_head_from_json
 from completion_claim.timefmt import format_time
@@ -227,8 +232,8 @@ def test_a_lying_content_length_is_refused(client: TestClient) -> None:
 @pytest.fixture
 def guarded(tmp_path: Path, ledger_url: str) -> Iterator[tuple[TestClient, Path, str]]:
     tokens = tmp_path / "tokens.jsonl"
-    token = add_token(tokens, "ci-runner-1")
-    add_token(tokens, "agent-7")
+    token = add_token(tokens, "ci-runner-1", ["post"])
+    add_token(tokens, "agent-7", ["post"])
     with serving(ledger_url, tokens_path=tokens) as (client, _):
         yield client, tokens, token
 
@@ -327,7 +332,7 @@ def test_a_next_link_keeps_the_filters(client: TestClient) -> None:
 
 def test_each_filter_narrows_the_list(tmp_path: Path, ledger_url: str) -> None:
     tokens = tmp_path / "tokens.jsonl"
-    ci, agent = add_token(tokens, "ci"), add_token(tokens, "agent")
+    ci, agent = add_token(tokens, "ci", ["post"]), add_token(tokens, "agent", ["post"])
     strict = parse_policy({"id": "strict", "requires": ["state_readback"], "max_age_s": 300})
     with serving(ledger_url, tokens_path=tokens) as (client, _):
         post(client, fresh_claim("verified", task="t1"), token=ci)
@@ -386,7 +391,7 @@ def test_limit_allows_up_to_200(client: TestClient) -> None:
 
 def test_stats_on_a_known_set(tmp_path: Path, ledger_url: str) -> None:
     tokens = tmp_path / "tokens.jsonl"
-    ci, agent = add_token(tokens, "ci"), add_token(tokens, "agent")
+    ci, agent = add_token(tokens, "ci", ["post"]), add_token(tokens, "agent", ["post"])
     with serving(ledger_url, tokens_path=tokens) as (client, _):
         post(client, fresh_claim("verified"), token=ci)
         post(client, fresh_claim("verified"), token=agent)
@@ -453,7 +458,7 @@ def test_the_tree_head_grows_and_its_proofs_check(client: TestClient) -> None:
         proof = proof_from(answer["proof"])
         assert proof.tree_size == 3
         entry = client.get(f"/v1/claims/{index}").json()
-        leaf = {key: value for key, value in entry.items() if key not in ("index", "leaf_hash")}
+        leaf = {key: value for key, value in entry.items() if key not in DERIVED_MEMBERS}
         assert proof.leaf_hash == merkle.leaf_hash(canonical_bytes(leaf)).hex()
         merkle.verify_inclusion(proof, latest.root_hash)
     answer = client.get("/v1/proof/0", params={"tree_size": 2}).json()

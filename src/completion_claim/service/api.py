@@ -61,6 +61,14 @@ class EntryOut(BaseModel):
     start_index: int | None = Field(
         None, description="A gate run's: the ledger index of its session's start (absent: none)."
     )
+    decided_by: Literal["gate", "post"] = Field(
+        description="gate: the service ran the operator's checks (POST /v1/gate); post: the "
+        "requester sent the claim and its evidence (POST /v1/claims). Read from via."
+    )
+    independence: Literal["proven", "declared"] = Field(
+        description="The verdict's: proven when evidence signed by an observer the operator "
+        "trusts counted; declared when the claim itself said its verifier was independent."
+    )
 
 
 class StartedOut(BaseModel):
@@ -77,6 +85,7 @@ class StartOut(BaseModel):
     submitted_by: str = Field(description="The name of the token that started the session.")
     via: Literal["start"]
     recorded_at: str
+    decided_by: Literal["start"]
 
 
 class PostedOut(BaseModel):
