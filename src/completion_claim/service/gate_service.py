@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from ..errors import ClaimError
 from ..gate.baseline import StartExists, already_started, read_start_record, start_record_path
 from ..gate.config import GateConfig, load_config
+from ..gate.hooks import MAX_OUTCOME_CHARS
 from ..gate.run import NO_OUTCOME, GateResult, run_gate, start_gate
 from ..observe.repository import git_toplevel, run_git
 from .records import Entry, NewEntry, NewStart, Start, judged_part
@@ -70,7 +71,6 @@ class GateRequest:
 
 # Bounds on what a requester may send (characters): an outcome as ``claim gate --outcome-file``
 # reads one, and ids as long as any harness's.
-MAX_OUTCOME_CHARS = 64 * 1024
 MAX_ID_CHARS = 200
 MAX_PATH_CHARS = 4096
 MAX_ALTERNATES_BYTES = 64 * 1024
