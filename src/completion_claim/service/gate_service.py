@@ -74,6 +74,11 @@ class GateRequest:
 MAX_ID_CHARS = 200
 MAX_PATH_CHARS = 4096
 MAX_ALTERNATES_BYTES = 64 * 1024
+# The largest body whose members are within their bounds: JSON writes a character in at most 12
+# bytes (an escaped surrogate pair), with room for the names and punctuation. The gate's routes
+# read this much whatever the service's --max-bytes (meant for posted claims): a hook's request
+# refused for its size would let the agent's stop through unjudged.
+MAX_BODY_BYTES = 12 * (MAX_OUTCOME_CHARS + MAX_PATH_CHARS + 2 * MAX_ID_CHARS) + 1024
 
 
 def gate_request(document: Any, *, start: bool = False) -> GateRequest:
