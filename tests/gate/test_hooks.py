@@ -353,12 +353,21 @@ def test_unread_without_a_pinned_repo_judges_the_project_dir_else_the_hooks_fold
         assert request.repo == expected
 
 
-def test_unread_with_no_work_tree_to_judge_is_let_through_naming_both(tmp_path: Path) -> None:
+def test_unread_with_no_work_tree_to_judge_is_let_through_naming_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     answer = hooks.read_stop(hooks.harness("codex"), b"{broken", tmp_path / "gone")
     assert isinstance(answer, hooks.HookAnswer)
     assert "input is not JSON" in answer.stderr
     assert "is not an existing absolute directory" in answer.stderr
     assert "let through unjudged" in answer.stderr
+    removed = tmp_path / "removed"
+    removed.mkdir()
+    monkeypatch.chdir(removed)
+    removed.rmdir()  # the folder the harness ran the hook in is gone
+    answer = hooks.read_stop(hooks.harness("codex"), b"{broken")
+    assert isinstance(answer, hooks.HookAnswer)
+    assert "no work tree to judge" in answer.stderr
 
 
 LAST_WORDS = "Done: add() is fixed."

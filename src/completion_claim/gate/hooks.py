@@ -493,11 +493,11 @@ def _unread_stop(
     harness starts it in the project); the session is one of its own, so the usual bound on
     blocks in a row holds."""
     project = os.environ.get(adapter.project_dir_env) if adapter.project_dir_env else None
-    where = pinned_repo or (Path(project) if project else Path.cwd())
     try:
+        where = pinned_repo or (Path(project) if project else Path.cwd())
         repo = _directory(str(where), "the work tree")
-    except HookInputError as missing:
-        return input_problem(adapter, f"{problem}; {missing}")
+    except (HookInputError, OSError) as missing:  # OSError: the hook's folder is gone
+        return input_problem(adapter, f"{problem}; no work tree to judge ({missing})")
     return StopRequest(
         harness=adapter.name,
         session=f"{adapter.name}:{UNREAD_SESSION}",
