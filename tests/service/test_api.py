@@ -407,6 +407,7 @@ def test_stats_on_a_known_set(tmp_path: Path, ledger_url: str) -> None:
             {"agent": "ci", "verified": 1, "unverified": 0, "refuted": 0, "total": 1},
         ]
         assert stats["by_policy"] == [{"policy": BUILTIN_POLICY.id, **counts}]
+        assert stats["by_decided_by"] == [{"decided_by": "post", **counts}]
         codes = {item["code"]: item["count"] for item in stats["top_unmet"]}
         assert codes["contradicted"] == 1
         assert stats["false_success"] == {"said_done": 3, "refuted": 1, "rate": 1 / 3}

@@ -123,6 +123,8 @@ def test_a_declared_post_is_shown_as_posted_and_declared_beside_the_gates_verdic
         listed = httpx.get(f"{service.url}/v1/claims").json()["items"]
         rows = listed_rows(service)
         claim_page = httpx.get(f"{service.url}/claims/{posted.json()['index']}").text
+        stats = httpx.get(f"{service.url}/v1/stats").json()
+        stats_page = httpx.get(f"{service.url}/stats").text
         page.goto(service.url + "/")
         gate_label, post_label = (page.locator(f'tr[data-index="{i}"] .state') for i in (0, 1))
         gate_style = computed(gate_label)
@@ -136,6 +138,12 @@ def test_a_declared_post_is_shown_as_posted_and_declared_beside_the_gates_verdic
     ]
     assert rows[0] == ("state-refuted", "refuted")
     assert rows[1] == ("state-verified declared posted", "verified (declared, posted)")
+    # Counted apart too: the gate's verdicts first, the posted ones after.
+    assert stats["by_decided_by"] == [
+        {"decided_by": "gate", "verified": 0, "unverified": 0, "refuted": 1, "total": 1},
+        {"decided_by": "post", "verified": 1, "unverified": 0, "refuted": 0, "total": 1},
+    ]
+    assert "<td>posted (the poster&#39;s evidence)</td><td>1</td><td>1</td>" in stats_page
     assert "verified (declared, posted)" in claim_page
     assert "posted by its submitter (POST /v1/claims)" in claim_page
     assert gate_style == {"color": WHITE, "background": rgb(STATE_COLOURS["refuted"]),

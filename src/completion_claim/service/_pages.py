@@ -187,6 +187,7 @@ def render_stats(
         top_unmet=[
             (code, count, list_url(**scope, unmet=code, **dates)) for code, count in stats.top_unmet
         ],
+        by_decided_by=[(_DECIDED_BY_ROW[how], counts) for how, counts in stats.by_decided_by],
         agent=agent,
         agent_list_url=None if agent is None else list_url(agent=agent, **dates),
         range_action="/stats" if agent is None else "/agent",
@@ -370,6 +371,10 @@ def _row_classes(entry: Entry) -> str:
     return " ".join(classes)
 
 
+_DECIDED_BY_ROW = {
+    "gate": "the gate (the service ran the checks)",
+    "post": "posted (the poster's evidence)",
+}
 _DECIDED_BY_TEXT = {
     "gate": "the gate: the service ran the operator's checks (POST /v1/gate)",
     "post": "posted by its submitter (POST /v1/claims): the evidence is the submitter's, "

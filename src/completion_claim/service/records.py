@@ -236,6 +236,9 @@ class Stats:
     top_unmet: tuple[tuple[str, int], ...]  # (code, entries naming it), most first, at most 10
     said_done: int = 0
     said_done_refuted: int = 0
+    # (gate or post, counts): a posted verdict is the poster's evidence, never counted as the
+    # gate's; the gate first
+    by_decided_by: tuple[tuple[str, StateCounts], ...] = ()
 
     @property
     def false_success_rate(self) -> float | None:
