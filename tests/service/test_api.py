@@ -23,11 +23,13 @@ from completion_claim.service.records import (
     STATES,
     ConsistencyProof,
     InclusionProof,
+    NewStart,
 )
 from completion_claim.service.tokens import add_token
 from completion_claim.service.tree_head import check_tree_head, tree_head_from_json
 from completion_claim.timefmt import format_time
 from completion_claim.trust.canonical import canonical_bytes
+from tests.service.conftest import fresh_entry
 from tests.signing import CI, policy_doc, sign
 
 from ._api import JSON, KEY, ago, fresh_claim, post, serving, with_member
@@ -287,6 +289,30 @@ def test_reads_need_no_token(guarded: tuple[TestClient, Path, str]) -> None:
 
 
 # --- GET /v1/claims/{index} --------------------------------------------------------------------
+
+
+def test_each_entry_says_how_it_was_decided(service: Service) -> None:
+    """``decided_by`` and ``independence`` are read from each entry's leaf, on both backends:
+    a post, a gate run and a session's start; a client leaves them out to recompute the leaf."""
+    client, ledger = service
+    assert post(client, fresh_claim()).status_code == 201
+    gated = ledger.append(fresh_entry(via="gate"))
+    started = ledger.append_start(
+        NewStart(repo="/srv/repo", session="s1", base=None, taken_at="2026-08-27T18:00:00Z",
+                 submitted_by="orchestrator", recorded_at=datetime.now(UTC))
+    )  # fmt: skip
+    posted = client.get("/v1/claims/0").json()
+    assert (posted["decided_by"], posted["independence"]) == ("post", "declared")
+    by_gate = client.get(f"/v1/claims/{gated.index}").json()
+    assert (by_gate["decided_by"], by_gate["independence"]) == ("gate", "declared")
+    start = client.get(f"/v1/starts/{started.index}").json()
+    assert start["decided_by"] == "start"
+    assert "independence" not in start
+    listed = client.get("/v1/claims").json()["items"]
+    assert [item["decided_by"] for item in listed] == ["gate", "post"]
+    for entry in (posted, by_gate, start):
+        leaf = {key: value for key, value in entry.items() if key not in DERIVED_MEMBERS}
+        assert merkle.leaf_hash(canonical_bytes(leaf)).hex() == entry["leaf_hash"]
 
 
 def test_an_absent_entry_is_a_404(client: TestClient) -> None:
