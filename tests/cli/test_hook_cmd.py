@@ -175,15 +175,138 @@ def test_each_harness_gets_its_own_answer_from_the_real_gate(
     assert "decision" not in answer(allowed)
 
 
+# ---- every stop is judged: an oversized or unreadable payload too
+
+# Where each harness carries the agent's last message (the others send none).
+MESSAGE_FIELDS = {"claude-code": "last_assistant_message", "codex": "last_assistant_message",
+                  "gemini": "prompt_response"}  # fmt: skip
+HARNESSES = ("claude-code", "codex", "openhands", "cursor", "copilot", "gemini")
+OVER_A_MEBIBYTE = "I will retry. " * 80_000  # 1.1 MB, as a last message grows over retries
+LAST_WORDS = "Done: add() is fixed and every test passes."
+
+
+def oversized_stop(harness: str, repo: Path) -> str:
+    """The harness's own stop payload, over 1 MiB: its last message (or, for a harness that
+    sends none, another member) holds the text of every retry."""
+    field = MESSAGE_FIELDS.get(harness, "padding")
+    return stop_payload(harness, repo, **{field: OVER_A_MEBIBYTE + LAST_WORDS})
+
+
+def judged_and_sent_back(done: subprocess.CompletedProcess[str]) -> None:
+    """The gate ran and did not verify the work: the agent is sent back, in its harness's
+    words."""
+    assert done.returncode in (0, 2), done.stderr
+    assert "let through unjudged" not in done.stderr
+    body = answer(done)
+    reason = str(body.get("reason") or body.get("followup_message"))
+    assert reason.startswith("completion-claim gate: your work is "), body
+    assert ", not verified." in reason
+
+
+def decided(runs: Path) -> list[dict[str, Any]]:
+    """The claims the gate recorded (not the start records beside them)."""
+    return [doc for doc in claims(runs) if "verdict" in doc]
+
+
+def assert_cut_and_said_so(harness: str, outcome: str) -> None:
+    assert len(outcome) <= 64 * 1024
+    if harness in MESSAGE_FIELDS:
+        assert outcome.startswith("[completion-claim: the agent's last message was ")
+        assert "only its last" in outcome
+        assert outcome.endswith(LAST_WORDS)  # the end: the latest retry's words
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+def test_attack_157_an_oversized_stop_payload_is_judged_with_its_message_cut(
+    harness: str, tmp_path: Path
+) -> None:
+    """A last message that takes the payload over 1 MiB made the hook report an input problem
+    and let the stop through, with nothing recorded. Now the message is cut (its end kept, the
+    record saying so) and the gate judges the pinned repository as usual."""
+    repo = project(tmp_path)
+    gate_start(repo)
+    write_files(repo, {"calc.py": CALC_BUGGY})
+    done = claim("hook", "stop", "--harness", harness, "--repo", str(repo), cwd=repo,
+                 stdin=oversized_stop(harness, repo))  # fmt: skip
+    judged_and_sent_back(done)
+    (recorded,) = decided(tmp_path / "runs")
+    assert recorded["verdict"]["state"] == "refuted"
+    assert_cut_and_said_so(harness, recorded["claimed_outcome"])
+
+
+@pytest.mark.parametrize("harness", ["claude-code", "cursor", "gemini"])
+def test_attack_157_through_the_service_an_oversized_stop_is_judged_and_logged(
+    harness: str, service: GateService
+) -> None:
+    repo = buggy_project(service.observed / "repo")
+    gate_start(repo, "--server", service.url, CLAIM_TOKEN=service.operator_token)
+    write_files(repo, {"README.md": "fixed\n"})
+    done = claim(
+        "hook", "stop", "--harness", harness, "--server", service.url, "--repo", str(repo),
+        cwd=repo, stdin=oversized_stop(harness, repo), env={"CLAIM_TOKEN": service.token},
+    )  # fmt: skip
+    judged_and_sent_back(done)
+    entry = service.ledger.get(1)  # 0 is the session's start
+    assert entry is not None
+    assert (entry.state, entry.via) == ("refuted", "gate")
+    assert_cut_and_said_so(harness, entry.outcome)
+
+
+@pytest.mark.parametrize(
+    "stdin", ["", "{broken", "[]", json.dumps({"hook_event_name": "Stop", "cwd": "relative"})]
+)
+def test_attack_158_an_unreadable_stop_payload_is_judged_not_let_through(
+    stdin: str, tmp_path: Path
+) -> None:
+    """A payload the hook cannot read (empty, not JSON, off its contract) let the stop through
+    unjudged. Now the gate judges the work tree the hook was pinned to, under a session of its
+    own (so the usual bound on blocks in a row holds), and the record says what was wrong."""
+    repo = project(tmp_path, max_blocks=1)
+    gate_start(repo)
+    write_files(repo, {"calc.py": CALC_BUGGY})
+    pinned = ("hook", "stop", "--harness", "claude-code", "--repo", str(repo))
+    first = claim(*pinned, cwd=tmp_path, stdin=stdin)
+    judged_and_sent_back(first)
+    (recorded,) = decided(tmp_path / "runs")
+    # Its session is unknown, and so is the start it would measure from: unverified, not passed.
+    assert recorded["verdict"]["state"] == "unverified"
+    assert recorded["claimed_outcome"].startswith("[completion-claim: the stop payload could not")
+    second = claim(*pinned, cwd=tmp_path, stdin=stdin)  # the bound: let through, verdict said
+    assert "NOT verified: unverified after 1 block in a row" in answer(second)["systemMessage"]
+
+
+def test_attack_158_through_the_service_an_unreadable_payload_is_judged(
+    service: GateService,
+) -> None:
+    repo = buggy_project(service.observed / "repo")
+    gate_start(repo, "--server", service.url, CLAIM_TOKEN=service.operator_token)
+    write_files(repo, {"README.md": "fixed\n"})
+    done = claim("hook", "stop", "--harness", "codex", "--server", service.url, cwd=repo,
+                 stdin="{broken", env={"CLAIM_TOKEN": service.token})  # fmt: skip
+    judged_and_sent_back(done)
+    entry = service.ledger.get(1)
+    assert entry is not None
+    assert (entry.state, entry.via) == ("unverified", "gate")
+    assert entry.outcome.startswith("[completion-claim: the stop payload could not be read")
+
+
+def test_an_honest_fix_with_an_oversized_message_is_verified(tmp_path: Path) -> None:
+    repo = project(tmp_path)
+    gate_start(repo)
+    write_files(repo, {"calc.py": CALC + "\n# fixed\n"})
+    done = claim("hook", "stop", "--harness", "gemini", "--repo", str(repo), cwd=repo,
+                 stdin=oversized_stop("gemini", repo))  # fmt: skip
+    assert answer(done)["systemMessage"].startswith("completion-claim: verified"), done.stderr
+
+
 # ---- a hook that cannot judge lets the stop through, loudly
 
 
-@pytest.mark.parametrize("stdin", ["", "{broken", "[]"])
-def test_unreadable_stdin_is_one_line_and_not_a_block(stdin: str, tmp_path: Path) -> None:
-    repo = project(tmp_path)
-    done = claim("hook", "stop", "--harness", "claude-code", cwd=repo, stdin=stdin)
+def test_an_unreadable_payload_with_no_work_tree_to_judge_is_one_line(tmp_path: Path) -> None:
+    done = claim("hook", "stop", "--harness", "claude-code", cwd=tmp_path, stdin="{broken")
     assert done.returncode == 0
     assert len(done.stderr.strip().splitlines()) == 1
+    assert "no claim.toml" in done.stderr
     assert "let through unjudged" in done.stderr
     assert "decision" not in answer(done)
 

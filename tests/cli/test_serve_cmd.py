@@ -136,7 +136,7 @@ def test_a_leftover_socket_is_replaced_but_not_a_live_one_nor_a_file(
 def test_tokens_guard_posting(tmp_path: Path, key: Path) -> None:
     tokens = tmp_path / "tokens.jsonl"
     added = subprocess.run(
-        [str(CLAIM), "token", "add", "ci-runner", "--tokens", str(tokens)],
+        [str(CLAIM), "token", "add", "ci-runner", "--tokens", str(tokens), "--scope", "post"],
         capture_output=True,
         text=True,
         check=True,
@@ -318,12 +318,12 @@ def test_token_list_and_revoke_take_effect_on_a_running_service(
                               capture_output=True, text=True, check=True)  # fmt: skip
         return done.stdout
 
-    ci = claim_token("add", "ci").strip()
+    ci = claim_token("add", "ci", "--scope", "post").strip()
     claim_token("add", "orchestrator", "--scope", "start", "--scope", "gate")
-    assert claim_token("list") == "ci\tgate,post\norchestrator\tgate,start\n"
+    assert claim_token("list") == "ci\tpost\norchestrator\tgate,start\n"
     listed = json.loads(claim_token("list", "--json"))
     assert listed["tokens"] == [
-        {"name": "ci", "scopes": ["gate", "post"]},
+        {"name": "ci", "scopes": ["post"]},
         {"name": "orchestrator", "scopes": ["gate", "start"]},
     ]
     digests = [json.loads(line)["sha256"] for line in tokens.read_text().splitlines()]

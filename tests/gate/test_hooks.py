@@ -275,21 +275,28 @@ def test_a_corrupt_session_file_counts_from_zero(tmp_path: Path) -> None:
         (b"", "empty input"),
         (b"   \n", "empty input"),
         (b"{not json", "input is not JSON"),
-        (b"[1, 2]", "not a JSON object"),
+        (b"[1, 2]", "input is not a JSON object"),
+        (b" " * (hooks.MAX_INPUT_BYTES + 1), f"input is over {hooks.MAX_INPUT_BYTES} bytes"),
     ],
 )
-def test_unreadable_input_lets_the_stop_through_with_one_line(
+def test_attack_158_unreadable_input_is_judged_under_a_session_of_its_own(
     harness: str, raw: bytes, problem: str, tmp_path: Path
 ) -> None:
+    """Nothing in a payload the hook cannot read lets the stop through: the pinned work tree is
+    judged, counted under a session of the harness's own, and the record says why."""
+    request = hooks.read_stop(hooks.harness(harness), raw, tmp_path)
+    assert isinstance(request, hooks.StopRequest)
+    assert (request.repo, request.session) == (tmp_path, f"{harness}:unread-payload")
+    assert request.outcome.startswith(
+        f"[completion-claim: the stop payload could not be read ({problem}"
+    )
     gate = Gate("refuted", tmp_path / "c.json")
-    answer = stop(harness, tmp_path, gate, raw=raw)
-    assert answer.exit_code == 0
-    assert problem in answer.stderr
-    assert "let through unjudged" in answer.stderr
-    assert "\n" not in answer.stderr
-    assert "decision" not in out(answer)
-    assert "followup_message" not in out(answer)
-    assert gate.requests == []
+    adapter = hooks.harness(harness)
+    answer = hooks.judge_stop(
+        adapter, request, gate, sessions_dir=tmp_path / "sessions", max_blocks=MAX_BLOCKS
+    )
+    assert len(gate.requests) == 1
+    assert "sent back (1 of 3)" in answer.stdout + answer.stderr
 
 
 @pytest.mark.parametrize(
@@ -298,24 +305,113 @@ def test_unreadable_input_lets_the_stop_through_with_one_line(
         ("claude-code", {"session_id": None}, "'session_id' is missing"),
         ("claude-code", {"cwd": "relative/dir"}, "'cwd' is not an existing absolute directory"),
         ("claude-code", {"stop_hook_active": "yes"}, "'stop_hook_active' is not a boolean"),
-        ("claude-code", {"hook_event_name": "PreToolUse"}, "'hook_event_name' is 'PreToolUse'"),
-        ("codex", {"hook_event_name": "SubagentStop"}, "'hook_event_name' is 'SubagentStop'"),
         ("cursor", {"workspace_roots": []}, "'workspace_roots' is missing"),
         ("cursor", {"loop_count": "2"}, "'loop_count' is not an integer"),
         ("copilot", {"sessionId": 7}, "'sessionId' is missing"),
     ],
 )
-def test_a_payload_off_contract_is_named_and_let_through(
+def test_a_payload_off_contract_is_named_and_judged(
     harness: str, over: dict[str, Any], problem: str, tmp_path: Path
 ) -> None:
-    answer = stop(harness, tmp_path, Gate("refuted", tmp_path / "c.json"), **over)
+    data = json.dumps(payload(harness, tmp_path, **over)).encode()
+    request = hooks.read_stop(hooks.harness(harness), data, tmp_path)
+    assert isinstance(request, hooks.StopRequest)
+    assert problem in request.outcome
+
+
+@pytest.mark.parametrize(
+    ("harness", "event"), [("claude-code", "PreToolUse"), ("codex", "SubagentStop")]
+)
+def test_another_event_than_a_stop_is_named_and_let_through(
+    harness: str, event: str, tmp_path: Path
+) -> None:
+    """A hook wired to another event (the installer's mistake, not the agent's stop)."""
+    gate = Gate("refuted", tmp_path / "c.json")
+    answer = stop(harness, tmp_path, gate, hook_event_name=event)
     assert answer.exit_code == 0
-    assert problem in answer.stderr
+    assert f"'hook_event_name' is {event!r}" in answer.stderr
+    assert gate.requests == []
 
 
-def test_claude_code_shows_an_unreadable_payload_as_a_system_message(tmp_path: Path) -> None:
-    answer = stop("claude-code", tmp_path, Gate("refuted", tmp_path / "c.json"), raw=b"")
-    assert "empty input" in out(answer)["systemMessage"]
+def test_claude_code_shows_a_payload_it_let_through_as_a_system_message(tmp_path: Path) -> None:
+    answer = stop("claude-code", tmp_path, Gate("refuted", tmp_path / "c.json"),
+                  hook_event_name="PreToolUse")  # fmt: skip
+    assert "'hook_event_name' is 'PreToolUse'" in out(answer)["systemMessage"]
+
+
+def test_unread_without_a_pinned_repo_judges_the_project_dir_else_the_hooks_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project, here = tmp_path / "project", tmp_path / "here"
+    project.mkdir()
+    here.mkdir()
+    monkeypatch.chdir(here)
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
+    for harness, expected in (("claude-code", project), ("codex", here)):
+        request = hooks.read_stop(hooks.harness(harness), b"{broken")
+        assert isinstance(request, hooks.StopRequest)
+        assert request.repo == expected
+
+
+def test_unread_with_no_work_tree_to_judge_is_let_through_naming_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answer = hooks.read_stop(hooks.harness("codex"), b"{broken", tmp_path / "gone")
+    assert isinstance(answer, hooks.HookAnswer)
+    assert "input is not JSON" in answer.stderr
+    assert "is not an existing absolute directory" in answer.stderr
+    assert "let through unjudged" in answer.stderr
+    removed = tmp_path / "removed"
+    removed.mkdir()
+    monkeypatch.chdir(removed)
+    removed.rmdir()  # the folder the harness ran the hook in is gone
+    answer = hooks.read_stop(hooks.harness("codex"), b"{broken")
+    assert isinstance(answer, hooks.HookAnswer)
+    assert "no work tree to judge" in answer.stderr
+
+
+LAST_WORDS = "Done: add() is fixed."
+MESSAGE_FIELDS = {"claude-code": "last_assistant_message", "codex": "last_assistant_message",
+                  "gemini": "prompt_response"}  # fmt: skip
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+def test_attack_157_an_oversized_payload_is_read_with_its_message_cut_to_its_end(
+    harness: str, tmp_path: Path
+) -> None:
+    """Over 1 MiB, each harness's own payload is read: its session and work tree as usual,
+    the last message (where the harness sends one) cut to its end, after a note."""
+    field = MESSAGE_FIELDS.get(harness, "padding")
+    big = payload(harness, tmp_path, **{field: "retry. " * 200_000 + LAST_WORDS})
+    data = json.dumps(big).encode()
+    assert len(data) > 1 << 20
+    request = hooks.read_stop(hooks.harness(harness), data, tmp_path)
+    assert isinstance(request, hooks.StopRequest)
+    assert (
+        request.session
+        == documented_stop(harness, tmp_path)[
+            "sessionId"
+            if harness == "copilot"
+            else "conversation_id"
+            if harness == "cursor"
+            else "session_id"
+        ]
+    )
+    assert len(request.outcome) <= hooks.MAX_OUTCOME_CHARS
+    if harness in MESSAGE_FIELDS:
+        assert request.outcome.startswith(
+            f"[completion-claim: the agent's last message was {200_000 * 7 + len(LAST_WORDS)} "
+            "characters; only its last "
+        )
+        assert request.outcome.endswith(LAST_WORDS)
+
+
+def test_a_message_within_the_bound_is_kept_whole(tmp_path: Path) -> None:
+    message = "x" * hooks.MAX_OUTCOME_CHARS
+    data = json.dumps(payload("gemini", tmp_path, prompt_response=message)).encode()
+    request = hooks.read_stop(hooks.harness("gemini"), data, tmp_path)
+    assert isinstance(request, hooks.StopRequest)
+    assert request.outcome == message
 
 
 def test_claude_code_subagent_stop_is_judged(tmp_path: Path) -> None:

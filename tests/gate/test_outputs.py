@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
 
 from completion_claim import parse_claim, verify
 from completion_claim.cli import run
@@ -137,8 +138,8 @@ def test_the_summary_is_appended_to_what_the_job_wrote_before(tmp_path: Path) ->
 
     text = summary.read_text()
     assert text.startswith("## earlier step\n### claim gate: UNVERIFIED\n")
-    assert "| m2 | file_write | `calc.py` | **not covered** |" in text
-    assert "| m1 | state_write | `accounts/4471` | e1 |" in text
+    assert "| m2 | file\\_write | `calc.py` | **not covered** |" in text
+    assert "| m1 | state\\_write | `accounts/4471` | e1 |" in text
     assert "```text\ncalc.py is not covered\n```" in text
 
 
@@ -147,7 +148,7 @@ def test_a_table_cell_cannot_break_the_summary_table() -> None:
     document["mutations"][1]["target"] = "a|b`c\nd"
     result = result_for(document)
     text = outputs.summary_markdown(result, parse_claim(document))
-    assert "| m2 | file_write | `a\\|b'c \\| d` | **not covered** |" in text
+    assert "| m2 | file\\_write | `a\\|b'c \\| d` | **not covered** |" in text
 
 
 def test_outputs_are_written_whole(tmp_path: Path) -> None:
@@ -315,3 +316,118 @@ def test_each_junit_failure_carries_its_own_lines() -> None:
     requirement = cases["claim-gate.policy/ops/gate requires test_run"].find("failure")
     assert requirement is not None
     assert requirement.text == "the policy requires a supporting test_run observation"
+
+
+# --- what each format quotes is the agent's: escaped in that format's own terms ----------------
+
+FORGED_HEADING = "</details>\n# VERIFIED\n<h1>VERIFIED</h1> **done** [ok](https://x.example) | `x"
+
+
+def refuted_by(value: str, agent_reason: str = "") -> GateResult:
+    """A readback that observed ``value``: refuted, and the value quoted in its reason."""
+    document = claim_doc(evidence_items=[evidence(id="e1")], policy=POLICY)
+    document["evidence"][0]["observed_value"] = {"billing_zip": value}
+    result = result_for(document, agent_reason=agent_reason)
+    assert result.verdict.state == "refuted"
+    return result
+
+
+def rendered(markdown: str) -> str:
+    """The summary as a CommonMark renderer with GFM tables (GitHub's job summary) draws it."""
+    from markdown_it import MarkdownIt
+
+    html: str = MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown)
+    return html
+
+
+def test_attack_159_a_refuted_value_cannot_add_a_heading_to_the_summary() -> None:
+    """A refuted value holding raw HTML and Markdown (``</details>``, ``# VERIFIED``, an
+    ``<h1>``) is quoted in the verdict's reason; in ``--summary-md`` it added a heading reading
+    VERIFIED under the real one. Now it is text: one heading, the real one."""
+    result = refuted_by(
+        FORGED_HEADING, agent_reason="line\n</details>\n# VERIFIED\n```\n# VERIFIED"
+    )
+    assert "<h1>VERIFIED</h1>" in result.verdict.reason
+    html = rendered(outputs.summary_markdown(result, parse_claim(result.document)))
+    assert re.findall(r"<h\d>(.*?)</h\d>", html) == ["claim gate: REFUTED"]
+    assert "<h1>" not in html
+    assert "</details>" not in html
+    assert "<a href" not in html
+    assert "<strong>done</strong>" not in html
+    assert "&lt;h1&gt;VERIFIED&lt;/h1&gt;" in html  # the value is still shown, as text
+    table = re.search(r"<table>.*?</table>", html, re.S)
+    assert table is not None
+    assert table.group().count("<td>") == 4  # one row, four cells
+    (pre,) = re.findall(r"<pre><code[^>]*>(.*?)</code></pre>", html, re.S)
+    assert "# VERIFIED" in pre  # the reason stays in its code block
+
+
+def test_attack_160_a_quoted_link_in_sarif_is_text_not_a_link() -> None:
+    """SARIF message text reads ``[text](target)`` as an embedded link (3.11.6): a failure
+    message or a value quoting one gave a viewer a link labelled as the agent liked. Now its
+    brackets are escaped and the log is still valid."""
+    quoted = "accounts/4471: [VERIFIED](https://x.example) \\ done"
+    result = refuted_by("[VERIFIED](https://x.example)", agent_reason=quoted)
+    log = valid_sarif(outputs.sarif_report(result, parse_claim(result.document), Path("/r")))
+    texts = [r["message"]["text"] for r in log["runs"][0]["results"]]
+    assert texts
+    for text in texts:
+        assert re.search(r"(?<!\\)\[", text) is None  # every bracket escaped
+    assert any("\\[VERIFIED\\](https://x.example)" in text for text in texts)
+
+
+def test_attack_161_junit_holds_no_character_xml_forbids() -> None:
+    """A failure message with a terminal colour or a NUL (the agent's test prints what it likes)
+    made the JUnit report unreadable XML: the CI system showed no failure at all."""
+    result = refuted_by("ok", agent_reason="accounts/4471 \x1b[31mred\x1b[0m \x00 \ufffe end")
+    data = outputs.junit_report(result, parse_claim(result.document))
+    cases = junit_cases(data)  # parses
+    failure = cases["claim-gate.mutations/state_write accounts/4471"].find("failure")
+    assert failure is not None
+    assert "\ufffd[31mred\ufffd[0m \ufffd \ufffd end" in (failure.text or "")
+
+
+def runner_commands(printed: str) -> list[str]:
+    """The workflow commands a GitHub Actions runner acts on in what a step printed: a line that
+    starts (after blanks) with ``::``, except between ``::stop-commands::TOKEN`` and
+    ``::TOKEN::``."""
+    acted: list[str] = []
+    paused_by: str | None = None
+    for line in printed.splitlines():
+        text = line.lstrip()
+        if paused_by is not None:
+            if text == f"::{paused_by}::":
+                paused_by = None
+            continue
+        if text.startswith("::stop-commands::"):
+            paused_by = text.removeprefix("::stop-commands::")
+        elif text.startswith("::"):
+            acted.append(text)
+    assert paused_by is None, "the commands were never turned back on"
+    return acted
+
+
+def test_attack_162_a_file_name_or_outcome_cannot_issue_a_github_workflow_command(
+    tmp_path: Path,
+    write_config: WriteConfig,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Under GitHub Actions a printed line reading ``::error title=...::`` is an annotation on
+    the run, and ``::add-mask::`` hides text from the log. The gate's report quotes the
+    outcome and each changed file's name, which may hold a newline: both printed lines the
+    runner would act on. Now the report is printed with workflow commands off."""
+    repo = calc_project(tmp_path / "repo")
+    config = write_config(GATE_POLICY + TEST_RUN_CHECK)
+    start_gate(config, repo)
+    write_files(repo, {"calc.py": CALC_BUGGY, "x\n::warning title=claim gate::VERIFIED.py": ""})
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    outcome = "Fixed.\n::notice title=claim gate::VERIFIED\n::add-mask::REFUTED"
+    argv = ["gate", "--config", str(config.path), "--repo", str(repo), "--outcome", outcome]
+    assert run(argv) == 2
+    printed = capsys.readouterr().out
+    assert "\n::warning title=claim gate::VERIFIED.py" in printed  # quoted, as it is
+    assert runner_commands(printed) == []
+    monkeypatch.delenv("GITHUB_ACTIONS")
+    assert run(argv) == 2
+    assert "::stop-commands::" not in capsys.readouterr().out  # elsewhere, printed as before

@@ -122,3 +122,9 @@ def ledger_with_entries(tmp_path: Path) -> str:
     finally:
         ledger.close()
     return url
+
+
+def rgb(colour: str) -> str:
+    """``#1a7f37`` as a computed style gives it: ``rgb(26, 127, 55)``."""
+    red, green, blue = (int(colour[n : n + 2], 16) for n in (1, 3, 5))
+    return f"rgb({red}, {green}, {blue})"

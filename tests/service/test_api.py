@@ -18,11 +18,18 @@ from completion_claim.model import BUILTIN_POLICY
 from completion_claim.service import merkle
 from completion_claim.service.api import StateName
 from completion_claim.service.ledger import Ledger
-from completion_claim.service.records import STATES, ConsistencyProof, InclusionProof
+from completion_claim.service.records import (
+    DERIVED_MEMBERS,
+    STATES,
+    ConsistencyProof,
+    InclusionProof,
+    NewStart,
+)
 from completion_claim.service.tokens import add_token
 from completion_claim.service.tree_head import check_tree_head, tree_head_from_json
 from completion_claim.timefmt import format_time
 from completion_claim.trust.canonical import canonical_bytes
+from tests.service.conftest import fresh_entry
 from tests.signing import CI, policy_doc, sign
 
 from ._api import JSON, KEY, ago, fresh_claim, post, serving, with_member
@@ -227,8 +234,8 @@ def test_a_lying_content_length_is_refused(client: TestClient) -> None:
 @pytest.fixture
 def guarded(tmp_path: Path, ledger_url: str) -> Iterator[tuple[TestClient, Path, str]]:
     tokens = tmp_path / "tokens.jsonl"
-    token = add_token(tokens, "ci-runner-1")
-    add_token(tokens, "agent-7")
+    token = add_token(tokens, "ci-runner-1", ["post"])
+    add_token(tokens, "agent-7", ["post"])
     with serving(ledger_url, tokens_path=tokens) as (client, _):
         yield client, tokens, token
 
@@ -284,6 +291,30 @@ def test_reads_need_no_token(guarded: tuple[TestClient, Path, str]) -> None:
 # --- GET /v1/claims/{index} --------------------------------------------------------------------
 
 
+def test_each_entry_says_how_it_was_decided(service: Service) -> None:
+    """``decided_by`` and ``independence`` are read from each entry's leaf, on both backends:
+    a post, a gate run and a session's start; a client leaves them out to recompute the leaf."""
+    client, ledger = service
+    assert post(client, fresh_claim()).status_code == 201
+    gated = ledger.append(fresh_entry(via="gate"))
+    started = ledger.append_start(
+        NewStart(repo="/srv/repo", session="s1", base=None, taken_at="2026-08-27T18:00:00Z",
+                 submitted_by="orchestrator", recorded_at=datetime.now(UTC))
+    )  # fmt: skip
+    posted = client.get("/v1/claims/0").json()
+    assert (posted["decided_by"], posted["independence"]) == ("post", "declared")
+    by_gate = client.get(f"/v1/claims/{gated.index}").json()
+    assert (by_gate["decided_by"], by_gate["independence"]) == ("gate", "declared")
+    start = client.get(f"/v1/starts/{started.index}").json()
+    assert start["decided_by"] == "start"
+    assert "independence" not in start
+    listed = client.get("/v1/claims").json()["items"]
+    assert [item["decided_by"] for item in listed] == ["gate", "post"]
+    for entry in (posted, by_gate, start):
+        leaf = {key: value for key, value in entry.items() if key not in DERIVED_MEMBERS}
+        assert merkle.leaf_hash(canonical_bytes(leaf)).hex() == entry["leaf_hash"]
+
+
 def test_an_absent_entry_is_a_404(client: TestClient) -> None:
     answer = client.get("/v1/claims/0")
     assert answer.status_code == 404
@@ -327,7 +358,7 @@ def test_a_next_link_keeps_the_filters(client: TestClient) -> None:
 
 def test_each_filter_narrows_the_list(tmp_path: Path, ledger_url: str) -> None:
     tokens = tmp_path / "tokens.jsonl"
-    ci, agent = add_token(tokens, "ci"), add_token(tokens, "agent")
+    ci, agent = add_token(tokens, "ci", ["post"]), add_token(tokens, "agent", ["post"])
     strict = parse_policy({"id": "strict", "requires": ["state_readback"], "max_age_s": 300})
     with serving(ledger_url, tokens_path=tokens) as (client, _):
         post(client, fresh_claim("verified", task="t1"), token=ci)
@@ -386,7 +417,7 @@ def test_limit_allows_up_to_200(client: TestClient) -> None:
 
 def test_stats_on_a_known_set(tmp_path: Path, ledger_url: str) -> None:
     tokens = tmp_path / "tokens.jsonl"
-    ci, agent = add_token(tokens, "ci"), add_token(tokens, "agent")
+    ci, agent = add_token(tokens, "ci", ["post"]), add_token(tokens, "agent", ["post"])
     with serving(ledger_url, tokens_path=tokens) as (client, _):
         post(client, fresh_claim("verified"), token=ci)
         post(client, fresh_claim("verified"), token=agent)
@@ -402,6 +433,7 @@ def test_stats_on_a_known_set(tmp_path: Path, ledger_url: str) -> None:
             {"agent": "ci", "verified": 1, "unverified": 0, "refuted": 0, "total": 1},
         ]
         assert stats["by_policy"] == [{"policy": BUILTIN_POLICY.id, **counts}]
+        assert stats["by_decided_by"] == [{"decided_by": "post", **counts}]
         codes = {item["code"]: item["count"] for item in stats["top_unmet"]}
         assert codes["contradicted"] == 1
         assert stats["false_success"] == {"said_done": 3, "refuted": 1, "rate": 1 / 3}
@@ -453,7 +485,7 @@ def test_the_tree_head_grows_and_its_proofs_check(client: TestClient) -> None:
         proof = proof_from(answer["proof"])
         assert proof.tree_size == 3
         entry = client.get(f"/v1/claims/{index}").json()
-        leaf = {key: value for key, value in entry.items() if key not in ("index", "leaf_hash")}
+        leaf = {key: value for key, value in entry.items() if key not in DERIVED_MEMBERS}
         assert proof.leaf_hash == merkle.leaf_hash(canonical_bytes(leaf)).hex()
         merkle.verify_inclusion(proof, latest.root_hash)
     answer = client.get("/v1/proof/0", params={"tree_size": 2}).json()

@@ -34,7 +34,15 @@ from completion_claim.trust.keys import SigningKey, write_private_key
 from tests.builders import at, claim_doc, evidence, mutation
 from tests.service.conftest import LOG_KEY, fresh_entry, record_dialog
 
-from ._dashboard import HOSTILE, Parsed, assert_inert, decision, failing_test_run, serving
+from ._dashboard import (
+    HOSTILE,
+    Parsed,
+    assert_inert,
+    decision,
+    failing_test_run,
+    rgb,
+    serving,
+)
 
 RECORDED = at(100)
 
@@ -98,7 +106,9 @@ def test_every_claim_string_in_the_list_is_text_and_rows_carry_their_state() -> 
     assert page.count(f'title="{escape(HOSTILE)}"') == 3
     assert page.count('value="&lt;script&gt;') == 2
     for index, state in ((2, "refuted"), (1, "verified"), (0, "unverified")):
-        assert f'<tr class="state-{state}" data-index="{index}">' in page
+        # Posted, independence declared: the row says so (attack 156).
+        assert f'<tr class="state-{state} declared posted" data-index="{index}">' in page
+        assert f'<span class="state">{state} (declared, posted)</span>' in page
 
 
 def test_the_claim_page_shows_the_mismatch_line_and_why_evidence_does_not_count() -> None:
@@ -187,12 +197,6 @@ def screenshot(page: BrowserPage, folder: Path, name: str) -> None:
     assert path.read_bytes().startswith(b"\x89PNG")
 
 
-def rgb(colour: str) -> str:
-    """``#1a7f37`` as a computed style gives it: ``rgb(26, 127, 55)``."""
-    red, green, blue = (int(colour[n : n + 2], 16) for n in (1, 3, 5))
-    return f"rgb({red}, {green}, {blue})"
-
-
 def test_the_list_shows_the_three_states_in_their_colours_with_a_label(
     served: Served, page: BrowserPage, tmp_path: Path
 ) -> None:
@@ -203,11 +207,15 @@ def test_the_list_shows_the_three_states_in_their_colours_with_a_label(
         (served.refuted, "refuted"),
     ):
         row = page.locator(f'tr[data-index="{index}"]')
-        assert row.get_attribute("class") == f"state-{state}"
+        assert row.get_attribute("class") == f"state-{state} declared posted"
         label = row.locator(".state")
-        assert label.inner_text() == state  # the state in words too, never colour alone
+        # The state in words too, never colour alone; and how it was decided (every entry
+        # here was posted with its independence declared: hollow, never the gate's fill).
+        assert label.inner_text() == f"{state} (declared, posted)"
         colour = rgb(STATE_COLOURS[state])
-        assert label.evaluate("e => getComputedStyle(e).backgroundColor") == colour
+        assert label.evaluate("e => getComputedStyle(e).color") == colour
+        assert label.evaluate("e => getComputedStyle(e).borderTopStyle") == "dashed"
+        assert label.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(255, 255, 255)"
         edge = row.locator("td").first
         assert edge.evaluate("e => getComputedStyle(e).borderLeftColor") == colour
         screenshot(page, tmp_path, f"list-{state}")
@@ -246,7 +254,8 @@ def test_a_filter_narrows_the_list(served: Served, page: BrowserPage, tmp_path: 
     page.wait_for_url("**/?state=refuted*")
     rows = page.locator("tr[data-index]")
     assert 0 < rows.count() < everything
-    assert set(rows.evaluate_all("rows => rows.map(r => r.className)")) == {"state-refuted"}
+    classes = set(rows.evaluate_all("rows => rows.map(r => r.className)"))
+    assert classes == {"state-refuted declared posted"}
     assert page.locator("select[name=state]").input_value() == "refuted"
     screenshot(page, tmp_path, "list-refuted")
 
@@ -267,7 +276,7 @@ def test_a_claim_page_shows_the_mismatch_and_the_checked_proof(
     proof = page.locator(".proof")
     assert proof.get_attribute("class") == "proof proof-ok"
     assert proof.inner_text().startswith(f"included in the signed tree of size {served.size}")
-    assert page.locator("h1 .state").inner_text() == "refuted"
+    assert page.locator("h1 .state").inner_text() == "refuted (declared, posted)"
     screenshot(page, tmp_path, "claim")
 
 
@@ -442,7 +451,7 @@ def test_the_pages_read_either_backend(ledger: Ledger, ledger_url: str, tmp_path
     with serving(
         create_app(ServiceSettings(ledger_url=ledger_url, key_path=key_path), ledger)
     ) as base:
-        rows = re.findall(r'<tr class="state-(\w+)" data-index="(\d+)">', httpx.get(base).text)
+        rows = re.findall(r'<tr class="state-(\w+)[^"]*" data-index="(\d+)">', httpx.get(base).text)
         assert rows == [("refuted", "1"), ("verified", "0")]
         filtered = httpx.get(base + "/?agent=ci-runner-2").text
         assert re.findall(r'data-index="(\d+)"', filtered) == ["1"]

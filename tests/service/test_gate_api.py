@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from completion_claim.gate.hooks import MAX_OUTCOME_CHARS
 from completion_claim.service.client import ServiceClient, ServiceRefused
 from completion_claim.service.tokens import add_token
 from completion_claim.trust.dsse import Signers, decode_envelope
@@ -466,3 +467,23 @@ def test_attack_24_a_flood_of_gate_runs_does_not_stop_the_service_answering(
         for thread in flood:
             thread.join(GATE_STALL_S * 2)
     assert service.ledger.tree_head().size == 1 + FLOOD
+
+
+def test_attack_157_the_gate_route_takes_every_body_its_members_allow(tmp_path: Path) -> None:
+    """The hook sends the agent's last message, cut to the longest outcome the route takes;
+    an operator's smaller ``--max-bytes`` (meant for posted claims) refused that body (413), and
+    the hook let the stop through unjudged. The gate route reads what its own members allow."""
+    with gate_service(tmp_path, baseline=False, max_body_bytes=64 * 1024) as service:
+        repo = buggy_project(service.observed / "repo")
+        with client(service, service.operator_token) as operator:
+            operator.post_json("/v1/gate/start", {"repo": str(repo)})
+        write_files(repo, {"README.md": "fixed\n"})
+        longest = "\U0001f600" * MAX_OUTCOME_CHARS  # escaped in JSON: 12 bytes a character
+        body = json.dumps({"repo": str(repo), "outcome": longest}).encode()
+        assert len(body) > 64 * 1024 * 12
+        with client(service) as http:
+            answer = http.post_json("/v1/gate", {"repo": str(repo), "outcome": longest})
+        assert answer["verdict"]["state"] == "refuted"
+        entry = service.ledger.get(answer["index"])
+        assert entry is not None
+        assert entry.outcome == longest

@@ -30,7 +30,7 @@ def test_add_stores_only_the_hash_in_a_private_file(tmp_path: Path) -> None:
     assert json.loads(text) == {
         "name": "ci-runner-1",
         "sha256": hashlib.sha256(token.encode()).hexdigest(),
-        "scopes": ["gate", "post"],
+        "scopes": ["gate"],
     }
     second = add_token(path, "agent-7")
     assert second != token
@@ -168,10 +168,15 @@ def test_a_token_may_do_what_its_scopes_say(tmp_path: Path) -> None:
     path = tmp_path / "tokens.jsonl"
     hook = add_token(path, "agent-1")
     operator = add_token(path, "orchestrator", ["start"])
+    poster = add_token(path, "ci", ["gate", "post"])
     store = TokenStore(path)
-    assert [entry.scopes for entry in read_tokens(path)] == [("gate", "post"), ("start",)]
+    assert [entry.scopes for entry in read_tokens(path)] == [
+        ("gate",),
+        ("start",),
+        ("gate", "post"),
+    ]
     assert store.authorize(f"Bearer {hook}", "gate") == "agent-1"
-    assert store.authorize(f"Bearer {hook}", "post") == "agent-1"
+    assert store.authorize(f"Bearer {poster}", "post") == "ci"
     assert store.authorize(f"Bearer {operator}", "start") == "orchestrator"
     with pytest.raises(ScopeMissing) as refused:
         store.authorize(f"Bearer {hook}", "start")
@@ -189,8 +194,8 @@ def test_attack_54_a_token_from_a_file_written_before_scopes_cannot_start(
     tmp_path: Path,
 ) -> None:
     """A token file written before scopes holds the agents' hook tokens: read as allowing
-    everything, each of them could start (and so restart) its own session. A line without
-    ``scopes`` gets the default, which leaves ``start`` out."""
+    everything, each of them could start (and so restart) its own session, or post its own
+    claims (attack 156). A line without ``scopes`` gets the default: ``gate`` alone."""
     path = tmp_path / "tokens.jsonl"
     token = "an-old-token-given-to-an-agents-hook-0123456789"
     digest = hashlib.sha256(token.encode()).hexdigest()
@@ -198,14 +203,36 @@ def test_attack_54_a_token_from_a_file_written_before_scopes_cannot_start(
     path.chmod(0o600)
     store = TokenStore(path)
     assert store.authorize(f"Bearer {token}", "gate") == "agent-1"
-    assert store.authorize(f"Bearer {token}", "post") == "agent-1"
     with pytest.raises(ScopeMissing, match="lacks the scope 'start'"):
         store.authorize(f"Bearer {token}", "start")
 
 
+def test_attack_156_a_token_from_before_scopes_cannot_post_and_is_told_how(
+    tmp_path: Path,
+) -> None:
+    """An operator whose CI posted claims with a line written before scopes gets a refusal
+    that names the missing scope and how to give it, in one line; given by name, it posts."""
+    path = tmp_path / "tokens.jsonl"
+    token = "an-old-token-a-ci-runner-posted-claims-with-0123456789"
+    digest = hashlib.sha256(token.encode()).hexdigest()
+    path.write_text(json.dumps({"name": "ci", "sha256": digest}) + "\n")
+    path.chmod(0o600)
+    with pytest.raises(ScopeMissing) as refused:
+        TokenStore(path).authorize(f"Bearer {token}", "post")
+    assert refused.value.scope == "post"
+    message = str(refused.value)
+    assert "\n" not in message
+    assert message.startswith("token 'ci' lacks the scope 'post': POST /v1/claims records")
+    assert "claim token add NAME --scope post" in message
+    assert "a line without scopes has gate only" in message
+    given = {"name": "ci", "sha256": digest, "scopes": ["gate", "post"]}
+    path.write_text(json.dumps(given) + "\n")
+    assert TokenStore(path).authorize(f"Bearer {token}", "post") == "ci"
+
+
 def test_revoke_removes_one_name_and_the_store_follows(tmp_path: Path) -> None:
     path = tmp_path / "tokens.jsonl"
-    first = add_token(path, "ci")
+    first = add_token(path, "ci", ["post"])
     second = add_token(path, "agent", ["gate"])
     store = TokenStore(path)
     assert store.authorize(f"Bearer {first}", "post") == "ci"

@@ -6,11 +6,14 @@ scripts and the documented examples read the same bytes.
 
 from __future__ import annotations
 
+import functools
 import os
+import secrets
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 
@@ -57,6 +60,38 @@ def json_option(help_text: str) -> Callable[[F], F]:
 
 def emit_json(value: JsonValue) -> None:
     click.echo(dumps(value, indent=2))
+
+
+@contextmanager
+def quoting_agent_text(*, err: bool = False) -> Iterator[None]:
+    """Print what a report quotes of the agent (an outcome, a file name, a test's message) with
+    GitHub Actions' workflow commands off: there a printed line reading ``::error ...`` or
+    ``::add-mask::...`` is a command to the runner, and a file name may hold a newline. The
+    token that turns them back on is fresh and random, printed on the same stream after the
+    text, so the text cannot hold it."""
+    if os.environ.get("GITHUB_ACTIONS") != "true":
+        yield
+        return
+    token = secrets.token_hex(16)
+    click.echo(f"::stop-commands::{token}", err=err)
+    try:
+        yield
+    finally:
+        click.echo(f"::{token}::", err=err)
+
+
+def quotes_agent_text(command: F) -> F:
+    """A command whose prose quotes the agent, printed as :func:`quoting_agent_text` says (its
+    ``--json`` object is printed as it is: it is no line a runner reads as a command)."""
+
+    @functools.wraps(command)
+    def quoting(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("as_json"):
+            return command(*args, **kwargs)
+        with quoting_agent_text():
+            return command(*args, **kwargs)
+
+    return cast(F, quoting)
 
 
 def say(text: str) -> None:

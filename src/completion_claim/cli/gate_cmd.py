@@ -32,7 +32,7 @@ from ..model import parse_claim
 from ..observe.git_capture import repository_root
 from ..observe.repository import git_process
 from . import EXIT_VERIFIED, app
-from ._output import emit_json, json_option, output, say
+from ._output import emit_json, json_option, output, quoting_agent_text, say
 from ._server import SERVER_OPTION, TOKEN_FILE_OPTION, ask_gate, ask_start
 
 if TYPE_CHECKING:
@@ -318,14 +318,15 @@ def gate_command(
 
 def _show(report: str, agent_reason: str, ledger_line: str | None) -> None:
     """The report, the reason for the agent and the ledger entry; -q: the verdict line alone."""
-    if output().quiet:
-        click.echo(report.partition("\n")[0])
-        return
-    click.echo(report, nl=False)
-    if agent_reason:
-        click.echo("\nFor the agent:\n" + agent_reason)
-    if ledger_line is not None:
-        click.echo(ledger_line)
+    with quoting_agent_text():
+        if output().quiet:
+            click.echo(report.partition("\n")[0])
+            return
+        click.echo(report, nl=False)
+        if agent_reason:
+            click.echo("\nFor the agent:\n" + agent_reason)
+        if ledger_line is not None:
+            click.echo(ledger_line)
 
 
 def _open_ledger(url: str, key_path: str | None, config: GateConfig) -> Ledger:

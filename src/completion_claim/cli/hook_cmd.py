@@ -3,8 +3,9 @@
 
 A hook answers in its harness's contract, so its exit code is the harness's (0, or 2 where the
 harness blocks by exit code), not the verdict's: the verdict is in the answer and in the runs
-directory. A hook that cannot judge (unreadable input, no config, the gate could not run) lets
-the stop through and says so.
+directory. A payload the hook cannot read is judged all the same (``hooks.read_stop``); a hook
+that cannot judge (no work tree, no config, the gate could not run) lets the stop through and
+says so.
 """
 
 from __future__ import annotations

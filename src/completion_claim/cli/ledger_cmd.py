@@ -24,7 +24,13 @@ from ..errors import UsageError
 from ..public_key import PublicKey, parse_public_key
 from ..service import merkle
 from ..service.ledger_errors import LedgerError, LedgerTampered, NotInLedger
-from ..service.records import ConsistencyProof, InclusionProof, TreeHead, is_leaf_document
+from ..service.records import (
+    DERIVED_MEMBERS,
+    ConsistencyProof,
+    InclusionProof,
+    TreeHead,
+    is_leaf_document,
+)
 from ..timefmt import format_time
 from . import EXIT_VERIFIED, app
 
@@ -276,7 +282,7 @@ def _prove_in_service(url: str, index: int, key: PublicKey | None) -> _Proven:
         answer = ask(f"v1/proof/{index}", None)
     # The leaf hash is recomputed from the document the service shows, never taken from it.
     document = (
-        {k: v for k, v in entry.items() if k not in ("index", "leaf_hash")}
+        {k: v for k, v in entry.items() if k not in DERIVED_MEMBERS}
         if isinstance(entry, dict)
         else None
     )

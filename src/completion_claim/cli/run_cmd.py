@@ -32,6 +32,7 @@ from ..gate.install import SCOPES, target
 from ..gate.loading import Place, installed_hooks
 from ..gate.run import GateResult, run_gate, start_gate
 from . import app
+from ._output import quoting_agent_text
 
 KEPT_OUTPUT_BYTES = 256 * 1024
 """Only the end of the agent's stdout is kept: its final message is the last block."""
@@ -166,12 +167,13 @@ def _outcome(outcome_file: Path | None, output: str) -> str:
 
 
 def _report(result: GateResult, attempts: int) -> None:
-    if result.report:
-        click.echo(result.report, err=True)
-    tries = f"after {attempts} attempt{'s' if attempts > 1 else ''}"
-    _say(f"{result.verdict.state} {tries}; recorded at {result.claim_path}")
-    if result.verdict.state != "verified":
-        _say(result.agent_reason or result.verdict.reason)
+    with quoting_agent_text(err=True):
+        if result.report:
+            click.echo(result.report, err=True)
+        tries = f"after {attempts} attempt{'s' if attempts > 1 else ''}"
+        _say(f"{result.verdict.state} {tries}; recorded at {result.claim_path}")
+        if result.verdict.state != "verified":
+            _say(result.agent_reason or result.verdict.reason)
 
 
 def _say(line: str) -> None:

@@ -64,16 +64,17 @@ _TOKENS_OPTION = click.option(
     multiple=True,
     type=click.Choice(("gate", "start", "post")),
     help="What the token may do (repeatable): gate (POST /v1/gate), start (POST "
-    "/v1/gate/start), post (POST /v1/claims). Default: gate and post.",
+    "/v1/gate/start), post (POST /v1/claims). Default: gate only.",
 )
 @json_option("Print {name, path, token, scopes} as JSON.")
 def token_add_command(name: str, tokens_path: Path, scopes: tuple[str, ...], as_json: bool) -> int:
     """Make a token for NAME and print it once; the file keeps only its SHA-256.
 
     The service records NAME with every claim posted, gate run and start made with the token.
-    Give `start` only to the operator's side (CI, the orchestrator that launches the agent),
-    never to the token an agent's hook holds: the start fixes the base the agent's work is
-    measured from. `claim token revoke NAME` revokes it; the service rereads the file.
+    Give `start` and `post` only to the operator's side (CI, the orchestrator that launches the
+    agent), never to the token an agent's hook holds: the start fixes the base the agent's work
+    is measured from, and a post records a claim whose evidence its sender chose.
+    `claim token revoke NAME` revokes it; the service rereads the file.
     """
     from ..service.tokens import DEFAULT_SCOPES, add_token, check_scopes  # noqa: PLC0415
 

@@ -23,7 +23,7 @@ from ..timefmt import format_time
 from ..trust import check_signatures
 from ..verify import Verdict, evidence_ref, verify
 from . import EXIT_VERIFIED, app
-from ._output import emit_json, output, paint_state, print_table
+from ._output import emit_json, output, paint_state, print_table, quotes_agent_text
 from .verify_cmd import at_option, decision_time, exit_code, policy_option, read_policy
 
 
@@ -37,6 +37,7 @@ def read_claim_file(path: str) -> Claim:
 @app.command("show")
 @click.argument("path")
 @click.option("--json", "as_json", is_flag=True, help="Print {task, mutations, evidence} as JSON.")
+@quotes_agent_text
 def show_command(path: str, as_json: bool) -> int:
     """Show the claim in PATH ('-' for stdin): its task, its mutations and its evidence, with
     what each item covers. Nothing is judged (see `claim explain`)."""
@@ -132,6 +133,7 @@ def _shown(claim: Claim, named_by: dict[str, list[str]]) -> dict[str, Any]:
 @policy_option
 @at_option
 @click.option("--json", "as_json", is_flag=True, help="Print {verdict, rules, next_steps} as JSON.")
+@quotes_agent_text
 def explain_command(path: str, policy_path: str | None, at_text: str | None, as_json: bool) -> int:
     """Verify the claim in PATH ('-' for stdin) and show every rule's outcome for each evidence
     item, which evidence covers each mutation, and the next steps; exit with the verdict's state,

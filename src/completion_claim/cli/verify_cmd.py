@@ -26,7 +26,7 @@ from ..timefmt import parse_time
 from ..trust import check_signatures
 from ..verify import Verdict, verify
 from . import EXIT_INVALID, EXIT_REFUTED, EXIT_UNVERIFIED, EXIT_USAGE, EXIT_VERIFIED, app
-from ._output import output, paint_state
+from ._output import output, paint_state, quoting_agent_text
 
 if TYPE_CHECKING:
     from ..trust.keys import SigningKey
@@ -190,14 +190,15 @@ def verify_command(
     shown = output()
     if shown.quiet:
         report = report[: report.index("\n") + 1]  # the verdict line alone
-    click.echo(paint_state(report, verdict.state), nl=False)
-    if differs is not None and not shown.quiet:
-        click.echo(disagreement_line(differs))
-    if shown.verbose:
-        from .show_cmd import print_rules  # noqa: PLC0415 - show_cmd imports this module
+    with quoting_agent_text():
+        click.echo(paint_state(report, verdict.state), nl=False)
+        if differs is not None and not shown.quiet:
+            click.echo(disagreement_line(differs))
+        if shown.verbose:
+            from .show_cmd import print_rules  # noqa: PLC0415 - show_cmd imports this module
 
-        click.echo()
-        print_rules(claim, verdict)
+            click.echo()
+            print_rules(claim, verdict)
     return exit_code(verdict)
 
 

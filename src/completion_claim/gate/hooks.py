@@ -4,8 +4,14 @@ Each adapter only translates. The decision is the gate's; the adapters read what
 documents (docs/integrations.md cites every contract) and answer in its words. Three rules hold
 for all of them:
 
-- A broken hook must not trap the agent: unreadable input lets the stop through, with one line
-  on stderr saying so (and a system message where the harness shows one). No verdict is made.
+- Every stop is judged. A payload the hook cannot read (over its size, not JSON, a member off
+  its contract) does not let the stop through: the gate judges the work tree all the same (the
+  pinned repository, else the harness's project folder, else the folder the harness ran the
+  hook in), under a session of its own, and the record says what was wrong with the payload.
+  An over-long last message is cut to its end (a retry's text is appended to it) and the record
+  says so. Only a hook that cannot judge at all (no work tree, no config, the gate or its
+  service failing) lets the stop through, with one line on stderr saying so (and a system
+  message where the harness shows one): a broken hook must not trap the agent.
 - A stop that is not verified is sent back with the gate's reason for the agent, at most
   ``max_blocks`` times in a row per session; the next stop is let through with the verdict
   printed, never silently. The count, not the harness's ``stop_hook_active``, bounds the loop:
@@ -28,8 +34,18 @@ from typing import Any, Protocol
 
 from .._files import write_atomic
 
-MAX_INPUT_BYTES = 1 << 20
-"""Hook payloads are small; a larger one is not what any harness documents."""
+MAX_INPUT_BYTES = 64 << 20
+"""What the hook reads of a payload. Payloads are small, but one carries the agent's last message
+(Gemini CLI's grows with every retry); a larger one is still judged, without its payload."""
+MAX_OUTCOME_CHARS = 64 * 1024
+"""What a gate records of the agent's last message at most (the service takes no more)."""
+_CUT_NOTE = (
+    "[completion-claim: the agent's last message was {total} characters; "
+    "only its last {kept} are recorded]\n"
+)
+_CUT_NOTE_CHARS = 120  # room for the note, whatever the numbers in it
+UNREAD_SESSION = "unread-payload"
+"""The session a stop whose payload could not be read is counted under (per harness)."""
 
 STOPS_ENV = "CLAIM_RUN_STOPS"
 """Set by ``claim run`` for the agent (and so for the hooks its harness runs): a file each stop
@@ -101,7 +117,12 @@ class HookAnswer:
 
 
 class HookInputError(ValueError):
-    """The harness's payload is not what its contract says. Never blocks the stop."""
+    """The harness's payload is not what its contract says: the stop is judged without it."""
+
+
+class NotAStop(HookInputError):
+    """The payload is another event than the hook was installed for (a wiring mistake, not a
+    stop): nothing to judge."""
 
 
 Decide = Callable[[StopRequest], GateOutcome]
@@ -114,7 +135,7 @@ Decide = Callable[[StopRequest], GateOutcome]
 
 def parse_payload(data: bytes) -> dict[str, Any]:
     if len(data) > MAX_INPUT_BYTES:
-        raise HookInputError(f"input is over {MAX_INPUT_BYTES} bytes")
+        raise HookInputError(f"input is over {MAX_INPUT_BYTES} bytes (not read)")
     text = data.decode("utf-8", errors="replace").lstrip("\ufeff")
     if not text.strip():
         raise HookInputError("empty input (expected the harness's JSON object on stdin)")
@@ -201,7 +222,7 @@ class Harness:
     def _check_event(self, payload: Mapping[str, Any], expected: tuple[str, ...]) -> None:
         event = payload.get("hook_event_name")
         if event is not None and event not in expected:
-            raise HookInputError(f"'hook_event_name' is {event!r}, expected one of {expected}")
+            raise NotAStop(f"'hook_event_name' is {event!r}, expected one of {expected}")
 
     def allow(self, message: str) -> HookAnswer:
         body = {"systemMessage": message} if message else {}
@@ -443,18 +464,57 @@ def note_stop(harness: str, environ: Mapping[str, str]) -> None:
 def read_stop(
     adapter: Harness, data: bytes, pinned_repo: Path | None = None
 ) -> StopRequest | HookAnswer:
-    """The stop to judge, or the answer when there is none to judge (unreadable, aborted).
-    ``pinned_repo`` (the installer writes it for a project) wins over what the payload says."""
+    """The stop to judge, or the answer when there is none to judge (another event, a stop the
+    user aborted, no work tree to judge). ``pinned_repo`` (the installer writes it for a
+    project) wins over what the payload says."""
     try:
         payload = parse_payload(data)
         if not adapter.judges(payload):
             return adapter.allow("")
         request = adapter.parse_stop(payload)
+    except NotAStop as problem:
+        return input_problem(adapter, str(problem))
+    except HookInputError as problem:
+        return _unread_stop(adapter, str(problem), pinned_repo)
+    try:
         if pinned_repo is not None:
             request = replace(request, repo=_directory(str(pinned_repo), "--repo"))
     except HookInputError as problem:
         return input_problem(adapter, str(problem))
-    return request
+    return replace(request, outcome=cut_outcome(request.outcome))
+
+
+def _unread_stop(
+    adapter: Harness, problem: str, pinned_repo: Path | None
+) -> StopRequest | HookAnswer:
+    """A stop whose payload cannot be read, judged all the same: a payload the agent can make
+    unreadable (its last message is in it) must not be a way to stop unjudged. The work tree is
+    the pinned one, else the harness's project folder, else the folder the hook runs in (the
+    harness starts it in the project); the session is one of its own, so the usual bound on
+    blocks in a row holds."""
+    project = os.environ.get(adapter.project_dir_env) if adapter.project_dir_env else None
+    try:
+        where = pinned_repo or (Path(project) if project else Path.cwd())
+        repo = _directory(str(where), "the work tree")
+    except (HookInputError, OSError) as missing:  # OSError: the hook's folder is gone
+        return input_problem(adapter, f"{problem}; no work tree to judge ({missing})")
+    return StopRequest(
+        harness=adapter.name,
+        session=f"{adapter.name}:{UNREAD_SESSION}",
+        repo=repo,
+        outcome=f"[completion-claim: the stop payload could not be read ({problem[:200]}); "
+        "the agent's last message is not recorded]",
+        fresh_turn=None,
+    )
+
+
+def cut_outcome(outcome: str) -> str:
+    """The agent's last message as the gate records it: whole, or over the bound its end (a
+    retry's text is appended) after a note saying how much there was."""
+    if len(outcome) <= MAX_OUTCOME_CHARS:
+        return outcome
+    kept = MAX_OUTCOME_CHARS - _CUT_NOTE_CHARS
+    return _CUT_NOTE.format(total=len(outcome), kept=kept) + outcome[-kept:]
 
 
 def read_start(

@@ -6,7 +6,12 @@ Each is written atomically. The summary is appended to (GitHub's ``$GITHUB_STEP_
 one file shared by every step of the job): the old content and the new are written together in
 one replacement.
 
-The dotenv file follows GitLab's rules, the strictest reader: one ``NAME=value`` per line, no
+Everything they quote is the agent's to choose (a refuted value, a test's failure message, a
+file name), so each format escapes it in its own terms: the summary's Markdown text has every
+ASCII punctuation character backslash-escaped (no heading, emphasis, link or HTML tag can start
+in it), its code spans and fenced block hold it literally; JUnit XML holds no character XML 1.0
+forbids; SARIF message text has its embedded-link brackets escaped (SARIF 2.1.0, 3.11.6). The
+dotenv file follows GitLab's rules, the strictest reader: one ``NAME=value`` per line, no
 quoting (GitLab keeps quote characters as part of the value), no multi-line values, under 5 KB.
 A value is therefore made one line of printable text, so nothing in a reason can start a line
 of its own and set another variable.
@@ -15,6 +20,7 @@ of its own and set another variable.
 from __future__ import annotations
 
 import hashlib
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -38,7 +44,7 @@ def summary_markdown(result: GateResult, claim: Claim) -> str:
     lines = [
         f"### claim gate: {verdict.state.upper()}",
         "",
-        f"{_cell(verdict.reason)}",
+        f"{_markdown(verdict.reason)}",
         "",
         "| mutation | kind | target | covered by |",
         "| --- | --- | --- | --- |",
@@ -47,12 +53,11 @@ def summary_markdown(result: GateResult, claim: Claim) -> str:
     for mutation in claim.mutations:
         cover = coverage[mutation.id]
         if cover.contradicted_by:
-            by = "contradicted by " + ", ".join(cover.contradicted_by)
+            by = "contradicted by " + _markdown(", ".join(cover.contradicted_by))
         else:
-            by = ", ".join(cover.covered_by) or "**not covered**"
-        lines.append(
-            f"| {mutation.id} | {mutation.kind} | `{_cell(mutation.target)}` | {_cell(by)} |"
-        )
+            by = _markdown(", ".join(cover.covered_by)) or "**not covered**"
+        cells = (_markdown(mutation.id), _markdown(mutation.kind), _code(mutation.target), by)
+        lines.append("| {} | {} | `{}` | {} |".format(*cells))
     if not claim.mutations:
         lines.append("| (none) | | | |")
     if result.agent_reason:
@@ -60,8 +65,8 @@ def summary_markdown(result: GateResult, claim: Claim) -> str:
         lines += ["", "Why:", "", "```text", *reason.splitlines(), "```"]
     lines += [
         "",
-        f"Policy `{_cell(verdict.policy_id)}`, independence {verdict.independence}. "
-        f"Claim: `{_cell(str(result.claim_path))}`",
+        f"Policy `{_code(verdict.policy_id)}`, independence {verdict.independence}. "
+        f"Claim: `{_code(str(result.claim_path))}`",
         "",
     ]
     return "\n".join(lines)
@@ -120,8 +125,23 @@ def junit_report(result: GateResult, claim: Claim) -> bytes:
     suite.set("errors", "0")
     root = ET.Element("testsuites")
     root.append(suite)
+    for element in root.iter():
+        # ElementTree escapes markup but writes any character as it is: one XML 1.0 forbids
+        # (a test's ANSI colour, a NUL) would leave the CI system no report to read at all.
+        element.text = None if element.text is None else _xml_text(element.text)
+        for name, value in element.attrib.items():
+            element.set(name, _xml_text(value))
     text: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
     return text + b"\n"
+
+
+# What XML 1.0 allows (section 2.2): tab, newline, carriage return, and the rest from U+0020 but
+# the surrogates and U+FFFE, U+FFFF.
+_XML_FORBIDDEN = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml_text(text: str) -> str:
+    return _XML_FORBIDDEN.sub("\ufffd", text)
 
 
 def _reason_lines(result: GateResult, target: str) -> list[str]:
@@ -207,7 +227,7 @@ def sarif_report(
                 "ruleId": unmet.code,
                 "ruleIndex": codes.index(unmet.code),
                 "level": level,
-                "message": {"text": "\n".join(dict.fromkeys(lines))},
+                "message": {"text": _sarif_text("\n".join(dict.fromkeys(lines)))},
                 "locations": [_location(path) for path in dict.fromkeys(paths or fallback)],
                 # The same unmet requirement on the same subject is the same alert from one run
                 # to the next: code scanning closes it when a run no longer reports it.
@@ -325,6 +345,23 @@ def _one_line(text: str) -> str:
     return " ".join(printable.split())
 
 
-def _cell(text: str) -> str:
-    """Text safe inside a Markdown table cell or paragraph."""
+def _code(text: str) -> str:
+    """Text safe inside a Markdown code span in a table cell or paragraph: one line, no backtick
+    to end the span, no pipe to end the cell (GFM splits cells before it reads code spans)."""
     return _one_line(text).replace("|", "\\|").replace("`", "'")
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")
+
+
+def _markdown(text: str) -> str:
+    """Text safe as Markdown text in a table cell or paragraph: one line, and every ASCII
+    punctuation character backslash-escaped (CommonMark reads each as itself), so no tag, heading,
+    emphasis, link or cell boundary can start in it."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", _one_line(text))
+
+
+def _sarif_text(text: str) -> str:
+    """A SARIF message's plain text: a backslash and the brackets of an embedded link escaped
+    (SARIF 2.1.0, 3.11.6), so a quoted ``[text](url)`` is never a link a viewer follows."""
+    return re.sub(r"([\\\[\]])", r"\\\1", text)

@@ -69,6 +69,8 @@ def render_list(
         {
             "index": entry.index,
             "state": _state(entry),
+            "label": state_label(entry),
+            "classes": _row_classes(entry),
             "task": _cell("task", _text(entry.claim.get("task", {}).get("id"))),
             "agent": _cell("agent", entry.submitted_by),
             "policy": _cell("policy", _text(entry.verdict.get("policy_id"))),
@@ -125,6 +127,9 @@ def render_claim(entry: Entry, proof: ProofStatus, for_agent: Sequence[str] = ()
     return _ENV.get_template("claim.html").render(
         index=entry.index,
         state=_state(entry),
+        label=state_label(entry),
+        classes=_row_classes(entry),
+        decided_by=_DECIDED_BY_TEXT[entry.decided_by],
         reason=_text(verdict.get("reason")),
         task_id=_text(task.get("id")),
         task_url=list_url(task=_text(task.get("id"))),
@@ -182,6 +187,7 @@ def render_stats(
         top_unmet=[
             (code, count, list_url(**scope, unmet=code, **dates)) for code, count in stats.top_unmet
         ],
+        by_decided_by=[(_DECIDED_BY_ROW[how], counts) for how, counts in stats.by_decided_by],
         agent=agent,
         agent_list_url=None if agent is None else list_url(agent=agent, **dates),
         range_action="/stats" if agent is None else "/agent",
@@ -230,6 +236,8 @@ def export_row(entry: Entry) -> dict[str, Any]:
         "task": _text(entry.claim.get("task", {}).get("id")),
         "policy": _text(entry.verdict.get("policy_id")),
         "via": entry.via,
+        "decided_by": entry.decided_by,
+        "independence": entry.independence,
         "start_index": entry.start_index,
         "unmet": list(entry.unmet_codes),
         "outcome": entry.outcome,
@@ -337,6 +345,41 @@ def _finding(finding: Mapping[str, Any]) -> str:
             detail=finding.get("detail"),
         )
     )
+
+
+def state_label(entry: Entry) -> str:
+    """The state as the dashboard writes it: the gate's own verdict (its evidence signed by a
+    trusted observer) bare, anything less saying so: ``verified (declared, posted)`` is the
+    requester's own evidence, weighed under the operator's policy but observed by nobody the
+    operator trusts."""
+    how = []
+    if entry.independence != "proven":
+        how.append(entry.independence)
+    if entry.decided_by == "post":
+        how.append("posted")
+    return f"{_state(entry)} ({', '.join(how)})" if how else _state(entry)
+
+
+def _row_classes(entry: Entry) -> str:
+    """The state's class, then ``declared`` and ``posted`` where they apply (the style that
+    keeps such a verdict from looking like the gate's)."""
+    classes = [f"state-{_state(entry)}"]
+    if entry.independence != "proven":
+        classes.append("declared")
+    if entry.decided_by == "post":
+        classes.append("posted")
+    return " ".join(classes)
+
+
+_DECIDED_BY_ROW = {
+    "gate": "the gate (the service ran the checks)",
+    "post": "posted (the poster's evidence)",
+}
+_DECIDED_BY_TEXT = {
+    "gate": "the gate: the service ran the operator's checks (POST /v1/gate)",
+    "post": "posted by its submitter (POST /v1/claims): the evidence is the submitter's, "
+    "weighed under the operator's policy",
+}
 
 
 def _state(entry: Entry) -> str:

@@ -61,6 +61,14 @@ class EntryOut(BaseModel):
     start_index: int | None = Field(
         None, description="A gate run's: the ledger index of its session's start (absent: none)."
     )
+    decided_by: Literal["gate", "post"] = Field(
+        description="gate: the service ran the operator's checks (POST /v1/gate); post: the "
+        "requester sent the claim and its evidence (POST /v1/claims). Read from via."
+    )
+    independence: Literal["proven", "declared"] = Field(
+        description="The verdict's: proven when evidence signed by an observer the operator "
+        "trusts counted; declared when the claim itself said its verifier was independent."
+    )
 
 
 class StartedOut(BaseModel):
@@ -77,6 +85,7 @@ class StartOut(BaseModel):
     submitted_by: str = Field(description="The name of the token that started the session.")
     via: Literal["start"]
     recorded_at: str
+    decided_by: Literal["start"]
 
 
 class PostedOut(BaseModel):
@@ -129,6 +138,16 @@ class PolicyCountsOut(CountsOut, _PolicyKey):
     pass
 
 
+class _DecidedKey(BaseModel):
+    decided_by: Literal["gate", "post"] = Field(
+        description="gate: the service ran the checks; post: the poster sent the evidence."
+    )
+
+
+class DecidedCountsOut(CountsOut, _DecidedKey):
+    pass
+
+
 class UnmetCountOut(BaseModel):
     code: str
     count: int
@@ -145,6 +164,9 @@ class StatsOut(BaseModel):
     by_day: list[DayCountsOut]
     by_agent: list[AgentCountsOut]
     by_policy: list[PolicyCountsOut]
+    by_decided_by: list[DecidedCountsOut] = Field(
+        description="The gate's verdicts apart from posted ones (the gate first)."
+    )
     top_unmet: list[UnmetCountOut]
     false_success: FalseSuccessOut
 
@@ -422,6 +444,7 @@ def stats_json(stats: Stats) -> dict[str, Any]:
         "by_day": [{"day": day.isoformat(), **_counts(c)} for day, c in stats.by_day],
         "by_agent": [{"agent": agent, **_counts(c)} for agent, c in stats.by_agent],
         "by_policy": [{"policy": policy, **_counts(c)} for policy, c in stats.by_policy],
+        "by_decided_by": [{"decided_by": how, **_counts(c)} for how, c in stats.by_decided_by],
         "top_unmet": [{"code": code, "count": count} for code, count in stats.top_unmet],
         "false_success": {
             "said_done": stats.said_done,

@@ -18,8 +18,8 @@ from .. import __version__
 from .._json import decode_bytes, loads
 from .._optional import needs_extra
 from ..errors import ClaimError, InvalidDocument, ObservationFailed, UsageError
+from ..gate.hooks import MAX_OUTCOME_CHARS
 from ..observe.values import redact_url
-from .gate_service import MAX_OUTCOME_CHARS
 from .records import STATES
 
 # The gate's hooks (--server) use this client in minimal sandboxes: the observe extra suffices.

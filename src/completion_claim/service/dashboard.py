@@ -43,7 +43,8 @@ CONTENT_SECURITY_POLICY = (
 PAGE_SIZE = 50
 EXPORT_PAGE = 200  # entries an export reads at a time (and no more than the ledger's page bytes)
 EXPORT_COLUMNS = (
-    *("index", "recorded_at", "state", "agent", "task", "policy", "via", "start_index"),
+    *("index", "recorded_at", "state", "agent", "task", "policy", "via", "decided_by"),
+    *("independence", "start_index"),
     *("unmet", "outcome", "url"),
 )
 # What a spreadsheet reads as the start of a formula (OWASP's list): such a cell gets a leading

@@ -149,5 +149,6 @@ def _gate_runs(request: Request) -> CapacityLimiter:
 
 async def _read(request: Request, settings: ServiceSettings) -> Any:
     require_json(request.headers.get("content-type"))
-    body = await read_capped(request, settings.max_body_bytes)
-    return strict_json(body, settings.max_body_bytes)
+    limit = max(settings.max_body_bytes, gate_service.MAX_BODY_BYTES)
+    body = await read_capped(request, limit)
+    return strict_json(body, limit)

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from ..errors import ClaimError
 from ..gate.baseline import StartExists, already_started, read_start_record, start_record_path
 from ..gate.config import GateConfig, load_config
+from ..gate.hooks import MAX_OUTCOME_CHARS
 from ..gate.run import NO_OUTCOME, GateResult, run_gate, start_gate
 from ..observe.repository import git_toplevel, run_git
 from .records import Entry, NewEntry, NewStart, Start, judged_part
@@ -70,10 +71,14 @@ class GateRequest:
 
 # Bounds on what a requester may send (characters): an outcome as ``claim gate --outcome-file``
 # reads one, and ids as long as any harness's.
-MAX_OUTCOME_CHARS = 64 * 1024
 MAX_ID_CHARS = 200
 MAX_PATH_CHARS = 4096
 MAX_ALTERNATES_BYTES = 64 * 1024
+# The largest body whose members are within their bounds: JSON writes a character in at most 12
+# bytes (an escaped surrogate pair), with room for the names and punctuation. The gate's routes
+# read this much whatever the service's --max-bytes (meant for posted claims): a hook's request
+# refused for its size would let the agent's stop through unjudged.
+MAX_BODY_BYTES = 12 * (MAX_OUTCOME_CHARS + MAX_PATH_CHARS + 2 * MAX_ID_CHARS) + 1024
 
 
 def gate_request(document: Any, *, start: bool = False) -> GateRequest:

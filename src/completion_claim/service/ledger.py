@@ -51,6 +51,7 @@ from ..trust.keys import SigningKey
 from . import merkle
 from .ledger_errors import LedgerError, LedgerTampered, NotInLedger
 from .records import (
+    DECIDED_BY,
     START_VIA,
     STATES,
     ConsistencyProof,
@@ -307,6 +308,7 @@ class Ledger:
             by_day = grouped(entries.c.recorded_day)
             by_agent = grouped(entries.c.submitted_by)
             by_policy = grouped(entries.c.policy_id)
+            by_via = grouped(entries.c.via)
             named = func.count(entry_unmet.c.entry_index)
             top = conn.execute(
                 select(entry_unmet.c.code, named)
@@ -334,6 +336,9 @@ class Ledger:
             top_unmet=tuple((code, count) for code, count in top),
             said_done=sum(said.values()),
             said_done_refuted=said.get("refuted", 0),
+            by_decided_by=tuple(
+                (DECIDED_BY[via], by_via[via]) for via in ("gate", "api") if via in by_via
+            ),
         )
 
     def tree_head(self, size: int | None = None) -> TreeHead:

@@ -5,6 +5,13 @@ An entry is one decided claim. Its leaf in the Merkle log is the canonical JSON 
 which the service ignores), the operator's policy and the verdict the service reached, who
 submitted it and when. Everything a page or a filter shows is derived from those bytes.
 
+How an entry was decided (``decided_by``) follows from ``via``: ``gate`` (the service ran the
+operator's checks itself), ``post`` (``POST /v1/claims``: the requester sent the evidence, and
+the verdict weighed it under the operator's policy) or ``start``. A claim's ``independence`` is
+its verdict's: ``proven`` when evidence signed by an observer the operator trusts counted,
+``declared`` when the claim itself said its verifier was independent. Both are read from the
+leaf, never stored beside it, so the leaf hash covers them.
+
 A session's start is an entry of the same log (``via: "start"``): which repository and session,
 the base commit and when the start record was taken, and whose token started it. It is not a
 claim: the claim listings, counts and pages leave starts out. A gate run whose session has a
@@ -33,6 +40,10 @@ LEAF_MEMBERS = frozenset(("claim", "policy", "verdict", "submitted_by", "via", "
 OPTIONAL_LEAF_MEMBERS = frozenset(("start_index",))
 START_MEMBERS = frozenset(("start", "submitted_by", "via", "recorded_at"))
 """The members of a start's leaf document (``Start.leaf_document``), and no others."""
+DECIDED_BY = {"api": "post", "gate": "gate", START_VIA: "start"}
+"""How an entry of each ``via`` was decided, as the API and the dashboard name it."""
+DERIVED_MEMBERS = ("index", "leaf_hash", "decided_by", "independence")
+"""What ``to_json`` adds to a leaf document; a client leaves them out to recompute the leaf."""
 
 
 def is_leaf_document(document: object) -> bool:
@@ -87,7 +98,22 @@ class Entry(NewEntry):
     def to_json(self) -> dict[str, Any]:
         """``GET /v1/claims/{index}``: the leaf document plus its place; a client recomputes the
         leaf hash from the leaf document's canonical bytes, never trusting ``leaf_hash``."""
-        return {"index": self.index, "leaf_hash": self.leaf_hash, **self.leaf_document()}
+        return {
+            "index": self.index,
+            "leaf_hash": self.leaf_hash,
+            **self.leaf_document(),
+            "decided_by": self.decided_by,
+            "independence": self.independence,
+        }
+
+    @property
+    def decided_by(self) -> str:
+        return DECIDED_BY[self.via]
+
+    @property
+    def independence(self) -> str:
+        """The verdict's; anything but ``proven`` reads as ``declared`` (never the stronger)."""
+        return "proven" if self.verdict.get("independence") == "proven" else "declared"
 
     @property
     def state(self) -> str:
@@ -146,7 +172,12 @@ class Start(NewStart):
 
     def to_json(self) -> dict[str, Any]:
         """``GET /v1/starts/{index}``: the leaf document plus its place."""
-        return {"index": self.index, "leaf_hash": self.leaf_hash, **self.leaf_document()}
+        return {
+            "index": self.index,
+            "leaf_hash": self.leaf_hash,
+            **self.leaf_document(),
+            "decided_by": DECIDED_BY[START_VIA],
+        }
 
 
 def start_key(repo: str, session: str | None) -> str:
@@ -205,6 +236,9 @@ class Stats:
     top_unmet: tuple[tuple[str, int], ...]  # (code, entries naming it), most first, at most 10
     said_done: int = 0
     said_done_refuted: int = 0
+    # (gate or post, counts): a posted verdict is the poster's evidence, never counted as the
+    # gate's; the gate first
+    by_decided_by: tuple[tuple[str, StateCounts], ...] = ()
 
     @property
     def false_success_rate(self) -> float | None:

@@ -101,6 +101,8 @@ def stats_from_json(document: object, source: str) -> Stats:
     by_day = rows("by_day", day)
     by_agent = rows("by_agent", labelled("agent"))
     by_policy = rows("by_policy", labelled("policy"))
+    # A service older than the split sends none: its counts are then shown undivided.
+    by_decided_by = rows("by_decided_by", labelled("decided_by")) if "by_decided_by" in top else ()
     top_unmet = rows("top_unmet", unmet)
     false_success = field("false_success", dict)
     return Stats(
@@ -108,6 +110,7 @@ def stats_from_json(document: object, source: str) -> Stats:
         by_day=by_day,
         by_agent=by_agent,
         by_policy=by_policy,
+        by_decided_by=by_decided_by,
         top_unmet=top_unmet,
         said_done=_count(false_success.get("said_done"), f"{source}: false_success.said_done"),
         said_done_refuted=_count(false_success.get("refuted"), f"{source}: false_success.refuted"),

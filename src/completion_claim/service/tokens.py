@@ -3,7 +3,7 @@
 The token file holds JSON lines, one per token::
 
     {"name": "ci-runner-1", "sha256": "<64 hex digits: SHA-256 of the token's UTF-8 bytes>",
-     "scopes": ["gate", "post"]}
+     "scopes": ["gate"]}
 
 Blank lines are ignored. The token itself is never stored: ``claim token add`` prints it once.
 A token is long and random (``secrets.token_urlsafe``), so an unsalted SHA-256 is enough to keep
@@ -12,9 +12,11 @@ its token; the service rereads the file when it changes, so no restart is needed
 
 A token may do what its scopes say: ``gate`` (``POST /v1/gate``), ``start`` (``POST
 /v1/gate/start``: take a session's start record, which every later gate of the session measures
-from) and ``post`` (``POST /v1/claims``). A line without ``scopes`` (a file written before
-scopes) has :data:`DEFAULT_SCOPES`, which leave ``start`` out: an agent's hook holds its token,
-and an agent that could start its own session could move its own base.
+from) and ``post`` (``POST /v1/claims``: record a claim the requester decided how to observe).
+A new token, and a line without ``scopes`` (a file written before scopes), has
+:data:`DEFAULT_SCOPES`: ``gate`` alone. An agent's hook holds its token; an agent that could
+start its own session could move its own base, and one that could post could record its own
+"independent" evidence beside the gate's refusal. ``start`` and ``post`` are given by name.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ SCOPE_USES = {
     "post": "POST /v1/claims records a claim",
 }
 SCOPES = tuple(SCOPE_USES)
-DEFAULT_SCOPES = ("gate", "post")
+DEFAULT_SCOPES = ("gate",)
 """What ``claim token add`` gives without ``--scope``, and what a line without ``scopes`` has."""
 
 
@@ -212,7 +214,12 @@ class TokenStore:
         TokenRejected (no such token) or ScopeMissing."""
         entry = self._entry(authorization)
         if scope not in entry.scopes:
-            message = f"token {entry.name!r} lacks the scope {scope!r}: {SCOPE_USES[scope]}"
+            message = (
+                f"token {entry.name!r} lacks the scope {scope!r}: {SCOPE_USES[scope]}; the "
+                f"operator gives it by name (claim token add NAME --scope {scope}, or "
+                f'"{scope}" in the "scopes" of its line in the token file; a line without '
+                f"scopes has {', '.join(DEFAULT_SCOPES)} only)"
+            )
             raise ScopeMissing(message, scope)
         return entry.name
 
