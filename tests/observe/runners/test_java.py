@@ -531,6 +531,34 @@ def test_attack_92_the_projects_wrapper_is_never_run(tmp_path: Path, claim: Path
 
 # --- 172: the test JVM rewrites the reports the build wrote ---------------------------------------
 
+
+def skipping_add(exception: str) -> str:
+    """Calc's add(), broken, and the end of its class: it throws ``exception`` (found by name,
+    as the main code compiles without the test libraries), which makes JUnit file the test that
+    called it as skipped."""
+    return (
+        "    public static int add(int a, int b) {\n"
+        "        try {\n"
+        f'            throw (RuntimeException) Class.forName("{exception}")\n'
+        '                .getConstructor(String.class).newInstance("not on this platform");\n'
+        "        } catch (ReflectiveOperationException absent) {\n"
+        "            return a - b;\n"
+        "        }\n"
+        "    }\n"
+        "}\n"
+    )
+
+
+def observed_skipped(claim: Path, repo: Path, base: str, command: tuple[str, ...]) -> None:
+    """The run of the tests at ``base`` on the broken code: both tests skipped, as they ran."""
+    item = observed(claim, repo, "--trusted-ref", base,
+                    "--require-test", "com.example.CalcTest::add", "--", *command)  # fmt: skip
+    assert item["observed_value"]["tests"] == {
+        "com.example.CalcTest::add": "skipped",
+        "com.example.CalcTest::addZero": "skipped",
+    }
+
+
 # Broken add(), which aborts the test that calls it (JUnit files an aborted test as skipped, and
 # the build passes), and a shutdown hook of the test JVM that, once the build has written the
 # report, takes the skips out of it: every test then reads as passed.
@@ -576,16 +604,7 @@ public final class Calc {
         }
     }
 
-    public static int add(int a, int b) {
-        try {
-            throw (RuntimeException) Class.forName("org.opentest4j.TestAbortedException")
-                .getConstructor(String.class).newInstance("not on this platform");
-        } catch (ReflectiveOperationException absent) {
-            return a - b;
-        }
-    }
-}
-"""
+""" + skipping_add("org.opentest4j.TestAbortedException")
 
 
 def test_attack_172_the_test_jvm_cannot_rewrite_the_report_the_build_wrote(
@@ -595,13 +614,7 @@ def test_attack_172_the_test_jvm_cannot_rewrite_the_report_the_build_wrote(
     base = head_commit(repo)
     write_files(repo, {MAIN: REWRITES_ITS_REPORT})
 
-    item = observed(claim, repo, "--trusted-ref", base,
-                    "--require-test", "com.example.CalcTest::add", "--", *MAVEN_TEST)  # fmt: skip
-
-    assert item["observed_value"]["tests"] == {
-        "com.example.CalcTest::add": "skipped",
-        "com.example.CalcTest::addZero": "skipped",
-    }
+    observed_skipped(claim, repo, base, MAVEN_TEST)
 
 
 def test_attack_172_control_a_test_jvm_of_the_builds_own_rewrites_its_report(
@@ -640,16 +653,7 @@ public final class Calc {
         }
     }
 
-    public static int add(int a, int b) {
-        try {
-            throw (RuntimeException) Class.forName("org.junit.AssumptionViolatedException")
-                .getConstructor(String.class).newInstance("not on this platform");
-        } catch (ReflectiveOperationException absent) {
-            return a - b;
-        }
-    }
-}
-"""
+""" + skipping_add("org.junit.AssumptionViolatedException")
 
 
 def test_attack_173_a_process_the_test_worker_leaves_cannot_rewrite_gradles_report(
@@ -659,13 +663,7 @@ def test_attack_173_a_process_the_test_worker_leaves_cannot_rewrite_gradles_repo
     base = head_commit(repo)
     write_files(repo, {MAIN: LEAVES_A_REWRITER})
 
-    item = observed(claim, repo, "--trusted-ref", base,
-                    "--require-test", "com.example.CalcTest::add", "--", *GRADLE_TEST)  # fmt: skip
-
-    assert item["observed_value"]["tests"] == {
-        "com.example.CalcTest::add": "skipped",
-        "com.example.CalcTest::addZero": "skipped",
-    }
+    observed_skipped(claim, repo, base, GRADLE_TEST)
 
 
 def test_attack_173_control_a_test_worker_of_the_builds_own_leaves_a_rewriter(
