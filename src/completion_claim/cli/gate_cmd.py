@@ -26,6 +26,7 @@ from ..gate.config import (
     look_at,
     pytest_interpreter,
     starter_config,
+    test_interpreter_advice,
 )
 from ..gate.run import NO_OUTCOME, record_gate_outputs, run_gate, start_gate
 from ..model import parse_claim
@@ -119,6 +120,8 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
             f"({sys.executable} -m pip install pytest), or set python = in {path.name} to one "
             "outside the work tree that has the project's test dependencies"
         )
+    for number, line in enumerate(test_interpreter_advice(facts)):
+        say(("note: " if number == 0 else "      ") + line)
     # Until it is committed, the gate sees claim.toml as a change to its own configuration and
     # refuses every verdict: the operator's file must be part of the base the agent starts from.
     say(f"next: review it, commit it (git add {path.name} && git commit), then:")

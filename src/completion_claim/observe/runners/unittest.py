@@ -34,6 +34,7 @@ from .base import (
     Runner,
     Toolchain,
 )
+from .python_project import python_tests, unittest_command
 from .pytest import PYTHON_PROGRAM, Interpreter, is_python_config
 from .results import ERROR, FAILED, PASSED, SKIPPED, Results
 
@@ -64,9 +65,13 @@ class Unittest(Runner):
         return is_unittest(command)
 
     def detect(self, root: Path) -> Detected | None:
-        """Never: a project pytest can run is detected as pytest's (it runs unittest's tests
-        too); ``python -m unittest`` is written by hand."""
-        return None
+        """A project whose test modules are all unittest's, with no pytest configuration and
+        no pytest among its test dependencies (simplejson): the standard library runs them,
+        with no pytest to install (:mod:`.python_project`)."""
+        command = unittest_command(python_tests(root))
+        if command is None:
+            return None
+        return Detected(command, "unittest TestCases, and no pytest configuration")
 
     def protected(self, rel: bytes) -> bool:
         """The usual names of the files unittest's discovery loads as tests (``test_*.py``,
