@@ -18,8 +18,7 @@ from tests.fixtures.projects import git, make_repo, write_files
 TOOLZ_CODE = "def identity(x):\n    return x\n"
 TOOLZ_BUGGY = "def identity(x):\n    return None\n"
 TOOLZ_TEST = (
-    "from toolz.functoolz import identity\n\n\n"
-    "def test_identity():\n    assert identity(3) == 3\n"
+    "from toolz.functoolz import identity\n\n\ndef test_identity():\n    assert identity(3) == 3\n"
 )
 # simplejson's shape: unittest TestCases in simplejson/tests/ (a package), no pytest anywhere.
 SJ_CODE = "def dumps(value):\n    return str(value)\n"
@@ -174,7 +173,9 @@ def test_a_project_of_testcases_runs_under_an_interpreter_without_pytest(tmp_pat
     text = (repo / "claim.toml").read_text()
     assert "cannot import pytest" not in text
     path = repo / "claim.toml"
-    path.write_text(text.replace('trusted_ref = "main"', f'trusted_ref = "main"\npython = "{bare}"'))
+    path.write_text(
+        text.replace('trusted_ref = "main"', f'trusted_ref = "main"\npython = "{bare}"')
+    )
     git(repo, "add", "claim.toml")
     git(repo, "commit", "-qm", "gate")
     assert run(["gate", "--repo", str(repo), "--start"]) == 0

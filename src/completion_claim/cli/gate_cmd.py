@@ -20,13 +20,15 @@ from .._optional import needs_extra
 from ..errors import UsageError
 from ..gate.config import (
     CONFIG_NAME,
+    ConfigError,
     GateConfig,
     find_config,
+    interpreter_advice,
     load_config,
     look_at,
     pytest_interpreter,
+    require_lockfiles,
     starter_config,
-    test_interpreter_advice,
 )
 from ..gate.run import NO_OUTCOME, record_gate_outputs, run_gate, start_gate
 from ..model import parse_claim
@@ -120,8 +122,12 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
             f"({sys.executable} -m pip install pytest), or set python = in {path.name} to one "
             "outside the work tree that has the project's test dependencies"
         )
-    for number, line in enumerate(test_interpreter_advice(facts)):
+    for number, line in enumerate(interpreter_advice(facts)):
         say(("note: " if number == 0 else "      ") + line)
+    try:
+        require_lockfiles(load_config(path, os.environ), root)
+    except ConfigError as error:  # what claim gate --start will refuse, said now
+        say(f"note: {error}")
     # Until it is committed, the gate sees claim.toml as a change to its own configuration and
     # refuses every verdict: the operator's file must be part of the base the agent starts from.
     say(f"next: review it, commit it (git add {path.name} && git commit), then:")

@@ -31,7 +31,7 @@ from typing import Any
 
 from .._json import dumps
 from .._state import default_runs_dir
-from ..errors import ClaimError, InvalidDocument, UsageError
+from ..errors import ClaimError, InvalidDocument, ObservationFailed, UsageError
 from ..model import (
     DOM_ASSERTION,
     ENDPOINT_HEALTH,
@@ -45,7 +45,7 @@ from ..model import (
 from ..observe.repository import object_format_of
 from ..observe.runners.base import Detected
 from ..observe.runners.pytest import PYTEST_COMMAND
-from ..observe.runners.python_project import Declared, test_dependencies
+from ..observe.runners.python_project import Declared, declared_dependencies
 
 CONFIG_NAME = "claim.toml"
 DEFAULT_MAX_BLOCKS = 3
@@ -603,6 +603,24 @@ def require_toolchains(config: GateConfig, root: Path) -> None:
         confirm()
 
 
+def require_lockfiles(config: GateConfig, root: Path) -> None:
+    """Each test run that installs its dependencies finds the lockfile it installs from in the
+    work tree (a Node project with none): else no run of it could ever be verified, and a start
+    would record that silently. Checked by ``claim gate --start``, before anything is recorded;
+    a gate judges the trusted ref's lockfile, which the observer reads itself."""
+    from ..observe.runners import runner_for  # noqa: PLC0415
+
+    for check in config.checks:
+        if isinstance(check, TestRunCheck):
+            runner = runner_for(check.command, check.junit)
+            try:
+                runner.dependencies(check.command, lambda name: (root / name).is_file())
+            except ObservationFailed as error:
+                raise ConfigError(
+                    f"{config.path.name}:{check.line}: test_run: {runner.name}: {error}"
+                ) from None
+
+
 @contextlib.contextmanager
 def checking_toolchains(config: GateConfig, root: Path) -> Iterator[Callable[[], None]]:
     """``require_toolchains``, whose pytest questions are asked of interpreters started now
@@ -840,14 +858,14 @@ def look_at(root: Path, environ: Mapping[str, str], default_branch: str | None) 
     database = "DATABASE_URL" in environ or any(name.startswith("PG") for name in environ)
     dockerfile = (root / "Dockerfile").is_file()
     python = any(ecosystem == "python" for _, ecosystem, _, _ in found)
-    declared = test_dependencies(root) if python else None
+    declared = declared_dependencies(root) if python else None
     return RepoFacts(root.name, found, default_branch, dockerfile, database, declared=declared)
 
 
 _TEST_ENVS = "/srv/claim-envs"
 
 
-def test_interpreter_advice(facts: RepoFacts, own: str = sys.executable) -> list[str]:
+def interpreter_advice(facts: RepoFacts, own: str = sys.executable) -> list[str]:
     """How the Python tests get their interpreter, for init to say and write: which one runs
     them, what it must import, where the project declares that, and how to build one."""
     if facts.declared is None:
@@ -933,7 +951,9 @@ def starter_config(facts: RepoFacts) -> str:
         else '# trusted_ref = "main"'
     )
     advice = [
-        part for line in test_interpreter_advice(facts) for part in textwrap.wrap(line, 96, break_long_words=False, break_on_hyphens=False)
+        part
+        for line in interpreter_advice(facts)
+        for part in textwrap.wrap(line, 96, break_long_words=False, break_on_hyphens=False)
     ]
     runners: Sequence[tuple[str, str, Detected | None, str]] = facts.runners or (
         ("pytest", "python", None, "tests/test_x.py::test_y"),

@@ -85,6 +85,8 @@ CHECK_TYPE = "test_run"
 OUTPUT_TAIL_LINES = 20
 NO_SANDBOX = "none"
 _OUTPUT_TAIL_BYTES = 64 * 1024
+_SAID_CHARS = 300  # of a runner's own error, in a one-line reason
+_SAID_LINES = 200  # of the output's end searched for it (above a stack trace)
 _PLUGIN_FOLDER = "plugin"  # in the folder the observer owns
 _REPORT_FOLDER = "report"  # in the folder the observer owns
 _SECRET_NAME = re.compile("KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
@@ -523,7 +525,11 @@ def _dependencies(
 ) -> dict[str, tuple[Path, str]]:
     """The runner's dependencies from the operator's cache, installed first when needed: each
     mounted folder's host path and path as the run sees it."""
-    spec = runner.dependencies(request.command)
+
+    def present(name: str) -> bool:
+        return os.path.normpath(os.path.join(cwd, name)).encode() in tree.files
+
+    spec = runner.dependencies(request.command, present)
     if spec is None:
         return {}
     require_protected(runner, spec, cwd)
@@ -620,6 +626,7 @@ class _Launch:
             channel=ends,
             env=self.environment(),
             dependencies={sub: seen for sub, (_, seen) in self.mounts.items()},
+            installed={sub: str(host) for sub, (host, _) in self.mounts.items()},
             work=self.work,
             cwd=os.path.normpath(f"{self.work}/{self.cwd}"),
             reports=self.reports,
@@ -944,8 +951,28 @@ def _read_fresh_report(
     after = _signature(report)
     if after is None or after == before:
         state = "missing" if after is None else "stale: the run did not write it"
-        raise ObservationFailed(f"the report {report} is {state} (the command exited {exit_code})")
+        said = _error_said(within / "output.log")
+        raise ObservationFailed(
+            f"the report {report} is {state} (the command exited {exit_code}"
+            f"{f': {said}' if said else ''})"
+        )
     return _read_report(report, within)
+
+
+# What a runner that stopped before its report says why with: its own complaint (mocha's
+# ``Exception during run: calc.js:7``, ``✖ ERROR: ...``) and the error it names
+# (``SyntaxError: Unexpected token ';'``, ``Error: Cannot find module ...``).
+_COMPLAINT = re.compile(r".*\b(Exception|ERROR)\b.*|\S*Error\b.*")
+_ERROR = re.compile(r"[\w$.]*Error( \[\w+\])?: .+")
+
+
+def _error_said(log: Path) -> str:
+    """The run's first complaint and first error, else its last line of output."""
+    lines = [line.strip() for line in _tail(log, _SAID_LINES) if line.strip()]
+    found = [next((line for line in lines if pattern.fullmatch(line)), None)
+             for pattern in (_COMPLAINT, _ERROR)]  # fmt: skip
+    said = " | ".join(dict.fromkeys(line for line in found if line)) or (lines[-1] if lines else "")
+    return said[:_SAID_CHARS]
 
 
 def _read_report(path: Path, within: Path) -> bytes:
@@ -967,8 +994,8 @@ def _read_report(path: Path, within: Path) -> bytes:
     return data
 
 
-def _tail(log: Path) -> list[str]:
+def _tail(log: Path, lines: int = OUTPUT_TAIL_LINES) -> list[str]:
     with open(log, "rb") as handle:
         handle.seek(max(0, log.stat().st_size - _OUTPUT_TAIL_BYTES))
         text = handle.read().decode("utf-8", "replace")
-    return text.splitlines()[-OUTPUT_TAIL_LINES:]
+    return text.splitlines()[-lines:]

@@ -28,7 +28,6 @@ from ..pytest_reporter import CANARY_PREFIX, SAFE_PATH
 from ..pytest_reporter import ENVIRONMENT as REPORT_FDS
 from ..sandbox import SYSTEM_PATH
 from . import channel
-from .python_project import python_tests, unittest_command
 from .base import (
     Canaries,
     Canary,
@@ -41,6 +40,7 @@ from .base import (
     Toolchain,
     inside,
 )
+from .python_project import python_tests, unittest_command
 from .results import ERROR, FAILED, PASSED, SKIPPED, Results
 
 PLUGIN = Path(__file__).parent.parent / "pytest_reporter.py"

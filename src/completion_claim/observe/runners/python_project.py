@@ -46,7 +46,7 @@ def _searched(name: str) -> bool:
     return not name.startswith(".") and name not in _NOT_SEARCHED and name != "__pycache__"
 
 
-def test_modules(root: Path) -> list[Path]:
+def find_test_modules(root: Path) -> list[Path]:
     """The test modules at ``root``'s top and in its test folders (relative paths, sorted)."""
     found: list[Path] = []
     for folder, folders, files in os.walk(root):
@@ -104,7 +104,7 @@ class PythonTests:
 
 
 def python_tests(root: Path) -> PythonTests:
-    modules = test_modules(root)
+    modules = find_test_modules(root)
     texts = [_read(root / module) for module in modules]
     configured = (
         any((root / name).is_file() for name in _PYTEST_FILES)
@@ -120,7 +120,7 @@ def python_tests(root: Path) -> PythonTests:
         for i in range(len(module.parts) - 1)
     )
     return PythonTests(
-        tuple(modules), configured, unittest_modules, discoverable, test_dependencies(root)
+        tuple(modules), configured, unittest_modules, discoverable, declared_dependencies(root)
     )
 
 
@@ -138,7 +138,7 @@ def unittest_command(tests: PythonTests) -> tuple[str, ...] | None:
     return None
 
 
-def test_dependencies(root: Path) -> Declared:
+def declared_dependencies(root: Path) -> Declared:
     """Where the project at ``root`` declares what its tests need."""
     names: list[str] = []
     wanted: list[str] = []
@@ -151,7 +151,10 @@ def test_dependencies(root: Path) -> Declared:
     groups = _test_entries(_toml(root / "pyproject.toml").get("dependency-groups"))
     names += (f"dependency group {group}" for group in groups)
     wanted += (r for group in groups.values() for r in group)
-    for place, found in (("setup.cfg", _setup_cfg_extras(root)), ("setup.py", _setup_py_extras(root))):
+    for place, found in (
+        ("setup.cfg", _setup_cfg_extras(root)),
+        ("setup.py", _setup_py_extras(root)),
+    ):
         if found:
             names.append(f"{place} extra [{','.join(found)}]")
             wanted += (r for e in found.values() for r in e)
@@ -211,7 +214,7 @@ def _setup_py_extras(root: Path) -> dict[str, list[str]]:
         return {}
     found = [name for name in _SETUP_PY_EXTRA.findall(after) if _TEST_NAME.fullmatch(name)]
     pytest = ["pytest"] if _QUOTED_PYTEST.search(after) else []
-    return {name: pytest for name in dict.fromkeys(found)}
+    return dict.fromkeys(dict.fromkeys(found), pytest)
 
 
 def _requirements_files(root: Path) -> list[str]:

@@ -34,8 +34,8 @@ from .base import (
     Runner,
     Toolchain,
 )
-from .python_project import python_tests, unittest_command
 from .pytest import PYTHON_PROGRAM, Interpreter, is_python_config
+from .python_project import python_tests, unittest_command
 from .results import ERROR, FAILED, PASSED, SKIPPED, Results
 
 PLUGIN = Path(__file__).parent.parent / "unittest_reporter.py"
