@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import functools
 import json
 import os
 import re
@@ -614,11 +615,18 @@ def require_lockfiles(config: GateConfig, root: Path) -> None:
         if isinstance(check, TestRunCheck):
             runner = runner_for(check.command, check.junit)
             try:
-                runner.dependencies(check.command, lambda name: (root / name).is_file())
+                runner.dependencies(check.command, functools.partial(_read_file, root))
             except ObservationFailed as error:
                 raise ConfigError(
                     f"{config.path.name}:{check.line}: test_run: {runner.name}: {error}"
                 ) from None
+
+
+def _read_file(root: Path, name: str) -> bytes | None:
+    try:
+        return (root / name).read_bytes()
+    except OSError:
+        return None
 
 
 @contextlib.contextmanager

@@ -526,10 +526,11 @@ def _dependencies(
     """The runner's dependencies from the operator's cache, installed first when needed: each
     mounted folder's host path and path as the run sees it."""
 
-    def present(name: str) -> bool:
-        return os.path.normpath(os.path.join(cwd, name)).encode() in tree.files
+    def read(name: str) -> bytes | None:
+        rel = os.path.normpath(os.path.join(cwd, name)).encode()
+        return tree.read(rel) if rel in tree.files else None
 
-    spec = runner.dependencies(request.command, present)
+    spec = runner.dependencies(request.command, read)
     if spec is None:
         return {}
     require_protected(runner, spec, cwd)

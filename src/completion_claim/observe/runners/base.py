@@ -216,10 +216,10 @@ class Runner(ABC):
         return Toolchain()
 
     def dependencies(
-        self, command: Sequence[str], present: Callable[[str], bool]
+        self, command: Sequence[str], read: Callable[[str], bytes | None]
     ) -> Dependencies | None:
-        """What the run installs; ``present(name)`` says whether the run's folder holds the
-        file ``name`` (as the run is given it: a protected one as the trusted ref has it)."""
+        """What the run installs; ``read(name)`` is the file ``name`` of the run's folder, as
+        the run is given it (a protected one as the trusted ref has it), or None."""
         return None
 
     @abstractmethod

@@ -204,7 +204,9 @@ class GoTest(Runner):
             readable, (os.path.join(goroot, "bin"),), env, program, (program, "version")
         )
 
-    def dependencies(self, command: Sequence[str], present: Callable[[str], bool]) -> Dependencies:
+    def dependencies(
+        self, command: Sequence[str], read: Callable[[str], bytes | None]
+    ) -> Dependencies:
         """The modules go.mod and go.sum pin (the folder made first: a module with no
         requirement downloads nothing), and a build cache seeded with the standard library."""
         settings = observer_settings((*_OPERATOR_MODULE_SETTINGS, *PROXY_SETTINGS))

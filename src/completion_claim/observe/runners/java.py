@@ -186,7 +186,7 @@ class Maven(Runner):
         return _with_jdk(program, readable, workspace, {"MAVEN_SKIP_RC": "1"})
 
     def dependencies(
-        self, command: Sequence[str], present: Callable[[str], bool]
+        self, command: Sequence[str], read: Callable[[str], bytes | None]
     ) -> Dependencies | None:
         if _repository(command) is not None:
             return None  # the operator's own repository, mounted as it is

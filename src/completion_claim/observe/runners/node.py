@@ -237,9 +237,9 @@ class _PackageRunner(_NodeRunner):
         return runner_arguments(command, self.programs) is not None
 
     def dependencies(
-        self, command: Sequence[str], present: Callable[[str], bool]
+        self, command: Sequence[str], read: Callable[[str], bytes | None]
     ) -> Dependencies | None:
-        return lockfile_dependencies(present)
+        return lockfile_dependencies(read)
 
     def entry_script(self, context: RunContext) -> str:
         """The script the installed package names for its program in its package.json's
@@ -274,24 +274,34 @@ class _PackageRunner(_NodeRunner):
         return Detected(self.detected_command, why)
 
 
-def lockfile_dependencies(present: Callable[[str], bool]) -> Dependencies:
+def lockfile_dependencies(read: Callable[[str], bytes | None]) -> Dependencies:
     """The install the project's lockfile asks for: ``npm ci`` from package-lock.json (or
     npm-shrinkwrap.json), pnpm's from pnpm-lock.yaml, yarn 1's from its yarn.lock; each
     refusing to change the lockfile and running no package's scripts."""
     mounts = {NODE_MODULES: NODE_MODULES}
     for lockfile in ("package-lock.json", "npm-shrinkwrap.json"):
-        if present(lockfile):
+        if read(lockfile) is not None:
             return Dependencies(("package.json", lockfile), NPM_CI, mounts,
                                 error_lines=NPM_ERROR_LINES)  # fmt: skip
-    if present("pnpm-lock.yaml"):
+    if read("pnpm-lock.yaml") is not None:
         return Dependencies(("package.json", "pnpm-lock.yaml"), _PNPM_INSTALL, mounts,
                             error_lines=_PNPM_ERROR_LINES, shown=_named(_PNPM_INSTALL))  # fmt: skip
-    if present("yarn.lock"):
+    yarn = read("yarn.lock")
+    if yarn is not None and _YARN_BERRY in yarn:
+        raise ObservationFailed(YARN_BERRY)
+    if yarn is not None:
         return Dependencies(("package.json", "yarn.lock"), _YARN_INSTALL, mounts,
                             error_lines=_YARN_ERROR_LINES, shown=_named(_YARN_INSTALL))  # fmt: skip
     raise ObservationFailed(NO_LOCKFILE)
 
 
+# Yarn 2 and later write this; their installs differ (Plug'n'Play, no node_modules by default).
+_YARN_BERRY = b"\n__metadata:"
+YARN_BERRY = (
+    "yarn.lock is Yarn 2 or later's, which the observer does not install (it installs yarn 1's, "
+    "pnpm's and npm's lockfiles): commit a package-lock.json beside it (npm install "
+    "--package-lock-only writes it), which is installed first"
+)
 NO_LOCKFILE = (
     "no lockfile (package-lock.json, npm-shrinkwrap.json, pnpm-lock.yaml or yarn.lock) pins the "
     "packages the tests run with: commit one (npm install --package-lock-only writes "

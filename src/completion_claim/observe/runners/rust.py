@@ -267,7 +267,9 @@ class CargoTest(Runner):
         probe = (env["RUSTC"], "--version")
         return Toolchain(readable, (bin_dir,), env, cargo, probe)
 
-    def dependencies(self, command: Sequence[str], present: Callable[[str], bool]) -> Dependencies:
+    def dependencies(
+        self, command: Sequence[str], read: Callable[[str], bytes | None]
+    ) -> Dependencies:
         python = shutil.which("python3", path=SYSTEM_PATH) or "python3"
         return Dependencies(
             lockfiles=("Cargo.lock",),
