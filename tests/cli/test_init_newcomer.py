@@ -12,7 +12,7 @@ import pytest
 
 from completion_claim.cli import run
 from completion_claim.gate.config import load_config
-from tests.fixtures.projects import git, make_repo, write_files
+from tests.fixtures.projects import GIT_ENV, git, make_repo, write_files
 
 # toolz's shape: plain pytest functions in toolz/tests/ (no __init__.py there), no pytest config.
 TOOLZ_CODE = "def identity(x):\n    return x\n"
@@ -181,3 +181,27 @@ def test_a_project_of_testcases_runs_under_an_interpreter_without_pytest(tmp_pat
     assert run(["gate", "--repo", str(repo), "--start"]) == 0
     write_files(repo, {"sj/__init__.py": SJ_CODE})
     assert run(["gate", "--repo", str(repo), "--outcome", "Fixed dumps()."]) == 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
+def test_init_in_a_clone_another_user_owns_says_the_commit_git_will_do_there(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A clone owned by another user (an sdist unpacked as root keeps its uid; a CI checkout):
+    git refuses the newcomer's own commit of claim.toml there (dubious ownership). claim's git
+    reads it as data; init says the commit that works, and the gate judges it."""
+    repo = toolz_like(tmp_path / "toolz")
+    subprocess.run(["chown", "-R", "nobody:", str(repo)], check=True)
+    assert run(["init", "--repo", str(repo)]) == 0
+    said = capsys.readouterr().out
+    commit = next(line for line in said.splitlines() if line.startswith("next:"))
+    command = commit.partition("(")[2].rpartition(")")[0]
+    assert "safe.directory" in command
+
+    env = {**GIT_ENV, "HOME": str(tmp_path / "home")}
+    given = f"{command} -qm gate"  # the message the newcomer's editor would take
+    subprocess.run(given, shell=True, cwd=repo, env=env, check=True)
+
+    assert run(["gate", "--repo", str(repo), "--start"]) == 0
+    write_files(repo, {"toolz/functoolz.py": TOOLZ_CODE})
+    assert run(["gate", "--repo", str(repo), "--outcome", "Fixed identity()."]) == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import socket
 import sys
 import threading
@@ -130,7 +131,7 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
         say(f"note: {error}")
     # Until it is committed, the gate sees claim.toml as a change to its own configuration and
     # refuses every verdict: the operator's file must be part of the base the agent starts from.
-    say(f"next: review it, commit it (git add {path.name} && git commit), then:")
+    say(f"next: review it, commit it ({_commit_command(root, path.name)}), then:")
     say("      claim hooks install --harness claude-code")
     say("      (or, by hand: claim gate --start before the agent works, claim gate after)")
     return EXIT_VERIFIED
@@ -400,6 +401,17 @@ def _outcome(outcome: str | None, outcome_file: str | None) -> str:
         text = read_limited(outcome_file, MAX_OUTCOME_BYTES).decode("utf-8", "replace").strip()
         return text or NO_OUTCOME
     return outcome.strip() if outcome and outcome.strip() else NO_OUTCOME
+
+
+def _commit_command(root: Path, name: str) -> str:
+    """The commit of ``name`` as the user can run it. In a clone another user owns, git
+    refuses to work for this one (dubious ownership) unless told the folder is safe: on the
+    command line, for that command alone (claim never writes anyone's git configuration)."""
+    owners = {os.stat(folder).st_uid for folder in (root, root / ".git") if folder.exists()}
+    if owners <= {os.geteuid()}:
+        return f"git add {name} && git commit"
+    safe = f"git -c safe.directory={shlex.quote(str(root))}"
+    return f"{safe} add {name} && {safe} commit"
 
 
 def _default_branch(root: Path) -> str | None:
