@@ -961,19 +961,27 @@ def _read_fresh_report(
 
 
 # What a runner that stopped before its report says why with: its own complaint (mocha's
-# ``Exception during run: calc.js:7``, ``✖ ERROR: ...``) and the error it names
-# (``SyntaxError: Unexpected token ';'``, ``Error: Cannot find module ...``).
-_COMPLAINT = re.compile(r".*\b(Exception|ERROR)\b.*|\S*Error\b.*")
+# ``Exception during run: calc.js:7``, jest's ``● Unrecognized CLI Parameter:``), the line after
+# it, and the error it names (``SyntaxError: Unexpected token ';'``); never node's closing
+# ``Node.js v20.20.2``.
+_COMPLAINT = re.compile(r".*(\b(Exception|ERROR)\b|\u25cf).*|\S*Error\b.*")
 _ERROR = re.compile(r"[\w$.]*Error( \[\w+\])?: .+")
+_NODE_TRAILER = re.compile(r"Node\.js v[0-9.]+")
 
 
 def _error_said(log: Path) -> str:
-    """The run's first complaint and first error, else its last line of output."""
-    lines = [line.strip() for line in _tail(log, _SAID_LINES) if line.strip()]
-    found = [next((line for line in lines if pattern.fullmatch(line)), None)
-             for pattern in (_COMPLAINT, _ERROR)]  # fmt: skip
-    said = " | ".join(dict.fromkeys(line for line in found if line)) or (lines[-1] if lines else "")
-    return said[:_SAID_CHARS]
+    """The run's first complaint with the line after it and its first error, else its last
+    line of output."""
+    lines = [
+        line.strip()
+        for line in _tail(log, _SAID_LINES)
+        if line.strip() and not _NODE_TRAILER.fullmatch(line.strip())
+    ]
+    at = next((i for i, line in enumerate(lines) if _COMPLAINT.fullmatch(line)), None)
+    error = next((line for line in lines if _ERROR.fullmatch(line)), None)
+    found = [] if at is None else lines[at : at + 2]
+    said = " | ".join(dict.fromkeys(line for line in (*found, error) if line))
+    return (said or (lines[-1] if lines else ""))[:_SAID_CHARS]
 
 
 def _read_report(path: Path, within: Path) -> bytes:
