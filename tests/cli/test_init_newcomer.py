@@ -205,3 +205,53 @@ def test_init_in_a_clone_another_user_owns_says_the_commit_git_will_do_there(
     assert run(["gate", "--repo", str(repo), "--start"]) == 0
     write_files(repo, {"toolz/functoolz.py": TOOLZ_CODE})
     assert run(["gate", "--repo", str(repo), "--outcome", "Fixed identity()."]) == 0
+
+
+def test_init_discovers_testcases_in_a_top_test_folder_that_is_no_package(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """unittest's discovery from the top enters packages only: a plain tests/ folder is
+    discovered from itself, and its tests still import the project."""
+    repo = make_repo(tmp_path / "calc", {
+        "sj/__init__.py": SJ_BUGGY,
+        "tests/test_dumps.py": SJ_TEST,
+    })  # fmt: skip
+    init_commit_start(repo)
+    (check,) = load_config(repo / "claim.toml", os.environ).checks
+    assert getattr(check, "command", None) == (
+        "python",
+        "-m",
+        "unittest",
+        "discover",
+        "-s",
+        "tests",
+    )
+
+    write_files(repo, {"sj/__init__.py": SJ_CODE})
+    assert run(["gate", "--repo", str(repo), "--outcome", "Fixed dumps()."]) == 0
+
+
+def test_init_reads_test_extras_of_setup_cfg_and_setup_py_and_requirement_folders(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = simplejson_like(tmp_path / "sj")
+    write_files(repo, {
+        "setup.cfg": "[options.extras_require]\ntesting =\n    mock>=4\ndocs = sphinx\n",
+        "setup.py": "setup(name='sj', extras_require={'dev': ['pytest'], 'docs': ['x']})\n",
+        "requirements/test.txt": "coverage\n",
+        "requirements/docs.txt": "sphinx\n",
+    })  # fmt: skip
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "extras")
+
+    assert run(["init", "--repo", str(repo)]) == 0
+
+    said = capsys.readouterr().out
+    assert "setup.cfg extra [testing]" in said
+    assert "setup.py extra [dev]" in said
+    assert "requirements/test.txt" in said
+    assert "requirements/docs.txt" not in said
+    assert "'mock>=4'" in said
+    # setup.py's dev extra names pytest: the project runs its TestCases with pytest.
+    (check,) = load_config(repo / "claim.toml", os.environ).checks
+    assert getattr(check, "command", None) == ("python", "-m", "pytest", "-q")
