@@ -93,9 +93,10 @@ def _tick(name: str, done: threading.Event) -> None:
 @json_option("Print {path, found} as JSON.")
 def init_command(repo: str, force: bool, as_json: bool) -> int:
     """Write a commented starter claim.toml at the repository's root, from what is there:
-    each test runner found (a test_run check per ecosystem: pytest, node --test, vitest, jest,
-    mocha, go test, cargo test, ...; its tests taken from the default branch, which each
-    claim gate --start pins to its commit), a
+    each test runner found (a test_run check per ecosystem: pytest or unittest, node --test,
+    vitest, jest, mocha, go test, cargo test, ...; its tests taken from the default branch, which
+    each claim gate --start pins to its commit; for Python, what the test interpreter must
+    import and where the project declares it), a
     Dockerfile (an endpoint_health example), a database URL in the environment (a
     state_readback example).
     """
