@@ -255,3 +255,23 @@ def test_init_reads_test_extras_of_setup_cfg_and_setup_py_and_requirement_folder
     # setup.py's dev extra names pytest: the project runs its TestCases with pytest.
     (check,) = load_config(repo / "claim.toml", os.environ).checks
     assert getattr(check, "command", None) == ("python", "-m", "pytest", "-q")
+
+
+def test_init_keeps_pytest_for_test_functions_that_only_borrow_unittest_mock(
+    tmp_path: Path,
+) -> None:
+    """A module of test functions importing unittest.mock is pytest's: unittest would run none
+    of them."""
+    borrowing = (
+        "from unittest import mock\n\nimport sj\n\n\n"
+        "def test_int():\n    assert sj.dumps(3) == '3'\n"
+    )
+    repo = simplejson_like(tmp_path / "sj")
+    write_files(repo, {"sj/tests/test_mocked.py": borrowing})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a test function")
+
+    assert run(["init", "--repo", str(repo)]) == 0
+
+    (check,) = load_config(repo / "claim.toml", os.environ).checks
+    assert getattr(check, "command", None) == ("python", "-m", "pytest", "-q")

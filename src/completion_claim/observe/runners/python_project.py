@@ -25,7 +25,11 @@ _TEST_FOLDER_DEPTH = 3  # tests/, <package>/tests/, src/<package>/tests/
 _MAX_MODULES = 1000
 _MAX_READ = 1 << 20
 _PYTEST_IMPORT = re.compile(rb"^[ \t]*(import|from)[ \t]+pytest\b", re.MULTILINE)
-_UNITTEST_IMPORT = re.compile(rb"^[ \t]*(import|from)[ \t]+unittest\b", re.MULTILINE)
+# A TestCase class (unittest.TestCase, TestCase, a project's own base named ...TestCase), and a
+# test function at module level, which unittest never runs (a pytest test that only borrows
+# unittest.mock).
+_TEST_CASE = re.compile(rb"^class[ \t]+\w+[ \t]*\([^)]*TestCase\b", re.MULTILINE)
+_TEST_FUNCTION = re.compile(rb"^(async[ \t]+)?def[ \t]+test", re.MULTILINE)
 _PYTEST_FILES = ("pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "conftest.py")
 _PYTEST_SECTIONS = (
     ("pyproject.toml", "[tool.pytest"),
@@ -87,7 +91,7 @@ class PythonTests:
 
     modules: tuple[Path, ...]
     pytest_configured: bool  # a pytest configuration file or section, a conftest.py
-    unittest_modules: bool  # every module imports unittest, none pytest
+    unittest_modules: bool  # every module has TestCases and no test function, none imports pytest
     # ``python -m unittest`` finds every module: each folder down to it is a package.
     discoverable: bool
     declared: Declared
@@ -112,7 +116,10 @@ def python_tests(root: Path) -> PythonTests:
         or any((root / module.parent / "conftest.py").is_file() for module in modules)
     )
     unittest_modules = all(
-        _UNITTEST_IMPORT.search(text) and not _PYTEST_IMPORT.search(text) for text in texts
+        _TEST_CASE.search(text)
+        and not _TEST_FUNCTION.search(text)
+        and not _PYTEST_IMPORT.search(text)
+        for text in texts
     )
     discoverable = all(
         (root.joinpath(*module.parts[: i + 1]) / "__init__.py").is_file()

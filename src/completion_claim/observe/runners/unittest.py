@@ -65,7 +65,8 @@ class Unittest(Runner):
         return is_unittest(command)
 
     def detect(self, root: Path) -> Detected | None:
-        """A project whose test modules are all unittest's, with no pytest configuration and
+        """A project whose test modules all hold TestCases and no test function of their own
+        (which unittest would never run) and import no pytest, with no pytest configuration and
         no pytest among its test dependencies (simplejson): the standard library runs them,
         with no pytest to install (:mod:`.python_project`)."""
         command = unittest_command(python_tests(root))
