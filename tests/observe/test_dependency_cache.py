@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -59,7 +59,9 @@ class LockfileRunner(Runner):
     def protected(self, rel: bytes) -> bool:
         return self.is_protected and rel.endswith(b"deps.lock")
 
-    def dependencies(self, command: Sequence[str]) -> Dependencies:
+    def dependencies(
+        self, command: Sequence[str], read: Callable[[str], bytes | None]
+    ) -> Dependencies:
         return Dependencies(("deps.lock",), self.install, {"lib": "lib"})
 
     def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
@@ -67,7 +69,7 @@ class LockfileRunner(Runner):
 
 
 def installed(cache: Path, runner: LockfileRunner, lock: bytes) -> Path:
-    spec = runner.dependencies(())
+    spec = runner.dependencies((), lambda _: None)
     entry = install(
         cache, runner, spec, {"deps.lock": lock}, Toolchain(), Sandbox.find(network=False), 60.0
     )
@@ -140,17 +142,17 @@ def test_the_install_has_no_way_into_the_cache_beyond_its_own_folder(tmp_path: P
 def test_a_lockfile_the_runner_does_not_protect_is_refused(tmp_path: Path) -> None:
     runner = LockfileRunner(protected=False)
     with pytest.raises(UsageError, match=r"deps\.lock is not a protected path"):
-        require_protected(runner, runner.dependencies(()), ".")
+        require_protected(runner, runner.dependencies((), lambda _: None), ".")
 
 
 def test_lockfiles_are_read_without_following_links(tmp_path: Path) -> None:
     (tmp_path / "secret").write_text("key")
     (tmp_path / "deps.lock").symlink_to(tmp_path / "secret")
     with pytest.raises(ObservationFailed, match=r"cannot read deps\.lock"):
-        read_lockfiles(tmp_path, LockfileRunner().dependencies(()))
+        read_lockfiles(tmp_path, LockfileRunner().dependencies((), lambda _: None))
     (tmp_path / "deps.lock").unlink()
     with pytest.raises(ObservationFailed, match=r"deps\.lock is missing"):
-        read_lockfiles(tmp_path, LockfileRunner().dependencies(()))
+        read_lockfiles(tmp_path, LockfileRunner().dependencies((), lambda _: None))
 
 
 def test_an_optional_lockfile_may_be_absent_and_its_absence_keys_the_entry(tmp_path: Path) -> None:

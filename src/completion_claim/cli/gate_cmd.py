@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import socket
 import sys
 import threading
@@ -20,11 +21,14 @@ from .._optional import needs_extra
 from ..errors import UsageError
 from ..gate.config import (
     CONFIG_NAME,
+    ConfigError,
     GateConfig,
     find_config,
+    interpreter_advice,
     load_config,
     look_at,
     pytest_interpreter,
+    require_lockfiles,
     starter_config,
 )
 from ..gate.run import NO_OUTCOME, record_gate_outputs, run_gate, start_gate
@@ -89,9 +93,10 @@ def _tick(name: str, done: threading.Event) -> None:
 @json_option("Print {path, found} as JSON.")
 def init_command(repo: str, force: bool, as_json: bool) -> int:
     """Write a commented starter claim.toml at the repository's root, from what is there:
-    each test runner found (a test_run check per ecosystem: pytest, node --test, vitest, jest,
-    mocha, go test, cargo test, ...; its tests taken from the default branch, which each
-    claim gate --start pins to its commit), a
+    each test runner found (a test_run check per ecosystem: pytest or unittest, node --test,
+    vitest, jest, mocha, go test, cargo test, ...; its tests taken from the default branch, which
+    each claim gate --start pins to its commit; for Python, what the test interpreter must
+    import and where the project declares it), a
     Dockerfile (an endpoint_health example), a database URL in the environment (a
     state_readback example).
     """
@@ -119,9 +124,15 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
             f"({sys.executable} -m pip install pytest), or set python = in {path.name} to one "
             "outside the work tree that has the project's test dependencies"
         )
+    for number, line in enumerate(interpreter_advice(facts)):
+        say(("note: " if number == 0 else "      ") + line)
+    try:
+        require_lockfiles(load_config(path, os.environ), root)
+    except ConfigError as error:  # what claim gate --start will refuse, said now
+        say(f"note: {error}")
     # Until it is committed, the gate sees claim.toml as a change to its own configuration and
     # refuses every verdict: the operator's file must be part of the base the agent starts from.
-    say(f"next: review it, commit it (git add {path.name} && git commit), then:")
+    say(f"next: review it, commit it ({_commit_command(root, path.name)}), then:")
     say("      claim hooks install --harness claude-code")
     say("      (or, by hand: claim gate --start before the agent works, claim gate after)")
     return EXIT_VERIFIED
@@ -392,6 +403,17 @@ def _outcome(outcome: str | None, outcome_file: str | None) -> str:
         text = read_limited(outcome_file, MAX_OUTCOME_BYTES).decode("utf-8", "replace").strip()
         return text or NO_OUTCOME
     return outcome.strip() if outcome and outcome.strip() else NO_OUTCOME
+
+
+def _commit_command(root: Path, name: str) -> str:
+    """The commit of ``name`` as the user can run it. In a clone another user owns, git
+    refuses to work for this one (dubious ownership) unless told the folder is safe: on the
+    command line, for that command alone (claim never writes anyone's git configuration)."""
+    owners = {os.stat(folder).st_uid for folder in (root, root / ".git") if folder.exists()}
+    if owners <= {os.geteuid()}:
+        return f"git add {name} && git commit"
+    safe = f"git -c safe.directory={shlex.quote(str(root))}"
+    return f"{safe} add {name} && {safe} commit"
 
 
 def _default_branch(root: Path) -> str | None:

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import functools
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
+import textwrap
 import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +32,7 @@ from typing import Any
 
 from .._json import dumps
 from .._state import default_runs_dir
-from ..errors import ClaimError, InvalidDocument, UsageError
+from ..errors import ClaimError, InvalidDocument, ObservationFailed, UsageError
 from ..model import (
     DOM_ASSERTION,
     ENDPOINT_HEALTH,
@@ -42,6 +45,8 @@ from ..model import (
 )
 from ..observe.repository import object_format_of
 from ..observe.runners.base import Detected
+from ..observe.runners.pytest import PYTEST_COMMAND
+from ..observe.runners.python_project import Declared, declared_dependencies
 
 CONFIG_NAME = "claim.toml"
 DEFAULT_MAX_BLOCKS = 3
@@ -599,6 +604,31 @@ def require_toolchains(config: GateConfig, root: Path) -> None:
         confirm()
 
 
+def require_lockfiles(config: GateConfig, root: Path) -> None:
+    """Each test run that installs its dependencies finds the lockfile it installs from in the
+    work tree (a Node project with none): else no run of it could ever be verified, and a start
+    would record that silently. Checked by ``claim gate --start``, before anything is recorded;
+    a gate judges the trusted ref's lockfile, which the observer reads itself."""
+    from ..observe.runners import runner_for  # noqa: PLC0415
+
+    for check in config.checks:
+        if isinstance(check, TestRunCheck):
+            runner = runner_for(check.command, check.junit)
+            try:
+                runner.dependencies(check.command, functools.partial(_read_file, root))
+            except ObservationFailed as error:
+                raise ConfigError(
+                    f"{config.path.name}:{check.line}: test_run: {runner.name}: {error}"
+                ) from None
+
+
+def _read_file(root: Path, name: str) -> bytes | None:
+    try:
+        return (root / name).read_bytes()
+    except OSError:
+        return None
+
+
 @contextlib.contextmanager
 def checking_toolchains(config: GateConfig, root: Path) -> Iterator[Callable[[], None]]:
     """``require_toolchains``, whose pytest questions are asked of interpreters started now
@@ -818,10 +848,12 @@ class RepoFacts:
     # The interpreter Python tests run with when claim's own cannot import pytest (pipx, a
     # wheel venv); None: claim's own.
     python: str | None = None
+    # Where a Python project declares its test dependencies (None: no Python tests found).
+    declared: Declared | None = None
 
     @property
     def pytest(self) -> bool:
-        return any(ecosystem == "python" for _, ecosystem, _, _ in self.runners)
+        return any(name == "pytest" for name, _, _, _ in self.runners)
 
 
 def look_at(root: Path, environ: Mapping[str, str], default_branch: str | None) -> RepoFacts:
@@ -833,22 +865,57 @@ def look_at(root: Path, environ: Mapping[str, str], default_branch: str | None) 
     )
     database = "DATABASE_URL" in environ or any(name.startswith("PG") for name in environ)
     dockerfile = (root / "Dockerfile").is_file()
-    return RepoFacts(root.name, found, default_branch, dockerfile, database)
+    python = any(ecosystem == "python" for _, ecosystem, _, _ in found)
+    declared = declared_dependencies(root) if python else None
+    return RepoFacts(root.name, found, default_branch, dockerfile, database, declared=declared)
 
 
-_PYTEST_COMMAND = ("python", "-m", "pytest", "-q")
+_TEST_ENVS = "/srv/claim-envs"
+
+
+def interpreter_advice(facts: RepoFacts, own: str = sys.executable) -> list[str]:
+    """How the Python tests get their interpreter, for init to say and write: which one runs
+    them, what it must import, where the project declares that, and how to build one."""
+    if facts.declared is None:
+        return []
+    python = facts.python or own
+    whose = "as python = says" if facts.python else "claim's own"
+    needs = "pytest and the project's test dependencies" if facts.pytest else (
+        "the project's test dependencies")  # fmt: skip
+    lines = [
+        f"tests: they run with {python} ({whose}), which must import {needs}; the project's "
+        "own code is imported from the run's copy of the work tree, never installed",
+    ]
+    declared = facts.declared
+    wanted = (*(("pytest",) if facts.pytest and not declared.pytest else ()), *declared.pip)
+    if declared.names:
+        lines.append(f"the project declares them in: {', '.join(declared.names)}")
+    else:
+        lines.append(
+            "the project declares no test dependencies (no test extra, dependency group or "
+            "requirements file)" + ("" if wanted else f": {python} alone runs them")
+        )
+    if wanted:
+        env = f"{_TEST_ENVS}/{facts.name}"
+        lines.append(
+            f"an interpreter for them, outside the work tree: python3 -m venv {env} && "
+            f"{env}/bin/pip install {' '.join(shlex.quote(arg) for arg in wanted)}, then "
+            f'python = "{env}/bin/python" under [[check]] (docs/integrations.md, The test '
+            "interpreter)"
+        )
+    return lines
 
 
 def _toml_strings(values: Sequence[str]) -> str:
     return "[" + ", ".join(json.dumps(value) for value in values) + "]"
 
 
-def _toolchain_line(ecosystem: str, detected: Detected | None, python: str | None) -> str:
+def _toolchain_line(ecosystem: str, detected: Detected | None, facts: RepoFacts) -> str:
     if detected is None or ecosystem == "python":
-        if python:
+        if facts.python:
             note = "claim's own cannot import pytest; never one in the repo"
-            return f'python = "{python}"  # {note}'
-        return '# python = "/usr/bin/python3"  # with the project installed; never one in the repo'
+            return f'python = "{facts.python}"  # {note}'
+        return f'# python = "{_TEST_ENVS}/{facts.name}/bin/python"  # never one in the repo'
     if detected.toolchain:
         return f'toolchain = "{detected.toolchain}"  # found by claim init; never one in the repo'
     return '# toolchain = "/opt/toolchain"  # default: found on PATH; never one in the repo'
@@ -891,6 +958,11 @@ def starter_config(facts: RepoFacts) -> str:
         if facts.default_branch
         else '# trusted_ref = "main"'
     )
+    advice = [
+        part
+        for line in interpreter_advice(facts)
+        for part in textwrap.wrap(line, 96, break_long_words=False, break_on_hyphens=False)
+    ]
     runners: Sequence[tuple[str, str, Detected | None, str]] = facts.runners or (
         ("pytest", "python", None, "tests/test_x.py::test_y"),
     )
@@ -899,13 +971,14 @@ def starter_config(facts: RepoFacts) -> str:
             f"# {name}: {detected.why}" if detected else "# pytest: none found; uncomment to use",
             "[[check]]",
             'type = "test_run"',
-            f"command = {_toml_strings(detected.command if detected else _PYTEST_COMMAND)}",
+            f"command = {_toml_strings(detected.command if detected else PYTEST_COMMAND)}",
             "# The tests run as this branch has them, whatever the agent did to them. Each",
             "# `claim gate --start` (the hooks' session start) pins it to its commit then; it is",
             "# never resolved when judging. CI, with no start, passes the commit itself:",
             '#   claim gate --base "$BASE_SHA" --trusted-ref "$BASE_SHA"',
             trusted,
-            _toolchain_line(ecosystem, detected, facts.python),
+            *(f"# {line}" for line in advice if ecosystem == "python"),
+            _toolchain_line(ecosystem, detected, facts),
             '# protect = ["fixtures/**"]     # more paths the agent may not change',
             "# env = []                      # variables passed to the tests",
             "# network = false",

@@ -86,6 +86,7 @@ from .config import (
     GateConfig,
     TestRunCheck,
     checking_toolchains,
+    require_lockfiles,
     require_toolchains,
 )
 from .control_run import control_baseline
@@ -162,6 +163,7 @@ def start_gate(
     root = repository_root(repo)
     _refuse_runs_dir_inside(config, root)
     require_toolchains(config, root)
+    require_lockfiles(config, root)
     path = start_record_path(config, root, session)
     refused = already_started(session, str(path), "claim gate --start --restart replaces it")
     if not restart and path.exists():  # fails before the snapshots; the write decides races

@@ -20,6 +20,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -155,24 +156,32 @@ def _install_into(
         )  # fmt: skip
     except subprocess.TimeoutExpired:
         raise ObservationFailed(
-            f"installing the dependencies ({' '.join(spec.install)}) ran longer than "
-            f"{timeout_s:g} s"
+            f"installing the dependencies ({spec.named}) ran longer than {timeout_s:g} s"
         ) from None
     except OSError as exc:
         raise ObservationFailed(f"cannot run {spec.install[0]}: {exc.strerror or exc}") from None
     if done.returncode != 0:
-        said = (done.stderr or done.stdout).decode("utf-8", "replace").strip().splitlines()
-        last = " | ".join(said[-_OUTPUT_LINES:]) or f"exit {done.returncode}"
+        said = (done.stderr or done.stdout).decode("utf-8", "replace")
         raise ObservationFailed(
-            f"installing the dependencies ({' '.join(spec.install)}) failed: {last}"
+            f"installing the dependencies ({spec.named}) failed: "
+            f"{_complaint(said, spec.error_lines) or f'exit {done.returncode}'}"
         )
     for sub in spec.mounts:
         if not (scratch / sub).is_dir():
-            raise ObservationFailed(
-                f"installing the dependencies ({' '.join(spec.install)}) made no {sub}/"
-            )
+            raise ObservationFailed(f"installing the dependencies ({spec.named}) made no {sub}/")
     if sandbox is None:
         shutil.rmtree(home, ignore_errors=True)
+
+
+def _complaint(said: str, error_lines: str | None) -> str:
+    """What the install said went wrong: its error lines (the first few) when the runner names
+    them and there are any, else its last lines."""
+    lines = [line.strip() for line in said.strip().splitlines() if line.strip()]
+    if error_lines is not None:
+        errors = [line for line in lines if re.fullmatch(error_lines, line)]
+        if errors:
+            return " | ".join(errors[: _OUTPUT_LINES - 2])
+    return " | ".join(lines[-_OUTPUT_LINES:])
 
 
 def _seal(folder: Path) -> None:

@@ -85,6 +85,8 @@ CHECK_TYPE = "test_run"
 OUTPUT_TAIL_LINES = 20
 NO_SANDBOX = "none"
 _OUTPUT_TAIL_BYTES = 64 * 1024
+_SAID_CHARS = 300  # of a runner's own error, in a one-line reason
+_SAID_LINES = 200  # of the output's end searched for it (above a stack trace)
 _PLUGIN_FOLDER = "plugin"  # in the folder the observer owns
 _REPORT_FOLDER = "report"  # in the folder the observer owns
 _SECRET_NAME = re.compile("KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
@@ -527,7 +529,12 @@ def _dependencies(
 ) -> dict[str, tuple[Path, str]]:
     """The runner's dependencies from the operator's cache, installed first when needed: each
     mounted folder's host path and path as the run sees it."""
-    spec = runner.dependencies(request.command)
+
+    def read(name: str) -> bytes | None:
+        rel = os.path.normpath(os.path.join(cwd, name)).encode()
+        return tree.read(rel) if rel in tree.files else None
+
+    spec = runner.dependencies(request.command, read)
     if spec is None:
         return {}
     require_protected(runner, spec, cwd)
@@ -624,6 +631,7 @@ class _Launch:
             channel=ends,
             env=self.environment(),
             dependencies={sub: seen for sub, (_, seen) in self.mounts.items()},
+            installed={sub: str(host) for sub, (host, _) in self.mounts.items()},
             work=self.work,
             cwd=os.path.normpath(f"{self.work}/{self.cwd}"),
             reports=self.reports,
@@ -948,8 +956,36 @@ def _read_fresh_report(
     after = _signature(report)
     if after is None or after == before:
         state = "missing" if after is None else "stale: the run did not write it"
-        raise ObservationFailed(f"the report {report} is {state} (the command exited {exit_code})")
+        said = _error_said(within / "output.log")
+        raise ObservationFailed(
+            f"the report {report} is {state} (the command exited {exit_code}"
+            f"{f': {said}' if said else ''})"
+        )
     return _read_report(report, within)
+
+
+# What a runner that stopped before its report says why with: its own complaint (mocha's
+# ``Exception during run: calc.js:7``, jest's ``● Unrecognized CLI Parameter:``), the line after
+# it, and the error it names (``SyntaxError: Unexpected token ';'``); never node's closing
+# ``Node.js v20.20.2``.
+_COMPLAINT = re.compile(r".*(\b(Exception|ERROR)\b|\u25cf).*|\S*Error\b.*")
+_ERROR = re.compile(r"[\w$.]*Error( \[\w+\])?: .+")
+_NODE_TRAILER = re.compile(r"Node\.js v[0-9.]+")
+
+
+def _error_said(log: Path) -> str:
+    """The run's first complaint with the line after it and its first error, else its last
+    line of output."""
+    lines = [
+        line.strip()
+        for line in _tail(log, _SAID_LINES)
+        if line.strip() and not _NODE_TRAILER.fullmatch(line.strip())
+    ]
+    at = next((i for i, line in enumerate(lines) if _COMPLAINT.fullmatch(line)), None)
+    error = next((line for line in lines if _ERROR.fullmatch(line)), None)
+    found = [] if at is None else lines[at : at + 2]
+    said = " | ".join(dict.fromkeys(line for line in (*found, error) if line))
+    return (said or (lines[-1] if lines else ""))[:_SAID_CHARS]
 
 
 def _read_report(path: Path, within: Path) -> bytes:
@@ -971,8 +1007,8 @@ def _read_report(path: Path, within: Path) -> bytes:
     return data
 
 
-def _tail(log: Path) -> list[str]:
+def _tail(log: Path, lines: int = OUTPUT_TAIL_LINES) -> list[str]:
     with open(log, "rb") as handle:
         handle.seek(max(0, log.stat().st_size - _OUTPUT_TAIL_BYTES))
         text = handle.read().decode("utf-8", "replace")
-    return text.splitlines()[-OUTPUT_TAIL_LINES:]
+    return text.splitlines()[-lines:]

@@ -144,7 +144,7 @@ def test_modules_are_downloaded_from_go_mod_and_go_sum_into_the_cache(
 ) -> None:
     monkeypatch.setenv("GOPROXY", "https://goproxy.example.invalid")
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example.invalid:3128")
-    spec = GO.dependencies(["go", "test", "./..."])
+    spec = GO.dependencies(["go", "test", "./..."], lambda _: None)
     # The operator's module and proxy settings reach the install, never the tests.
     assert spec.install_env["GOPROXY"] == "https://goproxy.example.invalid"
     assert spec.install_env["HTTPS_PROXY"] == "http://proxy.example.invalid:3128"

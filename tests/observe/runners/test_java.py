@@ -279,11 +279,11 @@ def test_a_repository_beside_mavens_settings_is_refused(tmp_path: Path) -> None:
 
 
 def test_maven_dependencies_come_from_the_cache_unless_the_command_names_a_repository() -> None:
-    spec = MAVEN.dependencies(["mvn", "test"])
+    spec = MAVEN.dependencies(["mvn", "test"], lambda _: None)
     assert spec is not None
     assert (spec.lockfiles, spec.install) == (("pom.xml",), ("mvn", "-B", "dependency:go-offline"))
-    assert MAVEN.dependencies(list(MAVEN_TEST)) is None
-    assert GRADLE.dependencies(list(GRADLE_TEST)) is None
+    assert MAVEN.dependencies(list(MAVEN_TEST), lambda _: None) is None
+    assert GRADLE.dependencies(list(GRADLE_TEST), lambda _: None) is None
 
 
 # --- real builds --------------------------------------------------------------------------------

@@ -148,7 +148,7 @@ def test_a_toolchain_folder_in_the_workspace_is_refused_before_it_runs(tmp_path:
 
 def test_crates_are_installed_from_the_lockfile_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("https_proxy", "http://proxy.example.invalid:3128")
-    spec = CARGO.dependencies(["cargo", "test"])
+    spec = CARGO.dependencies(["cargo", "test"], lambda _: None)
     assert spec.install_env["https_proxy"] == "http://proxy.example.invalid:3128"
     assert spec.install_env["CRATES_DOWNLOAD"].endswith("/{crate}/{crate}-{version}.crate")
     assert spec.lockfiles == ("Cargo.lock",)

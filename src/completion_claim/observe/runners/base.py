@@ -91,6 +91,14 @@ class Dependencies:
     mounts: Mapping[str, str | None]
     install_env: Mapping[str, str] = field(default_factory=dict)
     optional: tuple[str, ...] = ()
+    # The lines of a failed install's output that say what went wrong (npm's ``npm error``
+    # lines, not its closing notices); None: the last lines.
+    error_lines: str | None = None
+    shown: str = ""  # the install as messages name it (default: ``install`` joined)
+
+    @property
+    def named(self) -> str:
+        return self.shown or " ".join(self.install)
 
 
 @dataclass(frozen=True)
@@ -145,6 +153,9 @@ class RunContext:
     reports: str  # an empty folder the run may write its report into, as the run sees it
     canaries: Canaries | None = None  # what the runner's ``canaries`` planted for this run
     preload: str | None = None  # the runner's ``preload`` as the run sees it
+    # Each mounted folder of its Dependencies on the host: the operator's cache entry, read
+    # to find what was installed (a package's entry script), never written.
+    installed: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -205,7 +216,11 @@ class Runner(ABC):
         (``python`` for Python). Nothing of it may lie in ``workspace``."""
         return Toolchain()
 
-    def dependencies(self, command: Sequence[str]) -> Dependencies | None:
+    def dependencies(
+        self, command: Sequence[str], read: Callable[[str], bytes | None]
+    ) -> Dependencies | None:
+        """What the run installs; ``read(name)`` is the file ``name`` of the run's folder, as
+        the run is given it (a protected one as the trusted ref has it), or None."""
         return None
 
     @abstractmethod

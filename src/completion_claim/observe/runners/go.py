@@ -23,7 +23,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -204,7 +204,9 @@ class GoTest(Runner):
             readable, (os.path.join(goroot, "bin"),), env, program, (program, "version")
         )
 
-    def dependencies(self, command: Sequence[str]) -> Dependencies:
+    def dependencies(
+        self, command: Sequence[str], read: Callable[[str], bytes | None]
+    ) -> Dependencies:
         """The modules go.mod and go.sum pin (the folder made first: a module with no
         requirement downloads nothing), and a build cache seeded with the standard library."""
         settings = observer_settings((*_OPERATOR_MODULE_SETTINGS, *PROXY_SETTINGS))

@@ -32,7 +32,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from ...errors import UsageError
@@ -191,7 +191,9 @@ class Maven(Runner):
                 )
         return _with_jdk(program, readable, workspace, {"MAVEN_SKIP_RC": "1"})
 
-    def dependencies(self, command: Sequence[str]) -> Dependencies | None:
+    def dependencies(
+        self, command: Sequence[str], read: Callable[[str], bytes | None]
+    ) -> Dependencies | None:
         if _repository(command) is not None:
             return None  # the operator's own repository, mounted as it is
         return Dependencies(

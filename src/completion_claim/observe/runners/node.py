@@ -34,7 +34,7 @@ import os
 import re
 import shutil
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -67,7 +67,23 @@ from .results import (
 
 NODE_MODULES = "node_modules"
 LOCKFILES = ("package.json", "package-lock.json")
-NPM_CI = ("npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error")
+_QUIET = ("--no-audit", "--no-fund", "--loglevel=error", "--update-notifier=false")
+NPM_CI = ("npm", "ci", "--ignore-scripts", *_QUIET)
+# npm's own account of a failed command: ``npm error code E404`` and the lines after it (npm
+# 6 wrote ``npm ERR!``), never the notices and log path it ends with.
+NPM_ERROR_LINES = r"npm (error|ERR!) (?!A complete log of this run).*"
+# pnpm and yarn 1 are installed by npm, at these versions, into the cache entry beside what
+# they install: the operator's cache holds the tool that read the lockfile, no global one.
+# pnpm 9 reads the lockfiles pnpm 8 to 10 write (6.x, 9.0).
+_PNPM = "pnpm@9.15.9"
+_YARN_CLASSIC = "yarn@1.22.22"
+_TOOL_FOLDER = ".claim-tool"
+# In a folder of its own, as a project there: npm's --prefix would move npm's own
+# configuration (the operator's cafile, registry) with it.
+_INSTALL_TOOL = (
+    'set -e; mkdir {folder}; echo "{{}}" > {folder}/package.json; (cd {folder} && npm install '
+    '--no-save --no-package-lock --ignore-scripts {quiet} "$1"); shift; exec node "$@"'
+)
 _NPX = frozenset({"npx", "pnpx"})
 _NPX_OPTIONS = frozenset({"--no-install", "--no", "--yes", "-y", "--offline"})
 _SCRIPT_RUNNERS = frozenset({"npm", "yarn", "pnpm", "bun"})
@@ -220,14 +236,21 @@ class _PackageRunner(_NodeRunner):
     def recognises(self, command: Sequence[str]) -> bool:
         return runner_arguments(command, self.programs) is not None
 
-    def dependencies(self, command: Sequence[str]) -> Dependencies | None:
-        return Dependencies(LOCKFILES, NPM_CI, {NODE_MODULES: NODE_MODULES})
+    def dependencies(
+        self, command: Sequence[str], read: Callable[[str], bytes | None]
+    ) -> Dependencies | None:
+        return lockfile_dependencies(read)
 
     def entry_script(self, context: RunContext) -> str:
+        """The script the installed package names for its program in its package.json's
+        ``bin`` (mocha 9's ``bin/mocha``, 10's ``bin/mocha.js``), else ``entry``."""
         folder = context.dependencies.get(NODE_MODULES)
         if folder is None:
             raise ObservationFailed(f"{self.name} is installed from the lockfile, and none was")
-        return os.path.join(folder, self.entry)
+        package = self.entry.split("/", 1)[0]
+        installed = context.installed.get(NODE_MODULES)
+        script = _bin_script(Path(installed, package), self.name) if installed else None
+        return os.path.join(folder, package, script) if script else os.path.join(folder, self.entry)
 
     def arguments(self, command: Sequence[str]) -> list[str]:
         found = runner_arguments(command, self.programs)
@@ -249,6 +272,91 @@ class _PackageRunner(_NodeRunner):
             return None
         why = f"{self.name} in package.json" if self.name in listed else f"{config} found"
         return Detected(self.detected_command, why)
+
+
+def lockfile_dependencies(read: Callable[[str], bytes | None]) -> Dependencies:
+    """The install the project's lockfile asks for: ``npm ci`` from package-lock.json (or
+    npm-shrinkwrap.json), pnpm's from pnpm-lock.yaml, yarn 1's from its yarn.lock; each
+    refusing to change the lockfile and running no package's scripts."""
+    mounts = {NODE_MODULES: NODE_MODULES}
+    for lockfile in ("package-lock.json", "npm-shrinkwrap.json"):
+        if read(lockfile) is not None:
+            return Dependencies(("package.json", lockfile), NPM_CI, mounts,
+                                error_lines=NPM_ERROR_LINES)  # fmt: skip
+    if read("pnpm-lock.yaml") is not None:
+        return Dependencies(("package.json", "pnpm-lock.yaml"), _PNPM_INSTALL, mounts,
+                            error_lines=_PNPM_ERROR_LINES, shown=_named(_PNPM_INSTALL))  # fmt: skip
+    yarn = read("yarn.lock")
+    if yarn is not None and _YARN_BERRY in yarn:
+        raise ObservationFailed(YARN_BERRY)
+    if yarn is not None:
+        return Dependencies(("package.json", "yarn.lock"), _YARN_INSTALL, mounts,
+                            error_lines=_YARN_ERROR_LINES, shown=_named(_YARN_INSTALL))  # fmt: skip
+    raise ObservationFailed(NO_LOCKFILE)
+
+
+# Yarn 2 and later write this; their installs differ (Plug'n'Play, no node_modules by default).
+_YARN_BERRY = b"\n__metadata:"
+YARN_BERRY = (
+    "yarn.lock is Yarn 2 or later's, which the observer does not install (it installs yarn 1's, "
+    "pnpm's and npm's lockfiles): commit a package-lock.json beside it (npm install "
+    "--package-lock-only writes it), which is installed first"
+)
+NO_LOCKFILE = (
+    "no lockfile (package-lock.json, npm-shrinkwrap.json, pnpm-lock.yaml or yarn.lock) pins the "
+    "packages the tests run with: commit one (npm install --package-lock-only writes "
+    "package-lock.json)"
+)
+
+
+def _named(install: tuple[str, ...]) -> str:
+    """A tool's install as a person reads it: ``pnpm@9.15.9 install ...``, not the script."""
+    return " ".join((install[4], *install[6:]))
+
+
+def _with_tool(tool: str, script: str, *args: str) -> tuple[str, ...]:
+    """Install ``tool`` with npm into the entry's tool folder, then run its ``script``."""
+    text = _INSTALL_TOOL.format(quiet=" ".join(_QUIET), folder=_TOOL_FOLDER)
+    path = f"{_TOOL_FOLDER}/node_modules/{script}"
+    return ("/bin/sh", "-c", text, "sh", tool, path, *args)
+
+
+_PNPM_INSTALL = _with_tool(
+    _PNPM,
+    "pnpm/bin/pnpm.cjs",
+    "install",
+    "--frozen-lockfile",
+    "--ignore-scripts",
+    "--config.confirmModulesPurge=false",
+)
+_YARN_INSTALL = _with_tool(
+    _YARN_CLASSIC,
+    "yarn/bin/yarn.js",
+    "install",
+    "--frozen-lockfile",
+    "--ignore-scripts",
+    "--non-interactive",
+    "--no-progress",
+    "--cache-folder",
+    f"{_TOOL_FOLDER}/yarn-cache",
+)
+_PNPM_ERROR_LINES = rf"{NPM_ERROR_LINES}|ERR_PNPM_\w+.*"
+_YARN_ERROR_LINES = rf"{NPM_ERROR_LINES}|error .*"
+
+
+def _bin_script(package: Path, program: str) -> str | None:
+    """The package's script for ``program`` by its package.json (``bin``: a path, or a map of
+    program names to paths), when it names one inside the package."""
+    try:
+        manifest = json.loads((package / "package.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    found = manifest.get("bin") if isinstance(manifest, dict) else None
+    script = found.get(program) if isinstance(found, dict) else found
+    if not isinstance(script, str):
+        return None
+    normal = os.path.normpath(script)
+    return None if normal.startswith("..") or os.path.isabs(normal) else normal
 
 
 def _package(root: Path) -> dict[str, Any] | None:
@@ -521,17 +629,18 @@ class Mocha(_PackageRunner):
 
     def canaries(self, command: Sequence[str], files: Sequence[bytes], draw: Draw) -> Canaries:
         """A suite of two mocha tests asserting with node:assert, one that must pass and one
-        that must fail, in a file named by a drawn word: mocha names a test by its file's path,
-        and a canary file by its name alone (the run's folder is not known here)."""
-        suite, holds, fails = (f"claim canary {draw()}" for _ in range(3))
-        text = _MOCHA_CANARIES.format(
-            suite=suite, holds=holds, fails=fails, value=draw(), other=draw()
-        )
+        that must fail, in a file named by a drawn word, and titled by that name: mocha 10 and
+        later name a test by its file's path, mocha 9 by its suite titles alone, and a canary
+        is named by its file's name either way (the run's folder is not known here)."""
+        holds, fails = (f"claim canary {draw()}" for _ in range(2))
         name = f"claim-canary-{draw()}.cjs"
+        text = _MOCHA_CANARIES.format(
+            suite=name, holds=holds, fails=fails, value=draw(), other=draw()
+        )
         return Canaries(
             files={name: text.encode()},
-            tests=(Canary(f"{name}::{suite} > {holds}", passes=True),
-                   Canary(f"{name}::{suite} > {fails}", passes=False)),
+            tests=(Canary(f"{name}::{name} > {holds}", passes=True),
+                   Canary(f"{name}::{name} > {fails}", passes=False)),
         )  # fmt: skip
 
     def results(self, report: bytes) -> Results:
@@ -558,7 +667,7 @@ def _mocha_cases(root: ET.Element) -> Iterator[tuple[str, str, str]]:
     for case in root.iter("testcase"):
         outcome, message = _case(case)
         file, suites = _relative(case.get("file", "")), case.get("classname", "")
-        canary = _CANARY_FILE.fullmatch(file)
+        canary = _CANARY_FILE.fullmatch(file or suites)  # mocha 9 names no file: its title
         file = canary.group(2) if canary else file
         title = " > ".join(filter(None, [suites, case.get("name", "")]))
         yield f"{file}::{title}" if file else f"{suites}::{case.get('name', '')}", outcome, message

@@ -41,10 +41,12 @@ from .base import (
     Toolchain,
     inside,
 )
+from .python_project import python_tests, unittest_command
 from .results import ERROR, FAILED, PASSED, SKIPPED, Results
 
 PLUGIN = Path(__file__).parent.parent / "pytest_reporter.py"
 PYTHON_PROGRAM = re.compile(r"(python|pypy)[0-9.]*")
+PYTEST_COMMAND = ("python", "-m", "pytest", "-q")
 _PYTEST_PROGRAMS = frozenset({"pytest", "py.test"})
 _REPORT_OPTIONS = ("--junitxml", "--junit-xml")
 _RECORD_FIELDS = {"seq", "node", "when", "outcome", "xfail", "message"}
@@ -101,26 +103,12 @@ class Pytest(Runner):
         return is_pytest(command)
 
     def detect(self, root: Path) -> Detected | None:
-        def has(name: str, marker: str) -> bool:
-            try:
-                return marker in (root / name).read_text(errors="replace")
-            except OSError:
-                return False
-
-        found = (
-            any((root / name).is_file() for name in ("pytest.ini", ".pytest.ini", "pytest.toml",
-                                                     ".pytest.toml"))
-            or (root / "conftest.py").is_file()
-            or has("pyproject.toml", "[tool.pytest")
-            or has("setup.cfg", "[tool:pytest]")
-            or has("tox.ini", "[pytest]")
-            or any(root.glob("test_*.py"))
-            or any((root / folder).is_dir() and any((root / folder).rglob("test_*.py"))
-                   for folder in ("tests", "test"))
-        )  # fmt: skip
-        if not found:
+        """Test modules at the top or in a test folder (``toolz/tests/`` too), or pytest's
+        configuration; not a project of unittest's tests alone (:mod:`.python_project`)."""
+        tests = python_tests(root)
+        if not (tests.modules or tests.pytest_configured) or unittest_command(tests):
             return None
-        return Detected(("python", "-m", "pytest", "-q"), "pytest tests or configuration")
+        return Detected(PYTEST_COMMAND, "pytest tests or configuration")
 
     def protected(self, rel: bytes) -> bool:
         """Test configuration, the test files pytest collects, modules that would replace

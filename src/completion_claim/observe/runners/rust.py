@@ -34,7 +34,7 @@ import re
 import shlex
 import shutil
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -267,7 +267,9 @@ class CargoTest(Runner):
         probe = (env["RUSTC"], "--version")
         return Toolchain(readable, (bin_dir,), env, cargo, probe)
 
-    def dependencies(self, command: Sequence[str]) -> Dependencies:
+    def dependencies(
+        self, command: Sequence[str], read: Callable[[str], bytes | None]
+    ) -> Dependencies:
         python = shutil.which("python3", path=SYSTEM_PATH) or "python3"
         return Dependencies(
             lockfiles=("Cargo.lock",),

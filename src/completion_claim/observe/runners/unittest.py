@@ -35,6 +35,7 @@ from .base import (
     Toolchain,
 )
 from .pytest import PYTHON_PROGRAM, Interpreter, is_python_config
+from .python_project import python_tests, unittest_command
 from .results import ERROR, FAILED, PASSED, SKIPPED, Results
 
 PLUGIN = Path(__file__).parent.parent / "unittest_reporter.py"
@@ -64,9 +65,14 @@ class Unittest(Runner):
         return is_unittest(command)
 
     def detect(self, root: Path) -> Detected | None:
-        """Never: a project pytest can run is detected as pytest's (it runs unittest's tests
-        too); ``python -m unittest`` is written by hand."""
-        return None
+        """A project whose test modules all hold TestCases and no test function of their own
+        (which unittest would never run) and import no pytest, with no pytest configuration and
+        no pytest among its test dependencies (simplejson): the standard library runs them,
+        with no pytest to install (:mod:`.python_project`)."""
+        command = unittest_command(python_tests(root))
+        if command is None:
+            return None
+        return Detected(command, "unittest TestCases, and no pytest configuration")
 
     def protected(self, rel: bytes) -> bool:
         """The usual names of the files unittest's discovery loads as tests (``test_*.py``,
