@@ -26,6 +26,7 @@ from tests.fixtures.node_projects import (
 from tests.fixtures.projects import git, head_commit, write_files
 
 POLICY = {"id": "p", "requires": ["test_run"], "max_age_s": 300, "min_tests": 2}
+COMMANDS = {"jest": ("jest",), "vitest": ("vitest", "run")}
 
 
 @pytest.fixture(autouse=True)
@@ -543,18 +544,19 @@ def test_attack_119_node_assert_disarmed_in_jests_and_vitests_workers_is_refuted
 # --- canaries (issue 30) ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("runner", ["node-test", "mocha"])
+@pytest.mark.parametrize("runner", ["node-test", "mocha", "jest", "vitest"])
 def test_the_canaries_hold_in_an_honest_run_and_are_not_counted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], runner: str
 ) -> None:
     repo = node_project(tmp_path / "repo", runner, buggy=False)
-    command = {"node-test": ("node", "--test"), "mocha": ("mocha",)}[runner]
+    command = {"node-test": ("node", "--test"), "mocha": ("mocha",), **COMMANDS}[runner]
 
     verdict, item, _ = observed(repo, capsys, *command)
 
     assert verdict == 0
-    assert item["details"]["canaries"] == {"planted": 2, "state": "held"}
-    assert item["observed_value"]["exit_code"] == {"node-test": 0, "mocha": 1}[runner]
+    planted = {"node-test": 2, "mocha": 2, "jest": 4, "vitest": 4}[runner]
+    assert item["details"]["canaries"] == {"planted": planted, "state": "held"}
+    assert item["observed_value"]["exit_code"] == {"mocha": 1}.get(runner, 0)
     assert (item["observed_value"]["passed"], item["observed_value"]["failed"]) == (2, 0)
     assert not any("canary" in name for name in item["observed_value"]["tests"])
 
@@ -633,3 +635,160 @@ def test_mochas_bail_from_the_configuration_stops_no_test_for_a_canary(
 
     assert verdict == 0
     assert (item["observed_value"]["passed"], item["details"]["canaries"]["state"]) == (2, "held")
+
+
+# --- jest's and vitest's expect disarmed by the code under test (issue 30) --------------------
+
+# What the observer cannot fix in place (the realm's own functions, Object.prototype): every
+# toBe passes, the broken add()'s too.
+UNFIXED = {
+    ("jest", "Object.is"): "Object.is = () => true;\n",
+    ("vitest", "Object.is"): "Object.is = () => true;\n",
+    ("jest", "an accessor on Object.prototype"): (
+        'Object.defineProperty(Object.prototype, "toBe", {\n'
+        "  get: () => () => {},\n  set() {},\n  configurable: true,\n});\n"
+    ),
+}
+
+
+@pytest.mark.parametrize(("runner", "disarm"), list(UNFIXED))
+def test_attack_164_expect_disarmed_by_the_code_under_test_turns_the_canaries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], runner: str, disarm: str
+) -> None:
+    """The module under test makes every toBe pass when the test file loads it (``Object.is``
+    replaced, which jest's and vitest's toBe call; under jest, an accessor on Object.prototype
+    that swallows the matcher jest assigns to each expectation): the project's tests "pass" on
+    the broken add(). The observer adds its canaries to every test file (the setup file of a
+    configuration of its own, which adds it to the project's), in the same context as the
+    code under test: the must-fail one asserting with toBe passes, and the report is forged."""
+    repo = node_project(tmp_path / "repo", runner)
+    code, _, buggy, _, _ = PROJECTS[runner]
+    write_files(repo, {code: UNFIXED[runner, disarm] + buggy})
+
+    verdict, item, _ = observed(repo, capsys, *COMMANDS[runner])
+
+    assert verdict != 0
+    assert set(item["observed_value"]["tests"].values()) == {"passed"}
+    assert item["details"]["canaries"]["state"] == "forged"
+    # The must-fail ones (toBe's, and toEqual's where it calls Object.is too), each in the file.
+    wrong = item["details"]["canaries"]["wrong"]
+    assert wrong and all(
+        w["test"].startswith(PROJECTS[runner][3] + "::claim canary ") for w in wrong
+    )
+    assert {(w["planted"], w["reported"]) for w in wrong} == {("passed", "failed")}
+
+
+FIXED = {
+    ("jest", "expect.extend"): (
+        'expect.extend({ toBe: () => ({ pass: true, message: () => "" }) });\n'
+    ),
+    ("jest", "the matchers' object"): (
+        'const matchers = globalThis[Symbol.for("$$jest-matchers-object")].matchers;\n'
+        'matchers.toBe = () => ({ pass: true, message: () => "" });\n'
+    ),
+    ("jest", "the global expect"): (
+        "const real = expect;\n"
+        "globalThis.expect = (value) => new Proxy(real(value), { get: () => () => {} });\n"
+    ),
+    ("jest", "expect.extend at the first call"): (
+        "let disarmed = false;\nconst disarm = () => {\n  if (disarmed) return;\n"
+        '  disarmed = true;\n  expect.extend({ toBe: () => ({ pass: true, message: () => "" }) });\n'
+        "};\n"
+    ),
+    ("vitest", "expect.extend"): (
+        'import { expect } from "vitest";\n'
+        'expect.extend({ toBe: () => ({ pass: true, message: () => "" }) });\n'
+    ),
+    ("vitest", "chai's assert"): (
+        'import { chai } from "vitest";\nchai.Assertion.prototype.assert = function () {};\n'
+    ),
+}
+
+
+@pytest.mark.parametrize(("runner", "disarm"), list(FIXED))
+def test_attack_165_expects_matchers_replaced_by_the_code_under_test_are_refuted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], runner: str, disarm: str
+) -> None:
+    """The code under test replaces a built-in matcher (``expect.extend``, the matchers'
+    object, the global ``expect``; under vitest, chai's ``Assertion.prototype.assert``, which
+    every matcher calls), when loaded or at its first call, after the canaries ran. The
+    observer's setup file fixed them in place before the test file loaded: the replacement
+    throws or is ignored, and the test fails against the bug."""
+    repo = node_project(tmp_path / "repo", runner)
+    code, _, buggy, _, _ = PROJECTS[runner]
+    if "first call" in disarm:
+        buggy = buggy.replace("  return a - b;", "  disarm();\n  return a - b;")
+    write_files(repo, {code: FIXED[runner, disarm] + buggy})
+
+    verdict, item, _ = observed(repo, capsys, *COMMANDS[runner])
+
+    assert verdict != 0
+    assert "passed" not in item["observed_value"]["tests"].values()
+
+
+# The project's own configuration, setup file and matchers, which the observer's keeps: a
+# matcher added in the setup file and one added by a second test file, both used.
+OWN_MATCHERS = {
+    "jest": {
+        "jest.config.js": 'module.exports = { setupFilesAfterEnv: ["<rootDir>/test/setup.js"] };\n',
+        "test/setup.js": (
+            "expect.extend({\n  toBeSumOf: (sum, a, b) => ({ pass: sum === a + b, "
+            'message: () => "not the sum" }),\n});\n'
+        ),
+        "test/even.test.js": (
+            'const { add } = require("../calc");\n\n'
+            "expect.extend({\n  toBeEven: (n) => ({ pass: n % 2 === 0, "
+            'message: () => "odd" }),\n});\n\n'
+            'test("adds evens", () => {\n  expect(add(2, 4)).toBeEven();\n'
+            "  expect(add(2, 4)).toBeSumOf(2, 4);\n});\n"
+        ),
+    },
+    "vitest": {
+        "vitest.config.ts": (
+            'import { defineConfig } from "vitest/config";\n\n'
+            'export default defineConfig({ test: { setupFiles: ["./test/setup.ts"] } });\n'
+        ),
+        "test/setup.ts": (
+            'import { expect } from "vitest";\n\nexpect.extend({\n'
+            "  toBeSumOf: (sum: number, a: number, b: number) => "
+            '({ pass: sum === a + b, message: () => "not the sum" }),\n});\n'
+        ),
+        "test/even.test.ts": (
+            'import { expect, test } from "vitest";\nimport { add } from "../calc";\n\n'
+            "expect.extend({\n  toBeEven: (n: number) => ({ pass: n % 2 === 0, "
+            'message: () => "odd" }),\n});\n\n'
+            'test("adds evens", () => {\n  expect(add(2, 4)).toBeEven();\n'
+            "  // @ts-expect-error: declared by the setup file\n"
+            "  expect(add(2, 4)).toBeSumOf(2, 4);\n});\n"
+        ),
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("runner", "command"),
+    [("jest", ("jest",)), ("jest", ("jest", "--config", "jest.config.js")),
+     ("vitest", ("vitest", "run")), ("vitest", ("vitest", "run", "--config=vitest.config.ts"))],
+)  # fmt: skip
+def test_attack_164_control_the_projects_configuration_and_matchers_are_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], runner: str, command: tuple[str, ...]
+) -> None:
+    """The observer's configuration reads the project's (found, or named by the command) and
+    adds its setup file last: the project's setup file and its matchers, and a matcher a test
+    file adds, still work; the canaries hold in each test file; the honest fix verifies and
+    the wrong one is refuted."""
+    repo = node_project(tmp_path / "repo", runner)
+    write_files(repo, OWN_MATCHERS[runner])
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "the project's own matchers")
+    fixed(repo, runner, right=False)
+    wrong, refuted, _ = observed(repo, capsys, *command)
+    fixed(repo, runner)
+
+    verdict, item, _ = observed(repo, capsys, *command)
+
+    assert (wrong, refuted["details"]["canaries"]["state"]) == (2, "held")
+    assert verdict == 0
+    assert (item["observed_value"]["passed"], item["observed_value"]["failed"]) == (3, 0)
+    assert item["details"]["canaries"] == {"planted": 4, "state": "held"}
+    assert item["details"]["argv"][-2] == "--config"
