@@ -544,19 +544,22 @@ def test_attack_119_node_assert_disarmed_in_jests_and_vitests_workers_is_refuted
 # --- canaries (issue 30) ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("runner", ["node-test", "mocha", "jest", "vitest"])
+@pytest.mark.parametrize("runner", ["node-test", "mocha", "mocha-chai", "jest", "vitest"])
 def test_the_canaries_hold_in_an_honest_run_and_are_not_counted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], runner: str
 ) -> None:
+    """mocha's canaries assert with chai where the project installed it (mocha-chai), else
+    with node:assert in its place; mocha exits with its number of failures, the must-fail
+    canaries'."""
     repo = node_project(tmp_path / "repo", runner, buggy=False)
-    command = {"node-test": ("node", "--test"), "mocha": ("mocha",), **COMMANDS}[runner]
+    command = {"node-test": ("node", "--test"), **COMMANDS}.get(runner, ("mocha",))
 
     verdict, item, _ = observed(repo, capsys, *command)
 
     assert verdict == 0
-    planted = {"node-test": 2, "mocha": 2, "jest": 4, "vitest": 4}[runner]
+    planted = 2 if runner == "node-test" else 4
     assert item["details"]["canaries"] == {"planted": planted, "state": "held"}
-    assert item["observed_value"]["exit_code"] == {"mocha": 1}.get(runner, 0)
+    assert item["observed_value"]["exit_code"] == (3 if runner.startswith("mocha") else 0)
     assert (item["observed_value"]["passed"], item["observed_value"]["failed"]) == (2, 0)
     assert not any("canary" in name for name in item["observed_value"]["tests"])
 
@@ -577,8 +580,8 @@ def test_attack_124_mochas_runner_patched_by_the_code_under_test_turns_a_canary(
     assert verdict != 0
     assert item["observed_value"]["tests"]["test/calc.test.js::calc > adds"] == "passed"
     assert item["details"]["canaries"]["state"] == "forged"
-    (wrong,) = item["details"]["canaries"]["wrong"]
-    assert (wrong["planted"], wrong["reported"]) == ("failed", "passed")
+    wrong = item["details"]["canaries"]["wrong"]
+    assert [(w["planted"], w["reported"]) for w in wrong] == [("failed", "passed")] * 3
 
 
 REPORT_FORGER = """const fs = require("node:fs");
@@ -672,9 +675,8 @@ def test_attack_164_expect_disarmed_by_the_code_under_test_turns_the_canaries(
     assert item["details"]["canaries"]["state"] == "forged"
     # The must-fail ones (toBe's, and toEqual's where it calls Object.is too), each in the file.
     wrong = item["details"]["canaries"]["wrong"]
-    assert wrong and all(
-        w["test"].startswith(PROJECTS[runner][3] + "::claim canary ") for w in wrong
-    )
+    assert wrong
+    assert all(w["test"].startswith(PROJECTS[runner][3] + "::claim canary ") for w in wrong)
     assert {(w["planted"], w["reported"]) for w in wrong} == {("passed", "failed")}
 
 
@@ -692,8 +694,8 @@ FIXED = {
     ),
     ("jest", "expect.extend at the first call"): (
         "let disarmed = false;\nconst disarm = () => {\n  if (disarmed) return;\n"
-        '  disarmed = true;\n  expect.extend({ toBe: () => ({ pass: true, message: () => "" }) });\n'
-        "};\n"
+        "  disarmed = true;\n"
+        '  expect.extend({ toBe: () => ({ pass: true, message: () => "" }) });\n};\n'
     ),
     ("vitest", "expect.extend"): (
         'import { expect } from "vitest";\n'
@@ -792,3 +794,45 @@ def test_attack_164_control_the_projects_configuration_and_matchers_are_kept(
     assert (item["observed_value"]["passed"], item["observed_value"]["failed"]) == (3, 0)
     assert item["details"]["canaries"] == {"planted": 4, "state": "held"}
     assert item["details"]["argv"][-2] == "--config"
+
+
+# --- chai disarmed under mocha (issue 30) -----------------------------------------------------
+
+# chai's assert.equal throws its own error; every expect-style matcher calls the Assertion's
+# assert: both disarmed.
+CHAI_DISARM = (
+    'const chai = require("chai");\n'
+    "chai.assert.equal = () => {};\n"
+    "chai.Assertion.prototype.assert = function () {};\n"
+)
+CHAI_DISARMS = {
+    "at load": CHAI_DISARM,
+    "at the first call": (
+        "let disarmed = false;\nconst disarm = () => {\n  if (disarmed) return;\n"
+        "  disarmed = true;\n" + CHAI_DISARM.replace("\n", "\n  ").rstrip(" ") + "};\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("disarm", list(CHAI_DISARMS))
+def test_attack_166_chai_disarmed_by_the_code_under_test_turns_mochas_canaries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], disarm: str
+) -> None:
+    """The project's mocha tests assert with chai (a package, which nothing froze); the code
+    under test disarms chai's assert-style equal or the Assertion's assert every expect-style
+    matcher calls, at load or at its first call: the trusted tests "pass" on the broken add().
+    mocha's canaries assert with the project's chai too, and the last run after the project's
+    tests: a must-fail one passes, and the report is forged."""
+    repo = node_project(tmp_path / "repo", "mocha-chai")
+    buggy = CALC_JS_BUGGY
+    if "first call" in disarm:
+        buggy = buggy.replace("  return a - b;", "  disarm();\n  return a - b;")
+    write_files(repo, {"calc.js": CHAI_DISARMS[disarm] + buggy})
+
+    verdict, item, _ = observed(repo, capsys, "mocha")
+
+    assert verdict != 0
+    assert set(item["observed_value"]["tests"].values()) == {"passed"}
+    assert item["details"]["canaries"]["state"] == "forged"
+    wrong = item["details"]["canaries"]["wrong"]
+    assert {(w["planted"], w["reported"]) for w in wrong} == {("failed", "passed")}

@@ -712,7 +712,7 @@ class Mocha(_PackageRunner):
         # --file adds the canaries to whatever the command and the configuration name (a spec
         # on the command line would replace mocha's default one); it runs them in mocha's own
         # process, the one the test files and the code under test share, never in parallel,
-        # and first: bail would end the run at the must-fail one.
+        # and never bailing: bail would end the run at a must-fail one.
         planted: list[str] = []
         if context.canaries is not None:
             planted += ("--no-parallel", "--no-bail")
@@ -723,34 +723,67 @@ class Mocha(_PackageRunner):
         return Invocation(argv, _environment(context), ReportSource.FILE, self.report(context))
 
     def canaries(self, command: Sequence[str], files: Sequence[bytes], draw: Draw) -> Canaries:
-        """A suite of two mocha tests asserting with node:assert, one that must pass and one
-        that must fail, in a file named by a drawn word: mocha names a test by its file's path,
-        and a canary file by its name alone (the run's folder is not known here)."""
-        suite, holds, fails = (f"claim canary {draw()}" for _ in range(3))
-        text = _MOCHA_CANARIES.format(
-            suite=suite, holds=holds, fails=fails, value=draw(), other=draw()
-        )
+        """A suite of mocha tests in a file named by a drawn word (mocha names a test by its
+        file's path, and a canary file by its name alone: the run's folder is not known here):
+        one that must pass, and three that must fail, asserting with node:assert, with chai's
+        assert-style equal and with its expect-style equal (every matcher of chai's calls the
+        Assertion's assert). chai is the project's own, imported from the run's folder when
+        its lockfile installed one (else node:assert stands in): a package nothing can freeze
+        for good (its plugins overwrite its methods), which the code under test shares with
+        the tests. The suite runs after the project's tests (moved last by a root hook), so
+        code that disarms an assertion when first called is caught too."""
+        suite, holds, *fails = (f"claim canary {draw()}" for _ in range(5))
+        names = dict(zip(("fails", "fails_assert", "fails_expect"), fails, strict=True))
+        text = _MOCHA_CANARIES.format(suite=suite, holds=holds, value=draw(), other=draw(),
+                                      **names)  # fmt: skip
         name = f"claim-canary-{draw()}.cjs"
         return Canaries(
             files={name: text.encode()},
             tests=(Canary(f"{name}::{suite} > {holds}", passes=True),
-                   Canary(f"{name}::{suite} > {fails}", passes=False)),
+                   *(Canary(f"{name}::{suite} > {fail}", passes=False) for fail in fails)),
+            failed_exit_code=len(fails),  # mocha's: its number of failures
         )  # fmt: skip
 
     def results(self, report: bytes) -> Results:
         return tally(_mocha_cases(junit_root(report)))
 
 
-_MOCHA_CANARIES = """const assert = require("node:assert");
-const {{ describe, it }} = require("mocha");
+_MOCHA_CANARIES = """// The observer's canaries (completion-claim).
+const assert = require("node:assert");
+const {{ before, describe, it }} = require("mocha");
 
-describe("{suite}", () => {{
-  it("{holds}", () => {{
-    assert.strictEqual("{value}", "{value}");
+// Started when mocha loads this file, before any test file or the code under test.
+const chaiLoaded = import("chai").then(
+  (found) => (found.default && found.default.assert ? found.default : found),
+  () => null,
+);
+const [value, other] = ["{value}", "{other}"];
+
+const suite = describe("{suite}", () => {{
+  it("{holds}", async () => {{
+    const chai = await chaiLoaded;
+    assert.strictEqual(value, value);
+    chai?.assert.equal(value, value);
+    chai?.expect(value).to.equal(value);
   }});
   it("{fails}", () => {{
-    assert.strictEqual("{value}", "{other}");
+    assert.strictEqual(value, other);
   }});
+  it("{fails_assert}", async () => {{
+    const chai = await chaiLoaded;
+    (chai ? chai.assert.equal : assert.strictEqual)(value, other);
+  }});
+  it("{fails_expect}", async () => {{
+    const chai = await chaiLoaded;
+    if (chai) chai.expect(value).to.equal(other);
+    else assert.strictEqual(value, other);
+  }});
+}});
+
+// Last: after the project's tests, whatever they did to the assertions.
+before(() => {{
+  const siblings = suite.parent.suites;
+  siblings.push(...siblings.splice(siblings.indexOf(suite), 1));
 }});
 """
 _CANARY_FILE = re.compile(r"(.*/)?(claim-canary-[0-9a-f]+\.cjs)")
