@@ -752,16 +752,18 @@ _MOCHA_CANARIES = """// The observer's canaries (completion-claim).
 const assert = require("node:assert");
 const {{ before, describe, it }} = require("mocha");
 
-// Started when mocha loads this file, before any test file or the code under test.
-const chaiLoaded = import("chai").then(
-  (found) => (found.default && found.default.assert ? found.default : found),
-  () => null,
-);
+// Imported when the canaries run, after every test file loaded: a test file's require of an
+// ES module chai while this import loads it could fail.
+const project = () =>
+  import("chai").then(
+    (found) => (found.default && found.default.assert ? found.default : found),
+    () => null,
+  );
 const [value, other] = ["{value}", "{other}"];
 
 const suite = describe("{suite}", () => {{
   it("{holds}", async () => {{
-    const chai = await chaiLoaded;
+    const chai = await project();
     assert.strictEqual(value, value);
     chai?.assert.equal(value, value);
     chai?.expect(value).to.equal(value);
@@ -770,11 +772,11 @@ const suite = describe("{suite}", () => {{
     assert.strictEqual(value, other);
   }});
   it("{fails_assert}", async () => {{
-    const chai = await chaiLoaded;
+    const chai = await project();
     (chai ? chai.assert.equal : assert.strictEqual)(value, other);
   }});
   it("{fails_expect}", async () => {{
-    const chai = await chaiLoaded;
+    const chai = await project();
     if (chai) chai.expect(value).to.equal(other);
     else assert.strictEqual(value, other);
   }});
