@@ -23,8 +23,10 @@ Report names (``require_tests``):
 The code under test runs in the runner's processes, as the same user: like pytest's in-memory
 patching, what those processes print or write can be forged by it (docs/threat-model.md). Every
 node process of the run loads the observer's preload first (``node_preload.cjs``), which freezes
-node:assert and node:test; ``node --test`` and mocha run the observer's canaries beside the
-tests (mocha's in its own process, the one the code under test runs in).
+node:assert and node:test. Every runner carries the observer's canaries: ``node --test`` and
+mocha in a file of their own (mocha's in its own process, the one the code under test runs in,
+with the project's chai), jest and vitest in every test file (each runs in a context of its
+own), added by a setup file of the observer's that also fixes their built-in matchers in place.
 """
 
 from __future__ import annotations
