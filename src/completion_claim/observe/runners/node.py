@@ -427,14 +427,15 @@ _FIX = """function fix(owner, name) {
 """
 
 
-def _without_config(args: Sequence[str], options: Sequence[str]) -> tuple[list[str], str | None]:
-    """The arguments without the configuration they name, and that configuration."""
+def _without_config(args: Sequence[str]) -> tuple[list[str], str | None]:
+    """jest's or vitest's arguments without the configuration they name (``--config`` or
+    ``-c``, both runners' own), and that configuration."""
     kept: list[str] = []
     chosen = None
     rest = iter(args)
     for arg in rest:
         option, equals, value = arg.partition("=")
-        if option in options:
+        if option in ("--config", "-c"):
             chosen = value if equals else next(rest, None)
         else:
             kept.append(arg)
@@ -472,7 +473,7 @@ class Vitest(_PackageRunner):
             "--reporter=junit", f"--outputFile.junit={self.report(context)}",
             "--reporter=default", "--no-cache",
         )  # fmt: skip
-        args, _ = _without_config(args, self.config_options)
+        args, _ = _without_config(args)
         argv = (_node(context), self.entry_script(context), "run", *args, *ours,
                 *_canaries_config(context))  # fmt: skip
         return Invocation(argv, _environment(context), ReportSource.FILE, self.report(context))
@@ -483,7 +484,7 @@ class Vitest(_PackageRunner):
         the first file vitest looks for), imported, with the canaries' setup file last among
         its ``setupFiles``. The must-fail ones are ``test.fails``, which vitest reports passed
         when they fail: an honest run's exit code stays its own."""
-        _, chosen = _without_config(self.arguments(command), self.config_options)
+        _, chosen = _without_config(self.arguments(command))
         found = chosen or next((n for n in _VITEST_CONFIGS if n.encode() in files), None)
         where = json.dumps(found if found is None or os.path.isabs(found) else f"./{found}")
         project = "{}" if found is None else f"require({where})"
@@ -494,8 +495,6 @@ class Vitest(_PackageRunner):
 
     def results(self, report: bytes) -> Results:
         return junit_results(report)
-
-    config_options = ("--config", "-c")
 
 
 # vitest's own search, in its order (vitest's CONFIG_NAMES and CONFIG_EXTENSIONS).
@@ -570,7 +569,7 @@ class Jest(_PackageRunner):
 
     def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
         ours = ("--ci", "--json", f"--outputFile={self.report(context)}", "--no-watchman")
-        args, _ = _without_config(self.arguments(command), self.config_options)
+        args, _ = _without_config(self.arguments(command))
         argv = (_node(context), self.entry_script(context), *args, *ours,
                 *_canaries_config(context))  # fmt: skip
         return Invocation(argv, _environment(context), ReportSource.FILE, self.report(context))
@@ -582,7 +581,7 @@ class Jest(_PackageRunner):
         the canaries' setup file last among its ``setupFilesAfterEnv`` (in each project given
         inline). The must-fail ones are ``test.failing`` (jest 28.1 and later), which jest
         reports passed when they fail: an honest run's exit code stays its own."""
-        _, chosen = _without_config(self.arguments(command), self.config_options)
+        _, chosen = _without_config(self.arguments(command))
         project = "undefined" if chosen is None else json.dumps(chosen)
         return _each_file_canaries(
             draw, _JEST_CANARIES, ("cjs", "cjs"),
@@ -591,8 +590,6 @@ class Jest(_PackageRunner):
 
     def results(self, report: bytes) -> Results:
         return tally(_jest_cases(report))
-
-    config_options = ("--config", "-c")
 
 
 _JEST_CONFIG = """// The observer's configuration (completion-claim): the project's own, as
