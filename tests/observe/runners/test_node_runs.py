@@ -836,3 +836,25 @@ def test_attack_166_chai_disarmed_by_the_code_under_test_turns_mochas_canaries(
     assert item["details"]["canaries"]["state"] == "forged"
     wrong = item["details"]["canaries"]["wrong"]
     assert {(w["planted"], w["reported"]) for w in wrong} == {("failed", "passed")}
+
+
+def test_a_vitest_configuration_written_as_an_es_module_runs_in_the_sandbox(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """vite bundles an ES module configuration (``.mts``, or any under ``"type": "module"``)
+    into a file beside the nearest node_modules, which the run cannot write: the observer's
+    own configuration, CommonJS, has it bundled with it and loaded from memory, so the honest
+    fix verifies (the observation failed before)."""
+    repo = node_project(tmp_path / "repo", "vitest")
+    write_files(repo, {"vitest.config.mts": (
+        'import { defineConfig } from "vitest/config";\n\n'
+        "export default defineConfig({ test: { include: [\"test/**/*.test.ts\"] } });\n"
+    )})  # fmt: skip
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "an ES module configuration")
+    fixed(repo, "vitest")
+
+    verdict, item, _ = observed(repo, capsys, "vitest", "run")
+
+    assert verdict == 0
+    assert item["details"]["canaries"] == {"planted": 4, "state": "held"}
