@@ -680,6 +680,32 @@ def test_attack_164_expect_disarmed_by_the_code_under_test_turns_the_canaries(
     assert {(w["planted"], w["reported"]) for w in wrong} == {("passed", "failed")}
 
 
+# The same, when add() is first called: after every test declared before the project's.
+LATER = {
+    ("jest", "Object.is"): "Object.is = () => true;\n",
+    ("vitest", "Object.is"): "Object.is = () => true;\n",
+}
+
+
+@pytest.mark.parametrize(("runner", "disarm"), list(LATER))
+def test_attack_167_expect_disarmed_when_the_code_is_first_called_turns_the_canaries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], runner: str, disarm: str
+) -> None:
+    """The code disarms toBe (``Object.is``, which the observer cannot fix) only when add()
+    is first called, inside the project's first test: canaries that ran before the file's own
+    tests would have held. A root hook of the observer's setup file moves them after the
+    file's tests (jest-circus's describe blocks, vitest's file tasks): forged."""
+    repo = node_project(tmp_path / "repo", runner)
+    code, _, buggy, _, _ = PROJECTS[runner]
+    lazy = buggy.replace("  return a - b;", "  " + LATER[runner, disarm] + "  return a - b;")
+    write_files(repo, {code: lazy})
+
+    verdict, item, _ = observed(repo, capsys, *COMMANDS[runner])
+
+    assert verdict != 0
+    assert item["details"]["canaries"]["state"] == "forged"
+
+
 FIXED = {
     ("jest", "expect.extend"): (
         'expect.extend({ toBe: () => ({ pass: true, message: () => "" }) });\n'

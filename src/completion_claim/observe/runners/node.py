@@ -394,10 +394,11 @@ def _each_file_canaries(
     """jest and vitest run each test file in a context of its own (its globals, its modules,
     its ``expect``): a canary in a file of its own would never meet the code under test. A
     setup file of the observer's (in the run's folder, under a drawn name) declares them in
-    every test file, before the file loads the code, and runs them first; then it fixes the
-    built-in matchers in place. ``configuration(setup)`` is the runner's configuration that
-    adds it: the run starts with it (``Canaries.config``). One canary must pass, three must
-    fail, each with its own matcher (toBe, toEqual, toStrictEqual)."""
+    every test file, before the file loads the code, and a root hook of it moves them after
+    the file's own tests; then it fixes the built-in matchers in place.
+    ``configuration(setup)`` is the runner's configuration that adds it: the run starts with
+    it (``Canaries.config``). One canary must pass, three must fail, each with its own matcher
+    (toBe, toEqual, toStrictEqual)."""
     suite, holds, *fails = (f"claim canary {draw()}" for _ in range(5))
     names = dict(zip(("fails_be", "fails_equal", "fails_strict"), fails, strict=True))
     text = tests.format(suite=suite, holds=holds, value=draw(), other=draw(), fix=_FIX, **names)
@@ -524,7 +525,7 @@ module.exports = async (env) =>
   withCanaries(await (typeof project === "function" ? project(env) : project));
 """
 _VITEST_CANARIES = """// The observer's canaries (completion-claim), added to every test file.
-import {{ chai, describe, expect, test }} from "vitest";
+import {{ beforeAll, chai, describe, expect, test }} from "vitest";
 
 const check = (value) => (globalThis.expect ?? expect)(value);
 const [value, other] = ["{value}", "{other}"];
@@ -539,6 +540,12 @@ describe("{suite}", () => {{
   test.fails("{fails_be}", () => check(value).toBe(other));
   test.fails("{fails_equal}", () => check(wrapped(value)).toEqual(wrapped(other)));
   test.fails("{fails_strict}", () => check(wrapped(value)).toStrictEqual(wrapped(other)));
+}});
+
+// Last: after the file's own tests, whatever they did when called.
+beforeAll((file) => {{
+  const ours = file.tasks.findIndex((task) => task.name === "{suite}");
+  if (ours >= 0) file.tasks.push(...file.tasks.splice(ours, 1));
 }});
 
 // vitest's matchers are methods of chai's Assertion, and each calls its assert: those the
@@ -628,6 +635,17 @@ globals.describe("{suite}", () => {{
   globals.test.failing("{fails_be}", () => check(value).toBe(other));
   globals.test.failing("{fails_equal}", () => check(wrapped(value)).toEqual(wrapped(other)));
   globals.test.failing("{fails_strict}", () => check(wrapped(value)).toStrictEqual(wrapped(other)));
+}});
+
+// Last: after the file's own tests, whatever they did when called (jest-circus keeps its
+// state on the global object, under a symbol of its own).
+globals.beforeAll(() => {{
+  const key = Object.getOwnPropertySymbols(globalThis).find(
+    (symbol) => symbol.description === "JEST_STATE_SYMBOL",
+  );
+  const siblings = key === undefined ? [] : globalThis[key].rootDescribeBlock.children;
+  const ours = siblings.findIndex((child) => child.name === "{suite}");
+  if (ours >= 0) siblings.push(...siblings.splice(ours, 1));
 }});
 
 // The matchers jest and the project's setup files defined can no longer be replaced (a new
