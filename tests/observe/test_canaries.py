@@ -174,3 +174,57 @@ def test_a_run_with_no_report_leaves_the_canaries_unreported() -> None:
     from completion_claim.observe.runners.results import no_counts
 
     assert judged(no_counts("killed"), PLANTED)[1]["state"] == "unreported"
+
+
+# jest's and vitest's: added to each test file, named without it, the must-fail one reported
+# passed (test.failing, test.fails).
+IN_EACH_FILE = Canaries(
+    {},
+    (
+        Canary("k > passes", True, in_each_file=True),
+        Canary("k > fails", False, reported="passed", in_each_file=True),
+    ),
+)
+
+
+def _in(file: str, fails: str = "passed") -> list[tuple[str, str, str]]:
+    return [(f"{file}::k > passes", "passed", ""), (f"{file}::k > fails", fails, "")]
+
+
+def test_canaries_in_each_file_hold_when_every_file_that_ran_a_test_reports_them() -> None:
+    cases = [("a.test.js::adds", "passed", ""), *_in("a.test.js"),
+             ("b.test.js::subtracts", "failed", "no"), *_in("b.test.js"),
+             ("c.test.js::c.test.js", "error", "could not load")]  # fmt: skip
+
+    kept, details = judged(tally(cases), IN_EACH_FILE)
+
+    assert details == {"planted": 2, "state": "held"}
+    assert kept.counts["tests"] == {"a.test.js::adds": "passed", "b.test.js::subtracts": "failed",
+                                    "c.test.js::c.test.js": "error"}  # fmt: skip
+    assert (kept.counts["passed"], kept.counts["failed"]) == (1, 1)
+    assert [f["test"] for f in kept.failures] == ["b.test.js::subtracts", "c.test.js::c.test.js"]
+
+
+@pytest.mark.parametrize(
+    ("cases", "wrong"),
+    [
+        (
+            [("a.test.js::adds", "passed", ""), *_in("a.test.js", fails="failed")],
+            ("a.test.js::k > fails", "passed", "failed"),
+        ),
+        (
+            [("a.test.js::adds", "passed", ""), *_in("a.test.js"), ("b.test.js::x", "passed", "")],
+            ("b.test.js::k > fails", "passed", "missing"),
+        ),
+    ],
+    ids=["must-fail-passed", "missing-from-one-file"],
+)
+def test_a_canary_of_each_file_wrong_or_missing_in_one_file_makes_the_report_forged(
+    cases: list[tuple[str, str, str]], wrong: tuple[str, str, str]
+) -> None:
+    _, details = judged(tally(cases), IN_EACH_FILE)
+
+    assert details["state"] == "forged"
+    assert (wrong[0], wrong[1], wrong[2]) in [
+        (w["test"], w["planted"], w["reported"]) for w in details["wrong"]
+    ]

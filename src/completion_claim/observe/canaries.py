@@ -23,8 +23,8 @@ from secrets import token_hex
 from typing import Any
 
 from .run_tree import RunTree
-from .runners.base import Canaries, Runner
-from .runners.results import COUNT_KEYS, FAILED, PASSED, Results
+from .runners.base import Canaries, Canary, Runner
+from .runners.results import COUNT_KEYS, ERROR, FAILED, PASSED, Results
 
 HELD, FORGED, UNREPORTED, NOT_RUN = "held", "forged", "unreported", "not run"
 CANARIES = "canaries"  # in the observed value, the expectation and the details
@@ -71,16 +71,17 @@ def judged(results: Results, canaries: Canaries) -> tuple[Results, dict[str, Any
     tests: Mapping[str, str] = results.counts.get("tests") or {}
     counts = {key: value for key, value in results.counts.items() if key != "tests"}
     kept = dict(tests)
-    wrong = []
+    wrong, planted = [], set()
     for canary in canaries.tests:
         want = canary.reported or (PASSED if canary.passes else FAILED)
-        reported = kept.pop(canary.name, None)
-        if reported is not None and COUNT_KEYS[reported] in counts:
-            counts[COUNT_KEYS[reported]] -= 1
-        if reported != want:
-            wrong.append({"test": canary.name, "planted": want, "reported": reported or "missing"})
-    names = {canary.name for canary in canaries.tests}
-    failures = [failure for failure in results.failures if failure["test"] not in names]
+        for name in _reported_names(canary, canaries, tests):
+            planted.add(name)
+            reported = kept.pop(name, None)
+            if reported is not None and COUNT_KEYS[reported] in counts:
+                counts[COUNT_KEYS[reported]] -= 1
+            if reported != want:
+                wrong.append({"test": name, "planted": want, "reported": reported or "missing"})
+    failures = [failure for failure in results.failures if failure["test"] not in planted]
     if results.counts:
         results = replace(results, counts=counts | {"tests": kept}, failures=failures)
     details: dict[str, Any] = {"planted": len(canaries.tests)}
@@ -95,3 +96,18 @@ def judged(results: Results, canaries: Canaries) -> tuple[Results, dict[str, Any
     else:
         details["state"] = HELD
     return results, details
+
+
+def _reported_names(canary: Canary, canaries: Canaries, tests: Mapping[str, str]) -> list[str]:
+    """The names ``canary`` must be reported under: its own, or, added to each test file, its
+    name in every file that ran a test (an error loading a file runs none of its tests, the
+    canaries' either; that file is not verified anyway)."""
+    if not canary.in_each_file:
+        return [canary.name]
+    ours = tuple(f"::{each.name}" for each in canaries.tests if each.in_each_file)
+    files = {
+        name.split("::", 1)[0]
+        for name, outcome in tests.items()
+        if outcome != ERROR and not name.endswith(ours)
+    }
+    return [f"{file}::{canary.name}" for file in sorted(files)]

@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from secrets import token_hex
 
@@ -14,7 +15,7 @@ import pytest
 
 from completion_claim.errors import ObservationFailed, UsageError
 from completion_claim.observe.runners import RUNNERS, is_runner_protected, runner_for
-from completion_claim.observe.runners.base import RunContext, Toolchain
+from completion_claim.observe.runners.base import RunContext, Runner, Toolchain
 from completion_claim.observe.runners.node import (
     Jest,
     Mocha,
@@ -214,8 +215,47 @@ def test_mocha_adds_its_canaries_to_what_the_command_and_configuration_name() ->
 
     assert argv[2] == "test/"
     assert argv[-4:] == ("--no-parallel", "--no-bail", "--file", name)
-    assert [c.passes for c in canaries.tests] == [True, False]
+    assert [c.passes for c in canaries.tests] == [True, False, False, False]
     assert all(c.name.startswith(f"{name}::{name} > claim canary ") for c in canaries.tests)
+
+
+@pytest.mark.parametrize(
+    ("runner", "command", "found", "imported"),
+    [
+        (Jest(), ["jest", "-c", "jest.ci.js", "--runInBand"], [], 'Options("jest.ci.js")'),
+        (Jest(), ["jest", "--config=jest.ci.js"], [], 'Options("jest.ci.js")'),
+        (Jest(), ["jest"], [b"jest.config.js"], "readInitialOptions(undefined)"),
+        (Vitest(), ["vitest", "run", "--config", "ci.config.ts"], [b"vite.config.ts"],
+         'require("./ci.config.ts")'),
+        (Vitest(), ["vitest"], [b"vite.config.ts", b"vitest.config.mts"],
+         'require("./vitest.config.mts")'),
+        (Vitest(), ["vitest"], [b"src/vitest.config.ts"], "const found = {};"),
+    ],
+)  # fmt: skip
+def test_jest_and_vitest_start_with_the_observers_configuration_reading_the_projects(
+    runner: Runner, command: list[str], found: list[bytes], imported: str
+) -> None:
+    """The command's own configuration option gives way to the observer's, which reads the
+    configuration the runner would have read (the one named, else the first it looks for)
+    and adds the canaries' setup file, planted beside it."""
+    canaries = runner.canaries(command, found, drawn())
+    assert canaries is not None
+    assert canaries.config is not None
+    modules = "/run/claim/work/node_modules"
+    given = replace(context(node_modules=modules), canaries=canaries)
+
+    argv = runner.invocation(command, given).argv
+
+    assert argv[-2:] == ("--config", f"/run/claim/work/{canaries.config}")
+    assert not {"-c", "jest.ci.js", "ci.config.ts"} & set(argv)
+    assert not [arg for arg in argv[:-2] if arg.startswith("--config")]
+    assert "--runInBand" in argv or command[-1] != "--runInBand"
+    (setup,) = set(canaries.files) - {canaries.config}
+    configuration = canaries.files[canaries.config].decode()
+    assert imported in configuration
+    assert f'"{setup}"' in configuration
+    assert [c.passes for c in canaries.tests] == [True, False, False, False]
+    assert all(c.in_each_file and c.reported in (None, "passed") for c in canaries.tests)
 
 
 def test_package_runners_start_their_own_script_from_the_installed_lockfile() -> None:

@@ -26,6 +26,7 @@ from tests.fixtures.node_projects import (
 from tests.fixtures.projects import git, head_commit, write_files
 
 POLICY = {"id": "p", "requires": ["test_run"], "max_age_s": 300, "min_tests": 2}
+COMMANDS = {"jest": ("jest",), "vitest": ("vitest", "run")}
 
 
 @pytest.fixture(autouse=True)
@@ -543,18 +544,22 @@ def test_attack_119_node_assert_disarmed_in_jests_and_vitests_workers_is_refuted
 # --- canaries (issue 30) ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("runner", ["node-test", "mocha"])
+@pytest.mark.parametrize("runner", ["node-test", "mocha", "mocha-chai", "jest", "vitest"])
 def test_the_canaries_hold_in_an_honest_run_and_are_not_counted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], runner: str
 ) -> None:
+    """mocha's canaries assert with chai where the project installed it (mocha-chai), else
+    with node:assert in its place; mocha exits with its number of failures, the must-fail
+    canaries'."""
     repo = node_project(tmp_path / "repo", runner, buggy=False)
-    command = {"node-test": ("node", "--test"), "mocha": ("mocha",)}[runner]
+    command = {"node-test": ("node", "--test"), **COMMANDS}.get(runner, ("mocha",))
 
     verdict, item, _ = observed(repo, capsys, *command)
 
     assert verdict == 0
-    assert item["details"]["canaries"] == {"planted": 2, "state": "held"}
-    assert item["observed_value"]["exit_code"] == {"node-test": 0, "mocha": 1}[runner]
+    planted = 2 if runner == "node-test" else 4
+    assert item["details"]["canaries"] == {"planted": planted, "state": "held"}
+    assert item["observed_value"]["exit_code"] == (3 if runner.startswith("mocha") else 0)
     assert (item["observed_value"]["passed"], item["observed_value"]["failed"]) == (2, 0)
     assert not any("canary" in name for name in item["observed_value"]["tests"])
 
@@ -575,8 +580,8 @@ def test_attack_124_mochas_runner_patched_by_the_code_under_test_turns_a_canary(
     assert verdict != 0
     assert item["observed_value"]["tests"]["test/calc.test.js::calc > adds"] == "passed"
     assert item["details"]["canaries"]["state"] == "forged"
-    (wrong,) = item["details"]["canaries"]["wrong"]
-    assert (wrong["planted"], wrong["reported"]) == ("failed", "passed")
+    wrong = item["details"]["canaries"]["wrong"]
+    assert [(w["planted"], w["reported"]) for w in wrong] == [("failed", "passed")] * 3
 
 
 REPORT_FORGER = """const fs = require("node:fs");
@@ -633,3 +638,249 @@ def test_mochas_bail_from_the_configuration_stops_no_test_for_a_canary(
 
     assert verdict == 0
     assert (item["observed_value"]["passed"], item["details"]["canaries"]["state"]) == (2, "held")
+
+
+# --- jest's and vitest's expect disarmed by the code under test (issue 30) --------------------
+
+# What the observer cannot fix in place (the realm's own functions, Object.prototype): every
+# toBe passes, the broken add()'s too.
+UNFIXED = {
+    ("jest", "Object.is"): "Object.is = () => true;\n",
+    ("vitest", "Object.is"): "Object.is = () => true;\n",
+    ("jest", "an accessor on Object.prototype"): (
+        'Object.defineProperty(Object.prototype, "toBe", {\n'
+        "  get: () => () => {},\n  set() {},\n  configurable: true,\n});\n"
+    ),
+}
+
+
+@pytest.mark.parametrize(("runner", "disarm"), list(UNFIXED))
+def test_attack_164_expect_disarmed_by_the_code_under_test_turns_the_canaries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], runner: str, disarm: str
+) -> None:
+    """The module under test makes every toBe pass when the test file loads it (``Object.is``
+    replaced, which jest's and vitest's toBe call; under jest, an accessor on Object.prototype
+    that swallows the matcher jest assigns to each expectation): the project's tests "pass" on
+    the broken add(). The observer adds its canaries to every test file (the setup file of a
+    configuration of its own, which adds it to the project's), in the same context as the
+    code under test: the must-fail one asserting with toBe passes, and the report is forged."""
+    repo = node_project(tmp_path / "repo", runner)
+    code, _, buggy, _, _ = PROJECTS[runner]
+    write_files(repo, {code: UNFIXED[runner, disarm] + buggy})
+
+    verdict, item, _ = observed(repo, capsys, *COMMANDS[runner])
+
+    assert verdict != 0
+    assert set(item["observed_value"]["tests"].values()) == {"passed"}
+    assert item["details"]["canaries"]["state"] == "forged"
+    # The must-fail ones (toBe's, and toEqual's where it calls Object.is too), each in the file.
+    wrong = item["details"]["canaries"]["wrong"]
+    assert wrong
+    assert all(w["test"].startswith(PROJECTS[runner][3] + "::claim canary ") for w in wrong)
+    assert {(w["planted"], w["reported"]) for w in wrong} == {("passed", "failed")}
+
+
+# The same, when add() is first called: after every test declared before the project's.
+LATER = {
+    ("jest", "Object.is"): "Object.is = () => true;\n",
+    ("vitest", "Object.is"): "Object.is = () => true;\n",
+}
+
+
+@pytest.mark.parametrize(("runner", "disarm"), list(LATER))
+def test_attack_167_expect_disarmed_when_the_code_is_first_called_turns_the_canaries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], runner: str, disarm: str
+) -> None:
+    """The code disarms toBe (``Object.is``, which the observer cannot fix) only when add()
+    is first called, inside the project's first test: canaries that ran before the file's own
+    tests would have held. A root hook of the observer's setup file moves them after the
+    file's tests (jest-circus's describe blocks, vitest's file tasks): forged."""
+    repo = node_project(tmp_path / "repo", runner)
+    code, _, buggy, _, _ = PROJECTS[runner]
+    lazy = buggy.replace("  return a - b;", "  " + LATER[runner, disarm] + "  return a - b;")
+    write_files(repo, {code: lazy})
+
+    verdict, item, _ = observed(repo, capsys, *COMMANDS[runner])
+
+    assert verdict != 0
+    assert item["details"]["canaries"]["state"] == "forged"
+
+
+FIXED = {
+    ("jest", "expect.extend"): (
+        'expect.extend({ toBe: () => ({ pass: true, message: () => "" }) });\n'
+    ),
+    ("jest", "the matchers' object"): (
+        'const matchers = globalThis[Symbol.for("$$jest-matchers-object")].matchers;\n'
+        'matchers.toBe = () => ({ pass: true, message: () => "" });\n'
+    ),
+    ("jest", "the global expect"): (
+        "const real = expect;\n"
+        "globalThis.expect = (value) => new Proxy(real(value), { get: () => () => {} });\n"
+    ),
+    ("jest", "expect.extend at the first call"): (
+        "let disarmed = false;\nconst disarm = () => {\n  if (disarmed) return;\n"
+        "  disarmed = true;\n"
+        '  expect.extend({ toBe: () => ({ pass: true, message: () => "" }) });\n};\n'
+    ),
+    ("vitest", "expect.extend"): (
+        'import { expect } from "vitest";\n'
+        'expect.extend({ toBe: () => ({ pass: true, message: () => "" }) });\n'
+    ),
+    ("vitest", "chai's assert"): (
+        'import { chai } from "vitest";\nchai.Assertion.prototype.assert = function () {};\n'
+    ),
+}
+
+
+@pytest.mark.parametrize(("runner", "disarm"), list(FIXED))
+def test_attack_165_expects_matchers_replaced_by_the_code_under_test_are_refuted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], runner: str, disarm: str
+) -> None:
+    """The code under test replaces a built-in matcher (``expect.extend``, the matchers'
+    object, the global ``expect``; under vitest, chai's ``Assertion.prototype.assert``, which
+    every matcher calls), when loaded or at its first call, after the canaries ran. The
+    observer's setup file fixed them in place before the test file loaded: the replacement
+    throws or is ignored, and the test fails against the bug."""
+    repo = node_project(tmp_path / "repo", runner)
+    code, _, buggy, _, _ = PROJECTS[runner]
+    if "first call" in disarm:
+        buggy = buggy.replace("  return a - b;", "  disarm();\n  return a - b;")
+    write_files(repo, {code: FIXED[runner, disarm] + buggy})
+
+    verdict, item, _ = observed(repo, capsys, *COMMANDS[runner])
+
+    assert verdict != 0
+    assert "passed" not in item["observed_value"]["tests"].values()
+
+
+# The project's own configuration, setup file and matchers, which the observer's keeps: a
+# matcher added in the setup file and one added by a second test file, both used.
+OWN_MATCHERS = {
+    "jest": {
+        "jest.config.js": 'module.exports = { setupFilesAfterEnv: ["<rootDir>/test/setup.js"] };\n',
+        "test/setup.js": (
+            "expect.extend({\n  toBeSumOf: (sum, a, b) => ({ pass: sum === a + b, "
+            'message: () => "not the sum" }),\n});\n'
+        ),
+        "test/even.test.js": (
+            'const { add } = require("../calc");\n\n'
+            "expect.extend({\n  toBeEven: (n) => ({ pass: n % 2 === 0, "
+            'message: () => "odd" }),\n});\n\n'
+            'test("adds evens", () => {\n  expect(add(2, 4)).toBeEven();\n'
+            "  expect(add(2, 4)).toBeSumOf(2, 4);\n});\n"
+        ),
+    },
+    "vitest": {
+        "vitest.config.ts": (
+            'import { defineConfig } from "vitest/config";\n\n'
+            'export default defineConfig({ test: { setupFiles: ["./test/setup.ts"] } });\n'
+        ),
+        "test/setup.ts": (
+            'import { expect } from "vitest";\n\nexpect.extend({\n'
+            "  toBeSumOf: (sum: number, a: number, b: number) => "
+            '({ pass: sum === a + b, message: () => "not the sum" }),\n});\n'
+        ),
+        "test/even.test.ts": (
+            'import { expect, test } from "vitest";\nimport { add } from "../calc";\n\n'
+            "expect.extend({\n  toBeEven: (n: number) => ({ pass: n % 2 === 0, "
+            'message: () => "odd" }),\n});\n\n'
+            'test("adds evens", () => {\n  expect(add(2, 4)).toBeEven();\n'
+            "  // @ts-expect-error: declared by the setup file\n"
+            "  expect(add(2, 4)).toBeSumOf(2, 4);\n});\n"
+        ),
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("runner", "command"),
+    [("jest", ("jest",)), ("jest", ("jest", "--config", "jest.config.js")),
+     ("vitest", ("vitest", "run")), ("vitest", ("vitest", "run", "--config=vitest.config.ts"))],
+)  # fmt: skip
+def test_attack_164_control_the_projects_configuration_and_matchers_are_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], runner: str, command: tuple[str, ...]
+) -> None:
+    """The observer's configuration reads the project's (found, or named by the command) and
+    adds its setup file last: the project's setup file and its matchers, and a matcher a test
+    file adds, still work; the canaries hold in each test file; the honest fix verifies and
+    the wrong one is refuted."""
+    repo = node_project(tmp_path / "repo", runner)
+    write_files(repo, OWN_MATCHERS[runner])
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "the project's own matchers")
+    fixed(repo, runner, right=False)
+    wrong, refuted, _ = observed(repo, capsys, *command)
+    fixed(repo, runner)
+
+    verdict, item, _ = observed(repo, capsys, *command)
+
+    assert (wrong, refuted["details"]["canaries"]["state"]) == (2, "held")
+    assert verdict == 0
+    assert (item["observed_value"]["passed"], item["observed_value"]["failed"]) == (3, 0)
+    assert item["details"]["canaries"] == {"planted": 4, "state": "held"}
+    assert item["details"]["argv"][-2] == "--config"
+
+
+# --- chai disarmed under mocha (issue 30) -----------------------------------------------------
+
+# chai's assert.equal throws its own error; every expect-style matcher calls the Assertion's
+# assert: both disarmed.
+CHAI_DISARM = (
+    'const chai = require("chai");\n'
+    "chai.assert.equal = () => {};\n"
+    "chai.Assertion.prototype.assert = function () {};\n"
+)
+CHAI_DISARMS = {
+    "at load": CHAI_DISARM,
+    "at the first call": (
+        "let disarmed = false;\nconst disarm = () => {\n  if (disarmed) return;\n"
+        "  disarmed = true;\n" + CHAI_DISARM.replace("\n", "\n  ").rstrip(" ") + "};\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("disarm", list(CHAI_DISARMS))
+def test_attack_166_chai_disarmed_by_the_code_under_test_turns_mochas_canaries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], disarm: str
+) -> None:
+    """The project's mocha tests assert with chai (a package, which nothing froze); the code
+    under test disarms chai's assert-style equal or the Assertion's assert every expect-style
+    matcher calls, at load or at its first call: the trusted tests "pass" on the broken add().
+    mocha's canaries assert with the project's chai too, and the last run after the project's
+    tests: a must-fail one passes, and the report is forged."""
+    repo = node_project(tmp_path / "repo", "mocha-chai")
+    buggy = CALC_JS_BUGGY
+    if "first call" in disarm:
+        buggy = buggy.replace("  return a - b;", "  disarm();\n  return a - b;")
+    write_files(repo, {"calc.js": CHAI_DISARMS[disarm] + buggy})
+
+    verdict, item, _ = observed(repo, capsys, "mocha")
+
+    assert verdict != 0
+    assert set(item["observed_value"]["tests"].values()) == {"passed"}
+    assert item["details"]["canaries"]["state"] == "forged"
+    wrong = item["details"]["canaries"]["wrong"]
+    assert {(w["planted"], w["reported"]) for w in wrong} == {("failed", "passed")}
+
+
+def test_a_vitest_configuration_written_as_an_es_module_runs_in_the_sandbox(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """vite bundles an ES module configuration (``.mts``, or any under ``"type": "module"``)
+    into a file beside the nearest node_modules, which the run cannot write: the observer's
+    own configuration, CommonJS, has it bundled with it and loaded from memory, so the honest
+    fix verifies (the observation failed before)."""
+    repo = node_project(tmp_path / "repo", "vitest")
+    write_files(repo, {"vitest.config.mts": (
+        'import { defineConfig } from "vitest/config";\n\n'
+        "export default defineConfig({ test: { include: [\"test/**/*.test.ts\"] } });\n"
+    )})  # fmt: skip
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "an ES module configuration")
+    fixed(repo, "vitest")
+
+    verdict, item, _ = observed(repo, capsys, "vitest", "run")
+
+    assert verdict == 0
+    assert item["details"]["canaries"] == {"planted": 4, "state": "held"}

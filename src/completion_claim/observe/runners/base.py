@@ -120,8 +120,13 @@ class Canary:
     passes: bool
     # How the runner's results file the planted outcome when not as passed or failed: a test
     # the runner itself expects to fail (pytest's strict xfail, unittest's expectedFailure),
-    # filed as skipped, whose unexpected pass fails it.
+    # filed as skipped, whose unexpected pass fails it; jest's ``test.failing`` and vitest's
+    # ``test.fails``, filed as passed.
     reported: str | None = None
+    # Added to every test file by a setup file of the observer's (jest and vitest run each file
+    # in a context of its own, and only a test in that context shares its ``expect`` with the
+    # code under test): ``name`` leaves out the file, and every file that ran a test reports it.
+    in_each_file: bool = False
 
 
 @dataclass(frozen=True)
@@ -138,6 +143,9 @@ class Canaries:
     # Planted in case the command starts the runner (a command no runner recognises, run with
     # pytest's plugin): a run that reports no tests at all expects nothing of them.
     optional: bool = False
+    # One of ``files``: the configuration the runner is started with, which adds the canaries
+    # to the project's own (the runner reads it in place of the one it would have found).
+    config: str | None = None
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,10 @@ Report names (``require_tests``):
 The code under test runs in the runner's processes, as the same user: like pytest's in-memory
 patching, what those processes print or write can be forged by it (docs/threat-model.md). Every
 node process of the run loads the observer's preload first (``node_preload.cjs``), which freezes
-node:assert and node:test; ``node --test`` and mocha run the observer's canaries beside the
-tests (mocha's in its own process, the one the code under test runs in).
+node:assert and node:test. Every runner carries the observer's canaries: ``node --test`` and
+mocha in a file of their own (mocha's in its own process, the one the code under test runs in,
+with the project's chai), jest and vitest in every test file (each runs in a context of its
+own), added by a setup file of the observer's that also fixes their built-in matchers in place.
 """
 
 from __future__ import annotations
@@ -491,6 +493,71 @@ def _relative(path: str) -> str:
     return path[marker.end() :] if marker else path
 
 
+# --- canaries in each test file (jest, vitest) ------------------------------------------------
+
+
+def _each_file_canaries(
+    draw: Draw, tests: str, extensions: tuple[str, str], configuration: Callable[[str], str]
+) -> Canaries:
+    """jest and vitest run each test file in a context of its own (its globals, its modules,
+    its ``expect``): a canary in a file of its own would never meet the code under test. A
+    setup file of the observer's (in the run's folder, under a drawn name) declares them in
+    every test file, before the file loads the code, and a root hook of it moves them after
+    the file's own tests; then it fixes the built-in matchers in place.
+    ``configuration(setup)`` is the runner's configuration that adds it: the run starts with
+    it (``Canaries.config``). One canary must pass, three must fail, each with its own matcher
+    (toBe, toEqual, toStrictEqual)."""
+    suite, holds, *fails = (f"claim canary {draw()}" for _ in range(5))
+    names = dict(zip(("fails_be", "fails_equal", "fails_strict"), fails, strict=True))
+    text = tests.format(suite=suite, holds=holds, value=draw(), other=draw(), fix=_FIX, **names)
+    word = draw()
+    setup, config = (
+        f"claim-canary-{word}.{kind}.{extension}"
+        for kind, extension in zip(("setup", "config"), extensions, strict=True)
+    )
+    return Canaries(
+        files={setup: text.encode(), config: configuration(setup).encode()},
+        tests=(
+            Canary(f"{suite} > {holds}", passes=True, in_each_file=True),
+            *(Canary(f"{suite} > {name}", passes=False, reported=PASSED, in_each_file=True)
+              for name in fails),
+        ),
+        failed_exit_code=0,
+        config=config,
+    )  # fmt: skip
+
+
+# Makes a property of the framework's for good: its value can no longer be replaced.
+_FIX = """function fix(owner, name) {
+  // The whole descriptor: a context's global object (jest's) reads a missing value as undefined.
+  const fixed = { ...Object.getOwnPropertyDescriptor(owner, name), configurable: false };
+  Object.defineProperty(owner, name, "value" in fixed ? { ...fixed, writable: false } : fixed);
+}
+"""
+
+
+def _without_config(args: Sequence[str]) -> tuple[list[str], str | None]:
+    """jest's or vitest's arguments without the configuration they name (``--config`` or
+    ``-c``, both runners' own), and that configuration."""
+    kept: list[str] = []
+    chosen = None
+    rest = iter(args)
+    for arg in rest:
+        option, equals, value = arg.partition("=")
+        if option in ("--config", "-c"):
+            chosen = value if equals else next(rest, None)
+        else:
+            kept.append(arg)
+    return kept, chosen
+
+
+def _canaries_config(context: RunContext) -> tuple[str, ...]:
+    """The observer's configuration, which adds the canaries to the project's, when planted."""
+    if context.canaries is None or context.canaries.config is None:
+        return ()
+    return ("--config", os.path.join(context.cwd, context.canaries.config))
+
+
 # --- vitest ---------------------------------------------------------------------------------
 
 
@@ -515,11 +582,88 @@ class Vitest(_PackageRunner):
             "--reporter=junit", f"--outputFile.junit={self.report(context)}",
             "--reporter=default", "--no-cache",
         )  # fmt: skip
-        argv = (_node(context), self.entry_script(context), "run", *args, *ours)
+        args, _ = _without_config(args)
+        argv = (_node(context), self.entry_script(context), "run", *args, *ours,
+                *_canaries_config(context))  # fmt: skip
         return Invocation(argv, _environment(context), ReportSource.FILE, self.report(context))
+
+    def canaries(self, command: Sequence[str], files: Sequence[bytes], draw: Draw) -> Canaries:
+        """vitest's canaries, added to every test file (see ``_each_file_canaries``) through a
+        configuration of the observer's: the project's own (the command's ``--config``, else
+        the first file vitest looks for), imported, with the canaries' setup file last among
+        its ``setupFiles``. The must-fail ones are ``test.fails``, which vitest reports passed
+        when they fail: an honest run's exit code stays its own."""
+        _, chosen = _without_config(self.arguments(command))
+        found = chosen or next((n for n in _VITEST_CONFIGS if n.encode() in files), None)
+        where = json.dumps(found if found is None or os.path.isabs(found) else f"./{found}")
+        project = "{}" if found is None else f"require({where})"
+        return _each_file_canaries(
+            draw, _VITEST_CANARIES, ("mjs", "cjs"),
+            lambda setup: _VITEST_CONFIG.format(project=project, setup=json.dumps(setup)),
+        )  # fmt: skip
 
     def results(self, report: bytes) -> Results:
         return junit_results(report)
+
+
+# vitest's own search, in its order (vitest's CONFIG_NAMES and CONFIG_EXTENSIONS).
+_VITEST_CONFIGS = tuple(
+    f"{name}{extension}"
+    for name in ("vitest.config", "vite.config")
+    for extension in (".ts", ".mts", ".cts", ".js", ".mjs", ".cjs")
+)
+# CommonJS: vite bundles an ES module configuration into a file beside the nearest
+# node_modules, which the run cannot write (the observer's, read-only); one in CommonJS it
+# loads from memory. The project's configuration, imported, is bundled with it.
+_VITEST_CONFIG = """// The observer's configuration (completion-claim): the project's own,
+// with the canaries' setup file last among its setupFiles.
+const path = require("node:path");
+const found = {project};
+const project = found.default ?? found; // an ES module's default export, or module.exports
+
+const setup = path.join(__dirname, {setup});
+
+function withCanaries(config) {{
+  const test = config.test ?? {{}};
+  const setupFiles = [test.setupFiles ?? []].flat().concat(setup);
+  return {{ ...config, test: {{ ...test, setupFiles }} }};
+}}
+
+module.exports = async (env) =>
+  withCanaries(await (typeof project === "function" ? project(env) : project));
+"""
+_VITEST_CANARIES = """// The observer's canaries (completion-claim), added to every test file.
+import {{ beforeAll, chai, describe, expect, test }} from "vitest";
+
+const check = (value) => (globalThis.expect ?? expect)(value);
+const [value, other] = ["{value}", "{other}"];
+const wrapped = (word) => ({{ value: [word] }});
+
+describe("{suite}", () => {{
+  test("{holds}", () => {{
+    check(value).toBe(value);
+    check(wrapped(value)).toEqual(wrapped(value));
+    check(wrapped(value)).toStrictEqual(wrapped(value));
+  }});
+  test.fails("{fails_be}", () => check(value).toBe(other));
+  test.fails("{fails_equal}", () => check(wrapped(value)).toEqual(wrapped(other)));
+  test.fails("{fails_strict}", () => check(wrapped(value)).toStrictEqual(wrapped(other)));
+}});
+
+// Last: after the file's own tests, whatever they did when called.
+beforeAll((file) => {{
+  const ours = file.tasks.findIndex((task) => task.name === "{suite}");
+  if (ours >= 0) file.tasks.push(...file.tasks.splice(ours, 1));
+}});
+
+// vitest's matchers are methods of chai's Assertion, and each calls its assert: those the
+// framework and the project's setup files defined can no longer be replaced (a new matcher
+// still can be added).
+{fix}const proto = chai.Assertion.prototype;
+for (const name of Object.getOwnPropertyNames(proto)) {{
+  if (name === "assert" || name.startsWith("to")) fix(proto, name);
+}}
+"""
 
 
 # --- jest -----------------------------------------------------------------------------------
@@ -540,11 +684,87 @@ class Jest(_PackageRunner):
 
     def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
         ours = ("--ci", "--json", f"--outputFile={self.report(context)}", "--no-watchman")
-        argv = (_node(context), self.entry_script(context), *self.arguments(command), *ours)
+        args, _ = _without_config(self.arguments(command))
+        argv = (_node(context), self.entry_script(context), *args, *ours,
+                *_canaries_config(context))  # fmt: skip
         return Invocation(argv, _environment(context), ReportSource.FILE, self.report(context))
+
+    def canaries(self, command: Sequence[str], files: Sequence[bytes], draw: Draw) -> Canaries:
+        """jest's canaries, added to every test file (see ``_each_file_canaries``) through a
+        configuration of the observer's: the project's own, read by jest-config as jest would
+        have read it (the command's ``--config``, else its search from the run's folder), with
+        the canaries' setup file last among its ``setupFilesAfterEnv`` (in each project given
+        inline). The must-fail ones are ``test.failing`` (jest 28.1 and later), which jest
+        reports passed when they fail: an honest run's exit code stays its own."""
+        _, chosen = _without_config(self.arguments(command))
+        project = "undefined" if chosen is None else json.dumps(chosen)
+        return _each_file_canaries(
+            draw, _JEST_CANARIES, ("cjs", "cjs"),
+            lambda setup: _JEST_CONFIG.format(project=project, setup=json.dumps(setup)),
+        )  # fmt: skip
 
     def results(self, report: bytes) -> Results:
         return tally(_jest_cases(report))
+
+
+_JEST_CONFIG = """// The observer's configuration (completion-claim): the project's own, as
+// jest would have read it, with the canaries' setup file last among its setupFilesAfterEnv.
+"use strict";
+const path = require("node:path");
+const jestConfig = require.resolve("jest-config", {{ paths: [require.resolve("jest")] }});
+const {{ readInitialOptions }} = require(jestConfig);
+
+const setup = path.join(__dirname, {setup});
+const withCanaries = (config) => ({{
+  ...config,
+  setupFilesAfterEnv: [...(config.setupFilesAfterEnv ?? []), setup],
+}});
+
+module.exports = async () => {{
+  const {{ config }} = await readInitialOptions({project});
+  const projects = config.projects?.map((p) => (typeof p === "object" ? withCanaries(p) : p));
+  return projects === undefined ? withCanaries(config) : {{ ...withCanaries(config), projects }};
+}};
+"""
+_JEST_CANARIES = """// The observer's canaries (completion-claim), added to every test file.
+"use strict";
+const globals = require("@jest/globals");
+
+const check = (value) => (typeof expect === "function" ? expect : globals.expect)(value);
+const [value, other] = ["{value}", "{other}"];
+const wrapped = (word) => ({{ value: [word] }});
+
+globals.describe("{suite}", () => {{
+  globals.test("{holds}", () => {{
+    check(value).toBe(value);
+    check(wrapped(value)).toEqual(wrapped(value));
+    check(wrapped(value)).toStrictEqual(wrapped(value));
+  }});
+  globals.test.failing("{fails_be}", () => check(value).toBe(other));
+  globals.test.failing("{fails_equal}", () => check(wrapped(value)).toEqual(wrapped(other)));
+  globals.test.failing("{fails_strict}", () => check(wrapped(value)).toStrictEqual(wrapped(other)));
+}});
+
+// Last: after the file's own tests, whatever they did when called (jest-circus keeps its
+// state on the global object, under a symbol of its own).
+globals.beforeAll(() => {{
+  const key = Object.getOwnPropertySymbols(globalThis).find(
+    (symbol) => symbol.description === "JEST_STATE_SYMBOL",
+  );
+  const siblings = key === undefined ? [] : globalThis[key].rootDescribeBlock.children;
+  const ours = siblings.findIndex((child) => child.name === "{suite}");
+  if (ours >= 0) siblings.push(...siblings.splice(ours, 1));
+}});
+
+// The matchers jest and the project's setup files defined can no longer be replaced (a new
+// one still can be added), nor the matchers' object or the global expect.
+{fix}const state = globalThis[Symbol.for("$$jest-matchers-object")];
+if (state !== undefined) {{
+  for (const name of Object.keys(state.matchers)) fix(state.matchers, name);
+  fix(state, "matchers");
+}}
+if (Object.hasOwn(globalThis, "expect")) fix(globalThis, "expect");
+"""
 
 
 _JEST_OUTCOMES = {
@@ -617,7 +837,7 @@ class Mocha(_PackageRunner):
         # --file adds the canaries to whatever the command and the configuration name (a spec
         # on the command line would replace mocha's default one); it runs them in mocha's own
         # process, the one the test files and the code under test share, never in parallel,
-        # and first: bail would end the run at the must-fail one.
+        # and never bailing: bail would end the run at a must-fail one.
         planted: list[str] = []
         if context.canaries is not None:
             planted += ("--no-parallel", "--no-bail")
@@ -628,35 +848,70 @@ class Mocha(_PackageRunner):
         return Invocation(argv, _environment(context), ReportSource.FILE, self.report(context))
 
     def canaries(self, command: Sequence[str], files: Sequence[bytes], draw: Draw) -> Canaries:
-        """A suite of two mocha tests asserting with node:assert, one that must pass and one
-        that must fail, in a file named by a drawn word, and titled by that name: mocha 10 and
-        later name a test by its file's path, mocha 9 by its suite titles alone, and a canary
-        is named by its file's name either way (the run's folder is not known here)."""
-        holds, fails = (f"claim canary {draw()}" for _ in range(2))
+        """A suite of mocha tests in a file named by a drawn word, and titled by that name: mocha
+        10 and later name a test by its file's path, mocha 9 by its suite titles alone, and a
+        canary is named by its file's name either way (the run's folder is not known here). One
+        must pass, and three must fail, asserting with node:assert, with chai's assert-style
+        equal and with its expect-style equal (every matcher of chai's calls the Assertion's
+        assert). chai is the project's own, imported from the run's folder when its lockfile
+        installed one (else node:assert stands in): a package nothing can freeze for good (its
+        plugins overwrite its methods), which the code under test shares with the tests. The
+        suite runs after the project's tests (moved last by a root hook), so code that disarms
+        an assertion when first called is caught too."""
+        holds, *fails = (f"claim canary {draw()}" for _ in range(4))
+        names = dict(zip(("fails", "fails_assert", "fails_expect"), fails, strict=True))
         name = f"claim-canary-{draw()}.cjs"
-        text = _MOCHA_CANARIES.format(
-            suite=name, holds=holds, fails=fails, value=draw(), other=draw()
-        )
+        text = _MOCHA_CANARIES.format(suite=name, holds=holds, value=draw(), other=draw(),
+                                      **names)  # fmt: skip
         return Canaries(
             files={name: text.encode()},
             tests=(Canary(f"{name}::{name} > {holds}", passes=True),
-                   Canary(f"{name}::{name} > {fails}", passes=False)),
+                   *(Canary(f"{name}::{name} > {fail}", passes=False) for fail in fails)),
+            failed_exit_code=len(fails),  # mocha's: its number of failures
         )  # fmt: skip
 
     def results(self, report: bytes) -> Results:
         return tally(_mocha_cases(junit_root(report)))
 
 
-_MOCHA_CANARIES = """const assert = require("node:assert");
-const {{ describe, it }} = require("mocha");
+_MOCHA_CANARIES = """// The observer's canaries (completion-claim).
+const assert = require("node:assert");
+const {{ before, describe, it }} = require("mocha");
 
-describe("{suite}", () => {{
-  it("{holds}", () => {{
-    assert.strictEqual("{value}", "{value}");
+// Imported when the canaries run, after every test file loaded: a test file's require of an
+// ES module chai while this import loads it could fail.
+const project = () =>
+  import("chai").then(
+    (found) => (found.default && found.default.assert ? found.default : found),
+    () => null,
+  );
+const [value, other] = ["{value}", "{other}"];
+
+const suite = describe("{suite}", () => {{
+  it("{holds}", async () => {{
+    const chai = await project();
+    assert.strictEqual(value, value);
+    chai?.assert.equal(value, value);
+    chai?.expect(value).to.equal(value);
   }});
   it("{fails}", () => {{
-    assert.strictEqual("{value}", "{other}");
+    assert.strictEqual(value, other);
   }});
+  it("{fails_assert}", async () => {{
+    const chai = await project();
+    (chai ? chai.assert.equal : assert.strictEqual)(value, other);
+  }});
+  it("{fails_expect}", async () => {{
+    const chai = await project();
+    if (chai) chai.expect(value).to.equal(other);
+    else assert.strictEqual(value, other);
+  }});
+}});
+
+// Last: after the project's tests, whatever they did to the assertions.
+before(() => {{
+  const siblings = suite.parent.suites;
+  siblings.push(...siblings.splice(siblings.indexOf(suite), 1));
 }});
 """
 _CANARY_FILE = re.compile(r"(.*/)?(claim-canary-[0-9a-f]+\.cjs)")
