@@ -479,7 +479,9 @@ def _read_visible(page: Page, locator: str, attr: str | None) -> dict[str, Any]:
     the browser's functions (getComputedStyle, checkVisibility, elementsFromPoint, Array's
     methods) changes nothing the reading uses. Playwright's own evaluate runs in the page's
     world, so the script is run through the DevTools protocol in the world where the
-    content-script engine kept the elements."""
+    content-script engine kept the elements. The page's scripts and animations are stopped
+    while it reads, so nothing of the page's moves between the layout read and the captures of
+    the text (and none of its callbacks answers the reading's changes)."""
     key = f"__claim_located_{secrets.token_hex(16)}"
     if page.locator(f"{locator} >> {_LOCATED_ENGINE}={key}").count() == 0:
         return {"visible": [], "read": None}
@@ -494,22 +496,21 @@ def _read_visible(page: Page, locator: str, attr: str | None) -> dict[str, Any]:
             ),
         )  # fmt: skip
         session.send("Runtime.enable")
-        for context in isolated:
-            answer = session.send(
-                "Runtime.callFunctionOn",
-                {
-                    "functionDeclaration": _visible_function(),
-                    "executionContextId": context,
-                    "arguments": [{"value": key}, {"value": attr}],
-                    "returnByValue": True,
-                },
-            )
-            if "exceptionDetails" in answer:
-                why = answer["exceptionDetails"].get("exception", {}).get("description", "")
-                raise ObservationFailed(f"reading what a person can see failed: {why[:200]}")
-            value = answer["result"].get("value")
-            if type(value) is dict:
-                return value
+        session.send("Emulation.setScriptExecutionDisabled", {"value": True})
+        session.send("Animation.enable")
+        session.send("Animation.setPlaybackRate", {"playbackRate": 0})
+        try:
+            for context in isolated:
+                step = partial(_call, session, context, key)
+                value = step("read", attr)
+                if type(value) is dict:
+                    try:
+                        return _judge_drawn(session, step, value)
+                    finally:
+                        step("restore")
+        finally:
+            session.send("Animation.setPlaybackRate", {"playbackRate": 1})
+            session.send("Emulation.setScriptExecutionDisabled", {"value": False})
     finally:
         session.detach()
     raise ObservationFailed(
@@ -518,13 +519,62 @@ def _read_visible(page: Page, locator: str, attr: str | None) -> dict[str, Any]:
     )
 
 
+def _judge_drawn(session: Any, step: Callable[..., Any], found: dict[str, Any]) -> dict[str, Any]:
+    """The text of the element read counts where it is drawn: its area captured with its
+    glyphs, without them, and with them again (the page holds still, so only the glyphs may
+    differ); the script judges the pixels (spec 7.4)."""
+    clip = found.pop("clip", None)
+    if clip is None:
+        return found
+    shots = [_capture(session, clip)]
+    step("hideText")
+    shots.append(_capture(session, clip))
+    step("showText")
+    shots.append(_capture(session, clip))
+    judged = step("judgeDrawn", *shots)
+    if type(judged) is not dict:
+        raise ObservationFailed("judging the captures of the text read gave no answer")
+    return judged
+
+
+def _capture(session: Any, clip: dict[str, Any]) -> str:
+    """The clip of the page as drawn now, a PNG in base64."""
+    shot = session.send(
+        "Page.captureScreenshot", {"format": "png", "clip": clip, "captureBeyondViewport": False}
+    )
+    return str(shot["data"])
+
+
+def _call(session: Any, context: int, key: str, step: str, *args: Any) -> Any:
+    """One step of the reading (visible.js) in the isolated world ``context``: ``read`` starts
+    it on the elements kept under ``key``; the others are the reading's own methods."""
+    answer = session.send(
+        "Runtime.callFunctionOn",
+        {
+            "functionDeclaration": _visible_function(),
+            "executionContextId": context,
+            "arguments": [{"value": key}, {"value": step}, {"value": list(args)}],
+            "returnByValue": True,
+            "awaitPromise": True,
+        },
+    )
+    if "exceptionDetails" in answer:
+        why = answer["exceptionDetails"].get("exception", {}).get("description", "")
+        raise ObservationFailed(f"reading what a person can see failed: {why[:200]}")
+    return answer["result"].get("value")
+
+
 @cache
 def _visible_function() -> str:
     script = resources.files(__package__).joinpath("visible.js").read_text("utf-8")
     return (
-        "function (key, attr) {\n  const located = globalThis[key];\n"
-        "  if (located === undefined) return null;\n  delete globalThis[key];\n"
-        f"  return ({script}\n  )(located, attr);\n}}"
+        "function (key, step, args) {\n  const located = globalThis[key];\n"
+        "  if (located === undefined) return null;\n"
+        "  if (step !== 'read') {\n"
+        "    if (step === 'restore') delete globalThis[key];\n"
+        "    return located[step](...args);\n  }\n"
+        f"  const reading = ({script}\n  )(located, ...args);\n"
+        "  globalThis[key] = reading;\n  return reading.found;\n}"
     )
 
 

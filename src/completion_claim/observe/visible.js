@@ -1,13 +1,27 @@
 // What a person can see of the elements a locator matched (docs/spec.md, section 7.4).
 // The observer's own fixed script, never text from a claim or a command line. It runs in an
 // isolated world (observe/dom.py), where the page's scripts cannot replace the functions it
-// calls, and in one synchronous call, so none of the page's scripts can run between its steps:
-// it may switch pointer-events on and scroll to hit-test, and puts both back before it returns.
+// calls, while the page's own scripts are stopped (observe/dom.py), so none of them runs
+// between its steps. It judges the layout in one call, leaving the page as it was read
+// (scrolled, pointer-events switched on) for the observer to capture the text of the element
+// read with and without its glyphs (hideText, showText), then judges those captures
+// (judgeDrawn) and puts everything back (restore).
 (elements, attrName) => {
   const MIN_FONT_PX = 4;
   const MIN_CONTRAST = 1.2;
   const MAX_BLUR_PX = 2;
   const MAX_TEXT = 100000;
+  // What "drawn" means, judged on captures of the text's area with and without its glyphs: a
+  // pixel differs when its two colours have WCAG's contrast of MIN_CONTRAST or more (the bar
+  // colour is judged by); every character must change at least one such pixel inside its own
+  // box (a glyph covered, masked or faded whole changes none), and each text node at least
+  // MIN_INK of the area of its characters' boxes. Measured on Debian's Chromium, letters drawn
+  // whole change 25% to 57% of their boxes from 4 px to 16 px, a row of grey full stops at
+  // 12 px 4.8% (2 pixels each); covered, masked or shrunk text changes none, and a word partly
+  // covered fails at the first glyph covered whole.
+  const MIN_GLYPH_PIXELS = 1;
+  const MIN_INK = 0.03;
+  const MAX_GLYPHS = 5000;
   const REPLACED = new Set(["img", "video", "canvas", "iframe", "embed", "object", "svg",
     "input", "textarea", "select", "meter", "progress"]);
   const BLOCK_BREAK = "\n";
@@ -190,6 +204,7 @@
     const owner = boxOf(node.parentElement);
     if (!owner || !rendered(owner)) return "not rendered (display, visibility, opacity or blur)";
     if (parseFloat(css(owner).fontSize) < MIN_FONT_PX) return "too small to read";
+    if (!drawnTallEnough(node)) return "too small to read";
     const range = doc.createRange();
     range.selectNodeContents(node);
     // Hit-testing finds text only inside its element's box: text overflowing the box is judged
@@ -220,6 +235,15 @@
       lines++;
     }
     return lines > 0 ? null : "of no size";
+  }
+
+  // The size the text is drawn at, after transforms and zoom: each line's box on screen, not
+  // the computed font size (which scale() and zoom leave as it was).
+  function drawnTallEnough(node) {
+    const range = doc.createRange();
+    range.selectNodeContents(node);
+    const lines = [...range.getClientRects()].filter((r) => r.width >= 1 && r.height >= 1);
+    return lines.every((r) => r.height >= MIN_FONT_PX);
   }
 
   function boxHidden(el) {
@@ -273,12 +297,12 @@
   // between blocks (as innerText has it); never the text of what is hidden.
   // ``quick``: only whether any of it is seen, for the elements that are only counted.
   function visibleText(el, quick) {
-    const out = [];
+    const out = [];  // [text, the text node it is the text of, or null]
     let seen = false;
     let size = 0;
     let placed = true;
     let hidden = null;
-    const push = (text) => { out.push(text); size += text.length; };
+    const push = (text, node = null) => { out.push([text, node]); size += text.length; };
     function walk(node) {
       if (size > MAX_TEXT || (quick && seen)) return;
       if (node.nodeType === Node.TEXT_NODE) {
@@ -286,7 +310,7 @@
         const why = textHidden(node);
         if (why === null) {
           seen = true;
-          push(transform(node.data, css(node.parentElement)));
+          push(transform(node.data, css(node.parentElement)), node);
         } else {
           hidden = hidden || why;
         }
@@ -315,56 +339,219 @@
       if (block) push(BLOCK_BREAK);
     }
     walk(el);
-    const text = out.join("").replace(/\s+/g, " ").trim();
-    return { text, hidden, placed };
+    return { text: joined(out), hidden, placed, out };
+  }
+
+  function joined(out) {
+    return out.map(([text]) => text).join("").replace(/\s+/g, " ").trim();
   }
 
   function judge(el, quick) {
-    const { text, hidden, placed } = visibleText(el, quick);
+    const { text, hidden, placed, out } = visibleText(el, quick);
     if (!placed) return { visible: false, why: "generated text out of the flow", text };
-    if (text) return { visible: true, why: null, text };
+    if (text) return { visible: true, why: null, text, out };
     // Text, all of it hidden: the element shows nothing. No text: its box must be seen.
     const why = hidden === null ? boxHidden(el) : `its text is ${hidden}`;
     return { visible: why === null, why: why === null ? null : why, text };
   }
 
+  // Every style attribute the reading changes, as it was before: put back exactly.
+  const styled = new Map();
+  function restyle(el, name, value) {
+    if (!styled.has(el)) styled.set(el, el.getAttribute("style"));
+    el.style.setProperty(name, value, "important");
+  }
+  function putBack(el) {
+    const style = styled.get(el);
+    if (style === null) el.removeAttribute("style");
+    else el.setAttribute("style", style);
+  }
+  function restore() {
+    for (const el of styled.keys()) putBack(el);
+    for (const [box, [left, top]] of scrolled) box.scrollTo({ left, top, behavior: "instant" });
+  }
+
   // A person's pointer never decides what they see: pointer-events: none is switched off for
   // the hit tests. content-visibility: auto lays its content out only once it nears the
-  // viewport, as it does for a person scrolling to it: it is laid out now. Each style
-  // attribute is put back exactly.
-  const switched = [];
+  // viewport, as it does for a person scrolling to it: it is laid out now.
   for (const el of doc.querySelectorAll("*")) {
     const style = css(el);
-    const pointer = style.pointerEvents === "none";
-    const auto = style.contentVisibility === "auto";
-    if (!pointer && !auto) continue;
-    switched.push([el, el.getAttribute("style")]);
-    if (pointer) el.style.setProperty("pointer-events", "auto", "important");
-    if (auto) el.style.setProperty("content-visibility", "visible", "important");
+    if (style.pointerEvents === "none") restyle(el, "pointer-events", "auto");
+    if (style.contentVisibility === "auto") restyle(el, "content-visibility", "visible");
   }
   let judged;
+  let area = null;
   try {
     judged = elements.map((el) => judge(el, true));
     // The element read: the first a person sees (else the first), judged in full.
-    const chosen = Math.max(judged.findIndex((j) => j.visible), 0);
-    if (chosen < elements.length) judged[chosen] = { ...judge(elements[chosen], false), chosen };
-  } finally {
-    for (const [el, style] of switched) {
-      if (style === null) el.removeAttribute("style");
-      else el.setAttribute("style", style);
+    const first = Math.max(judged.findIndex((j) => j.visible), 0);
+    if (first < elements.length) {
+      judged[first] = { ...judge(elements[first], false), chosen: true };
+      area = drawnArea(judged[first]);
     }
-    for (const [box, [left, top]] of scrolled) box.scrollTo({ left, top, behavior: "instant" });
+  } catch (error) {
+    restore();
+    throw error;
   }
-  const visible = judged.map((j) => j.visible);
-  const chosen = judged.findIndex((j) => j.chosen !== undefined);
+  const chosen = judged.findIndex((j) => j.chosen);
   const el = elements[chosen];
-  const read = el === undefined ? null : {
-    visible: judged[chosen].visible,
-    hidden_by: judged[chosen].why,
-    text: judged[chosen].text,
-    attr: attrName === null ? null : el.getAttribute(attrName),
-    html: el.outerHTML,
-    whole_document: el === root || el === doc.body,
+
+  function found() {
+    const read = el === undefined ? null : {
+      visible: judged[chosen].visible,
+      hidden_by: judged[chosen].why,
+      text: judged[chosen].text,
+      attr: attrName === null ? null : el.getAttribute(attrName),
+      html: el.outerHTML,
+      whole_document: el === root || el === doc.body,
+    };
+    return { visible: judged.map((j) => j.visible), read };
+  }
+
+  // The seen text of the element read, brought into view as its first line was for the hit
+  // tests, as boxes of its characters on screen: where its glyphs must be drawn. A text node
+  // with a character outside the viewport then cannot be judged by its pixels, and is not seen.
+  function drawnArea(read) {
+    const nodes = read.visible && read.out ? read.out.map(([, node]) => node).filter(Boolean) : [];
+    if (nodes.length === 0) return null;
+    const lines = doc.createRange();
+    lines.selectNodeContents(nodes[0]);
+    reveal(() => lines.getClientRects()[0] || lines.getBoundingClientRect(), nodes[0].parentElement);
+    const glyphs = new Map(nodes.map((node) => [node, []]));
+    const range = doc.createRange();
+    let count = 0;
+    for (const node of nodes) {
+      const data = node.data;
+      for (let i = 0; i < data.length; i++) {
+        const end = i + (/[\ud800-\udbff]/.test(data[i]) ? 2 : 1);
+        const blank = !data.slice(i, end).trim();
+        range.setStart(node, i);
+        range.setEnd(node, Math.min(end, data.length));
+        i = end - 1;
+        if (blank) continue;
+        const r = range.getBoundingClientRect();
+        if (r.width * r.height < 1) continue;  // a combining mark, a zero-width character
+        const inside = r.left >= 0 && r.top >= 0 && r.right <= root.clientWidth
+          && r.bottom <= root.clientHeight;
+        if (!inside || ++count > MAX_GLYPHS) { glyphs.set(node, null); break; }
+        glyphs.get(node).push(r);
+      }
+    }
+    const boxes = [...glyphs.values()].filter(Boolean).flat();
+    if (boxes.length === 0) return { glyphs, clip: null };
+    const left = Math.floor(Math.min(...boxes.map((r) => r.left)));
+    const top = Math.floor(Math.min(...boxes.map((r) => r.top)));
+    const right = Math.ceil(Math.max(...boxes.map((r) => r.right)));
+    const bottom = Math.ceil(Math.max(...boxes.map((r) => r.bottom)));
+    const clip = { left, top, width: right - left, height: bottom - top };
+    return { glyphs, clip };
+  }
+
+  // The glyphs of the text read made transparent, and nothing else: colour stays (borders,
+  // shadows and generated boxes take currentColor from it), decorations stay (an underline is
+  // no word), only the fill, the stroke and the shadow of the glyphs go. A transition on them
+  // would keep the old glyphs on screen, so the owners' transitions are off until restore().
+  function owners() {
+    return new Set([...area.glyphs.keys()].map((node) => node.parentElement));
+  }
+  function hideText() {
+    for (const owner of owners()) {
+      restyle(owner, "transition", "none");
+      restyle(owner, "-webkit-text-fill-color", "transparent");
+      restyle(owner, "-webkit-text-stroke-color", "transparent");
+      restyle(owner, "text-shadow", "none");
+    }
+  }
+  function showText() {
+    for (const owner of owners()) {
+      putBack(owner);
+      owner.style.setProperty("transition", "none", "important");
+    }
+  }
+
+  async function pixels(png) {
+    const bytes = Uint8Array.from(atob(png), (c) => c.charCodeAt(0));
+    const image = await createImageBitmap(new Blob([bytes], { type: "image/png" }));
+    const canvas = new OffscreenCanvas(image.width, image.height);
+    const context = canvas.getContext("2d", { willReadFrequently: true });
+    context.drawImage(image, 0, 0);
+    return context.getImageData(0, 0, image.width, image.height);
+  }
+
+  const LINEAR = Array.from({ length: 256 }, (_, c) => {
+    c /= 255;
+    return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+  });
+  function pixelsDiffer(a, b, at) {
+    const lum = (d) => 0.2126 * LINEAR[d[at]] + 0.7152 * LINEAR[d[at + 1]] + 0.0722 * LINEAR[d[at + 2]];
+    const [hi, lo] = [lum(a), lum(b)].sort((x, y) => y - x);
+    return (hi + 0.05) / (lo + 0.05) >= MIN_CONTRAST;
+  }
+  // How many pixels of box ``r`` (on screen) differ between two captures of the clip.
+  function changed(a, b, r) {
+    const { left, top } = area.clip;
+    const x0 = Math.max(Math.floor(r.left) - left, 0);
+    const y0 = Math.max(Math.floor(r.top) - top, 0);
+    const x1 = Math.min(Math.ceil(r.right) - left, a.width);
+    const y1 = Math.min(Math.ceil(r.bottom) - top, a.height);
+    let count = 0;
+    for (let y = y0; y < y1; y++) {
+      for (let x = x0; x < x1; x++) {
+        if (pixelsDiffer(a.data, b.data, (y * a.width + x) * 4)) count++;
+      }
+    }
+    return count;
+  }
+
+  // Why the glyphs of ``node`` are not drawn, judged on the captures with them (shown, then
+  // shown again) and without them (bare), or null when a person sees them.
+  function undrawn(boxes, shown, bare, again) {
+    if (boxes === null) return "beyond the part of the element that fits on the screen";
+    if (boxes.length === 0) return "of no size";
+    let ink = 0;
+    let size = 0;
+    for (const r of boxes) {
+      if (changed(shown, again, r) > 0) return "changing on the screen while it was read";
+      const drawn = changed(shown, bare, r);
+      if (drawn < MIN_GLYPH_PIXELS) return "not drawn on the screen (covered, masked or shrunk)";
+      ink += drawn;
+      size += r.width * r.height;
+    }
+    return ink >= MIN_INK * size ? null : "not drawn on the screen (covered, masked or shrunk)";
+  }
+
+  async function judgeDrawn(withText, withoutText, withTextAgain) {
+    const [shown, bare, again] = await Promise.all(
+      [withText, withoutText, withTextAgain].map(pixels));
+    keepDrawn((node) => undrawn(area.glyphs.get(node), shown, bare, again));
+    return found();
+  }
+
+  // The element read keeps the text of the nodes drawn; with none, it shows nothing.
+  function keepDrawn(why) {
+    const read = judged[chosen];
+    let hidden = null;
+    const out = read.out.filter(([, node]) => {
+      const reason = node === null ? null : why(node);
+      hidden = hidden || reason;
+      return reason === null;
+    });
+    const text = joined(out);
+    judged[chosen] = text
+      ? { ...read, text }
+      : { ...read, text, visible: false, why: `its text is ${hidden}` };
+  }
+  if (area !== null && area.clip === null) {
+    keepDrawn((node) => area.glyphs.get(node) === null
+      ? "beyond the part of the element that fits on the screen" : "of no size");
+  }
+
+  const clip = area && area.clip && {
+    x: area.clip.left + window.scrollX, y: area.clip.top + window.scrollY,
+    width: area.clip.width, height: area.clip.height, scale: 1,
   };
-  return { visible, read };
+  return {
+    found: { ...found(), clip: area === null ? null : clip },
+    hideText, showText, judgeDrawn, restore,
+  };
 }
