@@ -268,7 +268,8 @@ def test_a_secret_in_the_query_is_never_recorded(site: Site, ui_claim: Path) -> 
 def test_a_long_text_is_recorded_cut_and_never_equals_its_prefix(
     site: Site, ui_claim: Path
 ) -> None:
-    site.hostile = f'<p id="long">{"a" * 2500}</p>'
+    # Wrapped: one line as wide as 18 screens would be captured in more parts than are taken.
+    site.hostile = f'<p id="long" style="word-break:break-all">{"a" * 2500}</p>'
     args = ("--locator", "css=#long", "--expect-text", "a" * 2000, "--timeout", "2")
     assert observe(ui_claim, f"{site.url}/hostile", *args) == 0
     assert last_evidence(ui_claim)["observed_value"]["text"] == "a" * 2000 + " [cut]"
@@ -496,6 +497,34 @@ def test_attack_148_a_page_that_answers_the_reading_cannot_fake_drawn_text(
     item = observe_status(site, ui_claim, page + NOT_SAVED)
     assert item["observed_value"]["visible"] is False  # type: ignore[index]
     assert not_counted(ui_claim) == [f"not_discriminating: {NOT_SEEN}"]
+
+
+FAR_DOWN = (
+    '<div id="status"><p>Your change was not saved.</p><div style="height:1500px"></div>'
+    '<p style="position:relative">Saved{}</p></div>'
+)
+
+
+@pytest.mark.parametrize(
+    ("cover", "text"),
+    [
+        ('<span style="position:absolute;left:0;top:0;width:1px;height:1px;'
+         'box-shadow:0 0 0 60px #fff"></span>', "Your change was not saved."),
+        ("", "Your change was not saved. Saved"),
+    ],
+    ids=["covered", "control-drawn"],
+)  # fmt: skip
+def test_attack_149_text_a_screen_away_in_the_element_read_is_judged_by_its_pixels_too(
+    site: Site, ui_claim: Path, cover: str, text: str
+) -> None:
+    # The element's first line is drawn; a covered "Saved" 1500 px further down it is judged
+    # in a capture of its own, and left out of the text read.
+    site.hostile = f"<!doctype html><html><body>{FAR_DOWN.format(cover)}</body></html>"
+    args = ("--locator", "css=#status", "--expect-includes", "Saved", "--timeout", "3")
+    assert observe(ui_claim, f"{site.url}/hostile", *args) == 0
+    observed = last_evidence(ui_claim)["observed_value"]
+    assert (observed["visible"], observed["text"]) == (True, text)
+    assert observed["includes"] == {"Saved": text.endswith("Saved")}
 
 
 @pytest.mark.parametrize(

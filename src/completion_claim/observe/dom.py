@@ -436,7 +436,7 @@ def _read(
     read = seen["read"]
     if read is not None:
         # The element a person sees (the first matched when none is seen), read in the same
-        # synchronous run as its visibility, so the page cannot change it in between.
+        # reading as its visibility, the page's scripts stopped, so it cannot change in between.
         text = normalize(str(read["text"]))
         cut = len(text) > MAX_TEXT_CHARS
         observed[TEXT_KEY] = text[:MAX_TEXT_CHARS] + CUT_MARK if cut else text
@@ -502,12 +502,14 @@ def _read_visible(page: Page, locator: str, attr: str | None) -> dict[str, Any]:
         try:
             for context in isolated:
                 step = partial(_call, session, context, key)
-                value = step("read", attr)
-                if type(value) is dict:
+                if step("read", attr) is True:
                     try:
-                        return _judge_drawn(session, step, value)
+                        _judge_drawn(session, step)
                     finally:
-                        step("restore")
+                        found = step("finish")
+                    if type(found) is not dict:
+                        raise ObservationFailed("reading what a person can see gave no answer")
+                    return found
         finally:
             session.send("Animation.setPlaybackRate", {"playbackRate": 1})
             session.send("Emulation.setScriptExecutionDisabled", {"value": False})
@@ -519,22 +521,17 @@ def _read_visible(page: Page, locator: str, attr: str | None) -> dict[str, Any]:
     )
 
 
-def _judge_drawn(session: Any, step: Callable[..., Any], found: dict[str, Any]) -> dict[str, Any]:
-    """The text of the element read counts where it is drawn: its area captured with its
-    glyphs, without them, and with them again (the page holds still, so only the glyphs may
-    differ); the script judges the pixels (spec 7.4)."""
-    clip = found.pop("clip", None)
-    if clip is None:
-        return found
-    shots = [_capture(session, clip)]
-    step("hideText")
-    shots.append(_capture(session, clip))
-    step("showText")
-    shots.append(_capture(session, clip))
-    judged = step("judgeDrawn", *shots)
-    if type(judged) is not dict:
-        raise ObservationFailed("judging the captures of the text read gave no answer")
-    return judged
+def _judge_drawn(session: Any, step: Callable[..., Any]) -> None:
+    """The text of the element read counts where it is drawn: each part of it that fits on the
+    screen captured with its glyphs, without them, and with them again (the page holds still,
+    so only the glyphs may differ); the script judges the pixels (spec 7.4)."""
+    while (clip := step("nextArea")) is not None:
+        shots = [_capture(session, clip)]
+        step("hideText")
+        shots.append(_capture(session, clip))
+        step("showText")
+        shots.append(_capture(session, clip))
+        step("judgeDrawn", *shots)
 
 
 def _capture(session: Any, clip: dict[str, Any]) -> str:
@@ -547,7 +544,8 @@ def _capture(session: Any, clip: dict[str, Any]) -> str:
 
 def _call(session: Any, context: int, key: str, step: str, *args: Any) -> Any:
     """One step of the reading (visible.js) in the isolated world ``context``: ``read`` starts
-    it on the elements kept under ``key``; the others are the reading's own methods."""
+    it on the elements kept under ``key`` (true when they were there), the others are the
+    reading's own methods, ``finish`` the last."""
     answer = session.send(
         "Runtime.callFunctionOn",
         {
@@ -571,10 +569,10 @@ def _visible_function() -> str:
         "function (key, step, args) {\n  const located = globalThis[key];\n"
         "  if (located === undefined) return null;\n"
         "  if (step !== 'read') {\n"
-        "    if (step === 'restore') delete globalThis[key];\n"
+        "    if (step === 'finish') delete globalThis[key];\n"
         "    return located[step](...args);\n  }\n"
-        f"  const reading = ({script}\n  )(located, ...args);\n"
-        "  globalThis[key] = reading;\n  return reading.found;\n}"
+        f"  globalThis[key] = ({script}\n  )(located, ...args);\n"
+        "  return true;\n}"
     )
 
 

@@ -22,6 +22,7 @@
   const MIN_GLYPH_PIXELS = 1;
   const MIN_INK = 0.03;
   const MAX_GLYPHS = 5000;
+  const MAX_WINDOWS = 8;
   const REPLACED = new Set(["img", "video", "canvas", "iframe", "embed", "object", "svg",
     "input", "textarea", "select", "meter", "progress"]);
   const BLOCK_BREAK = "\n";
@@ -363,6 +364,9 @@
   }
   function putBack(el) {
     const style = styled.get(el);
+    // Chromium writes a style changed through el.style into the attribute only when it is
+    // next read: read it first, or removing it leaves style="" behind.
+    el.getAttribute("style");
     if (style === null) el.removeAttribute("style");
     else el.setAttribute("style", style);
   }
@@ -380,15 +384,11 @@
     if (style.contentVisibility === "auto") restyle(el, "content-visibility", "visible");
   }
   let judged;
-  let area = null;
   try {
     judged = elements.map((el) => judge(el, true));
     // The element read: the first a person sees (else the first), judged in full.
     const first = Math.max(judged.findIndex((j) => j.visible), 0);
-    if (first < elements.length) {
-      judged[first] = { ...judge(elements[first], false), chosen: true };
-      area = drawnArea(judged[first]);
-    }
+    if (first < elements.length) judged[first] = { ...judge(elements[first], false), chosen: true };
   } catch (error) {
     restore();
     throw error;
@@ -408,43 +408,74 @@
     return { visible: judged.map((j) => j.visible), read };
   }
 
-  // The seen text of the element read, brought into view as its first line was for the hit
-  // tests, as boxes of its characters on screen: where its glyphs must be drawn. A text node
-  // with a character outside the viewport then cannot be judged by its pixels, and is not seen.
-  function drawnArea(read) {
-    const nodes = read.visible && read.out ? read.out.map(([, node]) => node).filter(Boolean) : [];
-    if (nodes.length === 0) return null;
-    const lines = doc.createRange();
-    lines.selectNodeContents(nodes[0]);
-    reveal(() => lines.getClientRects()[0] || lines.getBoundingClientRect(), nodes[0].parentElement);
-    const glyphs = new Map(nodes.map((node) => [node, []]));
-    const range = doc.createRange();
-    let count = 0;
-    for (const node of nodes) {
-      const data = node.data;
-      for (let i = 0; i < data.length; i++) {
-        const end = i + (/[\ud800-\udbff]/.test(data[i]) ? 2 : 1);
-        const blank = !data.slice(i, end).trim();
-        range.setStart(node, i);
-        range.setEnd(node, Math.min(end, data.length));
-        i = end - 1;
-        if (blank) continue;
-        const r = range.getBoundingClientRect();
-        if (r.width * r.height < 1) continue;  // a combining mark, a zero-width character
-        const inside = r.left >= 0 && r.top >= 0 && r.right <= root.clientWidth
-          && r.bottom <= root.clientHeight;
-        if (!inside || ++count > MAX_GLYPHS) { glyphs.set(node, null); break; }
-        glyphs.get(node).push(r);
-      }
+  // The characters of the seen text of the element read, not yet judged by their pixels:
+  // [node, start, end] of each that is not blank, in order.
+  const readNodes = chosen >= 0 && judged[chosen].visible && judged[chosen].out
+    ? judged[chosen].out.map(([, node]) => node).filter(Boolean) : [];
+  let pending = readNodes.flatMap(characters);
+  const ink = new Map(readNodes.map((node) => [node, { drawn: 0, size: 0, why: null }]));
+  for (const [node] of pending.splice(MAX_GLYPHS)) {
+    notDrawn(node, "beyond the part of the element captured");
+  }
+  let windows = 0;
+  let area = null;  // the glyph boxes of the current window: [node, rect]
+
+  function characters(node) {
+    const data = node.data;
+    const found = [];
+    for (let i = 0; i < data.length; i++) {
+      const end = Math.min(i + (/[\ud800-\udbff]/.test(data[i]) ? 2 : 1), data.length);
+      if (data.slice(i, end).trim()) found.push([node, i, end]);
+      i = end - 1;
     }
-    const boxes = [...glyphs.values()].filter(Boolean).flat();
-    if (boxes.length === 0) return { glyphs, clip: null };
-    const left = Math.floor(Math.min(...boxes.map((r) => r.left)));
-    const top = Math.floor(Math.min(...boxes.map((r) => r.top)));
-    const right = Math.ceil(Math.max(...boxes.map((r) => r.right)));
-    const bottom = Math.ceil(Math.max(...boxes.map((r) => r.bottom)));
-    const clip = { left, top, width: right - left, height: bottom - top };
-    return { glyphs, clip };
+    return found;
+  }
+  function boxOfCharacter([node, start, end]) {
+    const range = doc.createRange();
+    range.setStart(node, start);
+    range.setEnd(node, end);
+    return range.getBoundingClientRect();
+  }
+  function onScreen(r) {
+    return r.left >= 0 && r.top >= 0 && r.right <= root.clientWidth && r.bottom <= root.clientHeight;
+  }
+  function notDrawn(node, why) {
+    const verdict = ink.get(node);
+    verdict.why = verdict.why || why;
+  }
+
+  // The next part of the text to capture: the first character not yet judged brought into
+  // view (as the hit tests brought its lines), with every other one then on the screen; its
+  // clip in the page's coordinates, or null when all are judged. Characters of no size (a
+  // combining mark, a zero-width space) have no glyph to find.
+  function nextArea() {
+    while (pending.length > 0) {
+      if (windows++ >= MAX_WINDOWS) {
+        for (const [node] of pending) notDrawn(node, "beyond the part of the element captured");
+        pending = [];
+        break;
+      }
+      const [node] = pending[0];
+      reveal(() => boxOfCharacter(pending[0]), node.parentElement);
+      const boxes = pending.map((c) => [c, boxOfCharacter(c)]).filter(([, r]) => r.width * r.height >= 1);
+      area = boxes.filter(([, r]) => onScreen(r)).map(([[owner], r]) => [owner, r]);
+      const judgedNow = new Set(boxes.filter(([, r]) => onScreen(r)).map(([c]) => c));
+      const sized = new Set(boxes.map(([c]) => c));
+      pending = pending.filter((c) => sized.has(c) && !judgedNow.has(c));
+      if (area.length === 0) {
+        notDrawn(node, "out of reach of scrolling");
+        pending = pending.filter(([owner]) => owner !== node);
+        continue;
+      }
+      const left = Math.floor(Math.min(...area.map(([, r]) => r.left)));
+      const top = Math.floor(Math.min(...area.map(([, r]) => r.top)));
+      const right = Math.ceil(Math.max(...area.map(([, r]) => r.right)));
+      const bottom = Math.ceil(Math.max(...area.map(([, r]) => r.bottom)));
+      area.clip = { left, top };
+      return { x: left + window.scrollX, y: top + window.scrollY,
+        width: right - left, height: bottom - top, scale: 1 };
+    }
+    return null;
   }
 
   // The glyphs of the text read made transparent, and nothing else: colour stays (borders,
@@ -452,7 +483,7 @@
   // no word), only the fill, the stroke and the shadow of the glyphs go. A transition on them
   // would keep the old glyphs on screen, so the owners' transitions are off until restore().
   function owners() {
-    return new Set([...area.glyphs.keys()].map((node) => node.parentElement));
+    return new Set(readNodes.map((node) => node.parentElement));
   }
   function hideText() {
     for (const owner of owners()) {
@@ -503,36 +534,30 @@
     return count;
   }
 
-  // Why the glyphs of ``node`` are not drawn, judged on the captures with them (shown, then
-  // shown again) and without them (bare), or null when a person sees them.
-  function undrawn(boxes, shown, bare, again) {
-    if (boxes === null) return "beyond the part of the element that fits on the screen";
-    if (boxes.length === 0) return "of no size";
-    let ink = 0;
-    let size = 0;
-    for (const r of boxes) {
-      if (changed(shown, again, r) > 0) return "changing on the screen while it was read";
-      const drawn = changed(shown, bare, r);
-      if (drawn < MIN_GLYPH_PIXELS) return "not drawn on the screen (covered, masked or shrunk)";
-      ink += drawn;
-      size += r.width * r.height;
-    }
-    return ink >= MIN_INK * size ? null : "not drawn on the screen (covered, masked or shrunk)";
-  }
-
+  // Each glyph of the window judged on the captures with the text (shown, then shown again)
+  // and without it (bare): what it changed is added to its node's ink.
   async function judgeDrawn(withText, withoutText, withTextAgain) {
     const [shown, bare, again] = await Promise.all(
       [withText, withoutText, withTextAgain].map(pixels));
-    keepDrawn((node) => undrawn(area.glyphs.get(node), shown, bare, again));
-    return found();
+    for (const [node, r] of area) {
+      const verdict = ink.get(node);
+      if (changed(shown, again, r) > 0) notDrawn(node, "changing on the screen while it was read");
+      const drawn = changed(shown, bare, r);
+      if (drawn < MIN_GLYPH_PIXELS) notDrawn(node, "not drawn on the screen (covered, masked or shrunk)");
+      verdict.drawn += drawn;
+      verdict.size += r.width * r.height;
+    }
   }
 
   // The element read keeps the text of the nodes drawn; with none, it shows nothing.
-  function keepDrawn(why) {
+  function keepDrawn() {
     const read = judged[chosen];
     let hidden = null;
     const out = read.out.filter(([, node]) => {
-      const reason = node === null ? null : why(node);
+      if (node === null) return true;
+      const { drawn, size, why } = ink.get(node);
+      const reason = why || (size === 0 ? "of no size" : null)
+        || (drawn < MIN_INK * size ? "not drawn on the screen (covered, masked or shrunk)" : null);
       hidden = hidden || reason;
       return reason === null;
     });
@@ -541,17 +566,13 @@
       ? { ...read, text }
       : { ...read, text, visible: false, why: `its text is ${hidden}` };
   }
-  if (area !== null && area.clip === null) {
-    keepDrawn((node) => area.glyphs.get(node) === null
-      ? "beyond the part of the element that fits on the screen" : "of no size");
+
+  // The page put back as it was, then what was read of it.
+  function finish() {
+    if (readNodes.length > 0) keepDrawn();
+    restore();
+    return found();
   }
 
-  const clip = area && area.clip && {
-    x: area.clip.left + window.scrollX, y: area.clip.top + window.scrollY,
-    width: area.clip.width, height: area.clip.height, scale: 1,
-  };
-  return {
-    found: { ...found(), clip: area === null ? null : clip },
-    hideText, showText, judgeDrawn, restore,
-  };
+  return { nextArea, hideText, showText, judgeDrawn, finish };
 }
