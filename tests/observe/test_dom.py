@@ -548,11 +548,13 @@ def test_attack_149_text_a_screen_away_in_the_element_read_is_judged_by_its_pixe
         '<div id="status" style="outline:3px solid #06c;outline-offset:2px">Saved</div>',
         '<div id="status" style="font-size:9px;color:#777">Saved</div>',
         '<a id="status" href="#" style="transition:all 1s">Saved</a>',
+        '<div id="status" style="background:linear-gradient(90deg,#c00,#00c);'
+        'background-clip:text;color:transparent">Saved</div>',
     ],
     ids=["plain", "below-the-fold", "scrollable-box", "aria-hidden", "content-visibility-auto",
          "pointer-events-none", "half-opacity", "light-on-dark-sibling", "coloured-background",
          "bordered-box", "box-shadow-around", "outline-around", "small-but-readable",
-         "link-with-a-transition"],
+         "link-with-a-transition", "gradient-text"],
 )  # fmt: skip
 def test_a_saved_a_person_can_see_verifies(site: Site, ui_claim: Path, page: str) -> None:
     item = observe_status(site, ui_claim, page)

@@ -485,18 +485,32 @@
   function owners() {
     return new Set(readNodes.map((node) => node.parentElement));
   }
+  // Text painted by a background clipped to it (background-clip: text, the owner's or an
+  // ancestor's) has that background for its glyphs: on such a box the background is painted
+  // nowhere else, so it goes too.
+  let glyphless = [];
   function hideText() {
+    const painted = new Set();
     for (const owner of owners()) {
       restyle(owner, "transition", "none");
       restyle(owner, "-webkit-text-fill-color", "transparent");
       restyle(owner, "-webkit-text-stroke-color", "transparent");
       restyle(owner, "text-shadow", "none");
+      for (let at = owner; at; at = at.parentElement) {
+        if (css(at).backgroundClip.includes("text")) painted.add(at);
+      }
     }
+    for (const box of painted) {
+      restyle(box, "transition", "none");
+      restyle(box, "background-image", "none");
+      restyle(box, "background-color", "transparent");
+    }
+    glyphless = [...owners(), ...painted];
   }
   function showText() {
-    for (const owner of owners()) {
-      putBack(owner);
-      owner.style.setProperty("transition", "none", "important");
+    for (const el of glyphless) {
+      putBack(el);
+      el.style.setProperty("transition", "none", "important");
     }
   }
 
