@@ -50,7 +50,7 @@ from ._common import Observation
 from .values import redact_url, refuse_ambiguous_url, sha256_digest
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page, Response, Route, WebSocketRoute
+    from playwright.sync_api import Browser, CDPSession, Page, Response, Route, WebSocketRoute
 
 CHECK_TYPE = DOM_ASSERTION
 CHROMIUM_ENV = "CLAIM_CHROMIUM"
@@ -521,7 +521,7 @@ def _read_visible(page: Page, locator: str, attr: str | None) -> dict[str, Any]:
     )
 
 
-def _judge_drawn(session: Any, step: Callable[..., Any]) -> None:
+def _judge_drawn(session: CDPSession, step: Callable[..., Any]) -> None:
     """The text of the element read counts where it is drawn: each part of it that fits on the
     screen captured with its glyphs, without them, and with them again (the page holds still,
     so only the glyphs may differ); the script judges the pixels (spec 7.4)."""
@@ -534,7 +534,7 @@ def _judge_drawn(session: Any, step: Callable[..., Any]) -> None:
         step("judgeDrawn", *shots)
 
 
-def _capture(session: Any, clip: dict[str, Any]) -> str:
+def _capture(session: CDPSession, clip: dict[str, Any]) -> str:
     """The clip of the page as drawn now, a PNG in base64."""
     shot = session.send(
         "Page.captureScreenshot", {"format": "png", "clip": clip, "captureBeyondViewport": False}
@@ -542,7 +542,7 @@ def _capture(session: Any, clip: dict[str, Any]) -> str:
     return str(shot["data"])
 
 
-def _call(session: Any, context: int, key: str, step: str, *args: Any) -> Any:
+def _call(session: CDPSession, context: int, key: str, step: str, *args: Any) -> Any:
     """One step of the reading (visible.js) in the isolated world ``context``: ``read`` starts
     it on the elements kept under ``key`` (true when they were there), the others are the
     reading's own methods, ``finish`` the last."""

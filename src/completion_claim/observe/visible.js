@@ -3,9 +3,10 @@
 // isolated world (observe/dom.py), where the page's scripts cannot replace the functions it
 // calls, while the page's own scripts are stopped (observe/dom.py), so none of them runs
 // between its steps. It judges the layout in one call, leaving the page as it was read
-// (scrolled, pointer-events switched on) for the observer to capture the text of the element
-// read with and without its glyphs (hideText, showText), then judges those captures
-// (judgeDrawn) and puts everything back (restore).
+// (scrolled, pointer-events switched on); then, for each part of the text of the element read
+// that fits on the screen (nextArea), the observer captures it with and without its glyphs
+// (hideText, showText) and the script judges the captures (judgeDrawn); finish() puts
+// everything back and says what was seen.
 (elements, attrName) => {
   const MIN_FONT_PX = 4;
   const MIN_CONTRAST = 1.2;
@@ -408,8 +409,8 @@
     return { visible: judged.map((j) => j.visible), read };
   }
 
-  // The characters of the seen text of the element read, not yet judged by their pixels:
-  // [node, start, end] of each that is not blank, in order.
+  // The text nodes seen in the element read, and their characters not yet judged by their
+  // pixels: [node, start, end] of each that is not blank, in order.
   const readNodes = chosen >= 0 && judged[chosen].visible && judged[chosen].out
     ? judged[chosen].out.map(([, node]) => node).filter(Boolean) : [];
   let pending = readNodes.flatMap(characters);
@@ -422,13 +423,13 @@
 
   function characters(node) {
     const data = node.data;
-    const found = [];
+    const list = [];
     for (let i = 0; i < data.length; i++) {
       const end = Math.min(i + (/[\ud800-\udbff]/.test(data[i]) ? 2 : 1), data.length);
-      if (data.slice(i, end).trim()) found.push([node, i, end]);
+      if (data.slice(i, end).trim()) list.push([node, i, end]);
       i = end - 1;
     }
-    return found;
+    return list;
   }
   function boxOfCharacter([node, start, end]) {
     const range = doc.createRange();
@@ -481,7 +482,7 @@
   // The glyphs of the text read made transparent, and nothing else: colour stays (borders,
   // shadows and generated boxes take currentColor from it), decorations stay (an underline is
   // no word), only the fill, the stroke and the shadow of the glyphs go. A transition on them
-  // would keep the old glyphs on screen, so the owners' transitions are off until restore().
+  // would keep the old glyphs on screen, so the owners' transitions are off until finish().
   function owners() {
     return new Set(readNodes.map((node) => node.parentElement));
   }
