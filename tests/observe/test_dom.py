@@ -499,6 +499,33 @@ def test_attack_148_a_page_that_answers_the_reading_cannot_fake_drawn_text(
     assert not_counted(ui_claim) == [f"not_discriminating: {NOT_SEEN}"]
 
 
+GENERATED = "<style>#status::before { content: 'Saved'; }</style><div id=\"status\"></div>"
+
+
+@pytest.mark.parametrize(
+    ("cover", "visible"),
+    [
+        ('<div style="position:absolute;top:0;left:0;width:100%;height:200px;'
+         'background:#fff"></div>', False),
+        ('<div style="position:absolute;top:0;left:0;width:1px;height:1px;'
+         'box-shadow:0 0 0 300px #fff"></div>', False),
+        ("", True),
+    ],
+    ids=["under-a-background", "under-a-box-shadow", "control-drawn"],
+)  # fmt: skip
+def test_attack_150_generated_text_under_a_cover_does_not_count(
+    site: Site, ui_claim: Path, cover: str, visible: bool
+) -> None:
+    # A ::before "Saved" was read by its style alone, never hit-tested: even under a white box
+    # it was verified. Its element's box is now captured with and without it.
+    item = observe_status(site, ui_claim, GENERATED + cover + NOT_SAVED)
+    assert item["observed_value"]["visible"] is visible  # type: ignore[index]
+    if visible:
+        assert verdict_of(ui_claim) == "verified"
+    else:
+        assert not_counted(ui_claim) == [f"not_discriminating: {NOT_SEEN}"]
+
+
 FAR_DOWN = (
     '<div id="status"><p>Your change was not saved.</p><div style="height:1500px"></div>'
     '<p style="position:relative">Saved{}</p></div>'

@@ -304,6 +304,7 @@
     let size = 0;
     let placed = true;
     let hidden = null;
+    const generatedBy = new Map();  // element: how many characters its ::before and ::after add
     const push = (text, node = null) => { out.push([text, node]); size += text.length; };
     function walk(node) {
       if (size > MAX_TEXT || (quick && seen)) return;
@@ -336,12 +337,15 @@
         }
         const text = shown ? generated(node, pseudo) : "";
         if (text === null) placed = false;
-        else if (text) push(transform(text, css(node, pseudo)));
+        else if (text) {
+          push(transform(text, css(node, pseudo)));
+          if (text.trim()) generatedBy.set(node, (generatedBy.get(node) || 0) + text.trim().length);
+        }
       }
       if (block) push(BLOCK_BREAK);
     }
     walk(el);
-    return { text: joined(out), hidden, placed, out };
+    return { text: joined(out), hidden, placed, out, generatedBy };
   }
 
   function joined(out) {
@@ -349,9 +353,9 @@
   }
 
   function judge(el, quick) {
-    const { text, hidden, placed, out } = visibleText(el, quick);
+    const { text, hidden, placed, out, generatedBy } = visibleText(el, quick);
     if (!placed) return { visible: false, why: "generated text out of the flow", text };
-    if (text) return { visible: true, why: null, text, out };
+    if (text) return { visible: true, why: null, text, out, generatedBy };
     // Text, all of it hidden: the element shows nothing. No text: its box must be seen.
     const why = hidden === null ? boxHidden(el) : `its text is ${hidden}`;
     return { visible: why === null, why: why === null ? null : why, text };
@@ -418,6 +422,11 @@
   for (const [node] of pending.splice(MAX_GLYPHS)) {
     notDrawn(node, "beyond the part of the element captured");
   }
+  // The elements whose ::before and ::after text is read with it: judged by the box of each,
+  // captured with and without that text (its glyphs only), once the text nodes are.
+  const pendingGenerated = chosen >= 0 && judged[chosen].visible && judged[chosen].generatedBy
+    ? [...judged[chosen].generatedBy] : [];
+  let generatedHidden = null;
   let windows = 0;
   let area = null;  // the glyph boxes of the current window: [node, rect]
 
@@ -473,10 +482,53 @@
       const right = Math.ceil(Math.max(...area.map(([, r]) => r.right)));
       const bottom = Math.ceil(Math.max(...area.map(([, r]) => r.bottom)));
       area.clip = { left, top };
-      return { x: left + window.scrollX, y: top + window.scrollY,
-        width: right - left, height: bottom - top, scale: 1 };
+      return clipOf(area, left, top, right, bottom);
+    }
+    return nextGenerated();
+  }
+
+  function clipOf(boxes, left, top, right, bottom) {
+    boxes.clip = { left, top };
+    return { x: left + window.scrollX, y: top + window.scrollY,
+      width: right - left, height: bottom - top, scale: 1 };
+  }
+
+  // The next element whose generated text is to be captured, brought into view: its box on
+  // the screen is where that text must be drawn.
+  function nextGenerated() {
+    while (pendingGenerated.length > 0 && generatedHidden === null) {
+      const [owner, characters] = pendingGenerated.shift();
+      const r = reveal(() => owner.getBoundingClientRect(), owner.parentElement);
+      const left = Math.max(Math.floor(r.left), 0);
+      const top = Math.max(Math.floor(r.top), 0);
+      const right = Math.min(Math.ceil(r.right), root.clientWidth);
+      const bottom = Math.min(Math.ceil(r.bottom), root.clientHeight);
+      if (right - left < 1 || bottom - top < 1) {
+        generatedHidden = "out of reach of scrolling";
+        break;
+      }
+      area = [];
+      area.generated = { owner, characters, rect: { left, top, right, bottom } };
+      return clipOf(area, left, top, right, bottom);
     }
     return null;
+  }
+
+  // Generated text is made bare by a rule of the observer's own, adopted by the document, on
+  // an attribute of a name the page cannot guess, removed by finish().
+  const marker = `data-claim-${Math.random().toString(36).slice(2)}`;
+  let rules = null;
+  function markGenerated(owner, state) {
+    if (rules === null) {
+      rules = new CSSStyleSheet();
+      rules.replaceSync(
+        `[${marker}]::before, [${marker}]::after { transition: none !important; }
+         [${marker}="bare"]::before, [${marker}="bare"]::after {
+           -webkit-text-fill-color: transparent !important;
+           -webkit-text-stroke-color: transparent !important; text-shadow: none !important; }`);
+      doc.adoptedStyleSheets = [...doc.adoptedStyleSheets, rules];
+    }
+    owner.setAttribute(marker, state);
   }
 
   // The glyphs of the text read made transparent, and nothing else: colour stays (borders,
@@ -491,6 +543,10 @@
   // nowhere else, so it goes too.
   let glyphless = [];
   function hideText() {
+    if (area.generated) {
+      markGenerated(area.generated.owner, "bare");
+      return;
+    }
     const painted = new Set();
     for (const owner of owners()) {
       restyle(owner, "transition", "none");
@@ -509,6 +565,10 @@
     glyphless = [...owners(), ...painted];
   }
   function showText() {
+    if (area.generated) {
+      markGenerated(area.generated.owner, "shown");
+      return;
+    }
     for (const el of glyphless) {
       putBack(el);
       el.style.setProperty("transition", "none", "important");
@@ -554,6 +614,15 @@
   async function judgeDrawn(withText, withoutText, withTextAgain) {
     const [shown, bare, again] = await Promise.all(
       [withText, withoutText, withTextAgain].map(pixels));
+    if (area.generated) {
+      const { rect, characters } = area.generated;
+      const r = { ...rect };
+      if (changed(shown, again, r) > 0) generatedHidden = "changing on the screen while it was read";
+      else if (changed(shown, bare, r) < MIN_GLYPH_PIXELS * characters) {
+        generatedHidden = "not drawn on the screen (covered, masked or shrunk)";
+      }
+      return;
+    }
     for (const [node, r] of area) {
       const verdict = ink.get(node);
       if (changed(shown, again, r) > 0) notDrawn(node, "changing on the screen while it was read");
@@ -583,9 +652,18 @@
   }
 
   // The page put back as it was, then what was read of it.
+  // Generated text is read with the element's own, in its place: when it is not drawn, what
+  // the element shows cannot be told, and it is not visible.
   function finish() {
     if (readNodes.length > 0) keepDrawn();
+    if (generatedHidden !== null) {
+      judged[chosen] = { ...judged[chosen], visible: false, why: `its generated text is ${generatedHidden}` };
+    }
     restore();
+    if (rules !== null) {
+      for (const owner of doc.querySelectorAll(`[${marker}]`)) owner.removeAttribute(marker);
+      doc.adoptedStyleSheets = doc.adoptedStyleSheets.filter((sheet) => sheet !== rules);
+    }
     return found();
   }
 
