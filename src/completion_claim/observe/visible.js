@@ -424,7 +424,7 @@
   }
   // The elements whose ::before and ::after text is read with it: judged by the box of each,
   // captured with and without that text (its glyphs only), once the text nodes are.
-  const pendingGenerated = chosen >= 0 && judged[chosen].visible && judged[chosen].generatedBy
+  let pendingGenerated = chosen >= 0 && judged[chosen].visible && judged[chosen].generatedBy
     ? [...judged[chosen].generatedBy] : [];
   let generatedHidden = null;
   let windows = 0;
@@ -493,25 +493,43 @@
       width: right - left, height: bottom - top, scale: 1 };
   }
 
-  // The next element whose generated text is to be captured, brought into view: its box on
-  // the screen is where that text must be drawn.
+  // The next elements whose generated text is to be captured: the top of the first brought
+  // into view, with every other one then on the screen; the part of the box of each on the
+  // screen is where its text must be drawn.
   function nextGenerated() {
-    while (pendingGenerated.length > 0 && generatedHidden === null) {
-      const [owner, characters] = pendingGenerated.shift();
-      const r = reveal(() => owner.getBoundingClientRect(), owner.parentElement);
-      const left = Math.max(Math.floor(r.left), 0);
-      const top = Math.max(Math.floor(r.top), 0);
-      const right = Math.min(Math.ceil(r.right), root.clientWidth);
-      const bottom = Math.min(Math.ceil(r.bottom), root.clientHeight);
-      if (right - left < 1 || bottom - top < 1) {
-        generatedHidden = "out of reach of scrolling";
-        break;
-      }
-      area = [];
-      area.generated = { owner, characters, rect: { left, top, right, bottom } };
-      return clipOf(area, left, top, right, bottom);
+    const waiting = pendingGenerated;
+    if (waiting.length === 0 || generatedHidden !== null) return null;
+    if (windows++ >= MAX_WINDOWS) {
+      generatedHidden = "beyond the part of the element captured";
+      return null;
     }
-    return null;
+    const [first] = waiting[0];
+    reveal(() => {
+      const r = first.getBoundingClientRect();
+      return DOMRectReadOnly.fromRect({ x: r.left, y: r.top, width: r.width,
+        height: Math.min(r.height, root.clientHeight) });
+    }, first.parentElement);
+    const visiblePart = (r) => DOMRectReadOnly.fromRect({
+      x: Math.max(r.left, 0), y: Math.max(r.top, 0),
+      width: Math.min(r.right, root.clientWidth) - Math.max(r.left, 0),
+      height: Math.min(r.bottom, root.clientHeight) - Math.max(r.top, 0) });
+    const now = waiting.map(([owner, characters]) => ({ owner, characters,
+      rect: owner.getBoundingClientRect() }))
+      .filter(({ owner, rect }) => owner === first || onScreen(rect))
+      .map((g) => ({ ...g, rect: visiblePart(g.rect) }))
+      .filter(({ rect }) => rect.width >= 1 && rect.height >= 1);
+    if (now.length === 0) {
+      generatedHidden = "out of reach of scrolling";
+      return null;
+    }
+    pendingGenerated = waiting.filter(([owner]) => !now.some((g) => g.owner === owner));
+    area = [];
+    area.generated = now;
+    return clipOf(area,
+      Math.floor(Math.min(...now.map(({ rect }) => rect.left))),
+      Math.floor(Math.min(...now.map(({ rect }) => rect.top))),
+      Math.ceil(Math.max(...now.map(({ rect }) => rect.right))),
+      Math.ceil(Math.max(...now.map(({ rect }) => rect.bottom))));
   }
 
   // Generated text is made bare by a rule of the observer's own, adopted by the document, on
@@ -544,7 +562,7 @@
   let glyphless = [];
   function hideText() {
     if (area.generated) {
-      markGenerated(area.generated.owner, "bare");
+      for (const { owner } of area.generated) markGenerated(owner, "bare");
       return;
     }
     const painted = new Set();
@@ -566,7 +584,7 @@
   }
   function showText() {
     if (area.generated) {
-      markGenerated(area.generated.owner, "shown");
+      for (const { owner } of area.generated) markGenerated(owner, "shown");
       return;
     }
     for (const el of glyphless) {
@@ -614,15 +632,14 @@
   async function judgeDrawn(withText, withoutText, withTextAgain) {
     const [shown, bare, again] = await Promise.all(
       [withText, withoutText, withTextAgain].map(pixels));
-    if (area.generated) {
-      const { rect, characters } = area.generated;
-      const r = { ...rect };
-      if (changed(shown, again, r) > 0) generatedHidden = "changing on the screen while it was read";
-      else if (changed(shown, bare, r) < MIN_GLYPH_PIXELS * characters) {
-        generatedHidden = "not drawn on the screen (covered, masked or shrunk)";
+    for (const { rect, characters } of area.generated || []) {
+      if (changed(shown, again, rect) > 0) {
+        generatedHidden = generatedHidden || "changing on the screen while it was read";
+      } else if (changed(shown, bare, rect) < MIN_GLYPH_PIXELS * characters) {
+        generatedHidden = generatedHidden || "not drawn on the screen (covered, masked or shrunk)";
       }
-      return;
     }
+    if (area.generated) return;
     for (const [node, r] of area) {
       const verdict = ink.get(node);
       if (changed(shown, again, r) > 0) notDrawn(node, "changing on the screen while it was read");
