@@ -268,7 +268,8 @@ def test_a_secret_in_the_query_is_never_recorded(site: Site, ui_claim: Path) -> 
 def test_a_long_text_is_recorded_cut_and_never_equals_its_prefix(
     site: Site, ui_claim: Path
 ) -> None:
-    site.hostile = f'<p id="long">{"a" * 2500}</p>'
+    # Wrapped: one line as wide as 18 screens would be captured in more parts than are taken.
+    site.hostile = f'<p id="long" style="word-break:break-all">{"a" * 2500}</p>'
     args = ("--locator", "css=#long", "--expect-text", "a" * 2000, "--timeout", "2")
     assert observe(ui_claim, f"{site.url}/hostile", *args) == 0
     assert last_evidence(ui_claim)["observed_value"]["text"] == "a" * 2000 + " [cut]"
@@ -352,6 +353,80 @@ HIDING = {
 }
 
 
+DRAWN_OVER = {
+    "thick-border": (
+        '<div id="status" style="display:inline-block;position:relative">Saved</div>'
+        '<div style="position:absolute;top:0;left:0;width:0;height:0;'
+        'border:60px solid #fff"></div>'
+    ),
+    "parent-after-box": (
+        "<style>#box::after { content: ''; position: absolute; inset: 0; "
+        "border: 40px solid #fff; }</style>"
+        '<div id="box" style="position:relative;width:200px;height:40px">'
+        '<span id="status">Saved</span></div>'
+    ),
+    "outer-box-shadow": (
+        '<div id="status">Saved</div><div style="position:absolute;top:0;left:0;width:1px;'
+        'height:1px;box-shadow:0 0 0 300px #fff"></div>'
+    ),
+    "inset-box-shadow": (
+        '<div style="position:relative"><div id="status">Saved</div>'
+        '<div style="position:absolute;inset:0;width:300px;height:60px;'
+        'box-shadow:inset 0 0 0 100px #fff"></div></div>'
+    ),
+    "outline": (
+        '<div id="status">Saved</div><div style="position:absolute;top:30px;left:30px;'
+        'width:1px;height:1px;outline:200px solid #fff"></div>'
+    ),
+    "border-image-fill": (
+        '<div id="status">Saved</div><div style="position:absolute;top:0;left:0;width:300px;'
+        'height:60px;border:1px solid;border-image:linear-gradient(#fff,#fff) 1 fill"></div>'
+    ),
+    "first-letter-under-a-box-shadow": (
+        '<div id="status">Saved</div><div style="position:absolute;top:0;left:0;width:1px;'
+        'height:1px;box-shadow:0 0 0 21px #fff"></div>'
+    ),
+}
+SELF_HIDDEN = {
+    "mask-image-transparent": (
+        '<div id="status" style="mask-image:linear-gradient(transparent,transparent)">Saved</div>'
+    ),
+    "webkit-mask-image-transparent": (
+        '<div id="status" style="-webkit-mask-image:linear-gradient(transparent,transparent)">'
+        "Saved</div>"
+    ),
+    "transform-scale-tenth": '<div id="status" style="transform:scale(0.1)">Saved</div>',
+    "zoom-tenth": '<div id="status" style="zoom:0.1">Saved</div>',
+}
+COVER = '<div id="cover" style="position:absolute;top:0;left:0;width:1px;height:1px;{}"></div>'
+ANSWERING = {
+    # Paints the cover black while the reading has made the text transparent, white otherwise.
+    "mutation-observer": '<div id="status">Saved</div>'
+    + COVER.format("box-shadow:0 0 0 300px #fff")
+    + (
+        "<script>const status = document.getElementById('status');"
+        "new MutationObserver(() => { document.getElementById('cover').style.boxShadow ="
+        " '0 0 0 300px ' + (status.style.webkitTextFillColor === 'transparent' ? '#000' : '#fff');"
+        "}).observe(status, { attributes: true });</script>"
+    ),
+    "animation-frames": '<div id="status">Saved</div>'
+    + COVER.format("box-shadow:0 0 0 300px #fff")
+    + (
+        "<script>const status = document.getElementById('status');"
+        "const cover = document.getElementById('cover');"
+        "(function paint() { const bare = getComputedStyle(status).webkitTextFillColor"
+        " === 'rgba(0, 0, 0, 0)'; cover.style.boxShadow = '0 0 0 300px ' + (bare ? '#000' :"
+        " '#fff'); requestAnimationFrame(paint); })();</script>"
+    ),
+    "flickering-cover": (
+        "<style>@keyframes flicker { 0% { box-shadow: 0 0 0 300px #fff; } 50% { box-shadow:"
+        " 0 0 0 300px #000; } }</style>"
+    )
+    + '<div id="status">Saved</div>'
+    + COVER.format("animation:flicker 16ms steps(1) infinite"),
+}
+
+
 def observe_status(site: Site, claim: Path, body: str, *options: str) -> dict[str, object]:
     site.hostile = f"<!doctype html><html><body>{body}</body></html>"
     args = ("--locator", "css=#status", "--expect-text", "Saved", "--timeout", "3", *options)
@@ -393,6 +468,92 @@ def test_attack_46_no_way_of_hiding_an_element_counts(
     assert not_counted(ui_claim) == [f"not_discriminating: {NOT_SEEN}"]
 
 
+@pytest.mark.parametrize("page", DRAWN_OVER.values(), ids=DRAWN_OVER.keys())
+def test_attack_146_text_drawn_over_by_what_css_does_not_call_a_cover_does_not_count(
+    site: Site, ui_claim: Path, page: str
+) -> None:
+    # Issue 31, finding 5: each was verified, and a screenshot showed no "Saved".
+    item = observe_status(site, ui_claim, page + NOT_SAVED)
+    assert item["observed_value"]["visible"] is False  # type: ignore[index]
+    assert not_counted(ui_claim) == [f"not_discriminating: {NOT_SEEN}"]
+
+
+@pytest.mark.parametrize("page", SELF_HIDDEN.values(), ids=SELF_HIDDEN.keys())
+def test_attack_147_text_its_own_style_masks_or_shrinks_does_not_count(
+    site: Site, ui_claim: Path, page: str
+) -> None:
+    # Issue 31, finding 6: a mask, or a font size that is readable only before the transform.
+    item = observe_status(site, ui_claim, page + NOT_SAVED)
+    assert item["observed_value"]["visible"] is False  # type: ignore[index]
+    assert not_counted(ui_claim) == [f"not_discriminating: {NOT_SEEN}"]
+
+
+@pytest.mark.parametrize("page", ANSWERING.values(), ids=ANSWERING.keys())
+def test_attack_148_a_page_that_answers_the_reading_cannot_fake_drawn_text(
+    site: Site, ui_claim: Path, page: str
+) -> None:
+    # A covered "Saved" whose cover turns black while the text is transparent (as the page sees
+    # the reading's change) or flickers by itself: the captures would differ without the text.
+    item = observe_status(site, ui_claim, page + NOT_SAVED)
+    assert item["observed_value"]["visible"] is False  # type: ignore[index]
+    assert not_counted(ui_claim) == [f"not_discriminating: {NOT_SEEN}"]
+
+
+GENERATED = "<style>#status::before { content: 'Saved'; }</style><div id=\"status\"></div>"
+
+
+@pytest.mark.parametrize(
+    ("cover", "visible"),
+    [
+        ('<div style="position:absolute;top:0;left:0;width:100%;height:200px;'
+         'background:#fff"></div>', False),
+        ('<div style="position:absolute;top:0;left:0;width:1px;height:1px;'
+         'box-shadow:0 0 0 300px #fff"></div>', False),
+        ("", True),
+    ],
+    ids=["under-a-background", "under-a-box-shadow", "control-drawn"],
+)  # fmt: skip
+def test_attack_150_generated_text_under_a_cover_does_not_count(
+    site: Site, ui_claim: Path, cover: str, visible: bool
+) -> None:
+    # A ::before "Saved" was read by its style alone, never hit-tested: even under a white box
+    # it was verified. Its element's box is now captured with and without it.
+    item = observe_status(site, ui_claim, GENERATED + cover + NOT_SAVED)
+    assert item["observed_value"]["visible"] is visible  # type: ignore[index]
+    if visible:
+        assert verdict_of(ui_claim) == "verified"
+    else:
+        assert not_counted(ui_claim) == [f"not_discriminating: {NOT_SEEN}"]
+
+
+FAR_DOWN = (
+    '<div id="status"><p>Your change was not saved.</p><div style="height:1500px"></div>'
+    '<p style="position:relative">Saved{}</p></div>'
+)
+
+
+@pytest.mark.parametrize(
+    ("cover", "text"),
+    [
+        ('<span style="position:absolute;left:0;top:0;width:1px;height:1px;'
+         'box-shadow:0 0 0 60px #fff"></span>', "Your change was not saved."),
+        ("", "Your change was not saved. Saved"),
+    ],
+    ids=["covered", "control-drawn"],
+)  # fmt: skip
+def test_attack_149_text_a_screen_away_in_the_element_read_is_judged_by_its_pixels_too(
+    site: Site, ui_claim: Path, cover: str, text: str
+) -> None:
+    # The element's first line is drawn; a covered "Saved" 1500 px further down it is judged
+    # in a capture of its own, and left out of the text read.
+    site.hostile = f"<!doctype html><html><body>{FAR_DOWN.format(cover)}</body></html>"
+    args = ("--locator", "css=#status", "--expect-includes", "Saved", "--timeout", "3")
+    assert observe(ui_claim, f"{site.url}/hostile", *args) == 0
+    observed = last_evidence(ui_claim)["observed_value"]
+    assert (observed["visible"], observed["text"]) == (True, text)
+    assert observed["includes"] == {"Saved": text.endswith("Saved")}
+
+
 @pytest.mark.parametrize(
     "page",
     [
@@ -407,9 +568,20 @@ def test_attack_46_no_way_of_hiding_an_element_counts(
         '<div style="opacity:0.5"><div id="status">Saved</div></div>',
         '<div style="position:relative"><div style="height:80px;background:#000"></div>'
         '<span id="status" style="position:absolute;top:10px;color:#fff">Saved</span></div>',
+        '<div id="status" style="background:#0a3;color:#fff;padding:4px">Saved</div>',
+        '<div id="status" style="border:6px solid #333;padding:8px;width:200px">Saved</div>',
+        '<div id="status" style="box-shadow:0 0 12px 6px #888;margin:20px;width:120px">'
+        "Saved</div>",
+        '<div id="status" style="outline:3px solid #06c;outline-offset:2px">Saved</div>',
+        '<div id="status" style="font-size:9px;color:#777">Saved</div>',
+        '<a id="status" href="#" style="transition:all 1s">Saved</a>',
+        '<div id="status" style="background:linear-gradient(90deg,#c00,#00c);'
+        'background-clip:text;color:transparent">Saved</div>',
     ],
     ids=["plain", "below-the-fold", "scrollable-box", "aria-hidden", "content-visibility-auto",
-         "pointer-events-none", "half-opacity", "light-on-dark-sibling"],
+         "pointer-events-none", "half-opacity", "light-on-dark-sibling", "coloured-background",
+         "bordered-box", "box-shadow-around", "outline-around", "small-but-readable",
+         "link-with-a-transition", "gradient-text"],
 )  # fmt: skip
 def test_a_saved_a_person_can_see_verifies(site: Site, ui_claim: Path, page: str) -> None:
     item = observe_status(site, ui_claim, page)

@@ -50,7 +50,7 @@ from ._common import Observation
 from .values import redact_url, refuse_ambiguous_url, sha256_digest
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page, Response, Route, WebSocketRoute
+    from playwright.sync_api import Browser, CDPSession, Page, Response, Route, WebSocketRoute
 
 CHECK_TYPE = DOM_ASSERTION
 CHROMIUM_ENV = "CLAIM_CHROMIUM"
@@ -436,7 +436,7 @@ def _read(
     read = seen["read"]
     if read is not None:
         # The element a person sees (the first matched when none is seen), read in the same
-        # synchronous run as its visibility, so the page cannot change it in between.
+        # reading as its visibility, the page's scripts stopped, so it cannot change in between.
         text = normalize(str(read["text"]))
         cut = len(text) > MAX_TEXT_CHARS
         observed[TEXT_KEY] = text[:MAX_TEXT_CHARS] + CUT_MARK if cut else text
@@ -479,7 +479,9 @@ def _read_visible(page: Page, locator: str, attr: str | None) -> dict[str, Any]:
     the browser's functions (getComputedStyle, checkVisibility, elementsFromPoint, Array's
     methods) changes nothing the reading uses. Playwright's own evaluate runs in the page's
     world, so the script is run through the DevTools protocol in the world where the
-    content-script engine kept the elements."""
+    content-script engine kept the elements. The page's scripts and animations are stopped
+    while it reads, so nothing of the page's moves between the layout read and the captures of
+    the text (and none of its callbacks answers the reading's changes)."""
     key = f"__claim_located_{secrets.token_hex(16)}"
     if page.locator(f"{locator} >> {_LOCATED_ENGINE}={key}").count() == 0:
         return {"visible": [], "read": None}
@@ -494,22 +496,23 @@ def _read_visible(page: Page, locator: str, attr: str | None) -> dict[str, Any]:
             ),
         )  # fmt: skip
         session.send("Runtime.enable")
-        for context in isolated:
-            answer = session.send(
-                "Runtime.callFunctionOn",
-                {
-                    "functionDeclaration": _visible_function(),
-                    "executionContextId": context,
-                    "arguments": [{"value": key}, {"value": attr}],
-                    "returnByValue": True,
-                },
-            )
-            if "exceptionDetails" in answer:
-                why = answer["exceptionDetails"].get("exception", {}).get("description", "")
-                raise ObservationFailed(f"reading what a person can see failed: {why[:200]}")
-            value = answer["result"].get("value")
-            if type(value) is dict:
-                return value
+        session.send("Emulation.setScriptExecutionDisabled", {"value": True})
+        session.send("Animation.enable")
+        session.send("Animation.setPlaybackRate", {"playbackRate": 0})
+        try:
+            for context in isolated:
+                step = partial(_call, session, context, key)
+                if step("read", attr) is True:
+                    try:
+                        _judge_drawn(session, step)
+                    finally:
+                        found = step("finish")
+                    if type(found) is not dict:
+                        raise ObservationFailed("reading what a person can see gave no answer")
+                    return found
+        finally:
+            session.send("Animation.setPlaybackRate", {"playbackRate": 1})
+            session.send("Emulation.setScriptExecutionDisabled", {"value": False})
     finally:
         session.detach()
     raise ObservationFailed(
@@ -518,13 +521,58 @@ def _read_visible(page: Page, locator: str, attr: str | None) -> dict[str, Any]:
     )
 
 
+def _judge_drawn(session: CDPSession, step: Callable[..., Any]) -> None:
+    """The text of the element read counts where it is drawn: each part of it that fits on the
+    screen captured with its glyphs, without them, and with them again (the page holds still,
+    so only the glyphs may differ); the script judges the pixels (spec 7.4)."""
+    while (clip := step("nextArea")) is not None:
+        shots = [_capture(session, clip)]
+        step("hideText")
+        shots.append(_capture(session, clip))
+        step("showText")
+        shots.append(_capture(session, clip))
+        step("judgeDrawn", *shots)
+
+
+def _capture(session: CDPSession, clip: dict[str, Any]) -> str:
+    """The clip of the page as drawn now, a PNG in base64."""
+    shot = session.send(
+        "Page.captureScreenshot", {"format": "png", "clip": clip, "captureBeyondViewport": False}
+    )
+    return str(shot["data"])
+
+
+def _call(session: CDPSession, context: int, key: str, step: str, *args: Any) -> Any:
+    """One step of the reading (visible.js) in the isolated world ``context``: ``read`` starts
+    it on the elements kept under ``key`` (true when they were there), the others are the
+    reading's own methods, ``finish`` the last."""
+    answer = session.send(
+        "Runtime.callFunctionOn",
+        {
+            "functionDeclaration": _visible_function(),
+            "executionContextId": context,
+            "arguments": [{"value": key}, {"value": step}, {"value": list(args)}],
+            "returnByValue": True,
+            "awaitPromise": True,
+        },
+    )
+    if "exceptionDetails" in answer:
+        why = answer["exceptionDetails"].get("exception", {}).get("description", "")
+        raise ObservationFailed(f"reading what a person can see failed: {why[:200]}")
+    return answer["result"].get("value")
+
+
 @cache
 def _visible_function() -> str:
     script = resources.files(__package__).joinpath("visible.js").read_text("utf-8")
     return (
-        "function (key, attr) {\n  const located = globalThis[key];\n"
-        "  if (located === undefined) return null;\n  delete globalThis[key];\n"
-        f"  return ({script}\n  )(located, attr);\n}}"
+        "function (key, step, args) {\n  const located = globalThis[key];\n"
+        "  if (located === undefined) return null;\n"
+        "  if (step !== 'read') {\n"
+        "    if (step === 'finish') delete globalThis[key];\n"
+        "    return located[step](...args);\n  }\n"
+        f"  globalThis[key] = ({script}\n  )(located, ...args);\n"
+        "  return true;\n}"
     )
 
 

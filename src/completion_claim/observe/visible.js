@@ -1,13 +1,29 @@
 // What a person can see of the elements a locator matched (docs/spec.md, section 7.4).
 // The observer's own fixed script, never text from a claim or a command line. It runs in an
 // isolated world (observe/dom.py), where the page's scripts cannot replace the functions it
-// calls, and in one synchronous call, so none of the page's scripts can run between its steps:
-// it may switch pointer-events on and scroll to hit-test, and puts both back before it returns.
+// calls, while the page's own scripts are stopped (observe/dom.py), so none of them runs
+// between its steps. It judges the layout in one call, leaving the page as it was read
+// (scrolled, pointer-events switched on); then, for each part of the text of the element read
+// that fits on the screen (nextArea), the observer captures it with and without its glyphs
+// (hideText, showText) and the script judges the captures (judgeDrawn); finish() puts
+// everything back and says what was seen.
 (elements, attrName) => {
   const MIN_FONT_PX = 4;
   const MIN_CONTRAST = 1.2;
   const MAX_BLUR_PX = 2;
   const MAX_TEXT = 100000;
+  // What "drawn" means, judged on captures of the text's area with and without its glyphs: a
+  // pixel differs when its two colours have WCAG's contrast of MIN_CONTRAST or more (the bar
+  // colour is judged by); every character must change at least one such pixel inside its own
+  // box (a glyph covered, masked or faded whole changes none), and each text node at least
+  // MIN_INK of the area of its characters' boxes. Measured on Debian's Chromium, letters drawn
+  // whole change 25% to 57% of their boxes from 4 px to 16 px, a row of grey full stops at
+  // 12 px 4.8% (2 pixels each); covered, masked or shrunk text changes none, and a word partly
+  // covered fails at the first glyph covered whole.
+  const MIN_GLYPH_PIXELS = 1;
+  const MIN_INK = 0.03;
+  const MAX_GLYPHS = 5000;
+  const MAX_WINDOWS = 8;
   const REPLACED = new Set(["img", "video", "canvas", "iframe", "embed", "object", "svg",
     "input", "textarea", "select", "meter", "progress"]);
   const BLOCK_BREAK = "\n";
@@ -190,6 +206,7 @@
     const owner = boxOf(node.parentElement);
     if (!owner || !rendered(owner)) return "not rendered (display, visibility, opacity or blur)";
     if (parseFloat(css(owner).fontSize) < MIN_FONT_PX) return "too small to read";
+    if (!drawnTallEnough(node)) return "too small to read";
     const range = doc.createRange();
     range.selectNodeContents(node);
     // Hit-testing finds text only inside its element's box: text overflowing the box is judged
@@ -220,6 +237,15 @@
       lines++;
     }
     return lines > 0 ? null : "of no size";
+  }
+
+  // The size the text is drawn at, after transforms and zoom: each line's box on screen, not
+  // the computed font size (which scale() and zoom leave as it was).
+  function drawnTallEnough(node) {
+    const range = doc.createRange();
+    range.selectNodeContents(node);
+    const lines = [...range.getClientRects()].filter((r) => r.width >= 1 && r.height >= 1);
+    return lines.every((r) => r.height >= MIN_FONT_PX);
   }
 
   function boxHidden(el) {
@@ -273,12 +299,13 @@
   // between blocks (as innerText has it); never the text of what is hidden.
   // ``quick``: only whether any of it is seen, for the elements that are only counted.
   function visibleText(el, quick) {
-    const out = [];
+    const out = [];  // [text, the text node it is the text of, or null]
     let seen = false;
     let size = 0;
     let placed = true;
     let hidden = null;
-    const push = (text) => { out.push(text); size += text.length; };
+    const generatedBy = new Map();  // element: how many characters its ::before and ::after add
+    const push = (text, node = null) => { out.push([text, node]); size += text.length; };
     function walk(node) {
       if (size > MAX_TEXT || (quick && seen)) return;
       if (node.nodeType === Node.TEXT_NODE) {
@@ -286,7 +313,7 @@
         const why = textHidden(node);
         if (why === null) {
           seen = true;
-          push(transform(node.data, css(node.parentElement)));
+          push(transform(node.data, css(node.parentElement)), node);
         } else {
           hidden = hidden || why;
         }
@@ -310,61 +337,352 @@
         }
         const text = shown ? generated(node, pseudo) : "";
         if (text === null) placed = false;
-        else if (text) push(transform(text, css(node, pseudo)));
+        else if (text) {
+          push(transform(text, css(node, pseudo)));
+          if (text.trim()) generatedBy.set(node, (generatedBy.get(node) || 0) + text.trim().length);
+        }
       }
       if (block) push(BLOCK_BREAK);
     }
     walk(el);
-    const text = out.join("").replace(/\s+/g, " ").trim();
-    return { text, hidden, placed };
+    return { text: joined(out), hidden, placed, out, generatedBy };
+  }
+
+  function joined(out) {
+    return out.map(([text]) => text).join("").replace(/\s+/g, " ").trim();
   }
 
   function judge(el, quick) {
-    const { text, hidden, placed } = visibleText(el, quick);
+    const { text, hidden, placed, out, generatedBy } = visibleText(el, quick);
     if (!placed) return { visible: false, why: "generated text out of the flow", text };
-    if (text) return { visible: true, why: null, text };
+    if (text) return { visible: true, why: null, text, out, generatedBy };
     // Text, all of it hidden: the element shows nothing. No text: its box must be seen.
     const why = hidden === null ? boxHidden(el) : `its text is ${hidden}`;
     return { visible: why === null, why: why === null ? null : why, text };
   }
 
+  // Every style attribute the reading changes, as it was before: put back exactly.
+  const styled = new Map();
+  function restyle(el, name, value) {
+    if (!styled.has(el)) styled.set(el, el.getAttribute("style"));
+    el.style.setProperty(name, value, "important");
+  }
+  function putBack(el) {
+    const style = styled.get(el);
+    // Chromium writes a style changed through el.style into the attribute only when it is
+    // next read: read it first, or removing it leaves style="" behind.
+    el.getAttribute("style");
+    if (style === null) el.removeAttribute("style");
+    else el.setAttribute("style", style);
+  }
+  function restore() {
+    for (const el of styled.keys()) putBack(el);
+    for (const [box, [left, top]] of scrolled) box.scrollTo({ left, top, behavior: "instant" });
+  }
+
   // A person's pointer never decides what they see: pointer-events: none is switched off for
   // the hit tests. content-visibility: auto lays its content out only once it nears the
-  // viewport, as it does for a person scrolling to it: it is laid out now. Each style
-  // attribute is put back exactly.
-  const switched = [];
+  // viewport, as it does for a person scrolling to it: it is laid out now.
   for (const el of doc.querySelectorAll("*")) {
     const style = css(el);
-    const pointer = style.pointerEvents === "none";
-    const auto = style.contentVisibility === "auto";
-    if (!pointer && !auto) continue;
-    switched.push([el, el.getAttribute("style")]);
-    if (pointer) el.style.setProperty("pointer-events", "auto", "important");
-    if (auto) el.style.setProperty("content-visibility", "visible", "important");
+    if (style.pointerEvents === "none") restyle(el, "pointer-events", "auto");
+    if (style.contentVisibility === "auto") restyle(el, "content-visibility", "visible");
   }
   let judged;
   try {
     judged = elements.map((el) => judge(el, true));
     // The element read: the first a person sees (else the first), judged in full.
-    const chosen = Math.max(judged.findIndex((j) => j.visible), 0);
-    if (chosen < elements.length) judged[chosen] = { ...judge(elements[chosen], false), chosen };
-  } finally {
-    for (const [el, style] of switched) {
-      if (style === null) el.removeAttribute("style");
-      else el.setAttribute("style", style);
-    }
-    for (const [box, [left, top]] of scrolled) box.scrollTo({ left, top, behavior: "instant" });
+    const first = Math.max(judged.findIndex((j) => j.visible), 0);
+    if (first < elements.length) judged[first] = { ...judge(elements[first], false), chosen: true };
+  } catch (error) {
+    restore();
+    throw error;
   }
-  const visible = judged.map((j) => j.visible);
-  const chosen = judged.findIndex((j) => j.chosen !== undefined);
+  const chosen = judged.findIndex((j) => j.chosen);
   const el = elements[chosen];
-  const read = el === undefined ? null : {
-    visible: judged[chosen].visible,
-    hidden_by: judged[chosen].why,
-    text: judged[chosen].text,
-    attr: attrName === null ? null : el.getAttribute(attrName),
-    html: el.outerHTML,
-    whole_document: el === root || el === doc.body,
-  };
-  return { visible, read };
+
+  function found() {
+    const read = el === undefined ? null : {
+      visible: judged[chosen].visible,
+      hidden_by: judged[chosen].why,
+      text: judged[chosen].text,
+      attr: attrName === null ? null : el.getAttribute(attrName),
+      html: el.outerHTML,
+      whole_document: el === root || el === doc.body,
+    };
+    return { visible: judged.map((j) => j.visible), read };
+  }
+
+  // The text nodes seen in the element read, and their characters not yet judged by their
+  // pixels: [node, start, end] of each that is not blank, in order.
+  const readNodes = chosen >= 0 && judged[chosen].visible && judged[chosen].out
+    ? judged[chosen].out.map(([, node]) => node).filter(Boolean) : [];
+  let pending = readNodes.flatMap(characters);
+  const ink = new Map(readNodes.map((node) => [node, { drawn: 0, size: 0, why: null }]));
+  for (const [node] of pending.splice(MAX_GLYPHS)) {
+    notDrawn(node, "beyond the part of the element captured");
+  }
+  // The elements whose ::before and ::after text is read with it: judged by the box of each,
+  // captured with and without that text (its glyphs only), once the text nodes are.
+  let pendingGenerated = chosen >= 0 && judged[chosen].visible && judged[chosen].generatedBy
+    ? [...judged[chosen].generatedBy] : [];
+  let generatedHidden = null;
+  let windows = 0;
+  let area = null;  // the glyph boxes of the current window: [node, rect]
+
+  function characters(node) {
+    const data = node.data;
+    const list = [];
+    for (let i = 0; i < data.length; i++) {
+      const end = Math.min(i + (/[\ud800-\udbff]/.test(data[i]) ? 2 : 1), data.length);
+      if (data.slice(i, end).trim()) list.push([node, i, end]);
+      i = end - 1;
+    }
+    return list;
+  }
+  function boxOfCharacter([node, start, end]) {
+    const range = doc.createRange();
+    range.setStart(node, start);
+    range.setEnd(node, end);
+    return range.getBoundingClientRect();
+  }
+  function onScreen(r) {
+    return r.left >= 0 && r.top >= 0 && r.right <= root.clientWidth && r.bottom <= root.clientHeight;
+  }
+  function notDrawn(node, why) {
+    const verdict = ink.get(node);
+    verdict.why = verdict.why || why;
+  }
+
+  // The next part of the text to capture: the first character not yet judged brought into
+  // view (as the hit tests brought its lines), with every other one then on the screen; its
+  // clip in the page's coordinates, or null when all are judged. Characters of no size (a
+  // combining mark, a zero-width space) have no glyph to find.
+  function nextArea() {
+    while (pending.length > 0) {
+      if (windows++ >= MAX_WINDOWS) {
+        for (const [node] of pending) notDrawn(node, "beyond the part of the element captured");
+        pending = [];
+        break;
+      }
+      const [node] = pending[0];
+      reveal(() => boxOfCharacter(pending[0]), node.parentElement);
+      const boxes = pending.map((c) => [c, boxOfCharacter(c)]).filter(([, r]) => r.width * r.height >= 1);
+      area = boxes.filter(([, r]) => onScreen(r)).map(([[owner], r]) => [owner, r]);
+      const judgedNow = new Set(boxes.filter(([, r]) => onScreen(r)).map(([c]) => c));
+      const sized = new Set(boxes.map(([c]) => c));
+      pending = pending.filter((c) => sized.has(c) && !judgedNow.has(c));
+      if (area.length === 0) {
+        notDrawn(node, "out of reach of scrolling");
+        pending = pending.filter(([owner]) => owner !== node);
+        continue;
+      }
+      const left = Math.floor(Math.min(...area.map(([, r]) => r.left)));
+      const top = Math.floor(Math.min(...area.map(([, r]) => r.top)));
+      const right = Math.ceil(Math.max(...area.map(([, r]) => r.right)));
+      const bottom = Math.ceil(Math.max(...area.map(([, r]) => r.bottom)));
+      area.clip = { left, top };
+      return clipOf(area, left, top, right, bottom);
+    }
+    return nextGenerated();
+  }
+
+  function clipOf(boxes, left, top, right, bottom) {
+    boxes.clip = { left, top };
+    return { x: left + window.scrollX, y: top + window.scrollY,
+      width: right - left, height: bottom - top, scale: 1 };
+  }
+
+  // The next elements whose generated text is to be captured: the top of the first brought
+  // into view, with every other one then on the screen; the part of the box of each on the
+  // screen is where its text must be drawn.
+  function nextGenerated() {
+    const waiting = pendingGenerated;
+    if (waiting.length === 0 || generatedHidden !== null) return null;
+    if (windows++ >= MAX_WINDOWS) {
+      generatedHidden = "beyond the part of the element captured";
+      return null;
+    }
+    const [first] = waiting[0];
+    reveal(() => {
+      const r = first.getBoundingClientRect();
+      return DOMRectReadOnly.fromRect({ x: r.left, y: r.top, width: r.width,
+        height: Math.min(r.height, root.clientHeight) });
+    }, first.parentElement);
+    const visiblePart = (r) => DOMRectReadOnly.fromRect({
+      x: Math.max(r.left, 0), y: Math.max(r.top, 0),
+      width: Math.min(r.right, root.clientWidth) - Math.max(r.left, 0),
+      height: Math.min(r.bottom, root.clientHeight) - Math.max(r.top, 0) });
+    const now = waiting.map(([owner, characters]) => ({ owner, characters,
+      rect: owner.getBoundingClientRect() }))
+      .filter(({ owner, rect }) => owner === first || onScreen(rect))
+      .map((g) => ({ ...g, rect: visiblePart(g.rect) }))
+      .filter(({ rect }) => rect.width >= 1 && rect.height >= 1);
+    if (now.length === 0) {
+      generatedHidden = "out of reach of scrolling";
+      return null;
+    }
+    pendingGenerated = waiting.filter(([owner]) => !now.some((g) => g.owner === owner));
+    area = [];
+    area.generated = now;
+    return clipOf(area,
+      Math.floor(Math.min(...now.map(({ rect }) => rect.left))),
+      Math.floor(Math.min(...now.map(({ rect }) => rect.top))),
+      Math.ceil(Math.max(...now.map(({ rect }) => rect.right))),
+      Math.ceil(Math.max(...now.map(({ rect }) => rect.bottom))));
+  }
+
+  // Generated text is made bare by a rule of the observer's own, adopted by the document, on
+  // an attribute of a name the page cannot guess, removed by finish().
+  const marker = `data-claim-${Math.random().toString(36).slice(2)}`;
+  let rules = null;
+  function markGenerated(owner, state) {
+    if (rules === null) {
+      rules = new CSSStyleSheet();
+      rules.replaceSync(
+        `[${marker}]::before, [${marker}]::after { transition: none !important; }
+         [${marker}="bare"]::before, [${marker}="bare"]::after {
+           -webkit-text-fill-color: transparent !important;
+           -webkit-text-stroke-color: transparent !important; text-shadow: none !important; }`);
+      doc.adoptedStyleSheets = [...doc.adoptedStyleSheets, rules];
+    }
+    owner.setAttribute(marker, state);
+  }
+
+  // The glyphs of the text read made transparent, and nothing else: colour stays (borders,
+  // shadows and generated boxes take currentColor from it), decorations stay (an underline is
+  // no word), only the fill, the stroke and the shadow of the glyphs go. A transition on them
+  // would keep the old glyphs on screen, so the owners' transitions are off until finish().
+  function owners() {
+    return new Set(readNodes.map((node) => node.parentElement));
+  }
+  // Text painted by a background clipped to it (background-clip: text, the owner's or an
+  // ancestor's) has that background for its glyphs: on such a box the background is painted
+  // nowhere else, so it goes too.
+  let glyphless = [];
+  function hideText() {
+    if (area.generated) {
+      for (const { owner } of area.generated) markGenerated(owner, "bare");
+      return;
+    }
+    const painted = new Set();
+    for (const owner of owners()) {
+      restyle(owner, "transition", "none");
+      restyle(owner, "-webkit-text-fill-color", "transparent");
+      restyle(owner, "-webkit-text-stroke-color", "transparent");
+      restyle(owner, "text-shadow", "none");
+      for (let at = owner; at; at = at.parentElement) {
+        if (css(at).backgroundClip.includes("text")) painted.add(at);
+      }
+    }
+    for (const box of painted) {
+      restyle(box, "transition", "none");
+      restyle(box, "background-image", "none");
+      restyle(box, "background-color", "transparent");
+    }
+    glyphless = [...owners(), ...painted];
+  }
+  function showText() {
+    if (area.generated) {
+      for (const { owner } of area.generated) markGenerated(owner, "shown");
+      return;
+    }
+    for (const el of glyphless) {
+      putBack(el);
+      el.style.setProperty("transition", "none", "important");
+    }
+  }
+
+  async function pixels(png) {
+    const bytes = Uint8Array.from(atob(png), (c) => c.charCodeAt(0));
+    const image = await createImageBitmap(new Blob([bytes], { type: "image/png" }));
+    const canvas = new OffscreenCanvas(image.width, image.height);
+    const context = canvas.getContext("2d", { willReadFrequently: true });
+    context.drawImage(image, 0, 0);
+    return context.getImageData(0, 0, image.width, image.height);
+  }
+
+  const LINEAR = Array.from({ length: 256 }, (_, c) => {
+    c /= 255;
+    return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+  });
+  function pixelsDiffer(a, b, at) {
+    const lum = (d) => 0.2126 * LINEAR[d[at]] + 0.7152 * LINEAR[d[at + 1]] + 0.0722 * LINEAR[d[at + 2]];
+    const [hi, lo] = [lum(a), lum(b)].sort((x, y) => y - x);
+    return (hi + 0.05) / (lo + 0.05) >= MIN_CONTRAST;
+  }
+  // How many pixels of box ``r`` (on screen) differ between two captures of the clip.
+  function changed(a, b, r) {
+    const { left, top } = area.clip;
+    const x0 = Math.max(Math.floor(r.left) - left, 0);
+    const y0 = Math.max(Math.floor(r.top) - top, 0);
+    const x1 = Math.min(Math.ceil(r.right) - left, a.width);
+    const y1 = Math.min(Math.ceil(r.bottom) - top, a.height);
+    let count = 0;
+    for (let y = y0; y < y1; y++) {
+      for (let x = x0; x < x1; x++) {
+        if (pixelsDiffer(a.data, b.data, (y * a.width + x) * 4)) count++;
+      }
+    }
+    return count;
+  }
+
+  // Each glyph of the window judged on the captures with the text (shown, then shown again)
+  // and without it (bare): what it changed is added to its node's ink.
+  async function judgeDrawn(withText, withoutText, withTextAgain) {
+    const [shown, bare, again] = await Promise.all(
+      [withText, withoutText, withTextAgain].map(pixels));
+    for (const { rect, characters } of area.generated || []) {
+      if (changed(shown, again, rect) > 0) {
+        generatedHidden = generatedHidden || "changing on the screen while it was read";
+      } else if (changed(shown, bare, rect) < MIN_GLYPH_PIXELS * characters) {
+        generatedHidden = generatedHidden || "not drawn on the screen (covered, masked or shrunk)";
+      }
+    }
+    if (area.generated) return;
+    for (const [node, r] of area) {
+      const verdict = ink.get(node);
+      if (changed(shown, again, r) > 0) notDrawn(node, "changing on the screen while it was read");
+      const drawn = changed(shown, bare, r);
+      if (drawn < MIN_GLYPH_PIXELS) notDrawn(node, "not drawn on the screen (covered, masked or shrunk)");
+      verdict.drawn += drawn;
+      verdict.size += r.width * r.height;
+    }
+  }
+
+  // The element read keeps the text of the nodes drawn; with none, it shows nothing.
+  function keepDrawn() {
+    const read = judged[chosen];
+    let hidden = null;
+    const out = read.out.filter(([, node]) => {
+      if (node === null) return true;
+      const { drawn, size, why } = ink.get(node);
+      const reason = why || (size === 0 ? "of no size" : null)
+        || (drawn < MIN_INK * size ? "not drawn on the screen (covered, masked or shrunk)" : null);
+      hidden = hidden || reason;
+      return reason === null;
+    });
+    const text = joined(out);
+    judged[chosen] = text
+      ? { ...read, text }
+      : { ...read, text, visible: false, why: `its text is ${hidden}` };
+  }
+
+  // The page put back as it was, then what was read of it.
+  // Generated text is read with the element's own, in its place: when it is not drawn, what
+  // the element shows cannot be told, and it is not visible.
+  function finish() {
+    if (readNodes.length > 0) keepDrawn();
+    if (generatedHidden !== null) {
+      judged[chosen] = { ...judged[chosen], visible: false, why: `its generated text is ${generatedHidden}` };
+    }
+    restore();
+    if (rules !== null) {
+      for (const owner of doc.querySelectorAll(`[${marker}]`)) owner.removeAttribute(marker);
+      doc.adoptedStyleSheets = doc.adoptedStyleSheets.filter((sheet) => sheet !== rules);
+    }
+    return found();
+  }
+
+  return { nextArea, hideText, showText, judgeDrawn, finish };
 }
