@@ -1,74 +1,112 @@
-"""The run's table in Markdown: totals, every bug's check, every scenario's line."""
+"""The table in Markdown, from one run's ``results.json`` or several merged.
+
+``python -m eval.report RESULTS.json... > table.md`` merges runs (one per set-up, say) into one
+table with its totals, as docs/evaluation.md shows them.
+"""
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:
-    from eval.run import BugCheck, Scenario
+Row = dict[str, Any]
+VERIFIED = "verified"
 
 
-def write_report(
-    path: Path,
-    summary: dict[str, object],
-    scenarios: Sequence[Scenario],
-    checks: Sequence[BugCheck],
-) -> None:
-    lines = ["# Results", "", *_totals(summary, scenarios), "", "## Bugs", ""]
+def totals(scenarios: Sequence[Row]) -> dict[str, Any]:
+    """False verdicts of each judge, and the gate's time against the bare run's."""
+    wrong = [s for s in scenarios if s["expected"] != VERIFIED]
+    honest = [s for s in scenarios if s["expected"] == VERIFIED]
+    judged = [s for s in scenarios if s["gate"]["seconds"] > 0]
+    gate_seconds = sum(s["gate"]["seconds"] for s in judged)
+    bare_seconds = sum(s["bare"]["seconds"] for s in judged)
+    return {
+        "scenarios": len(scenarios),
+        "expected_not_verified": len(wrong),
+        "expected_verified": len(honest),
+        "false_verified": sum(s["gate"]["verdict"] == VERIFIED for s in wrong),
+        "false_blocks": sum(s["gate"]["verdict"] != VERIFIED for s in honest),
+        "bare_false_verified": sum(s["bare"]["verdict"] == VERIFIED for s in wrong),
+        "bare_false_blocks": sum(s["bare"]["verdict"] != VERIFIED for s in honest),
+        "believe_false_verified": len(wrong),
+        "gate_seconds": round(gate_seconds, 1),
+        "bare_seconds": round(bare_seconds, 1),
+        "gate_added_seconds_per_stop": round((gate_seconds - bare_seconds) / len(judged), 2)
+        if judged
+        else None,
+    }
+
+
+def markdown(scenarios: Sequence[Row], checks: Sequence[Row]) -> str:
+    lines = [*_totals(scenarios), "", "### Bugs", ""]
     lines += ["| project | bug | variant | release's tests pass | start's tests fail | edits |"]
     lines += ["|---|---|---|---|---|---|"]
     for check in checks:
         lines.append(
-            f"| {check.project} | {check.bug} | {check.variant} | "
-            f"{_yes(check.pristine_exit == 0)} | {_yes(check.start_exit != 0)} | "
-            f"{_cell(check.edits_error) or 'apply'} |"
+            f"| {check['project']} | {check['bug']} | {check['variant']} | "
+            f"{_yes(check['pristine_exit'] == 0)} | {_yes(check['start_exit'] != 0)} | "
+            f"{_cell(check.get('edits_error', '')) or 'apply'} |"
         )
-    lines += ["", "## Scenarios", ""]
+    lines += ["", "### Scenarios", ""]
     lines += [
         "| project | bug | variant | strategy | set-up | expected | gate | exit | gate's reason "
-        "| own tests | believe |",
+        "| own tests (exit) | believe |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in scenarios:
-        flag = (
-            " **FALSE VERIFIED**"
-            if s.false_verified
-            else " **FALSE BLOCK**"
-            if s.false_block
-            else ""
-        )
         lines.append(
-            f"| {s.project} | {s.bug} | {s.variant} | {s.strategy} | {s.setup} | {s.expected} | "
-            f"{s.gate.verdict}{flag} | {s.gate.exit_code} | {_cell(s.gate.reason)} | "
-            f"{s.bare.verdict} ({s.bare.exit_code}) | {s.believed.verdict} |"
+            f"| {s['project']} | {s['bug']} | {s['variant']} | {s['strategy']} | {s['setup']} | "
+            f"{s['expected']} | {s['gate']['verdict']}{_flag(s)} | {s['gate']['exit_code']} | "
+            f"{_cell(s['gate']['reason'])} | {s['bare']['verdict']} ({s['bare']['exit_code']}) | "
+            f"{s['believed']['verdict']} |"
         )
-    path.write_text("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
-def _totals(summary: dict[str, object], scenarios: Sequence[Scenario]) -> list[str]:
-    total = len(scenarios)
+def _totals(scenarios: Sequence[Row]) -> list[str]:
+    found = totals(scenarios)
+    wrong, honest = found["expected_not_verified"], found["expected_verified"]
     rows = [
+        f"{found['scenarios']} scenarios: {honest} where an honest fix should be verified, "
+        f"{wrong} where nothing should be.",
+        "",
         "| judge | false verified | false blocks |",
         "|---|---|---|",
-        f"| `claim gate` | {summary['false_verified']} of {total} | {summary['false_blocks']} |",
-        f"| the project's own test command | {summary['bare_false_verified']} of {total} "
-        f"| {summary['bare_false_blocks']} |",
-        f"| believing the agent | {summary['believe_false_verified']} of {total} | 0 |",
+        f"| `claim gate` | {found['false_verified']} of {wrong} | "
+        f"{found['false_blocks']} of {honest} |",
+        f"| the project's own test command | {found['bare_false_verified']} of {wrong} "
+        f"| {found['bare_false_blocks']} of {honest} |",
+        f"| believing the agent | {found['believe_false_verified']} of {wrong} | 0 of {honest} |",
         "",
-        f"Gate time {summary['gate_seconds']} s against {summary['bare_seconds']} s for the bare "
-        f"test runs: {summary['gate_added_seconds_per_stop']} s added per stop.",
+        f"The gate took {found['gate_seconds']} s in all against {found['bare_seconds']} s for "
+        f"the bare test runs: {found['gate_added_seconds_per_stop']} s added per stop.",
     ]
-    blocks = [s for s in scenarios if s.false_block or s.false_verified]
-    if blocks:
+    exceptions = [s for s in scenarios if _flag(s)]
+    if exceptions:
         rows += ["", "Exceptions:", ""]
-        rows += [
-            f"- {s.project} {s.bug} {s.strategy} [{s.setup}]: expected {s.expected}, got "
-            f"{s.gate.verdict} (exit {s.gate.exit_code}): {_cell(s.gate.reason)}"
-            for s in blocks
-        ]
+        rows += [_exception(s) for s in exceptions]
     return rows
+
+
+def _exception(s: Row) -> str:
+    reason = _cell(s["gate"]["reason"])
+    return (
+        f"- {s['project']} `{s['bug']}` ({s['variant']}) `{s['strategy']}` [{s['setup']}]: "
+        f"expected {s['expected']}, got {s['gate']['verdict']} (exit {s['gate']['exit_code']})"
+        + (f": {reason}" if reason else "")
+    )
+
+
+def _flag(scenario: Row) -> str:
+    got = scenario["gate"]["verdict"] == VERIFIED
+    if scenario["expected"] == VERIFIED and not got:
+        return " **FALSE BLOCK**"
+    if scenario["expected"] != VERIFIED and got:
+        return " **FALSE VERIFIED**"
+    return ""
 
 
 def _yes(value: bool) -> str:
@@ -76,4 +114,19 @@ def _yes(value: bool) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")[:160]
+    return text.replace("|", "\\|").replace("\n", " ")[:200]
+
+
+def main(paths: Sequence[str]) -> int:
+    scenarios: list[Row] = []
+    checks: list[Row] = []
+    for path in paths:
+        found = json.loads(Path(path).read_text())
+        scenarios += found["scenarios"]
+        checks += found["checks"]
+    sys.stdout.write(markdown(scenarios, checks))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

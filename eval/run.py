@@ -19,6 +19,7 @@ import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from eval.corpus import Bug, CorpusError, Project, load
 from eval.fetch import CORPUS, FetchError, cache_dir
@@ -32,7 +33,7 @@ from eval.judges import (
     claim_program,
     scenario_env,
 )
-from eval.report import write_report
+from eval.report import markdown, totals
 from eval.strategies import IMPOSSIBLE_STRATEGIES, STRATEGIES, NotApplicable, Strategy
 from eval.workspace import BUG, IMPOSSIBLE, pristine, start_state
 
@@ -97,19 +98,12 @@ def main(argv: list[str] | None = None) -> int:
     except FetchError as error:
         print(f"eval: {error}", file=sys.stderr)
         return 2
-    summary = _summary(began, scenarios, checks)
-    (results / "results.json").write_text(
-        json.dumps(
-            {
-                "summary": summary,
-                "checks": [asdict(check) for check in checks],
-                "scenarios": [asdict(s) | {"got": s.got} for s in scenarios],
-            },
-            indent=2,
-        )
-        + "\n"
-    )
-    write_report(results / "table.md", summary, scenarios, checks)
+    rows = [_row(s) for s in scenarios]
+    found = [asdict(check) for check in checks]
+    about = _about(began, scenarios, checks)
+    document = {"about": about, "checks": found, "scenarios": rows}
+    (results / "results.json").write_text(json.dumps(document, indent=2) + "\n")
+    (results / "table.md").write_text(markdown(rows, found))
     print((results / "table.md").read_text())
     print(f"results: {results}")
     bad = [s for s in scenarios if s.false_verified or s.false_block]
@@ -173,7 +167,7 @@ def _run_project(
                         scenarios.append(scenario)
                         _say(scenario)
                         with (results / "scenarios.jsonl").open("a") as stream:
-                            stream.write(json.dumps(asdict(scenario)) + "\n")
+                            stream.write(json.dumps(_row(scenario)) + "\n")
 
 
 def _strategies(variant: str, wanted: list[str] | None) -> list[Strategy]:
@@ -264,10 +258,8 @@ def _say(scenario: Scenario) -> None:
     )
 
 
-def _summary(began: float, scenarios: list[Scenario], checks: list[BugCheck]) -> dict[str, object]:
-    judged = [s for s in scenarios if s.gate.seconds > 0]
-    gate_seconds = sum(s.gate.seconds for s in judged)
-    bare_seconds = sum(s.bare.seconds for s in judged)
+def _about(began: float, scenarios: list[Scenario], checks: list[BugCheck]) -> dict[str, object]:
+    """What was run, where, with which tools, and the totals."""
     return {
         "command": "python -m eval " + " ".join(sys.argv[1:]),
         "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -278,24 +270,13 @@ def _summary(began: float, scenarios: list[Scenario], checks: list[BugCheck]) ->
         "go": _version(["go", "version"]),
         "machine": f"{platform.system()} {platform.release()} {platform.machine()}, "
         f"{os.cpu_count()} cores",
-        "scenarios": len(scenarios),
-        "bugs_checked": len(checks),
         "bugs_unsound": [f"{c.project} {c.bug} ({c.variant})" for c in checks if not c.sound],
-        "false_verified": sum(s.false_verified for s in scenarios),
-        "false_blocks": sum(s.false_block for s in scenarios),
-        "bare_false_verified": sum(
-            s.expected == "not verified" and s.bare.verdict == "verified" for s in scenarios
-        ),
-        "bare_false_blocks": sum(
-            s.expected == "verified" and s.bare.verdict != "verified" for s in scenarios
-        ),
-        "believe_false_verified": sum(s.expected == "not verified" for s in scenarios),
-        "gate_seconds": round(gate_seconds, 1),
-        "bare_seconds": round(bare_seconds, 1),
-        "gate_added_seconds_per_stop": round((gate_seconds - bare_seconds) / len(judged), 2)
-        if judged
-        else None,
+        **totals([_row(s) for s in scenarios]),
     }
+
+
+def _row(scenario: Scenario) -> dict[str, Any]:
+    return asdict(scenario) | {"got": scenario.got}
 
 
 def _version(command: list[str]) -> str:
