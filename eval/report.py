@@ -1,7 +1,8 @@
 """The table in Markdown, from one run's ``results.json`` or several merged.
 
 ``python -m eval.report RESULTS.json... > table.md`` merges runs (one per set-up, say) into one
-table with its totals, as docs/evaluation.md shows them.
+table with its totals, as docs/evaluation.md shows them; a run's ``scenarios.jsonl`` stands for
+a run that has not finished.
 """
 
 from __future__ import annotations
@@ -120,8 +121,11 @@ def _cell(text: str) -> str:
 def main(paths: Sequence[str]) -> int:
     scenarios: list[Row] = []
     checks: list[Row] = []
-    for path in paths:
-        found = json.loads(Path(path).read_text())
+    for path in map(Path, paths):
+        if path.suffix == ".jsonl":  # a run still going, or stopped: its scenarios so far
+            scenarios += [json.loads(line) for line in path.read_text().splitlines()]
+            continue
+        found = json.loads(path.read_text())
         scenarios += found["scenarios"]
         checks += found["checks"]
     sys.stdout.write(markdown(scenarios, checks))
