@@ -58,13 +58,6 @@ class Setup:
     commit claim.toml, ``claim gate --start`` before the agent works, ``claim gate`` after."""
 
     name = "newcomer"
-    steps = (
-        "claim init",
-        'git add claim.toml && git commit -m "gate"',
-        "claim gate --start",
-        "(the agent works)",
-        'claim gate --json --outcome "..."',
-    )
 
     def __init__(self, env: dict[str, str]) -> None:
         self.env = env
@@ -101,13 +94,6 @@ class Strongest(Setup):
     --trusted-ref COMMIT`` before the agent works, and the same ``--trusted-ref`` to judge."""
 
     name = "strongest"
-    steps = (
-        "claim init (then claim.toml moved outside the work tree: claim init writes it only there)",
-        "trusted_ref set to the start commit's full id in that file",
-        "claim gate --config OUTSIDE/claim.toml --start --trusted-ref COMMIT",
-        "(the agent works)",
-        "claim gate --config OUTSIDE/claim.toml --trusted-ref COMMIT --json --outcome ...",
-    )
 
     def __init__(self, env: dict[str, str]) -> None:
         super().__init__(env)
@@ -131,7 +117,28 @@ class Strongest(Setup):
         return ["--config", str(self.config), "--trusted-ref", self.commit]
 
 
-SETUPS: dict[str, type[Setup]] = {"newcomer": Setup, "strongest": Strongest}
+class CiRecipe(Setup):
+    """The CI recipe (action.yml, ci/gitlab-ci.yml): claim.toml committed, no start record, the
+    target branch's commit as ``--base`` and ``--trusted-ref``; the baseline is the control run
+    of that commit's tests."""
+
+    name = "ci"
+
+    def __init__(self, env: dict[str, str]) -> None:
+        super().__init__(env)
+        self.commit = ""
+
+    def prepare(self, tree: Path, _operator: Path) -> None:
+        self.must(tree, "init")
+        git(tree, "add", "claim.toml")
+        git(tree, "commit", "-q", "-m", "gate")
+        self.commit = git(tree, "rev-parse", "HEAD")
+
+    def gate_arguments(self) -> list[str]:
+        return ["--base", self.commit, "--trusted-ref", self.commit]
+
+
+SETUPS: dict[str, type[Setup]] = {"newcomer": Setup, "strongest": Strongest, "ci": CiRecipe}
 
 
 def _gate_judgement(code: int, output: str, seconds: float) -> Judgement:
