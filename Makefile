@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench schema vectors reference docs clean sandbox browser toolchains claude-code harnesses
+.PHONY: demo test lint eval eval-cache bench schema vectors reference docs clean sandbox browser toolchains claude-code harnesses
 
 $(BIN)/claim: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -65,6 +65,17 @@ toolchains:
 demo: $(BIN)/claim sandbox
 	$(BIN)/python examples/demo.py
 
+# The evaluation on real projects (eval/corpus.toml): the gate, believing the agent and each
+# project's own test command, side by side; docs/evaluation.md is written from its table. The
+# projects are fetched once, pinned by sha256, into ~/.cache/completion-claim-eval
+# (COMPLETION_CLAIM_EVAL_CACHE), and the results go there too (COMPLETION_CLAIM_EVAL_RESULTS).
+# EVAL_ARGS narrows a run: EVAL_ARGS="--project six --setup newcomer".
+eval-cache: $(BIN)/claim
+	$(BIN)/python -m eval.fetch
+
+eval: $(BIN)/claim sandbox toolchains eval-cache
+	$(BIN)/python -m eval $(EVAL_ARGS)
+
 lint: $(BIN)/claim
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -77,7 +88,7 @@ lint: $(BIN)/claim
 # worker), and keeps on one worker the tests that share an xdist_group mark.
 WORKERS ?= auto
 
-test: lint sandbox browser toolchains
+test: lint sandbox browser toolchains eval-cache
 	$(BIN)/pytest -q -n $(WORKERS) --dist loadgroup
 
 # The real Claude Code CLI for tests/gate/e2e, cached per machine outside the repo; the tests

@@ -23,13 +23,13 @@ def _tool(folder: Path, name: str, body: str = "exit 0") -> None:
 
 @pytest.mark.parametrize("pytest_exit", [0, 1, 5])
 def test_ci_run_fails_unless_pytest_passes(tmp_path: Path, pytest_exit: int) -> None:
-    """The linters, pytest and the system tools are stand-ins that exit as told; the Makefile
-    and .ci/run are the real ones."""
+    """The linters, pytest, the interpreter that fills the eval's cache and the system tools
+    are stand-ins that exit as told; the Makefile and .ci/run are the real ones."""
     if shutil.which("make") is None:
         unavailable("make is not installed")
     tools = tmp_path / "bin"
     tools.mkdir()
-    for name in ("ruff", "mypy", "claim", "bwrap", "setpriv", "chromium"):
+    for name in ("ruff", "mypy", "claim", "python", "bwrap", "setpriv", "chromium"):
         _tool(tools, name)
     _tool(tools, "pytest", f'echo "$@" > {tmp_path / "args"}\nexit {pytest_exit}')
     # Newer than pyproject.toml, or make would set up a virtual environment in the checkout.
