@@ -9,7 +9,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import pytest
 from eval import run
 from eval.corpus import Project, load
 from eval.fetch import CORPUS, cached
@@ -62,11 +61,6 @@ def test_go_module_honest_fix_verified_tampered_test_not(tmp_path: Path) -> None
     assert scenarios["tamper_assert"]["bare"]["verdict"] == "verified"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="claim init writes `mocha` without package.json's spec (tests/*.js): mocha looks in "
-    "./test, runs no test, and the honest fix is not verified (docs/evaluation.md)",
-)
 def test_node_project_honest_fix_verified(tmp_path: Path) -> None:
     _project("complex.js")
     scenarios = _play(tmp_path, "complex.js", "conjugate:imaginary-kept")

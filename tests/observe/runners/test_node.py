@@ -111,6 +111,33 @@ def test_the_issue_scenario_and_each_package_runner_are_detected(tmp_path: Path)
     }
 
 
+@pytest.mark.parametrize(
+    ("script", "command"),
+    [
+        ("mocha tests/*.js", ("mocha", "tests/*.js")),
+        ("npx mocha --recursive 'spec/**/*.js'", ("mocha", "--recursive", "spec/**/*.js")),
+        ("mocha", ("mocha",)),
+        ("mocha tests && eslint .", ("mocha",)),
+        ("mocha --reporter dot tests", ("mocha",)),
+        ("nyc mocha tests", ("mocha",)),
+    ],
+)  # fmt: skip
+def test_claim_init_gives_mocha_what_the_test_script_gives_it(
+    tmp_path: Path, script: str, command: tuple[str, ...]
+) -> None:
+    """complex.js's script is ``mocha tests/*.js``: mocha alone looks in ./test and runs no
+    test (found by make eval). A script that is more than mocha's words, or asks for an option
+    the observer refuses, leaves the bare command."""
+    root = node_project(tmp_path / "repo", "mocha")
+    package = json.loads((root / "package.json").read_text())
+    (root / "package.json").write_text(json.dumps(package | {"scripts": {"test": script}}))
+
+    detected = Mocha().detect(root)
+
+    assert detected is not None
+    assert detected.command == command
+
+
 def test_a_folder_without_package_json_is_no_node_project(tmp_path: Path) -> None:
     (tmp_path / "vitest.config.ts").write_text("export default {}\n")
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -818,6 +819,10 @@ def _text(mapping: object, key: str) -> str:
 # --- mocha ----------------------------------------------------------------------------------
 
 
+# What makes a test script more than one command and its words (the shell's own syntax).
+_SHELL_SYNTAX = re.compile(r"[;&|<>$`()\\]")
+
+
 class Mocha(_PackageRunner):
     name = "mocha"
     example_test = "test/calc.test.js::calc > adds"
@@ -826,6 +831,31 @@ class Mocha(_PackageRunner):
     entry = "mocha/bin/mocha.js"
     config_names = (".mocharc.*",)
     detected_command = ("mocha",)
+
+    def detect(self, root: Path) -> Detected | None:
+        """mocha, with what the project's test script gives it (``mocha tests/*.js``): without
+        a spec, mocha looks in ``./test`` alone, and a project whose tests lie elsewhere would
+        run none. A script that does more than run mocha, or gives it an option the observer
+        refuses, leaves the bare command."""
+        detected = super().detect(root)
+        package = _package(root)
+        scripts = package.get("scripts") if package is not None else None
+        script = scripts.get("test") if isinstance(scripts, dict) else None
+        if detected is None or not isinstance(script, str) or _SHELL_SYNTAX.search(script):
+            return detected
+        try:
+            words = shlex.split(script)
+        except ValueError:  # an unclosed quote
+            return detected
+        if words[:1] == ["npx"]:
+            words = words[1:]
+        if words[:1] != ["mocha"] or len(words) == 1:
+            return detected
+        try:
+            self.check(words, None)
+        except UsageError:
+            return detected
+        return Detected(tuple(words), f'package.json\'s "test" script runs {" ".join(words)}')
 
     def check(self, command: Sequence[str], report: str | None) -> None:
         _no_report("mocha", report)
