@@ -128,9 +128,12 @@ def main(paths: Sequence[str]) -> int:
         found = json.loads(path.read_text())
         scenarios += found["scenarios"]
         checks += found["checks"]
-    # A bug checked by several runs: its latest check (the corpus may have been mended between).
+    # A bug checked, or a scenario played, by several runs: its latest (the corpus or the gate
+    # may have been mended between), the runs given oldest first.
     latest = {(c["project"], c["bug"], c["variant"]): c for c in checks}
-    sys.stdout.write(markdown(scenarios, list(latest.values())))
+    played = {(s["project"], s["bug"], s["variant"], s["strategy"], s["setup"]): s
+              for s in scenarios}  # fmt: skip
+    sys.stdout.write(markdown(list(played.values()), list(latest.values())))
     return 0
 
 
