@@ -38,7 +38,7 @@ import stat
 import sys
 import types
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 ENVIRONMENT = "CLAIM_REPORT_FDS"
@@ -74,21 +74,43 @@ _ON_BEHALF = ("inspect.py", "traceback.py", f"ctypes{os.sep}")
 _MAX_RECORDS = 100  # a loop of calls is one finding, not a report too long to read
 
 
+Lines = tuple[tuple[int, int], ...]
+"""Line ranges of a file, first and last inclusive."""
+
+
 class Watched(NamedTuple):
-    """What the observer hands the monitor: the work tree's root and the changed files that are
-    no test file (as the run sees them), and when the run's files were all written (the key's
-    pipe's time, from the same clock as the files')."""
+    """What the observer hands the monitor: the work tree's root, the changed files that are no
+    test file (as the run sees them), each with the lines the agent changed in it (None: the
+    whole file), and when the run's files were all written (the key's pipe's time, from the same
+    clock as the files')."""
 
     root: str
     files: frozenset[str]
     since_ns: int
+    changed: Mapping[str, Lines | None] = {}
 
 
 def watched(payload: bytes, since_ns: int) -> Watched:
-    """The observer's list, after the key's line in its pipe: compressed, NUL-separated, the
-    root first."""
-    root, *files = (os.fsdecode(name) for name in zlib.decompress(payload).split(b"\0"))
-    return Watched(root, frozenset(os.path.normpath(path) for path in files), since_ns)
+    """The observer's list, after the settings' line in its pipe: compressed JSON, the root and
+    each file with its changed lines as ``[first, last]`` ranges (null: the whole file)."""
+    found = json.loads(zlib.decompress(payload))
+    changed = {
+        os.path.normpath(path): None if ranges is None else tuple(map(tuple, ranges))
+        for path, ranges in found["files"]
+    }
+    return Watched(found["root"], frozenset(changed), since_ns, changed)
+
+
+def _touched(code: types.CodeType, ranges: Lines) -> bool:
+    """Whether a line of ``code``'s own instructions (not those of the functions it defines) is
+    one the agent changed: an event there is the agent's doing even on a line it did not write
+    (a changed argument of a call whose first line is the file's own)."""
+    return any(
+        first <= line <= last
+        for _, _, line in code.co_lines()
+        if line is not None
+        for first, last in ranges
+    )
 
 
 def _within(path: str, files: frozenset[str]) -> str | None:
@@ -137,6 +159,7 @@ def install(given: Watched, send: Callable[[dict[str, Any]], None]) -> None:
     trusted = _trusted_folders(given.root)
     started_in = os.getcwd()
     verdicts: dict[str, str | None] = {}  # a code object's file name: the agent's file, or None
+    touched: dict[types.CodeType, bool] = {}  # a code object of the agent's file: changed?
     sent: set[tuple[str, str, int]] = set()
     busy: set[int] = set()  # threads inside the hook (it raises events of its own)
     current_thread, caller = _thread.get_ident, sys._getframe
@@ -155,6 +178,17 @@ def install(given: Watched, send: Callable[[dict[str, Any]], None]) -> None:
                 )
             verdicts[filename] = found
         return found
+
+    def agents_code(code: types.CodeType, found: str) -> bool:
+        """Whether ``code`` of the agent's file ``found`` holds a line the agent changed (a file
+        the observer gives no lines of, new or written by the run, is the agent's whole)."""
+        ranges = given.changed.get(found)
+        if ranges is None:
+            return True
+        known = touched.get(code)
+        if known is None:
+            known = touched[code] = _touched(code, ranges)
+        return known
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if event in _EVENTS or event.startswith(_CTYPES):
@@ -178,7 +212,7 @@ def install(given: Watched, send: Callable[[dict[str, Any]], None]) -> None:
             if frame is None:
                 return
             found = agents_file(frame.f_code.co_filename)
-            if found is None:
+            if found is None or not agents_code(frame.f_code, found):
                 return
             seen = (what, found, frame.f_lineno or 0)
             if seen not in sent and len(sent) < _MAX_RECORDS:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import difflib
 import fcntl
 import fnmatch
 import json
@@ -76,6 +77,7 @@ from .runners.base import (
 )
 from .runners.pytest import report_name
 from .runners.results import MAX_REPORT_BYTES, PASSED, Results, no_counts
+from .runtime_monitor import Lines
 from .runtime_monitor import __file__ as MONITOR
 from .sandbox import PLUGINS, REPORTS, SYSTEM_PATH, WORK, Overlay, Sandbox
 from .values import REDACTED, redact_url, url_secrets
@@ -235,7 +237,8 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         launch = _Launch(request, sandbox, toolchain, owned, cwd, channel, mounts, tree, overlay,
                          canaries)  # fmt: skip
         if channel is not None:
-            channel.hand_over(launch.work, (f"{launch.work}/{os.fsdecode(rel)}" for rel in changed))
+            channel.hand_over(launch.work, ((f"{launch.work}/{os.fsdecode(rel)}", lines)
+                                            for rel, lines in changed.items()))  # fmt: skip
         invocation = runner.invocation(request.command, launch.context())
         started_argv, host_env, details["sandbox"] = launch.confined(invocation, deadline)
         report = None if invocation.report is None else launch.on_host(invocation.report)
@@ -484,6 +487,31 @@ def _build_reports(
     return reports
 
 
+def changed_lines(
+    tree: RunTree, source: TrustedContent, paths: Sequence[bytes]
+) -> dict[bytes, Lines | None]:
+    """Each path with the lines of it that differ from the trusted ``source`` (a line removed
+    counts as a change of the lines on either side of it), or None where the whole file is the
+    agent's: new since the trusted commit, or not text."""
+    entries = source.entries()
+    known = [rel for rel in paths if rel in entries]
+    trusted = source.contents(known)
+    changed: dict[bytes, Lines | None] = dict.fromkeys(paths)
+    for rel in known:
+        try:
+            before = trusted[rel].decode().splitlines()
+            after = tree.read(rel).decode().splitlines()
+        except UnicodeDecodeError:
+            continue
+        matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+        changed[rel] = tuple(
+            (max(1, start), start + 1) if start == end else (start + 1, end)
+            for kind, _, _, start, end in matcher.get_opcodes()
+            if kind != "equal"
+        )
+    return changed
+
+
 def _fill_run_tree(
     tree: RunTree,
     request: RunRequest,
@@ -492,23 +520,24 @@ def _fill_run_tree(
     excluded: Sequence[str],
     deadline: Deadline,
     mirror: Mirror,
-) -> tuple[dict[str, Any], list[bytes]]:
+) -> tuple[dict[str, Any], dict[bytes, Lines | None]]:
     """Give the run the workspace, bind it to the claim, then deal with protected paths: the
     details saying what became of them, and the code the agent changed."""
     hash_name = workspace.object_format()
     tree.fill(workspace, excluded, deadline, mirror)
     head = workspace.head()
     require_recorded(tree, head, mutations, excluded)
-    changed = [  # what the runtime monitor watches
+    watched = [  # what the runtime monitor watches
         rel for rel in changed_code(tree, head, mutations, request.protect)
         if not any(fnmatch.fnmatchcase(os.fsdecode(rel), glob) for glob in request.allow_test_aware)
     ]  # fmt: skip
     if request.trusted_ref is None:
         changes = changed_protected(tree, head, mutations, request.protect)
-        return {"test_config_changed": changes}, changed
+        return {"test_config_changed": changes}, dict.fromkeys(watched)
     source = request.trusted_content or GitContent(
         workspace.root, pinned_commit(workspace.root, request.trusted_ref)
     )
+    changed = changed_lines(tree, source, watched)
     commit, restored = restore_protected(tree, source, request.protect, hash_name, deadline)
     return {
         "trusted_ref": commit,
@@ -900,14 +929,16 @@ class Channel:
         self.inherited = (-1, records_write)
         return self
 
-    def hand_over(self, work: str, watched: Iterable[str]) -> None:
+    def hand_over(self, work: str, watched: Iterable[tuple[str, Lines | None]]) -> None:
         """Make the key's pipe once the run's files are all written (its time is the runtime
         monitor's: a file of ``work`` changed after it was written by the run), and fill it: the
         key, the run's settings, then the work tree's root and the changed files the monitor
-        watches, as the run sees them. All of it fits in the pipe, so nothing blocks."""
+        watches, as the run sees them, each with the lines the agent changed (None: all). All of
+        it fits in the pipe, so nothing blocks."""
         key_read, key_write = self._pipe()
         self.inherited = (key_read, self.inherited[1])
-        listed = b"\0".join(os.fsencode(path) for path in (work, *watched))
+        # Paths as the run names them, undecodable bytes kept (surrogate escapes).
+        listed = json.dumps({"root": work, "files": list(watched)}).encode()
         # The key, the run's settings, the monitor's files: read before any code of the run's.
         payload = memoryview(self.key + b"\n" + self.settings + b"\n" + zlib.compress(listed))
         with contextlib.suppress(OSError):  # a pipe holds 64 KiB, and may be made larger
