@@ -18,6 +18,7 @@ from tests.fixtures.projects import (
     CALC,
     CALC_BUGGY,
     TEST_CALC,
+    git,
     head_commit,
     make_repo,
     write_files,
@@ -360,3 +361,24 @@ def test_attack_118_rust_events_written_by_the_code_are_unverified(
         '(\\"type\\": \\"test); src/lib.rs:7 prints the test runner\'s events '
         '(\\"type\\": \\"suite); and 1 more' + UNVERIFIED + '["src/lib.rs"]'
     )
+
+
+def test_the_files_own_code_beside_an_honest_fix_is_not_the_agents_at_the_gate(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    """six compiles code of its own when imported; every honest fix of six was blocked by the
+    runtime monitor, which judged the changed file whole (found by make eval). The gate's
+    trusted files come from the start's copy, which holds the protected paths alone: the lines
+    the agent changed are read from the trusted commit."""
+    repo = buggy_project(tmp_path / "repo")
+    own = "_MADE = compile('VALUE = 1', '<calc>', 'exec')\n\n\n"
+    buggy = (repo / "calc.py").read_text()
+    write_files(repo, {"calc.py": own + buggy})
+    git(repo, "commit", "-qam", "calc compiles code of its own")
+    runs = tmp_path / "runs"
+    check = TEST_RUN_CHECK + f'trusted_ref = "{head_commit(repo)}"\n'
+    config = write_config(f'[gate]\nruns_dir = "{runs}"\n' + POLICY + check)
+
+    result = judged(config, repo, {"calc.py": own + CALC})
+
+    assert (result.verdict.state, result.agent_reason) == ("verified", "")

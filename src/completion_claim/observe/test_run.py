@@ -488,15 +488,21 @@ def _build_reports(
 
 
 def changed_lines(
-    tree: RunTree, source: TrustedContent, paths: Sequence[bytes]
+    tree: RunTree, root: Path, commit: str, paths: Sequence[bytes]
 ) -> dict[bytes, Lines | None]:
-    """Each path with the lines of it that differ from the trusted ``source`` (a line removed
+    """Each path with the lines of it that differ from the trusted ``commit`` (a line removed
     counts as a change of the lines on either side of it), or None where the whole file is the
-    agent's: new since the trusted commit, or not text."""
-    entries = source.entries()
-    known = [rel for rel in paths if rel in entries]
-    trusted = source.contents(known)
+    agent's: new since that commit, not text, or its objects not to be had whole (each is
+    checked against its id, whoever's repository holds it)."""
     changed: dict[bytes, Lines | None] = dict.fromkeys(paths)
+    if not paths:
+        return changed
+    try:
+        source = GitContent(root, commit)
+        known = [rel for rel in paths if rel in source.entries()]
+        trusted = source.contents(known)
+    except ObservationFailed:
+        return changed
     for rel in known:
         try:
             before = trusted[rel].decode().splitlines()
@@ -537,7 +543,7 @@ def _fill_run_tree(
     source = request.trusted_content or GitContent(
         workspace.root, pinned_commit(workspace.root, request.trusted_ref)
     )
-    changed = changed_lines(tree, source, watched)
+    changed = changed_lines(tree, workspace.root, source.commit, watched)
     commit, restored = restore_protected(tree, source, request.protect, hash_name, deadline)
     return {
         "trusted_ref": commit,
