@@ -61,13 +61,18 @@ def project(root: Path, runner: str = "pytest") -> Path:
 
 
 def config_for(
-    write_config: WriteConfig, repo: Path, runner: str = "pytest", extra: str = ""
+    write_config: WriteConfig,
+    repo: Path,
+    runner: str = "pytest",
+    extra: str = "",
+    *,
+    allowed: bool = True,
 ) -> GateConfig:
-    """The operator's check. calc.py is allowed code that depends on being tested: the
-    test-aware scan (attacks 112-118) names these attacks before any test runs, and the baseline
-    is the defence under test here."""
+    """The operator's check. calc.py is allowed code that depends on being tested (unless not
+    ``allowed``): the test-aware scan (attacks 112-118) names these attacks before any test
+    runs, and the baseline is the defence under test here."""
     return write_config(
-        'allow_test_aware = ["calc.py"]\n'
+        ('allow_test_aware = ["calc.py"]\n' if allowed else "")
         + POLICY
         + 'min_tests = 1\n\n[[check]]\ntype = "test_run"\n'
         f'command = {COMMANDS[runner]}\npython = "{sys.executable}"\n'
@@ -469,6 +474,25 @@ def test_a_control_run_is_kept_per_trusted_commit_and_command(
         (second, "python -m pytest -q"),
         (second, "python -m pytest -q -v"),
     ])  # fmt: skip
+
+
+def test_a_control_run_does_not_judge_the_trusted_commits_own_code(
+    tmp_path: Path, write_config: WriteConfig
+) -> None:
+    """six compiles code of its own when imported: the control run of its trusted commit, a
+    folder outside git where every file would count as changed, blocked every honest fix in
+    the CI recipe (found by make eval)."""
+    repo = project(tmp_path / "repo")
+    own = "_MADE = compile('VALUE = 1', '<calc>', 'exec')\n\n\n"
+    write_files(repo, {"calc.py": own + (repo / "calc.py").read_text()})
+    git(repo, "commit", "-qam", "calc compiles code of its own")
+    commit = head_commit(repo)
+    config = config_for(write_config, repo, allowed=False)
+    write_files(repo, {"calc.py": own + CALC})
+
+    result = ci_gate(config, repo, commit)
+
+    assert (result.verdict.state, result.agent_reason) == ("verified", "")
 
 
 def test_a_control_run_is_kept_per_content_of_the_hidden_tests(

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -125,6 +126,9 @@ def _run_on_commit(
         _materialise(GitContent(root, commit), tree)
         request = check_request(config, check, tree, timeout, trusted_ref=None,
                                 trusted_content=None, mirror=None, excluded=())  # fmt: skip
+        # The trusted commit's own code: nothing in it is the agent's for the runtime monitor to
+        # judge (six compiles code when imported).
+        request = replace(request, allow_test_aware=("*",))
         try:
             seen = test_run.observe(request, ())
         except ObservationFailed as failure:
