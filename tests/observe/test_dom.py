@@ -459,13 +459,19 @@ def test_attack_46_a_hidden_saved_beside_a_visible_not_saved_does_not_count(
     assert not_counted(ui_claim) == [f"not_discriminating: {NOT_SEEN}"]
 
 
+def assert_not_seen(site: Site, ui_claim: Path, page: str) -> None:
+    """The page with "Saved" in it, hidden some way: read as not visible, and the evidence
+    does not count."""
+    item = observe_status(site, ui_claim, page + NOT_SAVED)
+    assert item["observed_value"]["visible"] is False  # type: ignore[index]
+    assert not_counted(ui_claim) == [f"not_discriminating: {NOT_SEEN}"]
+
+
 @pytest.mark.parametrize("page", HIDING.values(), ids=HIDING.keys())
 def test_attack_46_no_way_of_hiding_an_element_counts(
     site: Site, ui_claim: Path, page: str
 ) -> None:
-    item = observe_status(site, ui_claim, page + NOT_SAVED)
-    assert item["observed_value"]["visible"] is False  # type: ignore[index]
-    assert not_counted(ui_claim) == [f"not_discriminating: {NOT_SEEN}"]
+    assert_not_seen(site, ui_claim, page)
 
 
 @pytest.mark.parametrize("page", DRAWN_OVER.values(), ids=DRAWN_OVER.keys())
@@ -473,9 +479,7 @@ def test_attack_146_text_drawn_over_by_what_css_does_not_call_a_cover_does_not_c
     site: Site, ui_claim: Path, page: str
 ) -> None:
     # Issue 31, finding 5: each was verified, and a screenshot showed no "Saved".
-    item = observe_status(site, ui_claim, page + NOT_SAVED)
-    assert item["observed_value"]["visible"] is False  # type: ignore[index]
-    assert not_counted(ui_claim) == [f"not_discriminating: {NOT_SEEN}"]
+    assert_not_seen(site, ui_claim, page)
 
 
 @pytest.mark.parametrize("page", SELF_HIDDEN.values(), ids=SELF_HIDDEN.keys())
@@ -483,9 +487,7 @@ def test_attack_147_text_its_own_style_masks_or_shrinks_does_not_count(
     site: Site, ui_claim: Path, page: str
 ) -> None:
     # Issue 31, finding 6: a mask, or a font size that is readable only before the transform.
-    item = observe_status(site, ui_claim, page + NOT_SAVED)
-    assert item["observed_value"]["visible"] is False  # type: ignore[index]
-    assert not_counted(ui_claim) == [f"not_discriminating: {NOT_SEEN}"]
+    assert_not_seen(site, ui_claim, page)
 
 
 @pytest.mark.parametrize("page", ANSWERING.values(), ids=ANSWERING.keys())
@@ -494,9 +496,7 @@ def test_attack_148_a_page_that_answers_the_reading_cannot_fake_drawn_text(
 ) -> None:
     # A covered "Saved" whose cover turns black while the text is transparent (as the page sees
     # the reading's change) or flickers by itself: the captures would differ without the text.
-    item = observe_status(site, ui_claim, page + NOT_SAVED)
-    assert item["observed_value"]["visible"] is False  # type: ignore[index]
-    assert not_counted(ui_claim) == [f"not_discriminating: {NOT_SEEN}"]
+    assert_not_seen(site, ui_claim, page)
 
 
 GENERATED = "<style>#status::before { content: 'Saved'; }</style><div id=\"status\"></div>"
