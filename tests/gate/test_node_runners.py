@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from completion_claim.cli import run as cli
-from completion_claim.gate.config import ConfigError
+from completion_claim.gate.config import ConfigError, GateConfig
 from completion_claim.gate.run import run_gate, start_gate
 from completion_claim.observe.runners import detect
 from tests.fixtures.node_projects import (
@@ -218,6 +218,22 @@ for (const n of CASES) {
 """
 
 
+def cases_project(
+    tmp_path: Path, write_config: WriteConfig, code: str, extra: str = ""
+) -> tuple[Path, GateConfig]:
+    """The node:test project whose trusted test takes its cases from ``code``, committed, and
+    the check claim init gives it (one test is enough, plus ``extra``)."""
+    files = {"calc.js": code, "test/calc.test.js": CASES_TEST, ".gitignore": "node_modules/\n"}
+    repo = make_repo(tmp_path / "repo", files | package_files("node-test"))
+    ((_, detected),) = detect(repo)
+    config = write_config(
+        POLICY.replace("min_tests = 2", "min_tests = 1")
+        + f'\n[[check]]\ntype = "test_run"\ncommand = {json.dumps(list(detected.command))}\n'
+        f'trusted_ref = "{head_commit(repo)}"\ntimeout_s = 300\n{extra}'
+    )
+    return repo, config
+
+
 @pytest.mark.parametrize("baseline", [True, False], ids=["baseline", "control-without"])
 def test_attack_93_a_node_test_the_code_no_longer_yields_is_not_verified(
     tmp_path: Path, write_config: WriteConfig, baseline: bool
@@ -225,15 +241,8 @@ def test_attack_93_a_node_test_the_code_no_longer_yields_is_not_verified(
     """The trusted test takes its cases from the code: code that breaks add(2, 2) and drops 2
     from its cases takes that test out of the run, which then passes (verified, the control
     without a baseline shows). The start's baseline says it passed before."""
-    files = {"calc.js": CASES_JS, "test/calc.test.js": CASES_TEST, ".gitignore": "node_modules/\n"}
-    repo = make_repo(tmp_path / "repo", files | package_files("node-test"))
-    ((_, detected),) = detect(repo)
-    config = write_config(
-        POLICY.replace("min_tests = 2", "min_tests = 1")
-        + f'\n[[check]]\ntype = "test_run"\ncommand = {json.dumps(list(detected.command))}\n'
-        f'trusted_ref = "{head_commit(repo)}"\ntimeout_s = 300\n'
-        f"baseline = {json.dumps(baseline)}\n"
-    )
+    repo, config = cases_project(tmp_path, write_config, CASES_JS,
+                                 f"baseline = {json.dumps(baseline)}\n")  # fmt: skip
     start_gate(config, repo)
     broken = CASES_JS.replace("a + b", "a === 2 ? 0 : a + b").replace("[1, 2]", "[1]")
     write_files(repo, {"calc.js": broken})
@@ -254,14 +263,7 @@ def test_attack_98_a_node_test_failing_at_the_start_that_the_code_no_longer_yiel
     """add(2, 2) is wrong at the start (the task): code that drops 2 from its cases takes the
     failing test out of the run, still wrong. The honest fix verifies."""
     buggy = CASES_JS.replace("a + b", "a === 2 ? 0 : a + b")
-    files = {"calc.js": buggy, "test/calc.test.js": CASES_TEST, ".gitignore": "node_modules/\n"}
-    repo = make_repo(tmp_path / "repo", files | package_files("node-test"))
-    ((_, detected),) = detect(repo)
-    config = write_config(
-        POLICY.replace("min_tests = 2", "min_tests = 1")
-        + f'\n[[check]]\ntype = "test_run"\ncommand = {json.dumps(list(detected.command))}\n'
-        f'trusted_ref = "{head_commit(repo)}"\ntimeout_s = 300\n'
-    )
+    repo, config = cases_project(tmp_path, write_config, buggy)
     start_gate(config, repo)
     dropped = buggy.replace("[1, 2]", "[1]")
     write_files(repo, {"calc.js": dropped if change == "drops the failing case" else CASES_JS})
