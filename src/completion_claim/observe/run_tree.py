@@ -17,6 +17,7 @@ its id), or, without one, listed when the agent changed them.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import fnmatch
 import hashlib
 import itertools
@@ -36,6 +37,7 @@ from .git_capture import DELETED, latest_file_writes
 from .mirror import Limits, Mirror
 from .repository import VerifiedObjects, display, object_format_of
 from .runners import PROTECTED, is_runner_protected, of_kind
+from .runtime_monitor import Lines
 from .workspace import (
     Files,
     Workspace,
@@ -346,6 +348,37 @@ def changed_code(
     written = {target.encode() for target in latest_file_writes(mutations)}
     changed = set(tree.files) if head is None else _differs_from(tree, head) | written
     return sorted(rel for rel in changed if rel in tree.files and not is_protected(rel, globs))
+
+
+def changed_lines(
+    tree: RunTree, root: Path, commit: str, paths: Sequence[bytes]
+) -> dict[bytes, Lines | None]:
+    """Each path with the lines of it that differ from the trusted ``commit`` (a line removed
+    counts as a change of the lines on either side of it), or None where the whole file is the
+    agent's: new since that commit, not text, or its objects not to be had whole (each is
+    checked against its id, whoever's repository holds it)."""
+    changed: dict[bytes, Lines | None] = dict.fromkeys(paths)
+    if not paths:
+        return changed
+    try:
+        source = GitContent(root, commit)
+        known = [rel for rel in paths if rel in source.entries()]
+        trusted = source.contents(known)
+    except ObservationFailed:
+        return changed
+    for rel in known:
+        try:
+            before = trusted[rel].decode().splitlines()
+            after = tree.read(rel).decode().splitlines()
+        except UnicodeDecodeError:
+            continue
+        matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+        changed[rel] = tuple(
+            (max(1, start), start + 1) if start == end else (start + 1, end)
+            for kind, _, _, start, end in matcher.get_opcodes()
+            if kind != "equal"
+        )
+    return changed
 
 
 class TrustedContent(Protocol):

@@ -23,7 +23,6 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import difflib
 import fcntl
 import fnmatch
 import json
@@ -59,6 +58,7 @@ from .run_tree import (
     RunTree,
     TrustedContent,
     changed_code,
+    changed_lines,
     changed_protected,
     pinned_commit,
     require_recorded,
@@ -485,37 +485,6 @@ def _build_reports(
         if size > MAX_REPORT_BYTES:
             raise ObservationFailed(f"the build's reports are over {MAX_REPORT_BYTES} bytes")
     return reports
-
-
-def changed_lines(
-    tree: RunTree, root: Path, commit: str, paths: Sequence[bytes]
-) -> dict[bytes, Lines | None]:
-    """Each path with the lines of it that differ from the trusted ``commit`` (a line removed
-    counts as a change of the lines on either side of it), or None where the whole file is the
-    agent's: new since that commit, not text, or its objects not to be had whole (each is
-    checked against its id, whoever's repository holds it)."""
-    changed: dict[bytes, Lines | None] = dict.fromkeys(paths)
-    if not paths:
-        return changed
-    try:
-        source = GitContent(root, commit)
-        known = [rel for rel in paths if rel in source.entries()]
-        trusted = source.contents(known)
-    except ObservationFailed:
-        return changed
-    for rel in known:
-        try:
-            before = trusted[rel].decode().splitlines()
-            after = tree.read(rel).decode().splitlines()
-        except UnicodeDecodeError:
-            continue
-        matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
-        changed[rel] = tuple(
-            (max(1, start), start + 1) if start == end else (start + 1, end)
-            for kind, _, _, start, end in matcher.get_opcodes()
-            if kind != "equal"
-        )
-    return changed
 
 
 def _fill_run_tree(
