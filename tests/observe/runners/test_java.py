@@ -5,6 +5,7 @@ test-run`` in the sandbox."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -15,7 +16,8 @@ from completion_claim.cli import run
 from completion_claim.errors import ObservationFailed, UsageError
 from completion_claim.observe import test_run
 from completion_claim.observe.runners import RUNNERS, runner_for
-from completion_claim.observe.runners.java import Gradle, Maven
+from completion_claim.observe.runners.base import RunContext, Toolchain
+from completion_claim.observe.runners.java import FORK_FOLDER, Gradle, Maven
 from tests.fixtures.java import (
     CALC,
     CALC_BUGGY,
@@ -682,3 +684,42 @@ def test_attack_173_control_a_test_worker_of_the_builds_own_leaves_a_rewriter(
         time.sleep(0.05)
     assert "<testcase" in report.read_text()
     assert "<skipped" not in report.read_text()
+
+
+# The JVM the wrapper starts, as a script: it writes where it is told and says what happened.
+TRIES_TO_WRITE = """#!/bin/sh
+for target in "$@"; do
+    if (echo forged > "$target") 2>/dev/null; then echo "wrote $target"
+    else echo "refused $target"; fi
+done
+"""
+
+
+@pytest.mark.needs_tool("bwrap")
+def test_the_test_jvms_wrapper_leaves_no_modules_report_folder_writable(tmp_path: Path) -> None:
+    """Every module's report folders are read-only for the JVM, directly or through the build
+    tool's /proc/PID/root (its mount namespace, where they are writable); the rest of the tree
+    stays writable (tests write files)."""
+    work = tmp_path / "work"
+    write_files(work, {"pom.xml": "<project/>", "lib/pom.xml": "<project/>"})
+    jdk = tmp_path / "jdk"
+    write_files(jdk, {"bin/java": TRIES_TO_WRITE})
+    (jdk / "bin/java").chmod(0o755)
+    reports = [work / "target/surefire-reports/TEST-x.xml",
+               work / "lib/target/failsafe-reports/TEST-y.xml"]  # fmt: skip
+    through_proc = Path(f"/proc/{os.getpid()}/root{reports[0]}")
+    free = work / "lib/src-output.txt"
+    context = RunContext(Toolchain(program="mvn"), None, {}, {}, str(work), str(work), "/r",
+                         preload=str(FORK_FOLDER))  # fmt: skip
+    env = dict(Maven().invocation(["mvn", "test"], context).env)
+
+    done = subprocess.run(
+        [FORK_FOLDER / "bin/java", *reports, through_proc, free],
+        env=os.environ | env | {"JAVA_HOME": str(jdk)}, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+
+    assert done.stdout.splitlines() == [
+        f"refused {reports[0]}", f"refused {reports[1]}", f"refused {through_proc}",
+        f"wrote {free}",
+    ]  # fmt: skip
+    assert not any(report.exists() for report in reports)
