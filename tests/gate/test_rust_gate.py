@@ -387,3 +387,65 @@ def test_attack_103_an_honest_fix_that_moves_the_doctests_down_is_verified(tmp_p
         "arith::adds": "failed",
         "doctest::src/lib.rs - double": "passed",
     }
+
+
+# --- crates laid out as cargo allows, not only by its defaults -----------------------------------
+
+# A library at a path of its own, an integration test target named in the manifest, and edition
+# 2024 (cargo new's), whose doctests rustdoc merges into one binary run through the observer's
+# runner: none of it is a test binary without the canaries to the observer.
+LAID_OUT = (
+    CARGO_TOML.replace("2021", "2024")
+    + '\n[lib]\npath = "src/calc.rs"\n\n[[test]]\nname = "checks"\npath = "checks/arith.rs"\n'
+)
+
+
+def test_rust_an_honest_fix_of_a_crate_with_its_own_target_paths_is_verified(
+    tmp_path: Path,
+) -> None:
+    """The canaries go into every crate root cargo names (cargo metadata), not only those of
+    the default layout; rustdoc's merged doctest binary is told from a test binary."""
+    documented = "/// ```\n/// assert_eq!(calc::add(2, 2), 4);\n/// ```\n"
+    repo = make_repo(tmp_path / "repo", {
+        "Cargo.toml": LAID_OUT, "Cargo.lock": CARGO_LOCK, ".gitignore": "/target\n",
+        "src/calc.rs": LIB_BUGGY, "checks/arith.rs": ARITH,
+    })  # fmt: skip
+    config = init_config(repo, tmp_path / "ops")
+    start_gate(config, repo)
+    write_files(repo, {"src/calc.rs": documented + LIB})
+
+    result = run_gate(config, repo, outcome="Fixed add.")
+
+    assert (result.verdict.state, result.agent_reason) == ("verified", "")
+    item = observed_run(result)
+    assert item["observed_value"]["tests"] == {
+        "calc::tests::adds_zero": "passed",
+        "checks::adds": "passed",
+        "doctest::src/calc.rs - add": "passed",
+    }
+    assert item["observed_value"]["canaries"] == "held"
+
+
+# A test target without libtest's harness: a program of the project's own whose exit code is its
+# only word, with no canary in it.
+PLAIN = "fn main() {\n    assert_eq!(calc::add(1, 1), 2);\n}\n"
+
+
+def test_rust_a_test_target_without_libtests_harness_is_unverified_and_named(
+    tmp_path: Path,
+) -> None:
+    """No canary can run in it, and a failure of it is hidden in cargo's exit code (101, as the
+    must-fail canary makes it): the run is not verified, and the reason names the target and how
+    to leave it out; never refuted as forged."""
+    manifest = CARGO_TOML + '\n[[test]]\nname = "plain"\nharness = false\n'
+    repo = rust_project(tmp_path / "repo", {"Cargo.toml": manifest, "tests/plain.rs": PLAIN})
+    config = init_config(repo, tmp_path / "ops")
+    start_gate(config, repo)
+    write_files(repo, {"src/lib.rs": LIB})
+
+    result = run_gate(config, repo, outcome="Fixed add.")
+
+    assert (result.verdict.state, result.exit_code) == ("unverified", 1)
+    assert "the test binary plain was built without the observer's canaries" in (
+        result.agent_reason
+    )

@@ -165,10 +165,16 @@ def _tests_set_aside(item: Evidence) -> list[str]:
 
 
 def _tail_hint(item: Evidence, observed: dict[str, Any]) -> str:
-    tail = (item.details or {}).get("output_tail")
-    if "tests" in observed or not isinstance(tail, list) or not tail:
+    """Why the observer counted no test (its own word, where it gave one), and the output's last
+    line."""
+    if "tests" in observed:
         return ""
-    return f" (last output: {str(tail[-1])[:120]})"
+    details = item.details or {}
+    tail, why = details.get("output_tail"), details.get("no_counts")
+    said = [str(why)[:400]] if isinstance(why, str) and why else []
+    if isinstance(tail, list) and tail:
+        said.append(f"last output: {str(tail[-1])[:120]}")
+    return f" ({'; '.join(said)})" if said else ""
 
 
 def _uncovered(mutation: Any, coverage: Coverage, items: dict[str, Evidence]) -> str:

@@ -345,13 +345,14 @@ def test_a_name_filter_also_runs_the_canaries(theirs: list[str], added: list[str
     context = RunContext(CARGO.toolchain(["cargo"], None, Path("/nonexistent")), None,
                          {"HOME": "/h"}, {}, "/w", "/w", "/r", planted(list(CRATE)))  # fmt: skip
     argv = list(CARGO.invocation(["cargo", "test", "--", *theirs], context).argv)
-    # The planting step first (the module's name, its files), then cargo test.
+    # The planting step first (the module's name, the work tree, its files), then cargo test.
     program = argv.index(context.toolchain.program or "")
     assert argv[:2] == ["/bin/sh", "-c"]
-    assert argv[3:program] == ["sh", MODULE, f"{MODULE}.rs", "--"]
-    # The runner removes the canaries' source before any test binary starts.
+    assert argv[3:program] == ["sh", MODULE, "/w", f"{MODULE}.rs", "--"]
+    # The runner removes the canaries' source before any test binary starts, then says whether
+    # the binary holds them.
     runner = next(arg for arg in argv if arg.startswith('target."cfg(all())".runner='))
-    assert f'"/bin/sh", "-c", "rm -f -- /w/{MODULE}.rs; printf' in runner
+    assert f'"/bin/sh", "-c", "rm -f -- /w/{MODULE}.rs; c=false; grep -qF -- {MODULE}' in runner
     libtest = argv[argv.index("json") + 1 :]
     assert libtest == [*theirs, *added]
 
@@ -466,3 +467,46 @@ def test_without_the_sandbox_cargo_keeps_its_home_and_build_in_the_runs_own_home
     env = CARGO.invocation(["cargo", "test"], context).env
     assert env["CARGO_HOME"] == f"{owned}/home/cargo-home"
     assert env["CARGO_TARGET_DIR"] == f"{owned}/home/target"
+
+
+def test_a_test_binary_built_without_the_canaries_counts_nothing_and_says_why() -> None:
+    """The runner says whether the build put the canaries in the binary it starts: one without
+    them (``harness = false``) runs none, and is not taken for a forged report."""
+    passing = report("cargo-passing.jsonl")
+    plain = {"type": BINARY_EVENT, "path": "/t/deps/plain-0123456789abcdef", "canaries": False}
+    results = read_events(passing + json.dumps(plain).encode() + b"\nall fine\n")
+    assert results.counts == {}
+    assert results.none_because.startswith(
+        "the test binary plain was built without the observer's canaries"
+    )
+    assert "harness = false" in results.none_because
+
+
+def test_rustdocs_merged_doctest_binary_is_expected_to_run_no_canary() -> None:
+    """Edition 2024 runs an item's doctests in one binary, ``rust_out`` in rustdoc's temporary
+    folder, through the observer's runner: no canary is built into it, and it may only report
+    doctests."""
+    binary = {"type": BINARY_EVENT, "path": "/t/deps/calc-0123456789abcdef", "canaries": True}
+    doctests = {"type": BINARY_EVENT, "path": "/tmp/rustdoctestAbC123/rust_out", "canaries": False}
+    canary = f"{MODULE}::canary_a11ce004"
+
+    def stream(name: str) -> bytes:
+        events = [
+            binary,
+            {"type": "suite", "event": "started", "test_count": 1},
+            {"type": "test", "name": canary, "event": "ok"},
+            {"type": "suite", "event": "ok", "passed": 1, "failed": 0, "ignored": 0},
+            doctests,
+            {"type": "suite", "event": "started", "test_count": 1},
+            {"type": "test", "name": name, "event": "ok"},
+            {"type": "suite", "event": "ok", "passed": 1, "failed": 0, "ignored": 0},
+        ]
+        return b"".join(json.dumps(e).encode() + b"\n" for e in events)
+
+    results = read_events(stream("src/lib.rs - add (line 3)"))
+    assert results.counts["tests"] == {
+        "doctest::src/lib.rs - add": "passed", f"{EVERY_BINARY}::{canary}": "passed",
+    }  # fmt: skip
+    refused = read_events(stream("adds"))
+    assert refused.counts == {}
+    assert "adds ran in rustdoc's doctest binary" in refused.none_because

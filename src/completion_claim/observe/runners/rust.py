@@ -77,12 +77,21 @@ _PANIC_LINES = 40  # the most lines of an old-style panic message looked through
 _OLD_PANIC = re.compile(r"thread '.*' panicked at '(.*)', (\S+:\d+:\d+)$", re.DOTALL)
 # Printed to standard output before each test binary starts: its path (cargo passes it as $0).
 _ANNOUNCE = f'printf \'{{"type":"{BINARY_EVENT}","path":"%s"}}\\n\' "$0"; exec "$0" "$@"'
+# With canaries, also whether the build put them into the binary (their module's name is in
+# every binary that holds their tests): a target without libtest's harness has none to run.
+_ANNOUNCE_PLANTED = (
+    'c=false; grep -qF -- {module} "$0" && c=true; '
+    f'printf \'{{{{"type":"{BINARY_EVENT}","path":"%s","canaries":%s}}}}\\n\' "$0" "$c"; '
+    'exec "$0" "$@"'
+)
 # The observer's canaries: one module file beside each Cargo.toml, which a step in the sandbox
-# (before anything is built) adds to each crate root of that package that cargo test may build a
-# test binary from, so every test binary runs them (an integration test file of its own would be
-# one more binary, saying nothing of the others). The runner removes the files before any test
-# binary starts (cargo builds them all first): the code under test finds no source telling which
-# canary must fail, nor do the names.
+# (before anything is built) adds to each crate root cargo test may build a test binary from, so
+# every test binary runs them (an integration test file of its own would be one more binary,
+# saying nothing of the others). The roots are those cargo names (``cargo metadata``: a ``[lib]``
+# or ``[[test]]`` at a path of its own, a workspace's members) and those of the default layout
+# beside each manifest (a manifest cargo does not start from, ``--manifest-path``). The runner
+# removes the files before any test binary starts (cargo builds them all first): the code under
+# test finds no source telling which canary must fail, nor do the names.
 _CANARY_MODULE = "claim_canary_{word}"
 # At the root of its binary's tests, or below a module that is a crate root of its own too
 # (``tests/common.rs``, which other test files include with ``mod common;``).
@@ -102,19 +111,30 @@ _CRATE_ROOTS = (
         for root in ("*.rs", "*/main.rs")
     ),
 )
-# Arguments: the module's name, the canary files, "--", then the command. A link is never
-# followed: it may lead out of the run's copy.
+# Arguments: the module's name, the work tree's root, the canary files, "--", then the command
+# (cargo first). Each root is planted once (a file two targets share, or named both ways, would
+# declare the module twice), and only inside the work tree: a link is never followed out of it.
 _PLANT = (
-    "module=$1; shift; here=$(pwd)\n"
+    'module=$1; work=$(realpath -e -- "$2") || exit 1; shift 2; here=$(pwd); first=; roots=\n'
     'while [ "$1" != -- ]; do\n'
-    '  canary=$1; shift; dir=${canary%/*}; [ "$dir" = "$canary" ] && dir=.\n'
+    "  canary=$1; shift; first=${first:-$canary}\n"
+    '  dir=${canary%/*}; [ "$dir" = "$canary" ] && dir=.\n'
     "  for root in " + " ".join(f'"$dir"/{root}' for root in _CRATE_ROOTS) + "; do\n"
-    '    [ -f "$root" ] && [ ! -L "$root" ] || continue\n'
-    "    printf '\\n#[cfg(test)]\\n#[path = \"%s/%s\"]\\nmod %s;\\n'"
-    ' "$here" "$canary" "$module" >> "$root"\n'
+    '    roots="$roots\n$root"\n'
     "  done\n"
     "done\n"
-    'shift; exec "$@"\n'
+    "shift\n"
+    'named=$("$1" metadata --no-deps --offline --format-version 1 2>/dev/null'
+    ' | grep -o \'"src_path":"[^"\\\\]*"\' | sed \'s/^"src_path":"//; s/"$//\')\n'
+    'printf \'%s\\n%s\\n\' "$roots" "$named" | while IFS= read -r root; do\n'
+    '  [ -f "$root" ] && [ ! -L "$root" ] || continue\n'
+    '  real=$(realpath -e -- "$root") || continue\n'
+    '  case $real in "$work"/*) printf \'%s\\n\' "$real" ;; esac\n'
+    "done | sort -u | while IFS= read -r root; do\n"
+    "  printf '\\n#[cfg(test)]\\n#[path = \"%s/%s\"]\\nmod %s;\\n'"
+    ' "$here" "$first" "$module" >> "$root"\n'
+    "done\n"
+    'exec "$@"\n'
 )
 # libtest's options that take a value (any other word is a filter of test names).
 _LIBTEST_VALUES = frozenset({"--skip", "--test-threads", "--color", "--shuffle-seed", "--logfile",
@@ -325,6 +345,8 @@ class CargoTest(Runner):
         announce = _ANNOUNCE
         if canaries is not None:
             planted = [os.path.join(context.cwd, rel) for rel in canaries.files]
+            module = canaries.tests[0].name.split("::")[1]
+            announce = _ANNOUNCE_PLANTED.format(module=module)
             announce = f"{shlex.join(['rm', '-f', '--', *planted])}; {announce}"
         runner = json.dumps(["/bin/sh", "-c", announce])
         argv += ["--config", f'target."cfg(all())".runner={runner}']
@@ -334,7 +356,8 @@ class CargoTest(Runner):
         argv += [*ours, "--", "-Z", "unstable-options", "--format", "json", *theirs]
         if canaries is not None:
             module = canaries.tests[0].name.split("::")[1]
-            argv = ["/bin/sh", "-c", _PLANT, "sh", module, *canaries.files, "--", *argv]
+            argv = ["/bin/sh", "-c", _PLANT, "sh", module, context.work, *canaries.files, "--",
+                    *argv]  # fmt: skip
         # In the run's own home (the sandbox's /tmp, or the observer's folder for the run without
         # one): no credentials, no configuration, no build of anyone else's.
         home = context.env["HOME"]
@@ -439,6 +462,9 @@ class _Suite:
     binary: str | None
     outcomes: dict[str, tuple[str, str]] = field(default_factory=dict)
     announced: bool = False  # started by the observer's runner (rustdoc's doctests are not)
+    # rustdoc's binary of merged doctests (edition 2024), started through the runner too: built
+    # from the doctests alone, without the canaries.
+    doctests: bool = False
 
 
 class _Refused(Exception):
@@ -471,6 +497,7 @@ def read_events(report: bytes) -> Results:
 def _suites(report: bytes) -> Iterator[_Suite]:
     binary: str | None = None
     silent: str | None = None  # a binary announced that has not started a suite yet
+    doctests = False  # the binary announced last is rustdoc's
     suite: _Suite | None = None
     for number, line in enumerate(report.splitlines(), 1):
         if not line.startswith(b"{"):
@@ -487,9 +514,18 @@ def _suites(report: bytes) -> Iterator[_Suite]:
                 raise _Unfinished(suite)
             _require_spoken(silent)
             binary = silent = _target(event.get("path")) or "a test binary"
+            doctests = _rustdocs(event.get("path"))
+            if event.get("canaries") is False and not doctests:
+                raise _Refused(
+                    f"the test binary {binary} was built without the observer's canaries (a "
+                    "target without libtest's harness, harness = false): the observer cannot "
+                    "tell what it reports from what the code under test makes it report; name "
+                    "the targets to run without it (cargo test --lib --test NAME)"
+                )
         elif kind == "suite":
             suite = _suite_event(event, suite, binary, number)
-            suite.announced |= silent is not None
+            if silent is not None:
+                suite.announced, suite.doctests = True, doctests
             silent = None
             if event.get("event") != "started":
                 yield suite
@@ -546,6 +582,13 @@ def _test_event(event: dict[str, Any], suite: _Suite) -> None:
     suite.outcomes[name] = (outcome, _panic(text) if outcome == FAILED else "")
 
 
+def _rustdocs(path: object) -> bool:
+    """Whether a binary the runner started is rustdoc's, in a temporary folder of its own."""
+    if type(path) is not str or os.path.basename(path) != "rust_out":
+        return False
+    return os.path.basename(os.path.dirname(path)).startswith("rustdoctest")
+
+
 def _target(path: object) -> str | None:
     if type(path) is not str:
         return None
@@ -557,11 +600,14 @@ def _target(path: object) -> str | None:
 def _outcomes(suites: Sequence[_Suite]) -> Iterator[tuple[str, str, str]]:
     canaries: list[tuple[str, dict[str, str]]] = []  # per test binary the runner started
     for suite in suites:
-        if suite.announced:
+        planted = suite.announced and not suite.doctests
+        if planted:
             canaries.append((suite.binary or "a test binary", {}))
         for name, (outcome, message) in suite.outcomes.items():
-            canary = _CANARY_TEST.fullmatch(name) if suite.announced else None
+            canary = _CANARY_TEST.fullmatch(name) if planted else None
             doctest = _DOCTEST.fullmatch(name)
+            if suite.doctests and doctest is None:
+                raise _Refused(f"{name} ran in rustdoc's doctest binary, which runs doctests alone")
             if canary is not None:
                 found = canaries[-1][1]
                 test = canary.group(1)
