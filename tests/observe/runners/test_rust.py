@@ -345,10 +345,11 @@ def test_a_name_filter_also_runs_the_canaries(theirs: list[str], added: list[str
     context = RunContext(CARGO.toolchain(["cargo"], None, Path("/nonexistent")), None,
                          {"HOME": "/h"}, {}, "/w", "/w", "/r", planted(list(CRATE)))  # fmt: skip
     argv = list(CARGO.invocation(["cargo", "test", "--", *theirs], context).argv)
-    # The planting step first (the module's name, the work tree, its files), then cargo test.
+    # The planting step first (the module's name, the work tree, its files, and no test to run
+    # a second time), then cargo test.
     program = argv.index(context.toolchain.program or "")
     assert argv[:2] == ["/bin/sh", "-c"]
-    assert argv[3:program] == ["sh", MODULE, "/w", f"{MODULE}.rs", "--"]
+    assert argv[3:program] == ["sh", MODULE, "/w", f"{MODULE}.rs", "--", "", "--"]
     # The runner removes the canaries' source before any test binary starts, then says whether
     # the binary holds them.
     runner = next(arg for arg in argv if arg.startswith('target."cfg(all())".runner='))
@@ -510,3 +511,49 @@ def test_rustdocs_merged_doctest_binary_is_expected_to_run_no_canary() -> None:
     refused = read_events(stream("adds"))
     assert refused.counts == {}
     assert "adds ran in rustdoc's doctest binary" in refused.none_because
+
+
+# --- 168: a test run a second time in its own binary ---------------------------------------------
+
+SECOND = """use calc::add;
+
+#[test]
+fn adds() {
+    assert_eq!(add(2, 3), 5);
+}
+
+#[test]
+#[should_panic(
+    expected = "overflow"
+)]
+fn overflows() {
+    add(i64::MAX, 1);
+}
+
+#[test]
+pub fn adds_or_says() -> Result<(), String> {
+    Ok(())
+}
+
+mod nested {
+    #[test]
+    fn adds() {}
+}
+"""
+
+
+def test_only_a_test_at_the_top_of_its_file_that_a_second_call_repeats_runs_again() -> None:
+    """A test in a module of its own is private to it; one that must panic, or may not be built
+    or run, is not the same test called again."""
+    files = {b"tests/more-arith.rs": SECOND.encode(), b"tests/other.rs": b"#[test]\nfn x() {}\n"}
+    names = ["more_arith::adds", "more_arith::overflows", "more_arith::adds_or_says",
+             "more_arith::nested::adds", "calc::tests::adds_zero", "doctest::src/lib.rs - add",
+             "missing::adds"]  # fmt: skip
+    canaries = CARGO.repeat(planted(list(CRATE)), names, iter(["a9a1"]).__next__, files.get)
+    assert canaries.repeats == {
+        "more_arith::claim_again_a9a1::adds_or_says": "more_arith::adds_or_says",
+        "more_arith::claim_again_a9a1::adds": "more_arith::adds",
+    }
+    source = canaries.files["claim_again_a9a1/tests/more-arith.rs"].decode()
+    assert "ClaimAgain::claim_again(super::adds_or_says());" in source
+    assert "super::overflows" not in source

@@ -35,7 +35,7 @@ import shlex
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -111,31 +111,82 @@ _CRATE_ROOTS = (
         for root in ("*.rs", "*/main.rs")
     ),
 )
-# Arguments: the module's name, the work tree's root, the canary files, "--", then the command
-# (cargo first). Each root is planted once (a file two targets share, or named both ways, would
-# declare the module twice), and only inside the work tree: a link is never followed out of it.
-_PLANT = (
-    'module=$1; work=$(realpath -e -- "$2") || exit 1; shift 2; here=$(pwd); first=; roots=\n'
-    'while [ "$1" != -- ]; do\n'
-    "  canary=$1; shift; first=${first:-$canary}\n"
-    '  dir=${canary%/*}; [ "$dir" = "$canary" ] && dir=.\n'
-    "  for root in " + " ".join(f'"$dir"/{root}' for root in _CRATE_ROOTS) + "; do\n"
-    '    roots="$roots\n$root"\n'
-    "  done\n"
-    "done\n"
-    "shift\n"
-    'named=$("$1" metadata --no-deps --offline --format-version 1 2>/dev/null'
-    ' | grep -o \'"src_path":"[^"\\\\]*"\' | sed \'s/^"src_path":"//; s/"$//\')\n'
-    'printf \'%s\\n%s\\n\' "$roots" "$named" | while IFS= read -r root; do\n'
-    '  [ -f "$root" ] && [ ! -L "$root" ] || continue\n'
-    '  real=$(realpath -e -- "$root") || continue\n'
-    '  case $real in "$work"/*) printf \'%s\\n\' "$real" ;; esac\n'
-    "done | sort -u | while IFS= read -r root; do\n"
-    "  printf '\\n#[cfg(test)]\\n#[path = \"%s/%s\"]\\nmod %s;\\n'"
-    ' "$here" "$first" "$module" >> "$root"\n'
-    "done\n"
-    'exec "$@"\n'
+# Arguments: the module's name, the work tree's root, the canary files, "--", the module of the
+# tests run a second time ("" for none) and, per crate root, its root and file, "--", then the
+# command (cargo first). Each root is planted once (a file two targets share, or named both ways,
+# would declare the module twice), and only inside the work tree: a link is never followed out.
+_PLANT = r"""module=$1; work=$(realpath -e -- "$2") || exit 1; shift 2; here=$(pwd); first=; roots=
+inside() {
+  while IFS= read -r root; do
+    [ -n "$root" ] && [ -f "$root" ] && [ ! -L "$root" ] || continue
+    real=$(realpath -e -- "$root") || continue
+    case $real in "$work"/*) printf '%s\n' "$real" ;; esac
+  done
+}
+while [ "$1" != -- ]; do
+  canary=$1; shift; first=${first:-$canary}
+  dir=${canary%/*}; [ "$dir" = "$canary" ] && dir=.
+  for root in ROOTS; do
+    roots="$roots
+$root"
+  done
+done
+shift; again=$1; shift
+while [ "$1" != -- ]; do
+  printf '%s\n' "$1" | inside | while IFS= read -r root; do
+    printf '\n#[cfg(test)]\n#[path = "%s/%s"]\nmod %s;\n' "$here" "$2" "$again" >> "$root"
+  done
+  shift 2
+done
+shift
+named=$("$1" metadata --no-deps --offline --format-version 1 2>/dev/null \
+  | grep -o '"src_path":"[^"\\]*"' | sed 's/^"src_path":"//; s/"$//')
+printf '%s\n%s\n' "$roots" "$named" | inside | sort -u | while IFS= read -r root; do
+  printf '\n#[cfg(test)]\n#[path = "%s/%s"]\nmod %s;\n' "$here" "$first" "$module" >> "$root"
+done
+exec "$@"
+""".replace("ROOTS", " ".join(f'"$dir"/{root}' for root in _CRATE_ROOTS))
+# A test run a second time: a test of the observer's in the test's own binary, a module of its
+# crate root, which reaches the crate root's private functions (those in a module of their own
+# stay private to it). Its outcome is the test's: a test returns () or a Result.
+_AGAIN_MODULE = "claim_again_{word}"
+_AGAIN_SOURCE = """
+trait ClaimAgain {
+    fn claim_again(self);
+}
+
+impl ClaimAgain for () {
+    fn claim_again(self) {}
+}
+
+impl<T, E: std::fmt::Debug> ClaimAgain for Result<T, E> {
+    fn claim_again(self) {
+        if let Err(error) = self {
+            panic!("{:?}", error);
+        }
+    }
+}
+"""
+# Twice, in its own thread: state kept per thread (thread_local!) answers each thread's first
+# call right.
+_AGAIN_TEST = """
+#[test]
+fn {name}() {{
+    ClaimAgain::claim_again(super::{name}());
+    ClaimAgain::claim_again(super::{name}());
+}}
+"""
+# A test function at the top of its file (not indented: not in a module), taking nothing and
+# returning () or a Result, after its attributes (one per group, each up to its first "]").
+_TOP_TEST = (
+    r"(?P<attributes>(?:^[ \t]*(?:#\[[^\]]*\]|//[^\n]*)[ \t]*\n)+)"
+    r"(?:pub(?:\([^)\n]*\))?[ \t]+)?fn[ \t]+{name}[ \t]*\([ \t]*\)[ \t]*"
+    r"(?:->[ \t]*(?:(?:std|core)::result::)?Result[ \t]*<[^{{\n]*|->[ \t]*\([ \t]*\)[ \t]*)?\{{"
 )
+# Attributes under which a second call is not the same test: a panic that passes it, a test that
+# may not be built, or not run.
+_NOT_AGAIN = re.compile(r"should_panic|\bcfg|\bignore\b")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # libtest's options that take a value (any other word is a filter of test names).
 _LIBTEST_VALUES = frozenset({"--skip", "--test-threads", "--color", "--shuffle-seed", "--logfile",
                              "--format", "-Z"})  # fmt: skip
@@ -330,6 +381,44 @@ class CargoTest(Runner):
             failed_exit_code=101,
         )  # fmt: skip
 
+    def repeat(
+        self,
+        canaries: Canaries,
+        names: Sequence[str],
+        draw: Draw,
+        read: Callable[[bytes], bytes | None],
+    ) -> Canaries:
+        """A test of the observer's beside each test of ``names`` at the top of an integration
+        test file (``<target>::<function>``), in a module of that file's crate root, calling it
+        again: in the same process, in another test (libtest runs each test once). The tests in
+        a module of their own, or named by another file, run once."""
+        module = _AGAIN_MODULE.format(word=draw())
+        folders = sorted(
+            {name[: len(name) - len(name.rsplit("/", 1)[-1])] for name in canaries.files}
+        )
+        wanted: dict[str, list[str]] = {}
+        for name in names:
+            target, _, test = name.partition("::")
+            if _IDENTIFIER.fullmatch(target) and _IDENTIFIER.fullmatch(test):
+                wanted.setdefault(target, []).append(test)
+        files, repeats = dict(canaries.files), dict(canaries.repeats)
+        for target, tests in wanted.items():
+            found = [(root, text) for folder in folders
+                     for stem in dict.fromkeys((target, target.replace("_", "-")))
+                     for root in (f"{folder}tests/{stem}.rs", f"{folder}tests/{stem}/main.rs")
+                     if (text := read(root.encode())) is not None]  # fmt: skip
+            if len(found) != 1:  # none, or two packages' binaries of one name
+                continue
+            root, text = found[0]
+            again = [
+                test for test in reversed(tests) if _at_the_top(text.decode(errors="replace"), test)
+            ]
+            if again:
+                tested = "".join(_AGAIN_TEST.format(name=test) for test in again)
+                files[f"{module}/{root}"] = (_AGAIN_SOURCE + tested).encode()
+                repeats |= {f"{target}::{module}::{test}": f"{target}::{test}" for test in again}
+        return replace(canaries, files=files, repeats=repeats)
+
     def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
         assert context.toolchain.program is not None  # a Rust toolchain is its cargo program
         _require_no_outer_config(context.work)
@@ -353,11 +442,18 @@ class CargoTest(Runner):
         if canaries is not None and _filters(theirs):
             # Filters choose tests by name: the canaries' names are filters too.
             theirs += [canary.name.split("::", 1)[1] for canary in canaries.tests]
+            theirs += [again.split("::", 1)[1] for again in canaries.repeats]
         argv += [*ours, "--", "-Z", "unstable-options", "--format", "json", *theirs]
         if canaries is not None:
             module = canaries.tests[0].name.split("::")[1]
-            argv = ["/bin/sh", "-c", _PLANT, "sh", module, context.work, *canaries.files, "--",
-                    *argv]  # fmt: skip
+            again = next((name.split("::")[1] for name in canaries.repeats), "")
+            planted = [
+                rel for rel in canaries.files if not again or not rel.startswith(f"{again}/")
+            ]
+            roots = [part for rel in canaries.files if again and rel.startswith(f"{again}/")
+                     for part in (rel[len(again) + 1 :], rel)]  # fmt: skip
+            argv = ["/bin/sh", "-c", _PLANT, "sh", module, context.work, *planted, "--", again,
+                    *roots, "--", *argv]  # fmt: skip
         # In the run's own home (the sandbox's /tmp, or the observer's folder for the run without
         # one): no credentials, no configuration, no build of anyone else's.
         home = context.env["HOME"]
@@ -366,6 +462,15 @@ class CargoTest(Runner):
 
     def results(self, report: bytes) -> Results:
         return read_events(report)
+
+
+def _at_the_top(source: str, name: str) -> bool:
+    """Whether ``source`` declares the test ``name`` at its top, as one a second call repeats."""
+    found = re.search(_TOP_TEST.format(name=re.escape(name)), source, re.MULTILINE)
+    if found is None:
+        return False
+    attributes = found["attributes"]
+    return "#[test]" in attributes.replace(" ", "") and not _NOT_AGAIN.search(attributes)
 
 
 def _split(args: Sequence[str]) -> tuple[list[str], list[str]]:
