@@ -314,6 +314,28 @@ def test_attack_113_unittest_a_result_equal_to_anything_is_unverified(
     )
 
 
+@pytest.mark.parametrize("honest", [False, True], ids=["attack", "honest"])
+def test_attack_170_unittest_a_result_equal_to_anything_fails_without_the_scan(
+    tmp_path: Path, write_config: WriteConfig, honest: bool
+) -> None:
+    """The scan allowed for calc.py: the observer's reporter checks each value assertEqual
+    found equal against an object of its own, which no honest value equals."""
+    repo = unittest_project(tmp_path / "repo")
+    runs = tmp_path / "runs"
+    allowed = f'[gate]\nruns_dir = "{runs}"\nallow_test_aware = ["calc.py"]\n'
+    config = write_config(allowed + POLICY + check_for(repo))
+    result = judged(config, repo, {"calc.py": UNITTEST_CALC if honest else ALWAYS_EQUAL})
+
+    if honest:
+        assert (result.verdict.state, result.agent_reason) == ("verified", "")
+        return
+    assert (result.verdict.state, result.exit_code) == ("refuted", 2)
+    assert result.agent_reason.startswith(
+        "tests/test_calc.py::TestCalc::test_add failed: AssertionError: -1 is equal to anything: "
+        "its == holds for an object of the observer's, so the comparison decides nothing"
+    )
+
+
 # libtest's events for the running test (libtest names its thread after it) and its suite's
 # end, written past libtest's capture, then the test binary ended.
 RUST_EVENTS = r"""use std::io::Write;
