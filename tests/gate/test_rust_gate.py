@@ -426,6 +426,34 @@ def test_rust_an_honest_fix_of_a_crate_with_its_own_target_paths_is_verified(
     assert item["observed_value"]["canaries"] == "held"
 
 
+def test_rust_an_honest_fix_in_a_workspace_member_with_its_own_library_path_is_verified(
+    tmp_path: Path,
+) -> None:
+    """A virtual workspace: cargo test at its root builds every member's binaries, each with the
+    canaries, the member's library at the path its manifest names."""
+    member = CARGO_TOML + '\n[lib]\npath = "lib/calc.rs"\n'
+    util = CARGO_TOML.replace('"calc"', '"util"')
+    lock = CARGO_LOCK + '\n[[package]]\nname = "util"\nversion = "0.1.0"\n'
+    repo = make_repo(tmp_path / "repo", {
+        "Cargo.toml": '[workspace]\nmembers = ["calc", "util"]\nresolver = "2"\n',
+        "Cargo.lock": lock, ".gitignore": "/target\n",
+        "calc/Cargo.toml": member, "calc/lib/calc.rs": LIB_BUGGY, "calc/tests/arith.rs": ARITH,
+        "util/Cargo.toml": util, "util/src/lib.rs": "#[test]\nfn holds() {}\n",
+    })  # fmt: skip
+    config = init_config(repo, tmp_path / "ops")
+    start_gate(config, repo)
+    write_files(repo, {"calc/lib/calc.rs": LIB})
+
+    result = run_gate(config, repo, outcome="Fixed add.")
+
+    assert (result.verdict.state, result.agent_reason) == ("verified", "")
+    item = observed_run(result)
+    assert item["observed_value"]["tests"] == {
+        "calc::tests::adds_zero": "passed", "arith::adds": "passed", "util::holds": "passed",
+    }  # fmt: skip
+    assert item["observed_value"]["canaries"] == "held"
+
+
 # A test target without libtest's harness: a program of the project's own whose exit code is its
 # only word, with no canary in it.
 PLAIN = "fn main() {\n    assert_eq!(calc::add(1, 1), 2);\n}\n"
