@@ -159,7 +159,7 @@ impl ClaimAgain for () {
     fn claim_again(self) {}
 }
 
-impl<T, E: std::fmt::Debug> ClaimAgain for Result<T, E> {
+impl<T, E: ::std::fmt::Debug> ClaimAgain for Result<T, E> {
     fn claim_again(self) {
         if let Err(error) = self {
             panic!("{:?}", error);
