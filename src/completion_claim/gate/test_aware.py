@@ -12,7 +12,8 @@ Each ecosystem is a table of patterns over the added lines (``ECOSYSTEMS``), cho
 file's extension. Python is read with :mod:`ast` instead, so that a name is known through its
 import (``from sys import _getframe as g``), a constant attribute name through ``getattr``, and
 equality through the function that defines it; a Python file that does not parse (newer syntax
-than the gate's interpreter) falls back to the same names as patterns over its lines.
+than the gate's interpreter) falls back to the same names as patterns over its lines. A Rust
+comparison method (``fn eq``, ``cmp``, ...) is read to its closing brace, across its lines.
 
 Exiting the process is test-aware only in library code. A program's entry point may exit: in
 Python, a script (a file with a top-level ``if __name__ == "__main__":``), a function named
