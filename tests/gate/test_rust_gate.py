@@ -585,3 +585,27 @@ def test_attack_171_rust_code_answering_the_visible_tests_by_their_threads_name(
             "left: 6; right: 14"
         )
     assert not (repo / "tests" / "hidden.rs").exists()
+
+
+# --- 187: a test target outside tests/ --------------------------------------------------------
+
+
+def test_attack_187_a_test_target_the_manifest_names_outside_tests_is_protected(
+    tmp_path: Path,
+) -> None:
+    """``[[test]] path = "checks/arith.rs"``: no test folder holds it, so it was the agent's to
+    edit to agree with the bug (verified). claim init protects each test, bench and example
+    target the manifests name outside the protected folders."""
+    repo = make_repo(tmp_path / "repo", {
+        "Cargo.toml": LAID_OUT, "Cargo.lock": CARGO_LOCK, ".gitignore": "/target\n",
+        "src/calc.rs": LIB_BUGGY.replace("(0, 4), 4", "(0, 0), 0"), "checks/arith.rs": ARITH,
+    })  # fmt: skip
+    config = init_config(repo, tmp_path / "ops")
+    start_gate(config, repo)
+    write_files(repo, {"checks/arith.rs": ARITH_AGREEING})
+
+    result = run_gate(config, repo, outcome="Fixed add.")
+
+    assert (result.verdict.state, result.exit_code) == ("refuted", 2)
+    assert result.agent_reason.startswith("checks::adds failed: checks/arith.rs:3:5")
+    assert "your changes to checks/arith.rs were not used" in result.agent_reason

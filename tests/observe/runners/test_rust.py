@@ -557,3 +557,23 @@ def test_only_a_test_at_the_top_of_its_file_that_a_second_call_repeats_runs_agai
     source = canaries.files["claim_again_a9a1/tests/more-arith.rs"].decode()
     assert "ClaimAgain::claim_again(super::adds_or_says());" in source
     assert "super::overflows" not in source
+
+
+def test_claim_init_protects_the_test_targets_the_manifests_name_outside_test_folders(
+    tmp_path: Path,
+) -> None:
+    """Attack 187: a ``[[test]]``, ``[[bench]]`` or ``[[example]]`` path, in the root manifest
+    or a workspace member's (named as a folder); one under tests/ is protected already."""
+    write_files(tmp_path, {
+        "Cargo.toml": '[workspace]\nmembers = ["calc", "crates/*"]\n\n[[test]]\nname = "a"\n'
+                      'path = "checks/a.rs"\n',
+        "calc/Cargo.toml": '[package]\nname = "calc"\n\n[[test]]\nname = "b"\npath = "b.rs"\n\n'
+                           '[[bench]]\nname = "c"\npath = "tests/c.rs"\n\n'
+                           '[[example]]\nname = "d"\npath = "demo/d.rs"\n',
+    })  # fmt: skip
+    detected = CARGO.detect(tmp_path)
+    assert detected is not None
+    assert detected.protect == ("checks/a.rs", "calc/b.rs", "calc/demo/d.rs")
+    (tmp_path / "Cargo.toml").write_text("not toml [")
+    assert CARGO.detect(tmp_path) == detected.__class__(detected.command, detected.why,
+                                                        detected.toolchain)  # fmt: skip

@@ -55,6 +55,9 @@ class Detected:
     command: tuple[str, ...]
     why: str  # one line for the comment above the check: what was found
     toolchain: str | None = None  # the folder found for ``toolchain =``, when not on PATH
+    # Test files the project's configuration names where no protected path covers them: the
+    # check's ``protect`` (a Rust ``[[test]] path`` outside tests/).
+    protect: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

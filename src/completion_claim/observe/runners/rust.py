@@ -34,6 +34,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import tomllib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -276,7 +277,8 @@ class CargoTest(Runner):
         if shutil.which("cargo") is None:
             cargo = Path.home() / ".cargo" / "bin" / "cargo"
             found = str(cargo) if cargo.is_file() else None
-        return Detected(("cargo", "test"), "Cargo.toml: a Rust package", found)
+        return Detected(("cargo", "test"), "Cargo.toml: a Rust package", found,
+                        _named_tests(root))  # fmt: skip
 
     def protected(self, rel: bytes) -> bool:
         """Integration tests, build scripts, manifests, lockfile, toolchain file and cargo's
@@ -471,6 +473,37 @@ def _at_the_top(source: str, name: str) -> bool:
         return False
     attributes = found["attributes"]
     return "#[test]" in attributes.replace(" ", "") and not _NOT_AGAIN.search(attributes)
+
+
+def _named_tests(root: Path) -> tuple[str, ...]:
+    """The test, bench and example targets the manifests at ``root`` and in the workspace
+    members it names (folders, not globs) name at paths no test folder protects: as much a test
+    as ``tests/arith.rs``, and the agent's to edit unless protected."""
+    from . import is_runner_protected  # noqa: PLC0415 - the package imports this module first
+
+    found: list[str] = []
+    folders, seen = [""], set()
+    while folders:
+        folder = folders.pop(0)
+        if folder in seen:
+            continue
+        seen.add(folder)
+        try:
+            manifest = tomllib.loads((root / folder / "Cargo.toml").read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue
+        members = manifest.get("workspace", {}).get("members", [])
+        folders += [os.path.normpath(os.path.join(folder, member)) for member in members
+                    if type(member) is str and not set(member) & set("*?[")]  # fmt: skip
+        for kind in ("test", "bench", "example"):
+            for target in manifest.get(kind, []):
+                path = target.get("path") if type(target) is dict else None
+                if type(path) is not str:
+                    continue
+                rel = os.path.normpath(os.path.join(folder, path))
+                if not rel.startswith("../") and not is_runner_protected(os.fsencode(rel)):
+                    found.append(rel)
+    return tuple(dict.fromkeys(found))
 
 
 def _split(args: Sequence[str]) -> tuple[list[str], list[str]]:
