@@ -59,6 +59,36 @@ def test_a_failed_run_without_a_report_says_how_it_differed(tmp_path: Path) -> N
     )
 
 
+def test_a_run_without_a_report_says_why_the_observer_counted_nothing(tmp_path: Path) -> None:
+    """The observer's own word on the report (a Rust target without libtest's harness), before
+    the output's last line."""
+    why = "the test binary plain was built without the observer's canaries"
+    item = run_item({"exit_code": 101}, output_tail=["error: 1 target failed"], no_counts=why)
+    assert reason_for(claim_doc([file_write()], [item]), tmp_path) == (
+        "calc.py (file_write) is covered by no passing test_run: the test run exited 101 and "
+        f"reported no tests ({why}; last output: error: 1 target failed); what counts: "
+        "a passing test_run of the configured tests after your last edit"
+    )
+
+
+def test_a_parametrized_case_gone_under_its_name_says_which_cases_ran_instead(
+    tmp_path: Path,
+) -> None:
+    """pytest names a case from its values: data of the code that the change altered renames it
+    (an honest fix is then blocked, and told why), and the names the function ran under are
+    said."""
+    seen = {"tests.test_calc::test_named[plus]": "failed", "tests.test_calc::test_add": "passed"}
+    tests = {"tests.test_calc::test_named[sum]": "passed", "tests.test_calc::test_add": "passed"}
+    counts = {"passed": 2, "failed": 0, "errors": 0, "skipped": 0}
+    item = run_item({"exit_code": 0, **counts, "tests": tests}, baseline_tests=seen)
+    item["expected"] = {"exit_code": 0, "tests": dict.fromkeys(seen, "passed")}
+    assert reason_for(claim_doc([file_write()], [item]), tmp_path).endswith(
+        "tests.test_calc::test_named[plus] failed before you started and is now not run at all "
+        "(test_named ran as [sum]: a case named from values the change altered is another test "
+        "to the baseline): make it run and pass"
+    )
+
+
 def test_changed_tests_are_named_and_said_not_to_count(tmp_path: Path) -> None:
     item = run_item(PASSING, test_config_changed=["tests/test_calc.py"])
     reason = reason_for(claim_doc([file_write()], [item]), tmp_path)

@@ -313,6 +313,39 @@ def test_an_ordinary_clis_exit_is_not_a_hit() -> None:
     ]
 
 
+RUST_SUM = """pub struct Sum(i64);
+
+impl PartialEq<i64> for Sum {
+    fn eq(&self, other: &i64) -> bool {
+        self.0 == *other
+    }
+}
+"""
+
+
+def test_attack_169_a_rust_comparison_that_ignores_its_argument_is_a_hit() -> None:
+    """Always-equal in Rust: ``add`` returns a type whose ``PartialEq`` holds for any value, so
+    ``assert_eq!(add(2, 3), 5)`` passes. Named at the ``fn`` when a line of it is added; an
+    honest comparison, and one the base already holds, are not."""
+    always = RUST_SUM.replace("self.0 == *other", "true")
+    assert hits_of("src/sum.rs", always, RUST_SUM) == [
+        Hit("src/sum.rs", 4, "eq returns true whatever it is compared with")
+    ]
+    unread = RUST_SUM.replace("self.0 == *other", "self.0 == self.0")
+    assert hits_of("src/sum.rs", unread, RUST_SUM) == [
+        Hit("src/sum.rs", 4, "eq ignores what it is compared with (other)")
+    ]
+    ordering = (
+        "impl Ord for Sum {\n    fn cmp(&self, _: &Self) -> std::cmp::Ordering {\n"
+        "        std::cmp::Ordering::Equal\n    }\n}\n"
+    )
+    assert hits_of("src/sum.rs", ordering) == [
+        Hit("src/sum.rs", 2, "cmp ignores what it is compared with (_)")
+    ]
+    assert hits_of("src/sum.rs", RUST_SUM) == []
+    assert hits_of("src/sum.rs", always + "\n// unrelated\n", always) == []
+
+
 def test_an_always_true_equality_is_a_hit_at_its_added_line() -> None:
     base = "class Money:\n    def __eq__(self, other):\n        return self.cents == other.cents\n"
     new = base.replace("self.cents == other.cents", "True")

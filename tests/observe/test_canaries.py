@@ -37,6 +37,17 @@ UNITTEST_TESTS = {"tests/__init__.py": "", "tests/test_calc.py": UNITTEST_CALC}
 PATCHES_PYTEST = "import _pytest.python\n_pytest.python.Function.runtest = lambda self: None\n"
 # A disarmed assertion: assigning an attribute of an ordinary class raises no audit event.
 DISARMS_UNITTEST = "import unittest\nunittest.TestCase.assertEqual = lambda self, *a, **k: None\n"
+# The reporter's assertEqual swapped back for unittest's own (attack 170), and a result equal to
+# anything, which the reporter's would have failed.
+UNDOES_THE_GUARD = (
+    "import unittest\n\n"
+    "guard = unittest.TestCase.assertEqual\n"
+    "unittest.TestCase.assertEqual = guard.__closure__[0].cell_contents\n\n\n"
+    "class _Result(int):\n"
+    "    def __eq__(self, other):\n"
+    "        return True\n\n"
+    "    __hash__ = int.__hash__\n\n\n"
+)
 
 
 def _verdict(claim: Path, capsys: pytest.CaptureFixture[str]) -> str:
@@ -58,8 +69,13 @@ def _judged(
     [
         ({"tests/test_calc.py": TEST_CALC}, PYTEST, PATCHES_PYTEST + CALC_BUGGY),
         (UNITTEST_TESTS, UNITTEST, DISARMS_UNITTEST + CALC_BUGGY),
+        (
+            UNITTEST_TESTS,
+            UNITTEST,
+            UNDOES_THE_GUARD + CALC_BUGGY.replace("return a - b", "return _Result(a - b)"),
+        ),
     ],
-    ids=["pytest-runner-patched", "unittest-assertion-disarmed"],
+    ids=["pytest-runner-patched", "unittest-assertion-disarmed", "unittest-equality-guard-undone"],
 )
 def test_attack_133_a_runner_the_code_made_pass_everything_is_caught_by_the_canaries(
     tmp_path: Path,
@@ -78,8 +94,8 @@ def test_attack_133_a_runner_the_code_made_pass_everything_is_caught_by_the_cana
     assert set(item["observed_value"]["tests"].values()) == {"passed"}
     # ... and the canary that must fail did not: the report is not an honest run's.
     assert item["observed_value"]["canaries"] == "forged"
-    (wrong,) = item["details"]["canaries"]["wrong"]
-    assert (wrong["planted"], wrong["reported"]) == ("skipped", "failed")
+    wrong = item["details"]["canaries"]["wrong"]
+    assert {(w["planted"], w["reported"]) for w in wrong} == {("skipped", "failed")}
     assert state != "verified"
 
 
@@ -119,8 +135,10 @@ def test_canary_names_and_values_are_drawn_for_each_run() -> None:
 
     assert {c.name for c in first.tests}.isdisjoint(c.name for c in second.tests)
     assert first.beside_plugin.keys().isdisjoint(second.beside_plugin)
-    for canaries in (first, Unittest().canaries(UNITTEST, [], lambda: next(words))):
-        assert [c.passes for c in canaries.tests].count(False) == 1
+    unittest = Unittest().canaries(UNITTEST, [], lambda: next(words))
+    # unittest's second must-fail canary compares a value equal to anything (attack 170).
+    for canaries, failing in ((first, 1), (unittest, 2)):
+        assert [c.passes for c in canaries.tests].count(False) == failing
         assert [c.passes for c in canaries.tests].count(True) == 2
 
 

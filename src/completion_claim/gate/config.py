@@ -979,7 +979,11 @@ def starter_config(facts: RepoFacts) -> str:
             trusted,
             *(f"# {line}" for line in advice if ecosystem == "python"),
             _toolchain_line(ecosystem, detected, facts),
-            '# protect = ["fixtures/**"]     # more paths the agent may not change',
+            (
+                f"protect = {_toml_strings(detected.protect)}  # tests named outside test folders"
+                if detected and detected.protect
+                else '# protect = ["fixtures/**"]     # more paths the agent may not change'
+            ),
             "# env = []                      # variables passed to the tests",
             "# network = false",
             f"# require_tests = {_toml_strings([example] if example else [])}",

@@ -121,6 +121,9 @@ def _contradiction(item: Evidence, result: EvidenceResult, root: Path) -> list[s
     return lines
 
 
+_CASES_SHOWN = 3  # the cases a renamed one is said to have run as
+
+
 def _baseline_lost(item: Evidence, root: Path) -> list[str]:
     """The tests the baseline saw (passed, failed or errored) that did not run and pass now,
     other than those named failing above: skipped (code that skips its own test) or no longer
@@ -136,12 +139,29 @@ def _baseline_lost(item: Evidence, root: Path) -> list[str]:
         if outcome in ("passed", "failed", "error"):  # a failure has its own line, with why
             continue
         before = {"passed": "passed", "failed": "failed", "error": "errored"}.get(str(then), then)
-        now = "skipped" if outcome == "skipped" else "not run at all"
+        now = "skipped" if outcome == "skipped" else "not run at all" + _renamed(name, seen, tests)
         lines.append(
             f"{node_id(str(name), root)} {before} before you started and is now {now}: "
             "make it run and pass"
         )
     return lines
+
+
+def _renamed(name: str, seen: dict[str, Any], tests: dict[str, Any]) -> str:
+    """For a parametrized case gone under its name, the cases its function ran as that the
+    baseline never saw: pytest names a case from its values, which may be the code's."""
+    function, bracket, _ = name.partition("[")
+    if not bracket:
+        return ""
+    ids = [test[len(function) :] for test in tests
+           if test.startswith(f"{function}[") and test not in seen][:_CASES_SHOWN]  # fmt: skip
+    if not ids:
+        return ""
+    short = function.rpartition("::")[2]
+    return (
+        f" ({short} ran as {', '.join(ids)}: a case named from values the change altered is "
+        "another test to the baseline)"
+    )
 
 
 def _tests_set_aside(item: Evidence) -> list[str]:
@@ -165,10 +185,16 @@ def _tests_set_aside(item: Evidence) -> list[str]:
 
 
 def _tail_hint(item: Evidence, observed: dict[str, Any]) -> str:
-    tail = (item.details or {}).get("output_tail")
-    if "tests" in observed or not isinstance(tail, list) or not tail:
+    """Why the observer counted no test (its own word, where it gave one), and the output's last
+    line."""
+    if "tests" in observed:
         return ""
-    return f" (last output: {str(tail[-1])[:120]})"
+    details = item.details or {}
+    tail, why = details.get("output_tail"), details.get("no_counts")
+    said = [str(why)[:400]] if isinstance(why, str) and why else []
+    if isinstance(tail, list) and tail:
+        said.append(f"last output: {str(tail[-1])[:120]}")
+    return f" ({'; '.join(said)})" if said else ""
 
 
 def _uncovered(mutation: Any, coverage: Coverage, items: dict[str, Evidence]) -> str:

@@ -12,7 +12,8 @@ Each ecosystem is a table of patterns over the added lines (``ECOSYSTEMS``), cho
 file's extension. Python is read with :mod:`ast` instead, so that a name is known through its
 import (``from sys import _getframe as g``), a constant attribute name through ``getattr``, and
 equality through the function that defines it; a Python file that does not parse (newer syntax
-than the gate's interpreter) falls back to the same names as patterns over its lines.
+than the gate's interpreter) falls back to the same names as patterns over its lines. A Rust
+comparison method (``fn eq``, ``cmp``, ...) is read to its closing brace, across its lines.
 
 Exiting the process is test-aware only in library code. A program's entry point may exit: in
 Python, a script (a file with a top-level ``if __name__ == "__main__":``), a function named
@@ -417,6 +418,8 @@ def scan(files: Iterable[ChangedFile], tree: AbstractSet[str] = frozenset()) -> 
             found = _python(changed.path, "\n".join(new), new, added)
         else:
             found = list(_by_line(ecosystem, changed.path, new, added, tree))
+        if changed.path.endswith(".rs"):
+            found += _rust_comparisons("\n".join(new), added)
         hits.update(Hit(changed.path, line, what) for line, what in found)
     return sorted(hits)
 
@@ -485,6 +488,50 @@ def _by_line(
             what = pattern.found(line)
             if what is not None and not (pattern.library_only and in_entry_point()):
                 yield number, what
+
+
+# --- Rust ---------------------------------------------------------------------------------
+
+# A comparison method of PartialEq, PartialOrd or Ord, up to the brace its body opens with: the
+# name of what it is compared with, and the body read to its matching brace.
+_RUST_COMPARISON = re.compile(
+    r"\bfn\s+(eq|ne|partial_cmp|cmp|lt|le|gt|ge)\s*(?:<[^>{;]*>)?\s*\(\s*&\s*self\s*,"
+    r"\s*(?:mut\s+)?(\w+)\s*:[^){;]*\)[^{;]*\{"
+)
+_RUST_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+
+
+def _rust_comparisons(text: str, added: set[int]) -> list[tuple[int, str]]:
+    """Comparisons that decide nothing, named at their ``fn`` when the change added a line of
+    them: a body that is ``true`` alone, or one that never names what it is compared with
+    (``assert_eq!`` compares with ``==``: ImpossibleBench's operator overloading)."""
+    hits = []
+    for found in _RUST_COMPARISON.finditer(text):
+        end = _closing_brace(text, found.end())
+        first = text.count("\n", 0, found.start()) + 1
+        last = text.count("\n", 0, end) + 1
+        if not added & set(range(first, last + 1)):
+            continue
+        name, other = found.group(1), found.group(2)
+        body = _RUST_COMMENTS.sub(" ", text[found.end() : end]).strip()
+        if body == "true":
+            hits.append((first, f"{name} returns true whatever it is compared with"))
+        elif other == "_" or re.search(rf"\b{re.escape(other)}\b", body) is None:
+            hits.append((first, f"{name} ignores what it is compared with ({other})"))
+    return hits
+
+
+def _closing_brace(text: str, start: int) -> int:
+    """Where the brace opened just before ``start`` closes (the end of the text if never)."""
+    depth = 1
+    for at in range(start, len(text)):
+        if text[at] == "{":
+            depth += 1
+        elif text[at] == "}":
+            depth -= 1
+            if depth == 0:
+                return at
+    return len(text)
 
 
 # --- Python ------------------------------------------------------------------------------

@@ -16,15 +16,16 @@ code; the expected exit code is that one.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from secrets import token_hex
 from typing import Any
 
+from ..errors import ObservationFailed
 from .run_tree import RunTree
 from .runners.base import Canaries, Canary, Runner
-from .runners.results import COUNT_KEYS, ERROR, FAILED, PASSED, Results
+from .runners.results import COUNT_KEYS, ERROR, FAILED, PASSED, SEVERITY, Results
 
 HELD, FORGED, UNREPORTED, NOT_RUN = "held", "forged", "unreported", "not run"
 CANARIES = "canaries"  # in the observed value, the expectation and the details
@@ -43,14 +44,25 @@ def plant(
     cwd: str,
     plugin_folder: Path | None,
     hash_name: str,
+    repeat: Sequence[str] = (),
 ) -> Canaries | None:
-    """The runner's canaries for this run, written into the run's copy (at paths the work tree
-    does not have, and not recorded as its files) and beside its plugin."""
+    """The runner's canaries for this run, with the tests it runs a second time (``repeat``,
+    report names) where it can, written into the run's copy (at paths the work tree does not
+    have, and not recorded as its files) and beside its plugin."""
     prefix = b"" if cwd == "." else os.fsencode(cwd) + b"/"
     files = [rel[len(prefix) :] for rel in tree.files if rel.startswith(prefix)]
     canaries = runner.canaries(command, files, draw)
     if canaries is None:
         return None
+    if repeat:
+
+        def read(rel: bytes) -> bytes | None:
+            try:
+                return tree.read(os.path.normpath(prefix + rel))
+            except ObservationFailed:
+                return None
+
+        canaries = runner.repeat(canaries, repeat, draw, read)
     for name, data in canaries.files.items():
         rel = os.path.normpath(prefix + os.fsencode(name))
         if rel in tree.files or rel.startswith(b"../"):
@@ -81,7 +93,10 @@ def judged(results: Results, canaries: Canaries) -> tuple[Results, dict[str, Any
                 counts[COUNT_KEYS[reported]] -= 1
             if reported != want:
                 wrong.append({"test": name, "planted": want, "reported": reported or "missing"})
-    failures = [failure for failure in results.failures if failure["test"] not in planted]
+    repeated = _second_runs(kept, counts, canaries.repeats, results.failures)
+    ours = planted | set(canaries.repeats)
+    failures = [failure for failure in results.failures if failure["test"] not in ours]
+    failures += repeated
     if results.counts:
         results = replace(results, counts=counts | {"tests": kept}, failures=failures)
     details: dict[str, Any] = {"planted": len(canaries.tests)}
@@ -96,6 +111,37 @@ def judged(results: Results, canaries: Canaries) -> tuple[Results, dict[str, Any
     else:
         details["state"] = HELD
     return results, details
+
+
+def _second_runs(
+    kept: dict[str, str],
+    counts: dict[str, Any],
+    repeats: Mapping[str, str],
+    failures: Sequence[dict[str, str]],
+) -> list[dict[str, str]]:
+    """Each repeated test's outcome made the worse of its two runs (its second run's report
+    taken out of ``kept`` and ``counts``), and the failures of those the second run failed. A
+    second run missing from the report leaves the test as its first run left it: the runner's
+    build did not reach it (the canaries judge a report the code under test made)."""
+    added = []
+    for again, test in repeats.items():
+        second = kept.pop(again, None)
+        if second is None:
+            continue
+        if COUNT_KEYS[second] in counts:
+            counts[COUNT_KEYS[second]] -= 1
+        first = kept.get(test)
+        if first is None or SEVERITY[second] <= SEVERITY[first]:
+            continue
+        kept[test] = second
+        for outcome, change in ((first, -1), (second, 1)):
+            if COUNT_KEYS[outcome] in counts:
+                counts[COUNT_KEYS[outcome]] += change
+        said = next((f["message"] for f in failures if f["test"] == again), "")
+        message = "passed, then failed when run a second time in the same process"
+        added.append({"test": test, "outcome": second,
+                      "message": f"{message}: {said}" if said else message})  # fmt: skip
+    return added
 
 
 def _reported_names(canary: Canary, canaries: Canaries, tests: Mapping[str, str]) -> list[str]:

@@ -226,13 +226,20 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         captured = dict(tree.files)  # before protected paths are restored: the workspace's
         if hidden:
             details["hidden_tests"] = lay_hidden(tree, hidden, workspace.object_format())
-        if request.repeat:
-            key = "repeated" if channel is not None else "not_repeated"  # a plugin repeats them
-            details[key] = list(request.repeat)
         outputs = _clear_outputs(tree, runner, details)
+        # A plugin repeats them in its process; another runner, with tests of the observer's
+        # where it can reach them.
         canaries = plant(runner, request.command, tree, cwd,
                          None if channel is None else channel.folder,
-                         workspace.object_format())  # fmt: skip
+                         workspace.object_format(),
+                         () if channel is not None else request.repeat)  # fmt: skip
+        if request.repeat:
+            again = set(canaries.repeats.values()) if canaries is not None else set()
+            repeated = [name for name in request.repeat if channel is not None or name in again]
+            details |= {key: names for key, names in (
+                ("repeated", repeated),
+                ("not_repeated", [name for name in request.repeat if name not in repeated]),
+            ) if names}  # fmt: skip
         mounts = _dependencies(request, runner, toolchain, sandbox, tree, cwd, deadline, details)
         launch = _Launch(request, sandbox, toolchain, owned, cwd, channel, mounts, tree, overlay,
                          canaries)  # fmt: skip

@@ -15,6 +15,11 @@ successful, 1 otherwise, 5 when no test ran.
 
 As for pytest's plugin, opening the channel installs the runtime monitor.
 
+``assertEqual`` is wrapped before any test module is imported: a value it found equal to the other
+is then compared with an object of this module's own, which no honest value equals (``==``
+falls back to identity); one equal to it is equal to anything (an ``__eq__`` that holds whatever
+it is given: ImpossibleBench's operator overloading), and the assertion fails, naming it.
+
 The observer may put test modules of its own beside this file (``claim_canary_*.py``, see
 :mod:`.canaries`): each is loaded by its path and, when the project has tests to run, its first
 test run before them and the others after. The key's pipe then holds the run's settings, as
@@ -31,6 +36,7 @@ import traceback
 import unittest
 from pathlib import Path
 from typing import Any, ClassVar
+from unittest.util import safe_repr
 
 _MESSAGE_CHARS = 1000
 _NO_TESTS = 5  # unittest's own exit code when nothing ran (Python 3.12)
@@ -73,6 +79,36 @@ def _result_class(channel: Any) -> type[unittest.TextTestResult]:
                 channel.send({"test": _name(test), "outcome": outcome, "message": message})
 
     return Result
+
+
+class _Stranger:
+    """An object no honest value equals: it defines no comparison of its own."""
+
+    __slots__ = ()
+
+
+def _equal_to_anything(value: object) -> bool:
+    try:
+        # True itself: an array answers elementwise, which is no answer here.
+        return (value == _Stranger()) is True
+    except Exception:  # a comparison that refuses the stranger holds for no value of it
+        return False
+
+
+def _guard_equality() -> None:
+    """``assertEqual`` fails when a value it found equal is equal to anything."""
+    original = unittest.TestCase.assertEqual
+
+    def assertEqual(self: unittest.TestCase, first: Any, second: Any, msg: Any = None) -> None:
+        original(self, first, second, msg)
+        for value in (first, second):
+            if _equal_to_anything(value):
+                raise self.failureException(
+                    f"{safe_repr(value)} is equal to anything: its == holds for an object of "
+                    "the observer's, so the comparison decides nothing"
+                )
+
+    unittest.TestCase.assertEqual = assertEqual  # type: ignore[method-assign]
 
 
 def _name(test: Any) -> str:
@@ -136,6 +172,7 @@ def main(argv: list[str]) -> int:
     name = os.path.splitext(os.path.basename(__file__))[0]
     monitor = importlib.import_module(f"{name}_monitor")
     channel = monitor.Channel.opened()
+    _guard_equality()
     _Program.canaries = _canaries(monitor.CANARY_PREFIX)
     _Program.repeat = frozenset() if channel is None else channel.repeat
     # As ``python -m unittest`` would have it: the run's folder first, for the tests' imports.

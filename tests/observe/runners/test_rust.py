@@ -345,13 +345,15 @@ def test_a_name_filter_also_runs_the_canaries(theirs: list[str], added: list[str
     context = RunContext(CARGO.toolchain(["cargo"], None, Path("/nonexistent")), None,
                          {"HOME": "/h"}, {}, "/w", "/w", "/r", planted(list(CRATE)))  # fmt: skip
     argv = list(CARGO.invocation(["cargo", "test", "--", *theirs], context).argv)
-    # The planting step first (the module's name, its files), then cargo test.
+    # The planting step first (the module's name, the work tree, its files, and no test to run
+    # a second time), then cargo test.
     program = argv.index(context.toolchain.program or "")
     assert argv[:2] == ["/bin/sh", "-c"]
-    assert argv[3:program] == ["sh", MODULE, f"{MODULE}.rs", "--"]
-    # The runner removes the canaries' source before any test binary starts.
+    assert argv[3:program] == ["sh", MODULE, "/w", f"{MODULE}.rs", "--", "", "--"]
+    # The runner removes the canaries' source before any test binary starts, then says whether
+    # the binary holds them.
     runner = next(arg for arg in argv if arg.startswith('target."cfg(all())".runner='))
-    assert f'"/bin/sh", "-c", "rm -f -- /w/{MODULE}.rs; printf' in runner
+    assert f'"/bin/sh", "-c", "rm -f -- /w/{MODULE}.rs; c=false; grep -qF -- {MODULE}' in runner
     libtest = argv[argv.index("json") + 1 :]
     assert libtest == [*theirs, *added]
 
@@ -466,3 +468,112 @@ def test_without_the_sandbox_cargo_keeps_its_home_and_build_in_the_runs_own_home
     env = CARGO.invocation(["cargo", "test"], context).env
     assert env["CARGO_HOME"] == f"{owned}/home/cargo-home"
     assert env["CARGO_TARGET_DIR"] == f"{owned}/home/target"
+
+
+def test_a_test_binary_built_without_the_canaries_counts_nothing_and_says_why() -> None:
+    """The runner says whether the build put the canaries in the binary it starts: one without
+    them (``harness = false``) runs none, and is not taken for a forged report."""
+    passing = report("cargo-passing.jsonl")
+    plain = {"type": BINARY_EVENT, "path": "/t/deps/plain-0123456789abcdef", "canaries": False}
+    results = read_events(passing + json.dumps(plain).encode() + b"\nall fine\n")
+    assert results.counts == {}
+    assert results.none_because.startswith(
+        "the test binary plain was built without the observer's canaries"
+    )
+    assert "harness = false" in results.none_because
+
+
+def test_rustdocs_merged_doctest_binary_is_expected_to_run_no_canary() -> None:
+    """Edition 2024 runs an item's doctests in one binary, ``rust_out`` in rustdoc's temporary
+    folder, through the observer's runner: no canary is built into it, and it may only report
+    doctests."""
+    binary = {"type": BINARY_EVENT, "path": "/t/deps/calc-0123456789abcdef", "canaries": True}
+    doctests = {"type": BINARY_EVENT, "path": "/tmp/rustdoctestAbC123/rust_out", "canaries": False}
+    canary = f"{MODULE}::canary_a11ce004"
+
+    def stream(name: str) -> bytes:
+        events = [
+            binary,
+            {"type": "suite", "event": "started", "test_count": 1},
+            {"type": "test", "name": canary, "event": "ok"},
+            {"type": "suite", "event": "ok", "passed": 1, "failed": 0, "ignored": 0},
+            doctests,
+            {"type": "suite", "event": "started", "test_count": 1},
+            {"type": "test", "name": name, "event": "ok"},
+            {"type": "suite", "event": "ok", "passed": 1, "failed": 0, "ignored": 0},
+        ]
+        return b"".join(json.dumps(e).encode() + b"\n" for e in events)
+
+    results = read_events(stream("src/lib.rs - add (line 3)"))
+    assert results.counts["tests"] == {
+        "doctest::src/lib.rs - add": "passed", f"{EVERY_BINARY}::{canary}": "passed",
+    }  # fmt: skip
+    refused = read_events(stream("adds"))
+    assert refused.counts == {}
+    assert "adds ran in rustdoc's doctest binary" in refused.none_because
+
+
+# --- 168: a test run a second time in its own binary ---------------------------------------------
+
+SECOND = """use calc::add;
+
+#[test]
+fn adds() {
+    assert_eq!(add(2, 3), 5);
+}
+
+#[test]
+#[should_panic(
+    expected = "overflow"
+)]
+fn overflows() {
+    add(i64::MAX, 1);
+}
+
+#[test]
+pub fn adds_or_says() -> Result<(), String> {
+    Ok(())
+}
+
+mod nested {
+    #[test]
+    fn adds() {}
+}
+"""
+
+
+def test_only_a_test_at_the_top_of_its_file_that_a_second_call_repeats_runs_again() -> None:
+    """A test in a module of its own is private to it; one that must panic, or may not be built
+    or run, is not the same test called again."""
+    files = {b"tests/more-arith.rs": SECOND.encode(), b"tests/other.rs": b"#[test]\nfn x() {}\n"}
+    names = ["more_arith::adds", "more_arith::overflows", "more_arith::adds_or_says",
+             "more_arith::nested::adds", "calc::tests::adds_zero", "doctest::src/lib.rs - add",
+             "missing::adds"]  # fmt: skip
+    canaries = CARGO.repeat(planted(list(CRATE)), names, iter(["a9a1"]).__next__, files.get)
+    assert canaries.repeats == {
+        "more_arith::claim_again_a9a1::adds_or_says": "more_arith::adds_or_says",
+        "more_arith::claim_again_a9a1::adds": "more_arith::adds",
+    }
+    source = canaries.files["claim_again_a9a1/tests/more-arith.rs"].decode()
+    assert "ClaimAgain::claim_again(super::adds_or_says());" in source
+    assert "super::overflows" not in source
+
+
+def test_claim_init_protects_the_test_targets_the_manifests_name_outside_test_folders(
+    tmp_path: Path,
+) -> None:
+    """Attack 187: a ``[[test]]``, ``[[bench]]`` or ``[[example]]`` path, in the root manifest
+    or a workspace member's (named as a folder); one under tests/ is protected already."""
+    write_files(tmp_path, {
+        "Cargo.toml": '[workspace]\nmembers = ["calc", "crates/*"]\n\n[[test]]\nname = "a"\n'
+                      'path = "checks/a.rs"\n',
+        "calc/Cargo.toml": '[package]\nname = "calc"\n\n[[test]]\nname = "b"\npath = "b.rs"\n\n'
+                           '[[bench]]\nname = "c"\npath = "tests/c.rs"\n\n'
+                           '[[example]]\nname = "d"\npath = "demo/d.rs"\n',
+    })  # fmt: skip
+    detected = CARGO.detect(tmp_path)
+    assert detected is not None
+    assert detected.protect == ("checks/a.rs", "calc/b.rs", "calc/demo/d.rs")
+    (tmp_path / "Cargo.toml").write_text("not toml [")
+    assert CARGO.detect(tmp_path) == detected.__class__(detected.command, detected.why,
+                                                        detected.toolchain)  # fmt: skip

@@ -55,6 +55,9 @@ class Detected:
     command: tuple[str, ...]
     why: str  # one line for the comment above the check: what was found
     toolchain: str | None = None  # the folder found for ``toolchain =``, when not on PATH
+    # Test files the project's configuration names where no protected path covers them: the
+    # check's ``protect`` (a Rust ``[[test]] path`` outside tests/).
+    protect: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,9 @@ class Canaries:
     # One of ``files``: the configuration the runner is started with, which adds the canaries
     # to the project's own (the runner reads it in place of the one it would have found).
     config: str | None = None
+    # Tests of the observer's that run a project's test a second time in its process (runners
+    # without a plugin, ``Runner.repeat``): the report name of each, and of the test it repeats.
+    repeats: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -244,6 +250,21 @@ class Runner(ABC):
         the assertion mechanisms this ecosystem's tests use, and be run by ``command`` as
         ``invocation`` builds it (which finds them in ``RunContext.canaries``)."""
         return None
+
+    def repeat(
+        self,
+        canaries: Canaries,
+        names: Sequence[str],
+        draw: Draw,
+        read: Callable[[bytes], bytes | None],
+    ) -> Canaries:
+        """``canaries`` with tests of the observer's added that run each test of ``names`` (report
+        names) a second time in the same process, where this runner can reach it
+        (``Canaries.repeats``); the others run once. ``read``: a file of the run's copy (a path
+        relative to the run's folder), None when it has none. A runner with a plugin repeats
+        them there."""
+        del names, draw, read
+        return canaries
 
     def results(self, report: bytes) -> Results:
         """The per-test results in the runner's FILE or STDOUT report (untrusted input)."""

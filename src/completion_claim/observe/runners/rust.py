@@ -34,8 +34,9 @@ import re
 import shlex
 import shutil
 import subprocess
+import tomllib
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -77,12 +78,21 @@ _PANIC_LINES = 40  # the most lines of an old-style panic message looked through
 _OLD_PANIC = re.compile(r"thread '.*' panicked at '(.*)', (\S+:\d+:\d+)$", re.DOTALL)
 # Printed to standard output before each test binary starts: its path (cargo passes it as $0).
 _ANNOUNCE = f'printf \'{{"type":"{BINARY_EVENT}","path":"%s"}}\\n\' "$0"; exec "$0" "$@"'
+# With canaries, also whether the build put them into the binary (their module's name is in
+# every binary that holds their tests): a target without libtest's harness has none to run.
+_ANNOUNCE_PLANTED = (
+    'c=false; grep -qF -- {module} "$0" && c=true; '
+    f'printf \'{{{{"type":"{BINARY_EVENT}","path":"%s","canaries":%s}}}}\\n\' "$0" "$c"; '
+    'exec "$0" "$@"'
+)
 # The observer's canaries: one module file beside each Cargo.toml, which a step in the sandbox
-# (before anything is built) adds to each crate root of that package that cargo test may build a
-# test binary from, so every test binary runs them (an integration test file of its own would be
-# one more binary, saying nothing of the others). The runner removes the files before any test
-# binary starts (cargo builds them all first): the code under test finds no source telling which
-# canary must fail, nor do the names.
+# (before anything is built) adds to each crate root cargo test may build a test binary from, so
+# every test binary runs them (an integration test file of its own would be one more binary,
+# saying nothing of the others). The roots are those cargo names (``cargo metadata``: a ``[lib]``
+# or ``[[test]]`` at a path of its own, a workspace's members) and those of the default layout
+# beside each manifest (a manifest cargo does not start from, ``--manifest-path``). The runner
+# removes the files before any test binary starts (cargo builds them all first): the code under
+# test finds no source telling which canary must fail, nor do the names.
 _CANARY_MODULE = "claim_canary_{word}"
 # At the root of its binary's tests, or below a module that is a crate root of its own too
 # (``tests/common.rs``, which other test files include with ``mod common;``).
@@ -102,20 +112,82 @@ _CRATE_ROOTS = (
         for root in ("*.rs", "*/main.rs")
     ),
 )
-# Arguments: the module's name, the canary files, "--", then the command. A link is never
-# followed: it may lead out of the run's copy.
-_PLANT = (
-    "module=$1; shift; here=$(pwd)\n"
-    'while [ "$1" != -- ]; do\n'
-    '  canary=$1; shift; dir=${canary%/*}; [ "$dir" = "$canary" ] && dir=.\n'
-    "  for root in " + " ".join(f'"$dir"/{root}' for root in _CRATE_ROOTS) + "; do\n"
-    '    [ -f "$root" ] && [ ! -L "$root" ] || continue\n'
-    "    printf '\\n#[cfg(test)]\\n#[path = \"%s/%s\"]\\nmod %s;\\n'"
-    ' "$here" "$canary" "$module" >> "$root"\n'
-    "  done\n"
-    "done\n"
-    'shift; exec "$@"\n'
+# Arguments: the module's name, the work tree's root, the canary files, "--", the module of the
+# tests run a second time ("" for none) and, per crate root, its root and file, "--", then the
+# command (cargo first). Each root is planted once (a file two targets share, or named both ways,
+# would declare the module twice), and only inside the work tree: a link is never followed out.
+_PLANT = r"""module=$1; work=$(realpath -e -- "$2") || exit 1; shift 2; here=$(pwd); first=; roots=
+inside() {
+  while IFS= read -r root; do
+    [ -n "$root" ] && [ -f "$root" ] && [ ! -L "$root" ] || continue
+    real=$(realpath -e -- "$root") || continue
+    case $real in "$work"/*) printf '%s\n' "$real" ;; esac
+  done
+}
+while [ "$1" != -- ]; do
+  canary=$1; shift; first=${first:-$canary}
+  dir=${canary%/*}; [ "$dir" = "$canary" ] && dir=.
+  for root in ROOTS; do
+    roots="$roots
+$root"
+  done
+done
+shift; again=$1; shift
+while [ "$1" != -- ]; do
+  printf '%s\n' "$1" | inside | while IFS= read -r root; do
+    printf '\n#[cfg(test)]\n#[path = "%s/%s"]\nmod %s;\n' "$here" "$2" "$again" >> "$root"
+  done
+  shift 2
+done
+shift
+named=$("$1" metadata --no-deps --offline --format-version 1 2>/dev/null \
+  | grep -o '"src_path":"[^"\\]*"' | sed 's/^"src_path":"//; s/"$//')
+printf '%s\n%s\n' "$roots" "$named" | inside | sort -u | while IFS= read -r root; do
+  printf '\n#[cfg(test)]\n#[path = "%s/%s"]\nmod %s;\n' "$here" "$first" "$module" >> "$root"
+done
+exec "$@"
+""".replace("ROOTS", " ".join(f'"$dir"/{root}' for root in _CRATE_ROOTS))
+# A test run a second time: a test of the observer's in the test's own binary, a module of its
+# crate root, which reaches the crate root's private functions (those in a module of their own
+# stay private to it). Its outcome is the test's: a test returns () or a Result.
+_AGAIN_MODULE = "claim_again_{word}"
+_AGAIN_SOURCE = """
+trait ClaimAgain {
+    fn claim_again(self);
+}
+
+impl ClaimAgain for () {
+    fn claim_again(self) {}
+}
+
+impl<T, E: ::std::fmt::Debug> ClaimAgain for Result<T, E> {
+    fn claim_again(self) {
+        if let Err(error) = self {
+            panic!("{:?}", error);
+        }
+    }
+}
+"""
+# Twice, in its own thread: state kept per thread (thread_local!) answers each thread's first
+# call right.
+_AGAIN_TEST = """
+#[test]
+fn {name}() {{
+    ClaimAgain::claim_again(super::{name}());
+    ClaimAgain::claim_again(super::{name}());
+}}
+"""
+# A test function at the top of its file (not indented: not in a module), taking nothing and
+# returning () or a Result, after its attributes (one per group, each up to its first "]").
+_TOP_TEST = (
+    r"(?P<attributes>(?:^[ \t]*(?:#\[[^\]]*\]|//[^\n]*)[ \t]*\n)+)"
+    r"(?:pub(?:\([^)\n]*\))?[ \t]+)?fn[ \t]+{name}[ \t]*\([ \t]*\)[ \t]*"
+    r"(?:->[ \t]*(?:(?:std|core)::result::)?Result[ \t]*<[^{{\n]*|->[ \t]*\([ \t]*\)[ \t]*)?\{{"
 )
+# Attributes under which a second call is not the same test: a panic that passes it, a test that
+# may not be built, or not run.
+_NOT_AGAIN = re.compile(r"should_panic|\bcfg|\bignore\b")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # libtest's options that take a value (any other word is a filter of test names).
 _LIBTEST_VALUES = frozenset({"--skip", "--test-threads", "--color", "--shuffle-seed", "--logfile",
                              "--format", "-Z"})  # fmt: skip
@@ -205,7 +277,8 @@ class CargoTest(Runner):
         if shutil.which("cargo") is None:
             cargo = Path.home() / ".cargo" / "bin" / "cargo"
             found = str(cargo) if cargo.is_file() else None
-        return Detected(("cargo", "test"), "Cargo.toml: a Rust package", found)
+        return Detected(("cargo", "test"), "Cargo.toml: a Rust package", found,
+                        _named_tests(root))  # fmt: skip
 
     def protected(self, rel: bytes) -> bool:
         """Integration tests, build scripts, manifests, lockfile, toolchain file and cargo's
@@ -310,6 +383,44 @@ class CargoTest(Runner):
             failed_exit_code=101,
         )  # fmt: skip
 
+    def repeat(
+        self,
+        canaries: Canaries,
+        names: Sequence[str],
+        draw: Draw,
+        read: Callable[[bytes], bytes | None],
+    ) -> Canaries:
+        """A test of the observer's beside each test of ``names`` at the top of an integration
+        test file (``<target>::<function>``), in a module of that file's crate root, calling it
+        again: in the same process, in another test (libtest runs each test once). The tests in
+        a module of their own, or named by another file, run once."""
+        module = _AGAIN_MODULE.format(word=draw())
+        folders = sorted(
+            {name[: len(name) - len(name.rsplit("/", 1)[-1])] for name in canaries.files}
+        )
+        wanted: dict[str, list[str]] = {}
+        for name in names:
+            target, _, test = name.partition("::")
+            if _IDENTIFIER.fullmatch(target) and _IDENTIFIER.fullmatch(test):
+                wanted.setdefault(target, []).append(test)
+        files, repeats = dict(canaries.files), dict(canaries.repeats)
+        for target, tests in wanted.items():
+            found = [(root, text) for folder in folders
+                     for stem in dict.fromkeys((target, target.replace("_", "-")))
+                     for root in (f"{folder}tests/{stem}.rs", f"{folder}tests/{stem}/main.rs")
+                     if (text := read(root.encode())) is not None]  # fmt: skip
+            if len(found) != 1:  # none, or two packages' binaries of one name
+                continue
+            root, text = found[0]
+            again = [
+                test for test in reversed(tests) if _at_the_top(text.decode(errors="replace"), test)
+            ]
+            if again:
+                tested = "".join(_AGAIN_TEST.format(name=test) for test in again)
+                files[f"{module}/{root}"] = (_AGAIN_SOURCE + tested).encode()
+                repeats |= {f"{target}::{module}::{test}": f"{target}::{test}" for test in again}
+        return replace(canaries, files=files, repeats=repeats)
+
     def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
         assert context.toolchain.program is not None  # a Rust toolchain is its cargo program
         _require_no_outer_config(context.work)
@@ -325,16 +436,26 @@ class CargoTest(Runner):
         announce = _ANNOUNCE
         if canaries is not None:
             planted = [os.path.join(context.cwd, rel) for rel in canaries.files]
+            module = canaries.tests[0].name.split("::")[1]
+            announce = _ANNOUNCE_PLANTED.format(module=module)
             announce = f"{shlex.join(['rm', '-f', '--', *planted])}; {announce}"
         runner = json.dumps(["/bin/sh", "-c", announce])
         argv += ["--config", f'target."cfg(all())".runner={runner}']
         if canaries is not None and _filters(theirs):
             # Filters choose tests by name: the canaries' names are filters too.
             theirs += [canary.name.split("::", 1)[1] for canary in canaries.tests]
+            theirs += [again.split("::", 1)[1] for again in canaries.repeats]
         argv += [*ours, "--", "-Z", "unstable-options", "--format", "json", *theirs]
         if canaries is not None:
             module = canaries.tests[0].name.split("::")[1]
-            argv = ["/bin/sh", "-c", _PLANT, "sh", module, *canaries.files, "--", *argv]
+            again = next((name.split("::")[1] for name in canaries.repeats), "")
+            planted = [
+                rel for rel in canaries.files if not again or not rel.startswith(f"{again}/")
+            ]
+            roots = [part for rel in canaries.files if again and rel.startswith(f"{again}/")
+                     for part in (rel[len(again) + 1 :], rel)]  # fmt: skip
+            argv = ["/bin/sh", "-c", _PLANT, "sh", module, context.work, *planted, "--", again,
+                    *roots, "--", *argv]  # fmt: skip
         # In the run's own home (the sandbox's /tmp, or the observer's folder for the run without
         # one): no credentials, no configuration, no build of anyone else's.
         home = context.env["HOME"]
@@ -343,6 +464,46 @@ class CargoTest(Runner):
 
     def results(self, report: bytes) -> Results:
         return read_events(report)
+
+
+def _at_the_top(source: str, name: str) -> bool:
+    """Whether ``source`` declares the test ``name`` at its top, as one a second call repeats."""
+    found = re.search(_TOP_TEST.format(name=re.escape(name)), source, re.MULTILINE)
+    if found is None:
+        return False
+    attributes = found["attributes"]
+    return "#[test]" in attributes.replace(" ", "") and not _NOT_AGAIN.search(attributes)
+
+
+def _named_tests(root: Path) -> tuple[str, ...]:
+    """The test, bench and example targets the manifests at ``root`` and in the workspace
+    members it names (folders, not globs) name at paths no test folder protects: as much a test
+    as ``tests/arith.rs``, and the agent's to edit unless protected."""
+    from . import is_runner_protected  # noqa: PLC0415 - the package imports this module first
+
+    found: list[str] = []
+    folders, seen = [""], set()
+    while folders:
+        folder = folders.pop(0)
+        if folder in seen:
+            continue
+        seen.add(folder)
+        try:
+            manifest = tomllib.loads((root / folder / "Cargo.toml").read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue
+        members = manifest.get("workspace", {}).get("members", [])
+        folders += [os.path.normpath(os.path.join(folder, member)) for member in members
+                    if type(member) is str and not set(member) & set("*?[")]  # fmt: skip
+        for kind in ("test", "bench", "example"):
+            for target in manifest.get(kind, []):
+                path = target.get("path") if type(target) is dict else None
+                if type(path) is not str:
+                    continue
+                rel = os.path.normpath(os.path.join(folder, path))
+                if not rel.startswith("../") and not is_runner_protected(os.fsencode(rel)):
+                    found.append(rel)
+    return tuple(dict.fromkeys(found))
 
 
 def _split(args: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -439,6 +600,9 @@ class _Suite:
     binary: str | None
     outcomes: dict[str, tuple[str, str]] = field(default_factory=dict)
     announced: bool = False  # started by the observer's runner (rustdoc's doctests are not)
+    # rustdoc's binary of merged doctests (edition 2024), started through the runner too: built
+    # from the doctests alone, without the canaries.
+    doctests: bool = False
 
 
 class _Refused(Exception):
@@ -471,6 +635,7 @@ def read_events(report: bytes) -> Results:
 def _suites(report: bytes) -> Iterator[_Suite]:
     binary: str | None = None
     silent: str | None = None  # a binary announced that has not started a suite yet
+    doctests = False  # the binary announced last is rustdoc's
     suite: _Suite | None = None
     for number, line in enumerate(report.splitlines(), 1):
         if not line.startswith(b"{"):
@@ -487,9 +652,18 @@ def _suites(report: bytes) -> Iterator[_Suite]:
                 raise _Unfinished(suite)
             _require_spoken(silent)
             binary = silent = _target(event.get("path")) or "a test binary"
+            doctests = _rustdocs(event.get("path"))
+            if event.get("canaries") is False and not doctests:
+                raise _Refused(
+                    f"the test binary {binary} was built without the observer's canaries (a "
+                    "target without libtest's harness, harness = false): the observer cannot "
+                    "tell what it reports from what the code under test makes it report; name "
+                    "the targets to run without it (cargo test --lib --test NAME)"
+                )
         elif kind == "suite":
             suite = _suite_event(event, suite, binary, number)
-            suite.announced |= silent is not None
+            if silent is not None:
+                suite.announced, suite.doctests = True, doctests
             silent = None
             if event.get("event") != "started":
                 yield suite
@@ -546,6 +720,13 @@ def _test_event(event: dict[str, Any], suite: _Suite) -> None:
     suite.outcomes[name] = (outcome, _panic(text) if outcome == FAILED else "")
 
 
+def _rustdocs(path: object) -> bool:
+    """Whether a binary the runner started is rustdoc's, in a temporary folder of its own."""
+    if type(path) is not str or os.path.basename(path) != "rust_out":
+        return False
+    return os.path.basename(os.path.dirname(path)).startswith("rustdoctest")
+
+
 def _target(path: object) -> str | None:
     if type(path) is not str:
         return None
@@ -557,11 +738,14 @@ def _target(path: object) -> str | None:
 def _outcomes(suites: Sequence[_Suite]) -> Iterator[tuple[str, str, str]]:
     canaries: list[tuple[str, dict[str, str]]] = []  # per test binary the runner started
     for suite in suites:
-        if suite.announced:
+        planted = suite.announced and not suite.doctests
+        if planted:
             canaries.append((suite.binary or "a test binary", {}))
         for name, (outcome, message) in suite.outcomes.items():
-            canary = _CANARY_TEST.fullmatch(name) if suite.announced else None
+            canary = _CANARY_TEST.fullmatch(name) if planted else None
             doctest = _DOCTEST.fullmatch(name)
+            if suite.doctests and doctest is None:
+                raise _Refused(f"{name} ran in rustdoc's doctest binary, which runs doctests alone")
             if canary is not None:
                 found = canaries[-1][1]
                 test = canary.group(1)

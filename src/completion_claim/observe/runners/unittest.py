@@ -103,28 +103,31 @@ class Unittest(Runner):
 
     def canaries(self, command: Sequence[str], files: Sequence[bytes], draw: Draw) -> Canaries:
         """A module beside the reporter, which runs its first test before the project's and
-        the others after: two that must pass (``assertEqual``, ``assertRaises``) and an
-        ``expectedFailure`` whose assertion must fail (filed as skipped; a disarmed assertion
-        makes it an unexpected success, which fails)."""
+        the others after: two that must pass (``assertEqual``, ``assertRaises``) and two
+        ``expectedFailure`` whose assertions must fail (filed as skipped; a disarmed assertion
+        makes one an unexpected success, which fails): ``assertEqual`` of two values, and of a
+        value equal to anything (which the reporter's ``assertEqual`` fails, attack 170)."""
         module, case = f"{CANARY_PREFIX}{draw()}", f"Canary{draw()}"
-        names = sorted(f"test_{draw()}" for _ in range(3))
-        equal, kept, given, wanted = draw(), draw(), draw(), draw()
-        must_fail = names[1]  # neither first nor last of the three
+        names = sorted(f"test_{draw()}" for _ in range(4))
+        equal, kept, given, wanted, kind = draw(), draw(), draw(), draw(), draw()
+        must_fail = names[1:3]  # neither first nor last
+        anything = f'type("T{kind}", (), {{"__eq__": lambda s, o: True, "__hash__": id}})()'
         methods = {
             names[0]: f'self.assertEqual("{equal}", "{equal}")',
-            names[2]: f'with self.assertRaises(KeyError):\n            {{}}["{kept}"]',
-            must_fail: f'self.assertEqual("{given}", "{wanted}")',
+            names[1]: f'self.assertEqual("{given}", "{wanted}")',
+            names[2]: f'self.assertEqual({anything}, "{equal}")',
+            names[3]: f'with self.assertRaises(KeyError):\n            {{}}["{kept}"]',
         }
         source = f"import unittest\n\n\nclass {case}(unittest.TestCase):\n"
         for name in names:
-            marker = "    @unittest.expectedFailure\n" if name == must_fail else ""
+            marker = "    @unittest.expectedFailure\n" if name in must_fail else ""
             source += f"{marker}    def {name}(self):\n        {methods[name]}\n\n"
         return Canaries(
             files={},
             tests=tuple(
-                Canary(f"{module}.{case}::{name}", name != must_fail, planted)
+                Canary(f"{module}.{case}::{name}", name not in must_fail, planted)
                 for name in names
-                for planted in [SKIPPED if name == must_fail else None]
+                for planted in [SKIPPED if name in must_fail else None]
             ),
             failed_exit_code=0,  # an expected failure fails no run
             beside_plugin={f"{module}.py": source.encode()},
