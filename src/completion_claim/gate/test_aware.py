@@ -140,6 +140,7 @@ PYTHON_NAMES: dict[str, str] = {
     "_ctypes": "loads ctypes (_ctypes)",
     **{name: f"traces the interpreter ({name})" for name in _TRACERS.split()},
     "sys.addaudithook": "hooks the interpreter's audit events (sys.addaudithook)",
+    "unittest.mock.ANY": "returns a value equal to anything (unittest.mock.ANY)",
 }
 # Attributes of a stack frame or traceback: reaching a frame without naming sys or inspect.
 PYTHON_FRAME_ATTRIBUTES = frozenset({"f_back", "f_locals", "f_globals", "f_code", "tb_frame"})
