@@ -260,6 +260,11 @@ def _verify_db(url: str, since: TreeHead | None, key: PublicKey | None) -> _Chec
         f"{report.size} entries and {report.heads} signed tree heads checked: no entry, subtree "
         "or head was edited, removed or reordered"
     ]
+    if report.pending:
+        lines.append(
+            f"  {report.pending} more sequenced, not yet under a signed head: each batch of "
+            "them sealed by the log key (integrated within the service's merge delay)"
+        )
     if report.since is not None:
         lines.append(f"  the log still contains the kept tree head at size {report.since}")
     return _Checked(report.head, report.size, report.heads, tuple(lines))
