@@ -132,10 +132,10 @@ TAMPERINGS = [
         id="a row deleted",
     ),
     pytest.param(
-        "INSERT INTO ledger_entries SELECT 8, leaf_hash, leaf, recorded_us, recorded_day, state,"
+        "INSERT INTO ledger_entries SELECT 6, leaf_hash, leaf, recorded_us, recorded_day, state,"
         " policy_id, task_id, submitted_by, via, said_done FROM ledger_entries"
-        " WHERE entry_index = 7",
-        "entry 8: sequenced without the log key's seal",
+        " WHERE entry_index = 3",  # a verified entry: no unmet codes to copy as well
+        "entry 6: sequenced without the log key's seal",
         id="an entry appended behind the service's back",
     ),
 ]
