@@ -93,6 +93,25 @@ def test_prove_of_an_entry_the_log_does_not_hold(ledger_db: LedgerDb) -> None:
     assert "no entry 2 in the log of size 2" in one_line_error(done)
 
 
+def test_prove_of_an_entry_sequenced_but_not_yet_integrated_says_so(ledger_db: LedgerDb) -> None:
+    filled(ledger_db.url, 2)
+    held = Ledger.open(ledger_db.url, LOG_KEY, merge_delay=600.0)  # no pass while we look
+    try:
+        held.append(fresh_entry())
+        done = claim("ledger", "prove", ledger_db.url, "2")
+        assert done.returncode == EXIT_UNREACHABLE
+        assert "entry 2 is sequenced but no signed tree head covers it yet (the latest has " in (
+            one_line_error(done)
+        )
+        audited = claim("ledger", "verify", ledger_db.url)
+        assert audited.returncode == 0, audited.stderr
+        assert "1 more sequenced, not yet under a signed head" in audited.stdout
+        held.integrate()
+        assert claim("ledger", "prove", ledger_db.url, "2").returncode == 0
+    finally:
+        held.close()
+
+
 def test_verify_audits_the_log_and_keeps_its_head_for_next_time(
     ledger_db: LedgerDb, tmp_path: Path
 ) -> None:
