@@ -538,7 +538,7 @@ class Ledger:
         return ConsistencyProof(old_size, size, merkle.hex_path(path))
 
     def _size_at_most(self, conn: Connection, size: int | None) -> int:
-        latest = conn.execute(select(func.max(tree_heads.c.size))).scalar_one_or_none()
+        latest = conn.execute(_LAST_HEAD).scalar_one_or_none()
         if latest is None:
             raise LedgerError(f"ledger {self._shown} has no signed tree head yet")
         if size is None:
@@ -872,13 +872,18 @@ def _check_seals(
         )
 
 
+# Built once: every write asks both, and building them anew each time showed in the profile.
+_LAST_INDEX = select(func.max(entries.c.entry_index))
+_LAST_HEAD = select(func.max(tree_heads.c.size))
+
+
 def _sequenced_size(conn: Connection) -> int:
-    last = conn.execute(select(func.max(entries.c.entry_index))).scalar_one_or_none()
+    last = conn.execute(_LAST_INDEX).scalar_one_or_none()
     return 0 if last is None else int(last) + 1
 
 
 def _integrated_size(conn: Connection) -> int:
-    return int(conn.execute(select(func.max(tree_heads.c.size))).scalar_one_or_none() or 0)
+    return int(conn.execute(_LAST_HEAD).scalar_one_or_none() or 0)
 
 
 def _read_nodes(
