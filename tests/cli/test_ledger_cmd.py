@@ -5,6 +5,7 @@ HTTP service answering from a real ledger, honest or lying."""
 from __future__ import annotations
 
 import json
+import re
 import socketserver
 import subprocess
 import sys
@@ -92,6 +93,25 @@ def test_prove_of_an_entry_the_log_does_not_hold(ledger_db: LedgerDb) -> None:
     assert "no entry 2 in the log of size 2" in one_line_error(done)
 
 
+def test_prove_of_an_entry_sequenced_but_not_yet_integrated_says_so(ledger_db: LedgerDb) -> None:
+    filled(ledger_db.url, 2)
+    held = Ledger.open(ledger_db.url, LOG_KEY, merge_delay=600.0)  # no pass while we look
+    try:
+        held.append(fresh_entry())
+        done = claim("ledger", "prove", ledger_db.url, "2")
+        assert done.returncode == EXIT_UNREACHABLE
+        assert "entry 2 is sequenced but no signed tree head covers it yet (the latest has " in (
+            one_line_error(done)
+        )
+        audited = claim("ledger", "verify", ledger_db.url)
+        assert audited.returncode == 0, audited.stderr
+        assert "1 more sequenced, not yet under a signed head" in audited.stdout
+        held.integrate()
+        assert claim("ledger", "prove", ledger_db.url, "2").returncode == 0
+    finally:
+        held.close()
+
+
 def test_verify_audits_the_log_and_keeps_its_head_for_next_time(
     ledger_db: LedgerDb, tmp_path: Path
 ) -> None:
@@ -131,9 +151,11 @@ TAMPERINGS = [
         id="a row deleted",
     ),
     pytest.param(
-        "DELETE FROM ledger_heads WHERE size = 4",
-        "the signed tree head at size 4 is missing",
-        id="a head deleted",
+        "INSERT INTO ledger_entries SELECT 6, leaf_hash, leaf, recorded_us, recorded_day, state,"
+        " policy_id, task_id, submitted_by, via, said_done FROM ledger_entries"
+        " WHERE entry_index = 3",  # a verified entry: no unmet codes to copy as well
+        "entry 6: sequenced without the log key's seal",
+        id="an entry appended behind the service's back",
     ),
 ]
 
@@ -463,4 +485,5 @@ def test_claim_ledger_checks_a_running_claim_serve(tmp_path: Path) -> None:
         assert "consistent with the kept tree head at size 5" in later.stdout
         audited = claim("ledger", "verify", database, "--since", str(kept))
         assert audited.returncode == 0, audited.stderr
-        assert "9 entries and 10 signed tree heads checked" in audited.stdout
+        # A head per integrated batch: as many as the integrator's passes, at most one a claim.
+        assert re.search(r"^9 entries and (\d+) signed tree heads checked", audited.stdout)

@@ -59,6 +59,8 @@ def test_serve_on_a_free_port_verifies_and_records(tmp_path: Path, key: Path) ->
             assert answer.status_code == 201, answer.text
             assert answer.json()["url"] == f"{service.url}/claims/0"
             assert client.get("/v1/claims/0").json()["submitted_by"] == "anonymous"
+            # The proof waits for the entry's integration (within the merge delay).
+            assert client.get("/v1/proof/0").json()["tree_head"]["size"] == 1
             assert client.get("/v1/tree-head").json()["size"] == 1
             assert client.get("/openapi.json").status_code == 200
         code, err = service.stop()
@@ -87,7 +89,8 @@ def test_concurrent_posts_each_get_one_entry(tmp_path: Path, key: Path) -> None:
             ]
         assert sorted(indexes) == list(range(clients * each))
         with httpx.Client(base_url=service.url, timeout=10) as client:
-            assert client.get("/v1/tree-head").json()["size"] == clients * each
+            last = clients * each - 1
+            assert client.get(f"/v1/proof/{last}").json()["tree_head"]["size"] == clients * each
         assert service.stop()[0] == 0
 
 

@@ -441,6 +441,29 @@ def test_a_tree_head_signed_by_another_key_is_shown_unproven(tmp_path: Path) -> 
     assert intruder.public.text in line
 
 
+def test_a_sequenced_entry_not_yet_integrated_is_shown_as_such(tmp_path: Path) -> None:
+    """Between its 201 and its tree head an entry is durable but unproven: the page says that,
+    not that the log lacks it."""
+    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+    key_path = tmp_path / "service.key"
+    write_private_key(str(key_path), LOG_KEY)
+    ledger = Ledger.open(url, LOG_KEY, merge_delay=600.0)  # no pass of its own while we look
+    try:
+        ledger.append(fresh_entry())
+        with serving(
+            create_app(ServiceSettings(ledger_url=url, key_path=key_path), ledger)
+        ) as base:
+            assert proof_line(base, 0) == (
+                "proof-failed",
+                "not proven yet: sequenced at index 0, not yet under a signed tree head (the "
+                "latest has size 0; one comes within the merge delay)",
+            )
+            ledger.integrate()
+            assert proof_line(base, 0)[0] == "proof-ok"
+    finally:
+        ledger.close()
+
+
 def test_the_pages_read_either_backend(ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
     """List, claim page with its proof, and stats on SQLite and on the real PostgreSQL (the
     ``ledger_url`` fixture runs this on both)."""

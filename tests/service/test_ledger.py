@@ -405,14 +405,23 @@ TAMPERINGS = [
         id="the last entry deleted",
     ),
     pytest.param(
-        ["DELETE FROM ledger_heads WHERE size = 5"],
-        "the signed tree head at size 5 is missing",
-        id="a head deleted",
+        ["DELETE FROM ledger_heads WHERE size = 0"],
+        "the signed tree head at size 0 is missing",
+        id="the empty log's head deleted",
     ),
     pytest.param(
         ["DELETE FROM ledger_heads WHERE size = 7"],
-        "the signed tree head at size 7 is missing",
+        "a subtree hash (level 0, position 6) is stored beyond the 6 entries",
         id="the latest head deleted",
+    ),
+    pytest.param(
+        [
+            "INSERT INTO ledger_entries SELECT 7, leaf_hash, leaf, recorded_us, recorded_day,"
+            " state, policy_id, task_id, submitted_by, via, said_done FROM ledger_entries"
+            " WHERE entry_index = 6"
+        ],
+        "entry 7: sequenced without the log key's seal",
+        id="an entry appended behind the service's back",
     ),
     pytest.param(
         [

@@ -23,7 +23,7 @@ from .._optional import require
 from ..errors import UsageError
 from ..public_key import PublicKey, parse_public_key
 from ..service import merkle
-from ..service.ledger_errors import LedgerError, LedgerTampered, NotInLedger
+from ..service.ledger_errors import LedgerError, LedgerTampered, NotInLedger, NotYetIntegrated
 from ..service.records import (
     DERIVED_MEMBERS,
     ConsistencyProof,
@@ -227,8 +227,14 @@ def _prove_in_db(url: str, index: int, key: PublicKey | None) -> _Proven:
         head = ledger.tree_head()
         _checked_head(head, key, "the latest tree head")
         entry = ledger.get(index) or ledger.get_start(index)  # a claim, or a session's start
-        if entry is None or index >= head.size:
+        if entry is None:
             raise NotInLedger(f"no entry {index} in the log of size {head.size}")
+        if index >= head.size:
+            raise NotYetIntegrated(
+                f"entry {index} is sequenced but no signed tree head covers it yet (the latest "
+                f"has size {head.size}); it is integrated within the service's merge delay: "
+                "ask again"
+            )
         proof = ledger.inclusion_proof(index, head.size)
     finally:
         ledger.close()
@@ -260,6 +266,11 @@ def _verify_db(url: str, since: TreeHead | None, key: PublicKey | None) -> _Chec
         f"{report.size} entries and {report.heads} signed tree heads checked: no entry, subtree "
         "or head was edited, removed or reordered"
     ]
+    if report.pending:
+        lines.append(
+            f"  {report.pending} more sequenced, not yet under a signed head: each batch of "
+            "them sealed by the log key (integrated within the service's merge delay)"
+        )
     if report.since is not None:
         lines.append(f"  the log still contains the kept tree head at size {report.since}")
     return _Checked(report.head, report.size, report.heads, tuple(lines))

@@ -25,6 +25,7 @@ from .._optional import needs_extra
 from ..errors import UsageError
 from ..model import BUILTIN_POLICY
 from ..observe.values import redact_url
+from ..service.settings import DEFAULT_MERGE_DELAY_S
 from . import EXIT_VERIFIED, app
 from ._output import emit_json, json_option
 from .verify_cmd import read_policy
@@ -190,6 +191,16 @@ def token_revoke_command(name: str, tokens_path: Path, as_json: bool) -> int:
     help="Largest request body accepted, in bytes. Default: 1 MiB.",
 )
 @click.option(
+    "--max-merge-delay",
+    "merge_delay",
+    metavar="SECONDS",
+    type=click.FloatRange(0, 60),
+    default=DEFAULT_MERGE_DELAY_S,
+    show_default=True,
+    help="Longest an acknowledged claim (durable, with its index) waits for a signed tree head "
+    "covering it; a proof asked for sooner is waited for. 0: each answer waits for its head.",
+)
+@click.option(
     "--log-level",
     type=click.Choice(LOG_LEVELS),
     default="info",
@@ -221,6 +232,7 @@ def serve_command(
     observe_root: Path | None,
     gate_config: Path | None,
     max_bytes: int | None,
+    merge_delay: float,
     log_level: str,
     access_log: bool,
     log_format: str,
@@ -267,13 +279,14 @@ def serve_command(
         observe_root=observe_root,
         gate_config=gate_config,
         policy=BUILTIN_POLICY if policy is None else policy,
+        merge_delay_s=merge_delay,
     )
     if observe_root is not None:
         # A claim.toml the gate could not run would otherwise fail every request, as a 500.
         from ..service.gate_service import operator_config  # noqa: PLC0415
 
         operator_config(settings, os.environ)
-    ledger = Ledger.open(ledger_url, key)
+    ledger = Ledger.open(ledger_url, key, merge_delay=settings.merge_delay_s)
     try:
         application = create_app(settings, ledger)
         with _listening(host, port, socket_path) as (listener, url):

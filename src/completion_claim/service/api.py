@@ -8,9 +8,11 @@ it. Starting a session (``start``) needs a token file: without one, nobody may s
 from __future__ import annotations
 
 import logging
+import time
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
+import anyio
 from fastapi import APIRouter, Depends, Path, Query, Request
 from msgspec.structs import replace
 from pydantic import BaseModel, ConfigDict, Field
@@ -26,8 +28,18 @@ from ..trust import check_signatures
 from ..verify import verify
 from .errors import BadParameter, BodyTooLarge, MalformedBody, NotFound, WrongContentType
 from .ledger import Ledger
+from .ledger_errors import NotYetIntegrated
 from .metrics import metrics_of
-from .records import START_VIA, Entry, EntryFilter, NewEntry, StateCounts, Stats, judged_part
+from .records import (
+    START_VIA,
+    Entry,
+    EntryFilter,
+    NewEntry,
+    StateCounts,
+    Stats,
+    TreeHead,
+    judged_part,
+)
 from .settings import ServiceSettings
 from .tokens import ScopeMissing, TokenStore
 
@@ -39,6 +51,9 @@ ANONYMOUS = "anonymous"  # ``submitted_by`` when the service has no token file
 MAX_INDEX = 2**63 - 1
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
+# How often a proof request waiting for its entry's integration looks for a new head: the head
+# may come from another process, so it is read from the database, not awaited in memory.
+INTEGRATION_POLL_S = 0.02
 
 # --- response models (they are what /openapi.json documents) -----------------------------------
 
@@ -479,27 +494,53 @@ def get_tree_head(request: Request) -> dict[str, Any]:
     response_model=ProofOut,
     responses=_errors(404, 422),
     summary="An inclusion proof for one entry, with the latest signed tree head",
+    description="An entry sequenced but not yet under a signed tree head is waited for, up to "
+    "the service's maximum merge delay; if it is still not integrated then, the answer is 503 "
+    "with Retry-After (the entry stays in the log: GET /v1/claims/{index} returns it).",
 )
-def get_proof(
+async def get_proof(
     request: Request,
     index: Annotated[int, Path(ge=0, le=MAX_INDEX)],
     tree_size: Annotated[
-        int | None, Query(ge=1, le=MAX_INDEX, description="Default: the latest tree head's size.")
+        int | None,
+        Query(
+            ge=1,
+            le=MAX_INDEX,
+            description="The size of a signed tree head. Default: the latest tree head's size.",
+        ),
     ] = None,
 ) -> dict[str, Any]:
     ledger: Ledger = request.app.state.ledger
-    head = ledger.tree_head()
-    if index >= head.size:
-        raise NotFound(f"no entry {index} under the latest tree head (size {head.size})")
+    head = await integrated_head(ledger, index)
     size = head.size if tree_size is None else tree_size
     if not index < size <= head.size:
         raise BadParameter(
             f"tree_size: expected more than {index} and at most {head.size}, got {size}"
         )
-    proof = ledger.inclusion_proof(index, size)
+    proof = await run_in_threadpool(ledger.inclusion_proof, index, size)
     # The head the proof is against: an earlier size's own signed head, not the latest.
-    signed = head if size == head.size else ledger.tree_head(size)
+    signed = head if size == head.size else await run_in_threadpool(ledger.tree_head, size)
     return {"proof": proof.to_json(), "tree_head": signed.to_json()}
+
+
+async def integrated_head(ledger: Ledger, index: int) -> TreeHead:
+    """The latest signed head once it covers entry ``index``: an entry sequenced but not yet
+    integrated is waited for, up to the ledger's merge delay."""
+    deadline = time.monotonic() + ledger.merge_delay
+    while True:
+        head = await run_in_threadpool(ledger.tree_head)
+        if index < head.size:
+            return head
+        _, sequenced = await run_in_threadpool(ledger.sizes)
+        if index >= sequenced:
+            raise NotFound(f"no entry {index} in the ledger (its size is {sequenced})")
+        if time.monotonic() >= deadline:
+            raise NotYetIntegrated(
+                f"entry {index} is sequenced but no signed tree head covers it yet (the latest "
+                f"has size {head.size}); it is integrated within the service's merge delay "
+                f"of {ledger.merge_delay:g} s: ask again"
+            )
+        await anyio.sleep(INTEGRATION_POLL_S)
 
 
 @router.get(

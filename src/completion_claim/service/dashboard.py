@@ -263,6 +263,12 @@ def proof_status(request: Request, entry: Entry) -> _pages.ProofStatus:
     try:
         head = _ledger(request).tree_head()
         check_tree_head(head, _ledger(request).log_key)
+        if entry.index >= head.size:
+            return _pages.ProofStatus(
+                ok=False,
+                text=f"not proven yet: sequenced at index {entry.index}, not yet under a signed "
+                f"tree head (the latest has size {head.size}; one comes within the merge delay)",
+            )
         proof = _ledger(request).inclusion_proof(entry.index, head.size)
         verify_inclusion(proof, head.root_hash)
     except ClaimError as error:

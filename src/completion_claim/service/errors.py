@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..errors import ClaimError, InvalidDocument
 from ..gate.baseline import StartExists
 from .gate_service import BadGateRequest, NotARepository, RepoRefused
-from .ledger_errors import LedgerError, LedgerTampered, NotInLedger
+from .ledger_errors import LedgerError, LedgerTampered, NotInLedger, NotYetIntegrated
 from .tokens import ScopeMissing, TokenRejected
 
 _log = logging.getLogger("completion_claim.service")
@@ -64,6 +64,7 @@ STATUS_FOR_ERROR: tuple[tuple[type[Exception], int], ...] = (
     (BadGateRequest, 422),
     (NotARepository, 422),
     (LedgerTampered, 500),
+    (NotYetIntegrated, 503),
     (LedgerError, 503),
 )
 
@@ -97,6 +98,8 @@ async def _claim_error(_: Request, error: Exception) -> JSONResponse:
         # RFC 6750's answer: the client tells a token that may not do this from a refusal of
         # what it asked about (a 403 for a work tree outside the root).
         headers = {"WWW-Authenticate": f'Bearer error="insufficient_scope", scope="{error.scope}"'}
+    if isinstance(error, NotYetIntegrated):
+        headers = {"Retry-After": "1"}
     return JSONResponse(error_body(str(error)), status_code=status, headers=headers)
 
 

@@ -1,10 +1,16 @@
 """The ledger: an append-only RFC 6962 log of decided claims, in SQLite or PostgreSQL.
 
-Every append is one transaction that adds the entry, its derived columns, the subtree nodes it
-completes and a new tree head signed by the log's key. Appends are serialised across processes
-and machines (PostgreSQL: a transaction-scoped advisory lock; SQLite: ``BEGIN IMMEDIATE`` with a
-busy timeout), so each index is taken once and every head covers exactly the entries before it.
-Readers never lock: SQLite runs in WAL mode, and PostgreSQL reads use a repeatable-read snapshot.
+Writing has two steps, as a Certificate Transparency log's sequencer has. *Sequencing* gives an
+entry its index and makes it durable: concurrent appends of one process are queued and the
+first in the queue commits them all in one transaction (one fsync, many entries; group commit).
+*Integration* adds the sequenced entries to the Merkle tree: the subtree nodes they complete and
+one tree head, signed by the log's key, covering them all. With a merge delay of 0 both happen
+in the one transaction; with a delay, an integrator thread integrates whatever is sequenced, at
+once after each sequencing and at least every half delay, so every entry is under a signed head
+well within the delay (docs/ledger.md). Both steps are serialised across processes and machines
+(PostgreSQL: a transaction-scoped advisory lock; SQLite: ``BEGIN IMMEDIATE`` with a busy
+timeout), so each index is taken once and a head covers exactly the entries before it. Readers
+never lock: SQLite runs in WAL mode, and PostgreSQL reads use a repeatable-read snapshot.
 
 ``audit`` rereads everything and trusts nothing derived: the leaf bytes are the record, and every
 other column, node and head must agree with them.
@@ -13,6 +19,7 @@ other column, node and head must agree with them.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -26,11 +33,14 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from sqlalchemy import (
     Connection,
     Engine,
     and_,
     create_engine,
+    delete,
     event,
     func,
     insert,
@@ -46,6 +56,7 @@ from ..errors import InvalidDocument
 from ..observe.values import redact_url, scrub, sha256_digest, url_secrets
 from ..public_key import PublicKey, parse_public_key
 from ..timefmt import parse_time
+from ..trust import dsse
 from ..trust.canonical import canonical_bytes
 from ..trust.keys import SigningKey
 from . import merkle
@@ -68,10 +79,13 @@ from .records import (
     is_leaf_document,
     start_key,
 )
-from .tables import VERSION_TABLE, entries, entry_unmet, nodes, tree_heads
+from .tables import VERSION_TABLE, batches, entries, entry_unmet, nodes, tree_heads
 from .tree_head import TreeHeadError, check_tree_head, sign_tree_head, tree_head_from_json
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+_BATCH_SEAL_TYPE = "application/vnd.completion-claim.ledger-batch+binary"
+_MAX_BATCH = 512  # entries one sequencing transaction takes at most: bounds its rows in memory
+_log = logging.getLogger("completion_claim.service.ledger")
 SQLITE_BUSY_TIMEOUT_S = 60.0
 """How long a SQLite writer waits for another's transaction before giving up."""
 POSTGRES_CONNECT_TIMEOUT_S = 10
@@ -100,6 +114,18 @@ class AuditReport:
     log_key: str  # the key every head is signed by
     head: TreeHead  # the latest
     since: int | None  # the size of the kept head found consistent, if one was given
+    pending: int = 0  # entries sequenced after the latest head: not integrated yet
+
+
+@dataclass
+class _Queued:
+    """One append waiting for the sequencing transaction that gives it its index."""
+
+    leaf: bytes
+    leaf_hash: bytes
+    derived: _Derived
+    index: int | None = None
+    error: BaseException | None = None
 
 
 def _now() -> datetime:
@@ -133,6 +159,7 @@ class Ledger:
         clock: Callable[[], datetime],
         shown: str,
         secrets: list[str],
+        merge_delay: float = 0.0,
     ) -> None:
         self._engine = engine
         self._key = key
@@ -141,16 +168,37 @@ class Ledger:
         self._secrets = secrets
         self._postgres = engine.dialect.name == "postgresql"
         self._write_lock = threading.Lock()
+        self.merge_delay = merge_delay
+        # The sequencing queue: ``_sequencing`` is true while one of the appending threads
+        # commits a batch; the others wait on ``_queue_changed`` for their index, or to lead.
+        self._queue: list[_Queued] = []
+        self._sequencing = False
+        self._queue_changed = threading.Condition()
+        self._integrate_now = threading.Event()
+        self._closing = threading.Event()
+        self._integrator: threading.Thread | None = None
 
     @classmethod
     def open(
-        cls, url: str, key: SigningKey | None = None, *, clock: Callable[[], datetime] = _now
+        cls,
+        url: str,
+        key: SigningKey | None = None,
+        *,
+        clock: Callable[[], datetime] = _now,
+        merge_delay: float = 0.0,
     ) -> Ledger:
-        """Open the ledger at ``url``. With a key: create it, or migrate it to the newest schema.
-        Without one it is read-only and writes nothing, not even a migration: a database that
-        holds no ledger, or one of another schema, is refused; ``append`` refuses."""
+        """Open the ledger at ``url``. With a key: create it, or migrate it to the newest schema,
+        and integrate what an earlier process sequenced and left. Without one it is read-only
+        and writes nothing, not even a migration: a database that holds no ledger, or one of
+        another schema, is refused; ``append`` refuses.
+
+        ``merge_delay`` (seconds): 0 integrates every batch in its sequencing transaction, so
+        an append returns with its entry under a signed head; more than 0 starts an integrator
+        thread and an append returns once its entry is sequenced (``close`` stops the thread)."""
+        if merge_delay < 0:
+            raise LedgerError(f"ledger merge delay {merge_delay}: must not be negative")
         engine, shown = _engine(url, create=key is not None)
-        ledger = cls(engine, key, clock, shown, url_secrets(url))
+        ledger = cls(engine, key, clock, shown, url_secrets(url), merge_delay)
         try:
             with ledger._storage("open"):
                 if key is None:
@@ -161,9 +209,20 @@ class Ledger:
         except BaseException:
             engine.dispose()
             raise
+        if key is not None and merge_delay > 0:
+            ledger._integrator = threading.Thread(
+                target=ledger._integrating, name="ledger-integrator", daemon=True
+            )
+            ledger._integrator.start()
         return ledger
 
     def close(self) -> None:
+        """Stop the integrator (after one last pass, so a clean stop leaves nothing pending)."""
+        if self._integrator is not None:
+            self._closing.set()
+            self._integrate_now.set()
+            self._integrator.join()
+            self._integrator = None
         self._engine.dispose()
 
     @property
@@ -186,37 +245,139 @@ class Ledger:
     def _append(self, document: dict[str, Any], derived: _Derived) -> tuple[int, str]:
         if self._key is None:
             raise LedgerError(f"ledger {self._shown} was opened without its key: read-only")
-        key = self._key
         leaf = canonical_bytes(document)
-        leaf_hash = merkle.leaf_hash(leaf)
-        with self._storage("append to"), self._writing() as conn:
-            size = conn.execute(select(func.max(tree_heads.c.size))).scalar_one_or_none() or 0
-            frontier = _read_nodes(conn, merkle.blocks(0, size) if size else [])
-            # The leaf and every complete subtree it closes, up the right edge of the tree.
-            added = {(0, size): leaf_hash}
-            level, position, carried = 0, size, leaf_hash
-            while position & 1:
-                carried = merkle.node_hash(frontier[(level, position - 1)], carried)
-                level, position = level + 1, position >> 1
-                added[(level, position)] = carried
-            known = {**frontier, **added}
-            root = merkle.fold([known[block] for block in merkle.blocks(0, size + 1)])
-            head = sign_tree_head(key, size + 1, root.hex(), self._clock())
-            conn.execute(
-                insert(entries),
-                {"entry_index": size, "leaf_hash": leaf_hash, "leaf": leaf, **derived.columns},
-            )
-            if derived.unmet:
+        queued = _Queued(leaf, merkle.leaf_hash(leaf), derived)
+        self._sequence(queued, self._key)
+        if queued.error is not None:
+            raise queued.error
+        assert queued.index is not None  # set with error None: the batch was committed
+        return queued.index, queued.leaf_hash.hex()
+
+    def _sequence(self, queued: _Queued, key: SigningKey) -> None:
+        """Queue ``queued`` and return once it has its index (or its batch failed). The thread
+        that finds nobody committing leads: it takes the whole queue, itself included, into one
+        transaction; meanwhile the queue fills for the next leader. One commit (one fsync) thus
+        serves every append that arrived while the last one was being written."""
+        with self._queue_changed:
+            self._queue.append(queued)
+            while self._sequencing:
+                self._queue_changed.wait()
+                if queued.index is not None or queued.error is not None:
+                    return
+            self._sequencing = True
+            batch = self._queue[:_MAX_BATCH]
+            del self._queue[:_MAX_BATCH]
+        try:
+            with self._storage("append to"), self._writing() as conn:
+                first = _sequenced_size(conn)
+                self._insert_entries(conn, first, batch)
+                hashes = [member.leaf_hash for member in batch]
+                seal = key.private.sign(batch_seal_message(first, hashes))
                 conn.execute(
-                    insert(entry_unmet),
-                    [{"entry_index": size, "code": code} for code in derived.unmet],
+                    insert(batches), {"first_index": first, "size": len(batch), "seal": seal}
                 )
-            conn.execute(
-                insert(nodes),
-                [{"level": lv, "position": pos, "hash": h} for (lv, pos), h in added.items()],
-            )
-            _insert_head(conn, head)
-        return size, leaf_hash.hex()
+                if self.merge_delay == 0:
+                    self._integrate(conn)
+            for offset, member in enumerate(batch):
+                member.index = first + offset
+        except BaseException as error:  # every append of the batch fails with it, none is lost
+            for member in batch:
+                member.error = error
+        finally:
+            with self._queue_changed:
+                self._sequencing = False
+                self._queue_changed.notify_all()
+        if self.merge_delay > 0:
+            self._integrate_now.set()
+
+    @staticmethod
+    def _insert_entries(conn: Connection, first: int, batch: Sequence[_Queued]) -> None:
+        conn.execute(
+            insert(entries),
+            [
+                {
+                    "entry_index": first + offset,
+                    "leaf_hash": member.leaf_hash,
+                    "leaf": member.leaf,
+                    **member.derived.columns,
+                }
+                for offset, member in enumerate(batch)
+            ],
+        )
+        unmet = [
+            {"entry_index": first + offset, "code": code}
+            for offset, member in enumerate(batch)
+            for code in member.derived.unmet
+        ]
+        if unmet:
+            conn.execute(insert(entry_unmet), unmet)
+
+    def integrate(self) -> TreeHead | None:
+        """Integrate every sequenced entry no signed head covers yet: the subtree nodes they
+        complete and one new head over them all. None when nothing was waiting."""
+        with self._storage("integrate"), self._writing() as conn:
+            return self._integrate(conn)
+
+    def _integrate(self, conn: Connection) -> TreeHead | None:
+        if self._key is None:
+            raise LedgerError(f"ledger {self._shown} was opened without its key: read-only")
+        size = _integrated_size(conn)
+        end = _sequenced_size(conn)
+        if end <= size:
+            return None
+        fresh = conn.execute(
+            select(entries.c.entry_index, entries.c.leaf_hash)
+            .where(entries.c.entry_index >= size)
+            .order_by(entries.c.entry_index)
+        ).all()
+        for expected, (index, _) in enumerate(fresh, start=size):
+            if index != expected:
+                raise LedgerTampered(f"entry {expected} is missing: it cannot be integrated")
+        _check_seals(conn, size, [bytes(row.leaf_hash) for row in fresh], self._key.public)
+        known = _read_nodes(conn, merkle.blocks(0, size) if size else [])
+        added: dict[tuple[int, int], bytes] = {}
+        for index, stored in fresh:
+            # The leaf and every complete subtree it closes, up the right edge of the tree.
+            level, position, carried = 0, index, bytes(stored)
+            added[(0, index)] = known[(0, index)] = carried
+            while position & 1:
+                carried = merkle.node_hash(known[(level, position - 1)], carried)
+                level, position = level + 1, position >> 1
+                added[(level, position)] = known[(level, position)] = carried
+        root = merkle.fold([known[block] for block in merkle.blocks(0, end)])
+        head = sign_tree_head(self._key, end, root.hex(), self._clock())
+        conn.execute(
+            insert(nodes),
+            [{"level": lv, "position": pos, "hash": h} for (lv, pos), h in added.items()],
+        )
+        _insert_head(conn, head)
+        # Their seals served their purpose: the signed head now vouches for these entries.
+        conn.execute(delete(batches).where(batches.c.first_index < end))
+        return head
+
+    def _integrating(self) -> None:
+        """The integrator thread. A pass runs soon after a sequencing of this process, but no
+        sooner than a tenth of the delay after the last pass, so under load each pass (one
+        signature, one commit) takes everything sequenced meanwhile; and at least every half
+        delay, which picks up what other processes sequenced, or left when they were killed."""
+        pause = self.merge_delay / 10
+        while True:
+            self._integrate_now.wait(self.merge_delay / 2)
+            self._closing.wait(pause)  # cut short by ``close``, which wants its last pass now
+            self._integrate_now.clear()
+            try:
+                self.integrate()
+            except (LedgerError, LedgerTampered) as error:
+                # Kept trying: entries stay durable, and their proofs answer "not integrated
+                # yet" until a pass succeeds.
+                _log.error("ledger: integration failed: %s", error)
+            if self._closing.is_set():
+                return
+
+    def sizes(self) -> tuple[int, int]:
+        """(integrated, sequenced): entries under the latest signed head, and entries held."""
+        with self._storage("read"), self._reading() as conn:
+            return _integrated_size(conn), _sequenced_size(conn)
 
     # --- reading --------------------------------------------------------------------------
 
@@ -377,7 +538,7 @@ class Ledger:
         return ConsistencyProof(old_size, size, merkle.hex_path(path))
 
     def _size_at_most(self, conn: Connection, size: int | None) -> int:
-        latest = conn.execute(select(func.max(tree_heads.c.size))).scalar_one_or_none()
+        latest = conn.execute(_LAST_HEAD).scalar_one_or_none()
         if latest is None:
             raise LedgerError(f"ledger {self._shown} has no signed tree head yet")
         if size is None:
@@ -453,7 +614,8 @@ class Ledger:
             )
 
     def _start(self, key: SigningKey) -> None:
-        """Sign the empty log's head, or check that the log's heads are this key's."""
+        """Sign the empty log's head, or check that the log's heads are this key's; then
+        integrate what a process that stopped (or was killed) sequenced and left."""
         with self._writing() as conn:
             head = _latest_head(conn)
             if head is None:
@@ -463,6 +625,7 @@ class Ledger:
                 raise LedgerError(
                     f"ledger {self._shown} is signed by {head.log_key}, not by the key given"
                 )
+            self._integrate(conn)
 
 
 # --- rows -------------------------------------------------------------------------------------
@@ -668,6 +831,61 @@ def _day(value: Any) -> date:
     return value if isinstance(value, date) else date.fromisoformat(str(value))
 
 
+def batch_seal_message(first: int, leaf_hashes: Sequence[bytes]) -> bytes:
+    """What a batch's seal signs: its first index, its size and its leaf hashes, under a
+    payload type of its own (DSSE's pre-authentication encoding) so that no tree head's or
+    evidence's signature can pass for one."""
+    body = f"{first}:{len(leaf_hashes)}:".encode() + b"".join(leaf_hashes)
+    return dsse.pae(_BATCH_SEAL_TYPE, body)
+
+
+def _check_seals(
+    conn: Connection, size: int, leaf_hashes: Sequence[bytes], log_key: PublicKey
+) -> None:
+    """Raise :class:`LedgerTampered` unless the entries from ``size`` on (their leaf hashes in
+    order) are exactly a run of batches the log key sealed: an entry written into the database
+    by anyone without the key is never integrated, so never signed."""
+    rows = conn.execute(
+        select(batches.c.first_index, batches.c.size, batches.c.seal)
+        .where(batches.c.first_index >= size)
+        .order_by(batches.c.first_index)
+    ).all()
+    verifier = Ed25519PublicKey.from_public_bytes(log_key.raw)
+    at = size
+    for row in rows:
+        first, count = int(row.first_index), int(row.size)
+        if first != at or count < 1 or first + count > size + len(leaf_hashes):
+            break
+        message = batch_seal_message(first, leaf_hashes[first - size : first + count - size])
+        try:
+            verifier.verify(bytes(row.seal), message)
+        except InvalidSignature:
+            raise LedgerTampered(
+                f"entries {first} to {first + count - 1}: their batch's seal does not verify "
+                "with the log key (written behind the service's back)"
+            ) from None
+        at += count
+    if at != size + len(leaf_hashes):
+        raise LedgerTampered(
+            f"entry {at}: sequenced without the log key's seal (written behind the service's "
+            "back); it is not integrated"
+        )
+
+
+# Built once: every write asks both, and building them anew each time showed in the profile.
+_LAST_INDEX = select(func.max(entries.c.entry_index))
+_LAST_HEAD = select(func.max(tree_heads.c.size))
+
+
+def _sequenced_size(conn: Connection) -> int:
+    last = conn.execute(_LAST_INDEX).scalar_one_or_none()
+    return 0 if last is None else int(last) + 1
+
+
+def _integrated_size(conn: Connection) -> int:
+    return int(conn.execute(_LAST_HEAD).scalar_one_or_none() or 0)
+
+
 def _read_nodes(
     conn: Connection, wanted: Sequence[tuple[int, int]]
 ) -> dict[tuple[int, int], bytes]:
@@ -807,11 +1025,15 @@ class _Audit:
         self._levels: list[list[bytes]] = [[]]
 
     def run(self, since: TreeHead | None) -> AuditReport:
+        """Heads are signed per integrated batch, so a head may stand at any size; each must
+        hold the root of the entries before it, and entries after the latest head are the
+        sequenced ones not yet integrated (checked like any other, counted as pending)."""
         unmet = self._unmet()
         heads = self._heads()
         size = 0
         latest = self._check_head(next(heads, None), 0)
         heads_checked = 1
+        upcoming = next(heads, None)
         for batch in self._entry_batches():
             for row in batch:
                 if row.entry_index != size:
@@ -824,22 +1046,27 @@ class _Audit:
                 self._check_entry(row, unmet.pop(size, ()))
                 self._add_leaf(bytes(row.leaf_hash))
                 size += 1
-                latest = self._check_head(next(heads, None), size)
-                heads_checked += 1
-        extra = next(heads, None)
-        if extra is not None:
+                if upcoming is not None and upcoming[0] == size:
+                    latest = self._check_head(upcoming, size)
+                    heads_checked += 1
+                    upcoming = next(heads, None)
+        if upcoming is not None:
             raise LedgerTampered(
-                f"entries end at {size} but a signed head covers {extra[0]} (entries were removed)"
+                f"entries end at {size} but a signed head covers {upcoming[0]} "
+                "(entries were removed)"
             )
         if unmet:
             stray = min(unmet)
             raise LedgerTampered(f"entry {stray}: unmet codes are stored for an absent entry")
-        self._check_nodes(size)
+        self._check_nodes(latest.size)
+        if size > latest.size:
+            assert self._key is not None  # set by the first head's check
+            _check_seals(self._conn, latest.size, self._levels[0][latest.size :], self._key)
         kept = None
         if since is not None:
             self._check_since(since, size)
             kept = since.size
-        return AuditReport(size, heads_checked, latest.log_key, latest, kept)
+        return AuditReport(size, heads_checked, latest.log_key, latest, kept, size - latest.size)
 
     def _entry_batches(self) -> Iterator[Sequence[Any]]:
         after = -1
@@ -935,9 +1162,12 @@ class _Audit:
         return head
 
     def _check_nodes(self, size: int) -> None:
-        """Every stored subtree hash equals the one recomputed, none is missing, none extra.
-        Read level by level in position order, so each batch is an index range."""
-        for level, known in enumerate(self._levels):
+        """Every stored subtree hash of the integrated entries (the first ``size``) equals the
+        one recomputed, none is missing, none extra. Read level by level in position order, so
+        each batch is an index range."""
+        levels = size.bit_length()
+        for level in range(levels):
+            known = self._levels[level][: size >> level]
             position = 0
             after = -1
             while True:
@@ -964,9 +1194,7 @@ class _Audit:
             if position != len(known):
                 raise _node_missing(level, position)
         higher = self._conn.execute(
-            select(nodes.c.level, nodes.c.position)
-            .where(nodes.c.level >= len(self._levels))
-            .limit(1)
+            select(nodes.c.level, nodes.c.position).where(nodes.c.level >= levels).limit(1)
         ).first()
         if higher is not None:
             raise _node_beyond(higher.level, higher.position, size)

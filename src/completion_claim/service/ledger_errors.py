@@ -17,3 +17,8 @@ class LedgerTampered(ClaimError):
 
 class NotInLedger(ClaimError):
     """An entry index or tree size beyond what the log holds."""
+
+
+class NotYetIntegrated(LedgerError):
+    """An entry is sequenced (durable, with its index) but no signed tree head covers it yet:
+    ask again, it is integrated within the service's merge delay."""

@@ -102,7 +102,7 @@ class _LedgerCollector(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         up = GaugeMetricFamily("claim_ledger_up", "1 when the ledger answered this scrape.")
         try:
-            size = self._ledger.tree_head().size
+            integrated, size = self._ledger.sizes()
         except ClaimError:
             up.add_metric([], 0)
             yield up
@@ -111,6 +111,11 @@ class _LedgerCollector(Collector):
         yield up
         yield GaugeMetricFamily(
             "claim_ledger_entries", "Entries in the ledger (claims, gate runs, starts).", size
+        )
+        # Apart from the entries, so that an operator sees the merge lag (and an integrator
+        # that stopped) as their difference.
+        yield GaugeMetricFamily(
+            "claim_ledger_integrated", "Entries under the latest signed tree head.", integrated
         )
 
 

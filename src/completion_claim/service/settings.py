@@ -9,6 +9,9 @@ from pathlib import Path
 from ..model import BUILTIN_POLICY, Policy
 
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+DEFAULT_MERGE_DELAY_S = 1.0
+"""The maximum merge delay: how long an entry may be sequenced (durable, with its index) before
+a signed tree head covers it (docs/ledger.md)."""
 
 
 @dataclass(frozen=True)
@@ -20,3 +23,4 @@ class ServiceSettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     observe_root: Path | None = None  # enables POST /v1/gate for repositories under it
     gate_config: Path | None = None  # the operator's claim.toml for POST /v1/gate
+    merge_delay_s: float = DEFAULT_MERGE_DELAY_S  # 0: every append waits for its signed head

@@ -8,7 +8,8 @@ rows instead of every leaf. Times are integers (microseconds since the epoch, UT
 and compare the same in both databases; ``recorded_day`` is the UTC day, for the daily counts.
 Nothing has a default: every value is passed in. A session's start (``via`` and ``state``
 ``start``) holds in ``task_id`` the digest of its repository and session it is looked up by
-(``records.start_key``), and an empty ``policy_id``.
+(``records.start_key``), and an empty ``policy_id``. ``batches`` seals the entries sequenced
+but not yet integrated.
 """
 
 from __future__ import annotations
@@ -82,4 +83,15 @@ tree_heads = Table(
     Column("size", BigInteger, primary_key=True, autoincrement=False),
     Column("root_hash", LargeBinary(32), nullable=False),
     Column("envelope", Text, nullable=False),  # the signed head, as JSON (TreeHead.to_json())
+)
+
+batches = Table(
+    "ledger_batches",
+    metadata,
+    Column("first_index", BigInteger, primary_key=True, autoincrement=False),
+    Column("size", Integer, nullable=False),
+    # The log key's Ed25519 signature over the batch's place and leaf hashes (ledger.batch_seal):
+    # what lets an integrator tell entries a keyholder sequenced from rows written behind its
+    # back. A batch's row is deleted when its entries are integrated; a signed head covers them.
+    Column("seal", LargeBinary(64), nullable=False),
 )
