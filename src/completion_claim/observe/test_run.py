@@ -76,7 +76,7 @@ from .runners.base import (
     inside,
 )
 from .runners.pytest import report_name
-from .runners.results import MAX_REPORT_BYTES, PASSED, Results, no_counts
+from .runners.results import MAX_REPORT_BYTES, PASSED, Results, no_counts, ran_twice
 from .runtime_monitor import Lines
 from .runtime_monitor import __file__ as MONITOR
 from .sandbox import PLUGINS, REPORTS, SYSTEM_PATH, WORK, Overlay, Sandbox
@@ -227,7 +227,8 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         if hidden:
             details["hidden_tests"] = lay_hidden(tree, hidden, workspace.object_format())
         if request.repeat:
-            key = "repeated" if channel is not None else "not_repeated"  # a plugin repeats them
+            # A plugin repeats them, or the runner itself.
+            key = "repeated" if channel is not None or runner.repeats else "not_repeated"
             details[key] = list(request.repeat)
         outputs = _clear_outputs(tree, runner, details)
         canaries = plant(runner, request.command, tree, cwd,
@@ -273,6 +274,10 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
             results = _results(runner, invocation, channel, stream, report, report_before,
                                exit_code, owned)  # fmt: skip
         _require_unmonitored(results, launch.work)
+        if runner.repeats and request.repeat:
+            results, once = ran_twice(results, request.repeat)
+            if once:
+                details["ran_once"] = once
         tail = _tail(owned / "output.log")
         # The tests read the mirror, never the work tree: a later edit cannot reach them. The
         # files this pass had to read (the changed ones) are checked again, so a process still
@@ -641,6 +646,7 @@ class _Launch:
             reports=self.reports,
             canaries=self.canaries,
             preload=None if preload is None else f"{folder}/{preload.name}",
+            repeat=self.request.repeat,
         )
 
     def environment(self) -> dict[str, str]:

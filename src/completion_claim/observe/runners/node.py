@@ -113,6 +113,9 @@ _ENV = {"CI": "true", "NO_COLOR": "1", "FORCE_COLOR": "0"}
 # Loaded by every node process of the run before any test file: it freezes the assertion and
 # runner modules (node:assert, node:test), so the code under test cannot disarm them.
 PRELOAD = Path(__file__).parent.parent / "node_preload.cjs"
+# The report names of the tests to run a second time (a JSON list): each runner's own way to add
+# them (the preload's for node --test, the canaries' for the others) reads it.
+REPEAT = "CLAIM_REPEAT_TESTS"
 
 
 # --- what every Node runner shares ----------------------------------------------------------
@@ -179,12 +182,16 @@ def _node(context: RunContext) -> str:
 def _environment(context: RunContext) -> dict[str, str]:
     """The run's variables: plain output, and the observer's preload in NODE_OPTIONS, which
     every node process the runner starts inherits (node --test's process per file, jest's and
-    vitest's workers); the operator's own options, passed on with env, come first."""
+    vitest's workers); the operator's own options, passed on with env, come first. The tests
+    to run a second time are named in ``REPEAT``, read by the preload and the canaries before
+    any test file loads (the code under test may read them, and change them for the processes
+    it starts: a test then reported once is not taken as passed)."""
+    env = _ENV | ({REPEAT: json.dumps(list(context.repeat))} if context.repeat else {})
     if context.preload is None:
-        return dict(_ENV)
+        return env
     quoted = context.preload.replace("\\", "\\\\").replace('"', '\\"')
     options = [context.env.get("NODE_OPTIONS", ""), f'--require "{quoted}"']
-    return _ENV | {"NODE_OPTIONS": " ".join(filter(None, options))}
+    return env | {"NODE_OPTIONS": " ".join(filter(None, options))}
 
 
 def _refuse_options(runner: str, command: Sequence[str], options: Iterable[str]) -> None:
@@ -214,6 +221,7 @@ class _NodeRunner(Runner):
     )  # fmt: skip
     report_name: ClassVar[str]
     preload = PRELOAD
+    repeats = True
 
     def protected(self, rel: bytes) -> bool:
         return is_node_protected(rel)
@@ -510,7 +518,8 @@ def _each_file_canaries(
     (toBe, toEqual, toStrictEqual)."""
     suite, holds, *fails = (f"claim canary {draw()}" for _ in range(5))
     names = dict(zip(("fails_be", "fails_equal", "fails_strict"), fails, strict=True))
-    text = tests.format(suite=suite, holds=holds, value=draw(), other=draw(), fix=_FIX, **names)
+    text = tests.format(suite=suite, holds=holds, value=draw(), other=draw(), fix=_FIX,
+                        repeat=REPEAT, **names)  # fmt: skip
     word = draw()
     setup, config = (
         f"claim-canary-{word}.{kind}.{extension}"
@@ -635,6 +644,7 @@ module.exports = async (env) =>
 """
 _VITEST_CANARIES = """// The observer's canaries (completion-claim), added to every test file.
 import {{ beforeAll, chai, describe, expect, test }} from "vitest";
+import {{ getFn, setFn }} from "vitest/suite";
 
 const check = (value) => (globalThis.expect ?? expect)(value);
 const [value, other] = ["{value}", "{other}"];
@@ -651,8 +661,39 @@ describe("{suite}", () => {{
   test.fails("{fails_strict}", () => check(wrapped(value)).toStrictEqual(wrapped(other)));
 }});
 
+// The tests to run a second time (read before the test file loads), each added again to its
+// describe block after the others, the last first, and the file collected again so that the
+// reporters know them: a result that depends on how often or in what order the code was called
+// fails one of its two runs.
+const repeat = JSON.parse(process.env.{repeat} || "[]").map((name) => name.split(/::(.*)/s));
+function again(file, suite, titles) {{
+  const named = (task, [path, title]) =>
+    title === [...titles, task.name].join(" > ") &&
+    (file.name === path || file.filepath.endsWith(`/${{path}}`));
+  const wanted = suite.tasks.filter(
+    (task) =>
+      task.type === "test" &&
+      task.mode !== "skip" &&
+      task.mode !== "todo" &&
+      repeat.some((name) => named(task, name)),
+  );
+  for (const task of wanted.reverse()) {{
+    const copy = {{ ...task, id: `${{task.id}}_again`, result: undefined, annotations: [] }};
+    Object.defineProperty(copy, "context", {{ value: task.context, enumerable: false }});
+    setFn(copy, getFn(task));
+    suite.tasks.push(copy);
+  }}
+  for (const task of suite.tasks) {{
+    if (task.type === "suite") again(file, task, [...titles, task.name]);
+  }}
+}}
+
 // Last: after the file's own tests, whatever they did when called.
-beforeAll((file) => {{
+beforeAll(async (file) => {{
+  if (repeat.length) {{
+    again(file, file, []);
+    await globalThis.__vitest_worker__?.rpc?.onCollected?.([file]);
+  }}
   const ours = file.tasks.findIndex((task) => task.name === "{suite}");
   if (ours >= 0) file.tasks.push(...file.tasks.splice(ours, 1));
 }});
@@ -746,12 +787,36 @@ globals.describe("{suite}", () => {{
   globals.test.failing("{fails_strict}", () => check(wrapped(value)).toStrictEqual(wrapped(other)));
 }});
 
+// The tests to run a second time (read before the test file loads), each added again to its
+// describe block after the others, the last first: a result that depends on how often or in
+// what order the code was called fails one of its two runs.
+const repeat = JSON.parse(process.env.{repeat} || "[]").map((name) => name.split(/::(.*)/s));
+const testPath = (typeof expect === "function" ? expect : globals.expect).getState().testPath;
+const named = (titles, [file, title]) =>
+  title === titles.join(" > ") && (testPath === file || String(testPath).endsWith(`/${{file}}`));
+function again(block, titles) {{
+  const wanted = block.children.filter(
+    (child) => child.type === "test" && repeat.some((name) => named([...titles, child.name], name)),
+  );
+  for (const test of wanted.reverse()) {{
+    // Not yet run: a copy with lists of its own (errors, retry reasons) is a test as declared.
+    const copy = Object.fromEntries(
+      Object.entries(test).map(([key, value]) => [key, Array.isArray(value) ? [] : value]),
+    );
+    block.children.push(copy);
+  }}
+  for (const child of block.children) {{
+    if (child.type === "describeBlock") again(child, [...titles, child.name]);
+  }}
+}}
+
 // Last: after the file's own tests, whatever they did when called (jest-circus keeps its
 // state on the global object, under a symbol of its own).
 globals.beforeAll(() => {{
   const key = Object.getOwnPropertySymbols(globalThis).find(
     (symbol) => symbol.description === "JEST_STATE_SYMBOL",
   );
+  if (key !== undefined && repeat.length) again(globalThis[key].rootDescribeBlock, []);
   const siblings = key === undefined ? [] : globalThis[key].rootDescribeBlock.children;
   const ours = siblings.findIndex((child) => child.name === "{suite}");
   if (ours >= 0) siblings.push(...siblings.splice(ours, 1));
@@ -892,7 +957,7 @@ class Mocha(_PackageRunner):
         names = dict(zip(("fails", "fails_assert", "fails_expect"), fails, strict=True))
         name = f"claim-canary-{draw()}.cjs"
         text = _MOCHA_CANARIES.format(suite=name, holds=holds, value=draw(), other=draw(),
-                                      **names)  # fmt: skip
+                                      repeat=REPEAT, **names)  # fmt: skip
         return Canaries(
             files={name: text.encode()},
             tests=(Canary(f"{name}::{name} > {holds}", passes=True),
@@ -938,8 +1003,26 @@ const suite = describe("{suite}", () => {{
   }});
 }});
 
+// The tests to run a second time (read before any test file loads), each added again to its
+// suite after the others, the last first: a result that depends on how often or in what order
+// the code was called fails one of its two runs.
+const repeat = JSON.parse(process.env.{repeat} || "[]").map((name) => name.split(/::(.*)/s));
+const named = (test, [file, title]) => {{
+  const suites = test.parent.fullTitle();
+  if (file === suites && title === test.title) return true; // mocha 9's report names no file
+  const full = [suites, test.title].filter(Boolean).join(" > ");
+  const path = typeof test.file === "string" ? test.file : "";
+  return title === full && (path === file || path.endsWith(`/${{file}}`));
+}};
+function again(each) {{
+  const wanted = each.tests.filter((test) => repeat.some((name) => named(test, name)));
+  for (const test of wanted.reverse()) each.addTest(test.clone());
+  each.suites.forEach(again);
+}}
+
 // Last: after the project's tests, whatever they did to the assertions.
 before(() => {{
+  again(suite.parent);
   const siblings = suite.parent.suites;
   siblings.push(...siblings.splice(siblings.indexOf(suite), 1));
 }});

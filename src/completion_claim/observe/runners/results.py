@@ -11,7 +11,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 from xml.parsers import expat
 
@@ -36,21 +36,43 @@ class Results:
     # What the runtime monitor caught the changed code doing (:mod:`..runtime_monitor`): the
     # event, the file as the run saw it, and the line.
     monitored: tuple[tuple[str, str, int], ...] = ()
+    # How many times the report names each test (a repeated test's two runs).
+    runs: dict[str, int] = field(default_factory=dict)
 
 
 def tally(outcomes: Iterable[tuple[str, str, str]]) -> Results:
     """Results from ``(report name, outcome, message)`` per test case, in report order."""
     counts: Counter[str] = Counter()
+    runs: Counter[str] = Counter()
     tests: dict[str, str] = {}
     failures: list[dict[str, str]] = []
     for name, outcome, message in outcomes:
         counts[outcome] += 1
+        runs[name] += 1
         if name not in tests or SEVERITY[outcome] > SEVERITY[tests[name]]:
             tests[name] = outcome
         if outcome in (FAILED, ERROR) and len(failures) < MAX_FAILURES:
             failures.append({"test": name, "outcome": outcome, "message": first_line(message)})
     totals = {key: counts[outcome] for outcome, key in COUNT_KEYS.items()}
-    return Results(totals | {"tests": tests}, failures)
+    return Results(totals | {"tests": tests}, failures, runs=dict(runs))
+
+
+def ran_twice(results: Results, repeated: Iterable[str]) -> tuple[Results, list[str]]:
+    """The results with each test of ``repeated`` that passed but was reported fewer than two
+    times taken as skipped, and those tests: the runner was to run it a second time, and a run
+    in which the second never happened (the code kept it from being added) is no proof that the
+    outcome does not depend on how often the code was called."""
+    tests: dict[str, str] = dict(results.counts.get("tests") or {})
+    runs = results.runs
+    once = [name for name in repeated if tests.get(name) == PASSED and runs.get(name, 0) < 2]
+    if not once:
+        return results, []
+    counts = dict(results.counts)
+    for name in once:
+        tests[name] = SKIPPED
+        counts[COUNT_KEYS[PASSED]] -= 1
+        counts[COUNT_KEYS[SKIPPED]] += 1
+    return replace(results, counts=counts | {"tests": tests}), once
 
 
 def no_counts(why: str) -> Results:
