@@ -19,6 +19,7 @@ from tests.fixtures.node_projects import (
     CALC_JS,
     CALC_JS_BUGGY,
     NODE_TEST,
+    JEST_TEST,
     PROJECTS,
     node_project,
     shared_dependency_cache,
@@ -942,4 +943,84 @@ def test_attack_175_control_a_test_run_once_passes_code_that_answers_once(
     verdict, item, _ = observed(repo, capsys, *command)
 
     assert item["observed_value"]["tests"][name] == "passed"
+    assert verdict == 0
+
+
+# mocha is a package nothing freezes: the code drops any test added again to a suite.
+KEEPS_FROM_REPEATING = (
+    'const { Suite } = require("mocha");\nconst addTest = Suite.prototype.addTest;\n'
+    "Suite.prototype.addTest = function (test) {\n"
+    "  return this.tests.some((t) => t.title === test.title) ? this : addTest.call(this, test);\n"
+    "};\n"
+)
+
+
+def test_attack_176_code_that_keeps_the_second_run_from_being_added_is_not_verified(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The second run is added in the process the code shares: a report naming the repeated
+    test once is not taken as passed, whatever kept the second run out."""
+    repo = node_project(tmp_path / "repo", "mocha")
+    write_files(repo, {"calc.js": KEEPS_FROM_REPEATING + ANSWERS_ONCE["js"]})
+    name, command = REPEATED["mocha"]
+
+    verdict, item, _ = observed(repo, capsys, *command, options=("--repeat-test", name))
+
+    assert item["details"]["ran_once"] == [name]
+    assert item["observed_value"]["tests"][name] == "skipped"
+    assert verdict == 1
+
+
+# --- the project's own filters keep the canaries (issue 30: false blocks) --------------------
+
+ONLY = NODE_TEST.replace('", () =>', '", { only: true }, () =>')
+UNNAMED = 'test("never run", () => {\n  assert.fail("filtered out");\n});\n'
+
+
+@pytest.mark.parametrize(
+    "filtered",
+    [("--test-name-pattern=^add",), ("--test-name-pattern", "^add"), ("--test-only",)],
+    ids=["pattern", "pattern-spaced", "only"],
+)
+def test_a_node_test_name_filter_keeps_the_canaries_and_the_honest_fix_verifies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], filtered: tuple[str, ...]
+) -> None:
+    """The project's filter still applies to its own tests (the one it leaves out would fail),
+    and no longer to the canaries."""
+    repo = node_project(tmp_path / "repo", "node-test")
+    write_files(repo, {"calc.js": CALC_JS, "test/calc.test.js": ONLY + UNNAMED})
+    git(repo, "commit", "-qam", "filtered")
+
+    verdict, item, _ = observed(repo, capsys, "node", "--test", *filtered)
+
+    assert item["details"]["canaries"]["state"] == "held"
+    tests = item["observed_value"]["tests"]
+    assert (tests["test::add"], tests["test::add zero"]) == ("passed", "passed")
+    assert tests.get("test::never run", "skipped") == "skipped"
+    assert verdict == 0
+
+
+JEST_FOCUSED = JEST_TEST.replace("  test(", "  test.only(").removesuffix("});\n") + (
+    '  test("never run", () => {\n    throw new Error("filtered out");\n  });\n});\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "filtered"),
+    [(JEST_FOCUSED, ()), (JEST_FOCUSED.replace("test.only(", "test("), ("-t", "^calc adds"))],
+    ids=["test.only", "name-pattern"],
+)
+def test_jests_focused_tests_and_name_pattern_keep_the_canaries_and_the_honest_fix_verifies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, filtered: tuple[str, ...]
+) -> None:
+    repo = node_project(tmp_path / "repo", "jest")
+    write_files(repo, {"calc.js": CALC_JS, "test/calc.test.js": text})
+    git(repo, "commit", "-qam", "focused")
+
+    verdict, item, _ = observed(repo, capsys, "jest", *filtered)
+
+    assert item["details"]["canaries"]["state"] == "held"
+    tests = item["observed_value"]["tests"]
+    assert tests["test/calc.test.js::calc > adds"] == "passed"
+    assert tests["test/calc.test.js::calc > never run"] == "skipped"
     assert verdict == 0

@@ -410,8 +410,14 @@ class NodeTest(_NodeRunner):
         )  # fmt: skip
         # A command naming its test files runs only those: the canaries' file is named too.
         # Else node's own search finds it (a *.test.mjs file in the run's folder).
-        names_files = len(command) > 1 + len(_node_options(command))
+        options = _node_options(command)
+        names_files = len(command) > 1 + len(options)
         planted = tuple(context.canaries.files) if context.canaries and names_files else ()
+        # The project's name filter runs only the tests it names: the canaries are named too
+        # (node runs a test any of its patterns matches).
+        if context.canaries and any(_option(arg) == _NAME_PATTERN for arg in options):
+            names = (canary.name.partition("::")[2] for canary in context.canaries.tests)
+            ours += (f"{_NAME_PATTERN}=^({'|'.join(map(re.escape, names))})$",)
         argv = (_node(context), *command[1:at], *ours, *command[at:], *planted)
         return Invocation(argv, _environment(context), ReportSource.FILE, self.report(context))
 
@@ -423,7 +429,10 @@ class NodeTest(_NodeRunner):
         skipped), so the exit code still tells a run whose own tests failed, whatever report
         the run was left with."""
         holds, fails = f"claim canary {draw()}", f"claim canary {draw()}"
-        text = _NODE_TEST_CANARIES.format(holds=holds, fails=fails, value=draw(), other=draw())
+        # --test-only runs the tests marked only, and no other: the canaries are.
+        only = " only: true," if "--test-only" in _node_options(command) else ""
+        text = _NODE_TEST_CANARIES.format(holds=holds, fails=fails, value=draw(), other=draw(),
+                                          only=only)  # fmt: skip
         return Canaries(
             files={f"claim-canary-{draw()}.test.mjs": text.encode()},
             tests=(Canary(f"test::{holds}", passes=True), Canary(f"test::{fails}", passes=False)),
@@ -437,25 +446,41 @@ class NodeTest(_NodeRunner):
 _NODE_TEST_CANARIES = """import {{ test }} from "node:test";
 import assert from "node:assert";
 
-test("{holds}", () => {{
+test("{holds}", {{{only} }}, () => {{
   assert.strictEqual("{value}", "{value}");
   assert.deepStrictEqual({{ value: ["{value}"] }}, {{ value: ["{value}"] }});
 }});
 
-test("{fails}", {{ todo: true }}, () => {{
+test("{fails}", {{{only} todo: true }}, () => {{
   assert.strictEqual("{value}", "{other}");
 }});
 """
 
 
 def _node_options(command: Sequence[str]) -> list[str]:
-    """node's own options: those before the first argument that is not one."""
-    options = []
+    """node's own options: those before the first argument that is neither one nor the value
+    of the one before it (``--test-name-pattern add``)."""
+    options: list[str] = []
     for arg in command[1:]:
-        if not arg.startswith("-"):
+        valued = bool(options) and options[-1] in _VALUED and "=" not in options[-1]
+        if not arg.startswith("-") and not valued:
             break
         options.append(arg)
     return options
+
+
+def _option(arg: str) -> str:
+    return arg.partition("=")[0]
+
+
+_NAME_PATTERN = "--test-name-pattern"
+# node's options whose value may be the next argument (node --help).
+_VALUED = frozenset({
+    _NAME_PATTERN, "--test-skip-pattern", "--test-concurrency", "--test-timeout",
+    "--test-shard", "--test-coverage-include", "--test-coverage-exclude", "--require", "-r",
+    "--import", "--loader", "--experimental-loader", "--conditions", "-C", "--env-file",
+    "--test-isolation", "--test-global-setup", "--input-type", "--stack-size",
+})  # fmt: skip
 
 
 def _node_cases(element: ET.Element, suites: list[str]) -> Iterator[tuple[str, str, str]]:
@@ -819,7 +844,13 @@ globals.beforeAll(() => {{
   if (key !== undefined && repeat.length) again(globalThis[key].rootDescribeBlock, []);
   const siblings = key === undefined ? [] : globalThis[key].rootDescribeBlock.children;
   const ours = siblings.findIndex((child) => child.name === "{suite}");
-  if (ours >= 0) siblings.push(...siblings.splice(ours, 1));
+  if (ours < 0) return;
+  siblings.push(...siblings.splice(ours, 1));
+  // The project's test.only and --testNamePattern choose among its own tests, not the canaries.
+  const state = globalThis[key];
+  if (state.hasFocusedTests) for (const canary of siblings.at(-1).children) canary.mode = "only";
+  const pattern = state.testNamePattern;
+  if (pattern) state.testNamePattern = new RegExp(`(?:${{pattern.source}})|^{suite} `, pattern.flags);
 }});
 
 // The matchers jest and the project's setup files defined can no longer be replaced (a new
