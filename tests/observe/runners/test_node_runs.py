@@ -18,8 +18,8 @@ from completion_claim.cli import run
 from tests.fixtures.node_projects import (
     CALC_JS,
     CALC_JS_BUGGY,
-    NODE_TEST,
     JEST_TEST,
+    NODE_TEST,
     PROJECTS,
     node_project,
     shared_dependency_cache,

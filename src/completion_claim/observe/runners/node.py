@@ -850,7 +850,8 @@ globals.beforeAll(() => {{
   const state = globalThis[key];
   if (state.hasFocusedTests) for (const canary of siblings.at(-1).children) canary.mode = "only";
   const pattern = state.testNamePattern;
-  if (pattern) state.testNamePattern = new RegExp(`(?:${{pattern.source}})|^{suite} `, pattern.flags);
+  const either = (found) => new RegExp(`(?:${{found.source}})|^{suite} `, found.flags);
+  if (pattern) state.testNamePattern = either(pattern);
 }});
 
 // The matchers jest and the project's setup files defined can no longer be replaced (a new
