@@ -404,7 +404,7 @@ class NodeTest(_NodeRunner):
     def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
         # Options go before the first test file: node reads everything after it as files.
         at = list(command).index("--test") + 1
-        ours = (
+        ours: tuple[str, ...] = (
             "--test-reporter=junit", f"--test-reporter-destination={self.report(context)}",
             "--test-reporter=spec", "--test-reporter-destination=stdout",
         )  # fmt: skip
