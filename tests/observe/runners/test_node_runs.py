@@ -1024,3 +1024,31 @@ def test_jests_focused_tests_and_name_pattern_keep_the_canaries_and_the_honest_f
     assert tests["test/calc.test.js::calc > adds"] == "passed"
     assert tests["test/calc.test.js::calc > never run"] == "skipped"
     assert verdict == 0
+
+
+# The project's own replacement of a built-in matcher in its setup file (an equality of its
+# own, which two different objects pass): a protected file, whose matcher the honest tests use.
+REPLACED_MATCHER = (
+    "expect.extend({\n  toEqual(received, expected) {\n"
+    "    const pass = this.equals(received, expected) || String(received) === String(expected);\n"
+    '    return { pass, message: () => "not equal" };\n  },\n});\n'
+)
+
+
+def test_a_built_in_matcher_the_projects_setup_replaces_keeps_the_canaries_and_the_fix_verifies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The canaries assert with jest's own toEqual, kept before the project's setup ran."""
+    repo = node_project(tmp_path / "repo", "jest")
+    write_files(repo, {
+        "calc.js": CALC_JS, "s.js": REPLACED_MATCHER,
+        "jest.config.js": 'module.exports = { setupFilesAfterEnv: ["<rootDir>/s.js"] };\n',
+    })  # fmt: skip
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "the project's own toEqual")
+
+    verdict, item, _ = observed(repo, capsys, "jest")
+
+    assert item["details"]["canaries"]["state"] == "held"
+    assert item["observed_value"]["tests"]["test/calc.test.js::calc > adds"] == "passed"
+    assert verdict == 0

@@ -38,6 +38,7 @@ import shlex
 import shutil
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -761,14 +762,19 @@ class Jest(_PackageRunner):
         configuration of the observer's: the project's own, read by jest-config as jest would
         have read it (the command's ``--config``, else its search from the run's folder), with
         the canaries' setup file last among its ``setupFilesAfterEnv`` (in each project given
-        inline). The must-fail ones are ``test.failing`` (jest 28.1 and later), which jest
+        inline), and a first one of the observer's before the project's, which keeps jest's own
+        equality matchers for the canaries to assert with where the project's setup files
+        replaced them (``expect.extend``). The must-fail ones are ``test.failing`` (jest 28.1 and later), which jest
         reports passed when they fail: an honest run's exit code stays its own."""
         _, chosen = _without_config(self.arguments(command))
         project = "undefined" if chosen is None else json.dumps(chosen)
-        return _each_file_canaries(
+        first = f"claim-canary-{draw()}.first.cjs"
+        canaries = _each_file_canaries(
             draw, _JEST_CANARIES, ("cjs", "cjs"),
-            lambda setup: _JEST_CONFIG.format(project=project, setup=json.dumps(setup)),
+            lambda setup: _JEST_CONFIG.format(project=project, setup=json.dumps(setup),
+                                              first=json.dumps(first)),
         )  # fmt: skip
+        return replace(canaries, files={first: _JEST_FIRST.encode(), **canaries.files})
 
     def results(self, report: bytes) -> Results:
         return tally(_jest_cases(report))
@@ -781,10 +787,10 @@ const path = require("node:path");
 const jestConfig = require.resolve("jest-config", {{ paths: [require.resolve("jest")] }});
 const {{ readInitialOptions }} = require(jestConfig);
 
-const setup = path.join(__dirname, {setup});
+const [first, setup] = [path.join(__dirname, {first}), path.join(__dirname, {setup})];
 const withCanaries = (config) => ({{
   ...config,
-  setupFilesAfterEnv: [...(config.setupFilesAfterEnv ?? []), setup],
+  setupFilesAfterEnv: [first, ...(config.setupFilesAfterEnv ?? []), setup],
 }});
 
 module.exports = async () => {{
@@ -797,9 +803,26 @@ _JEST_CANARIES = """// The observer's canaries (completion-claim), added to ever
 "use strict";
 const globals = require("@jest/globals");
 
-const check = (value) => (typeof expect === "function" ? expect : globals.expect)(value);
 const [value, other] = ["{value}", "{other}"];
 const wrapped = (word) => ({{ value: [word] }});
+
+// Each matcher as the tests have it, unless a setup file of the project's replaced it (an
+// equality of its own, which need not fail the canaries' values): then jest's own, kept by the
+// observer's first setup file.
+const own = globalThis[Symbol.for("completion-claim.jest-matchers")] ?? {{}};
+const matchers = globalThis[Symbol.for("$$jest-matchers-object")]?.matchers ?? {{}};
+const replaced = new Set(Object.keys(own).filter((name) => own[name] !== matchers[name]));
+const jests = {{ isNot: false, promise: "", customTesters: [], expand: false }};
+const check = (received) =>
+  new Proxy((typeof expect === "function" ? expect : globals.expect)(received), {{
+    get: (shared, name) =>
+      !replaced.has(name)
+        ? shared[name]
+        : (expected) => {{
+            const result = own[name].call(jests, received, expected);
+            if (!result.pass) throw new Error(result.message());
+          }},
+  }});
 
 globals.describe("{suite}", () => {{
   globals.test("{holds}", () => {{
@@ -865,6 +888,18 @@ if (Object.hasOwn(globalThis, "expect")) fix(globalThis, "expect");
 """
 
 
+_JEST_FIRST = """// The observer's first setup file (completion-claim): jest's own equality matchers, before
+// any setup file of the project's can replace them, for the canaries.
+"use strict";
+const matchers = globalThis[Symbol.for("$$jest-matchers-object")]?.matchers ?? {};
+const own = {};
+for (const name of ["toBe", "toEqual", "toStrictEqual"]) {
+  if (typeof matchers[name] === "function") own[name] = matchers[name];
+}
+Object.defineProperty(globalThis, Symbol.for("completion-claim.jest-matchers"), {
+  value: Object.freeze(own),
+});
+"""
 _JEST_OUTCOMES = {
     "passed": PASSED,
     "failed": FAILED,
