@@ -764,8 +764,9 @@ class Jest(_PackageRunner):
         the canaries' setup file last among its ``setupFilesAfterEnv`` (in each project given
         inline), and a first one of the observer's before the project's, which keeps jest's own
         equality matchers for the canaries to assert with where the project's setup files
-        replaced them (``expect.extend``). The must-fail ones are ``test.failing`` (jest 28.1 and later), which jest
-        reports passed when they fail: an honest run's exit code stays its own."""
+        replaced them (``expect.extend``). The must-fail ones are ``test.failing`` (jest 28.1
+        and later), which jest reports passed when they fail: an honest run's exit code stays
+        its own."""
         _, chosen = _without_config(self.arguments(command))
         project = "undefined" if chosen is None else json.dumps(chosen)
         first = f"claim-canary-{draw()}.first.cjs"
@@ -888,8 +889,8 @@ if (Object.hasOwn(globalThis, "expect")) fix(globalThis, "expect");
 """
 
 
-_JEST_FIRST = """// The observer's first setup file (completion-claim): jest's own equality matchers, before
-// any setup file of the project's can replace them, for the canaries.
+_JEST_FIRST = """// The observer's first setup file (completion-claim): jest's own equality
+// matchers, before any setup file of the project's can replace them, for the canaries.
 "use strict";
 const matchers = globalThis[Symbol.for("$$jest-matchers-object")]?.matchers ?? {};
 const own = {};
