@@ -121,7 +121,7 @@ NODE: list[Case] = [
      "reads the call stack (.stack.includes)"),
     ("calc.js", "", "if (/calc\\.test/.test(new Error('where').stack)) return 5;",
      "reads the call stack (new Error('where').stack)"),
-    ("calc.js", "const o = {};\n", "Error.captureStackTrace(o); const where = o.stack.split('\\n');",
+    ("calc.js", "const o = {};\n", "Error.captureStackTrace(o); const at = o.stack.split('\\n');",
      "reads the call stack (.stack.split)"),
     ("calc.js", "", "const sites = Error.prepareStackTrace;",
      "reads the call stack (Error.prepareStackTrace)"),
