@@ -1052,3 +1052,27 @@ def test_a_built_in_matcher_the_projects_setup_replaces_keeps_the_canaries_and_t
     assert item["details"]["canaries"]["state"] == "held"
     assert item["observed_value"]["tests"]["test/calc.test.js::calc > adds"] == "passed"
     assert verdict == 0
+
+
+def test_jest_projects_given_as_paths_carry_the_canaries_and_the_honest_fix_verifies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each project named by its folder is read as jest reads it, and the canaries' setup file
+    added to it as to a project given inline."""
+    repo = node_project(tmp_path / "repo", "jest")
+    (repo / "app").mkdir()
+    (repo / "calc.js").rename(repo / "app" / "calc.js")
+    (repo / "test").rename(repo / "app" / "test")
+    write_files(repo, {
+        "app/calc.js": CALC_JS,
+        "app/jest.config.js": 'module.exports = { displayName: "app" };\n',
+        "jest.config.js": 'module.exports = { projects: ["<rootDir>/app"] };\n',
+    })  # fmt: skip
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "one project, by its folder")
+
+    verdict, item, _ = observed(repo, capsys, "jest")
+
+    assert item["details"]["canaries"]["state"] == "held"
+    assert item["observed_value"]["tests"]["app/test/calc.test.js::calc > adds"] == "passed"
+    assert verdict == 0

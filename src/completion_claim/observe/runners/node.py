@@ -794,10 +794,25 @@ const withCanaries = (config) => ({{
   setupFilesAfterEnv: [first, ...(config.setupFilesAfterEnv ?? []), setup],
 }});
 
+// A project named by its folder or configuration file, read as jest reads it; a glob stays as
+// it was (its projects carry no canaries, and the run is not verified).
+async function project(named, rootDir) {{
+  if (typeof named === "object") return withCanaries(named);
+  const where = path.resolve(rootDir, named.replaceAll("<rootDir>", rootDir));
+  if (/[*?[\\]{{}}!]/.test(where)) return named;
+  try {{
+    return withCanaries((await readInitialOptions(where)).config);
+  }} catch {{
+    return named; // as jest would have it: its own error
+  }}
+}}
+
 module.exports = async () => {{
   const {{ config }} = await readInitialOptions({project});
-  const projects = config.projects?.map((p) => (typeof p === "object" ? withCanaries(p) : p));
-  return projects === undefined ? withCanaries(config) : {{ ...withCanaries(config), projects }};
+  const rootDir = config.rootDir ?? process.cwd();
+  const named = config.projects;
+  const projects = named && (await Promise.all(named.map((each) => project(each, rootDir))));
+  return projects ? {{ ...withCanaries(config), projects }} : withCanaries(config);
 }};
 """
 _JEST_CANARIES = """// The observer's canaries (completion-claim), added to every test file.
