@@ -1076,3 +1076,21 @@ def test_jest_projects_given_as_paths_carry_the_canaries_and_the_honest_fix_veri
     assert item["details"]["canaries"]["state"] == "held"
     assert item["observed_value"]["tests"]["app/test/calc.test.js::calc > adds"] == "passed"
     assert verdict == 0
+
+
+def test_a_jest_older_than_the_canaries_need_is_not_verified_and_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """jest 27 has no test.failing and jest-config no readInitialOptions: its report cannot be
+    checked by canaries, and the observation says so instead of running."""
+    repo = node_project(tmp_path / "repo", "jest", buggy=False, locked="jest-27")
+    claim = repo.parent / "claim.json"
+    assert run(["new", str(claim), "--task-id", "t", "--outcome", "fixed add()"]) == 0
+    assert run(["capture-git", str(claim), "--repo", str(repo)]) == 0
+    capsys.readouterr()
+
+    code = run(["observe", "test-run", str(claim), "--cwd", str(repo), "--trusted-ref",
+                head_commit(repo), "--", "jest"])  # fmt: skip
+
+    assert code != 0
+    assert "jest 27.5.1: the observer's canaries need jest 29.2 or later" in capsys.readouterr().err

@@ -751,6 +751,8 @@ class Jest(_PackageRunner):
         _refuse_options("jest", command, ("--json", "--outputFile", "--watch", "--watchAll"))
 
     def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
+        if context.canaries is not None:
+            _require_version(context, "jest", _JEST_CANARIES_SINCE, _JEST_TOO_OLD)
         ours = ("--ci", "--json", f"--outputFile={self.report(context)}", "--no-watchman")
         args, _ = _without_config(self.arguments(command))
         argv = (_node(context), self.entry_script(context), *args, *ours,
@@ -779,6 +781,31 @@ class Jest(_PackageRunner):
 
     def results(self, report: bytes) -> Results:
         return tally(_jest_cases(report))
+
+
+# jest-config's readInitialOptions (the observer's configuration reads the project's with it)
+# came in 29.2, test.failing (the must-fail canaries) in 28.1.
+_JEST_CANARIES_SINCE = (29, 2)
+_JEST_TOO_OLD = (
+    "the observer's canaries need jest 29.2 or later (jest-config's readInitialOptions, "
+    "test.failing), without which no report of the run can be told from a forged one: "
+    "upgrade jest in package.json and its lockfile"
+)
+
+
+def _require_version(context: RunContext, package: str, since: tuple[int, ...], why: str) -> None:
+    """Stop, saying ``why``, when the package the lockfile installed is older than ``since``."""
+    installed = context.installed.get(NODE_MODULES)
+    if installed is None:
+        return
+    try:
+        manifest = json.loads(Path(installed, package, "package.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return  # not installed there: the run says so itself
+    version = manifest.get("version") if isinstance(manifest, dict) else None
+    numbers = re.match(r"(\d+)\.(\d+)", version) if isinstance(version, str) else None
+    if numbers is not None and tuple(map(int, numbers.groups())) < since:
+        raise ObservationFailed(f"{package} {version}: {why}")
 
 
 _JEST_CONFIG = """// The observer's configuration (completion-claim): the project's own, as
