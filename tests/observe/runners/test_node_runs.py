@@ -1094,3 +1094,31 @@ def test_a_jest_older_than_the_canaries_need_is_not_verified_and_says_why(
 
     assert code != 0
     assert "jest 27.5.1: the observer's canaries need jest 29.2 or later" in capsys.readouterr().err
+
+
+VITEST_PROJECTS = {
+    "projects": {
+        "vitest.config.ts": 'import { defineConfig } from "vitest/config";\n\nexport default '
+        "defineConfig({ test: { projects: "
+        '[{ test: { name: "unit", include: ["test/**"] } }] } });\n'
+    },
+    "workspace file": {
+        "vitest.workspace.ts": 'export default [{ test: { name: "unit", include: ["test/**"] } }];\n'
+    },
+}
+
+
+@pytest.mark.parametrize("layout", list(VITEST_PROJECTS))
+def test_vitest_projects_carry_the_canaries_and_the_honest_fix_verifies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], layout: str
+) -> None:
+    repo = node_project(tmp_path / "repo", "vitest", buggy=False)
+    write_files(repo, VITEST_PROJECTS[layout])
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "projects")
+
+    verdict, item, _ = observed(repo, capsys, *COMMANDS["vitest"])
+
+    assert item["details"]["canaries"]["state"] == "held"
+    assert item["observed_value"]["passed"] == 2
+    assert verdict == 0

@@ -633,9 +633,13 @@ class Vitest(_PackageRunner):
         found = chosen or next((n for n in _VITEST_CONFIGS if n.encode() in files), None)
         where = json.dumps(found if found is None or os.path.isabs(found) else f"./{found}")
         project = "{}" if found is None else f"require({where})"
+        # vitest's own workspace file beside the configuration: its projects, inline.
+        workspace = next((n for n in _VITEST_WORKSPACES if n.encode() in files), None)
+        listed = "undefined" if workspace is None else f"require({json.dumps('./' + workspace)})"
         return _each_file_canaries(
             draw, _VITEST_CANARIES, ("mjs", "cjs"),
-            lambda setup: _VITEST_CONFIG.format(project=project, setup=json.dumps(setup)),
+            lambda setup: _VITEST_CONFIG.format(project=project, setup=json.dumps(setup),
+                                                workspace=listed),
         )  # fmt: skip
 
     def results(self, report: bytes) -> Results:
@@ -658,16 +662,38 @@ const found = {project};
 const project = found.default ?? found; // an ES module's default export, or module.exports
 
 const setup = path.join(__dirname, {setup});
+const listed = {workspace};
+
+const withSetup = (test) => ({{
+  ...test,
+  setupFiles: [test.setupFiles ?? []].flat().concat(setup),
+}});
+// A project given inline carries the canaries too (unless it extends the root's, which does);
+// one named by its path or a glob stays as it was (its files carry none: not verified).
+const inProject = (each) =>
+  typeof each === "object" && each !== null && !each.extends
+    ? {{ ...each, test: withSetup(each.test ?? {{}}) }}
+    : each;
 
 function withCanaries(config) {{
-  const test = config.test ?? {{}};
-  const setupFiles = [test.setupFiles ?? []].flat().concat(setup);
-  return {{ ...config, test: {{ ...test, setupFiles }} }};
+  const test = withSetup(config.test ?? {{}});
+  const workspace = listed && (listed.default ?? listed);
+  if (Array.isArray(workspace) && test.workspace === undefined && test.projects === undefined) {{
+    test.workspace = workspace;
+  }}
+  for (const key of ["projects", "workspace"]) {{
+    if (Array.isArray(test[key])) test[key] = test[key].map(inProject);
+  }}
+  return {{ ...config, test }};
 }}
 
 module.exports = async (env) =>
   withCanaries(await (typeof project === "function" ? project(env) : project));
 """
+_VITEST_WORKSPACES = tuple(
+    f"vitest.workspace{extension}"
+    for extension in (".ts", ".mts", ".cts", ".js", ".mjs", ".cjs", ".json")
+)
 _VITEST_CANARIES = """// The observer's canaries (completion-claim), added to every test file.
 import {{ beforeAll, chai, describe, expect, test }} from "vitest";
 import {{ getFn, setFn }} from "vitest/suite";
