@@ -1103,7 +1103,8 @@ VITEST_PROJECTS = {
         '[{ test: { name: "unit", include: ["test/**"] } }] } });\n'
     },
     "workspace file": {
-        "vitest.workspace.ts": 'export default [{ test: { name: "unit", include: ["test/**"] } }];\n'
+        "vitest.workspace.ts": "export default "
+        '[{ test: { name: "unit", include: ["test/**"] } }];\n'
     },
 }
 
