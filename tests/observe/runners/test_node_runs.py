@@ -927,7 +927,7 @@ def test_attack_175_a_repeated_test_fails_code_that_answers_by_how_often_it_ran(
     assert item["details"]["canaries"]["state"] == "held"
     outcome = "failed" if calc == "answers-once" else "passed"
     assert item["observed_value"]["tests"][name] == outcome
-    assert item["observed_value"]["passed"] == (2 if calc == "answers-once" else 3)
+    assert item["observed_value"]["passed"] == (1 if calc == "answers-once" else 2)  # each once
     assert verdict == (2 if calc == "answers-once" else 0)
 
 
