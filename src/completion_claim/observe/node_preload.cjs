@@ -101,8 +101,13 @@ function repeated(real) {
   }
   function variants(wrap, original) {
     const wrapped = wrap(original);
-    for (const key of Object.keys(original)) wrapped[key] = original[key];
-    for (const key of ["only"]) if (typeof original[key] === "function") wrapped[key] = wrap(original[key]);
+    // As declared: a getter (node:test's lazy `mock`) stays one, called only when used.
+    for (const key of Object.keys(original)) {
+      const described = { ...Object.getOwnPropertyDescriptor(original, key), configurable: true };
+      if ("value" in described) described.writable = true; // frozen below, once in place
+      Object.defineProperty(wrapped, key, described);
+    }
+    if (typeof original.only === "function") wrapped.only = wrap(original.only);
     return wrapped;
   }
   const wrappedTest = variants(test, real.test);

@@ -931,6 +931,60 @@ def test_attack_175_a_repeated_test_fails_code_that_answers_by_how_often_it_ran(
     assert verdict == (2 if calc == "answers-once" else 0)
 
 
+# node:test as a test file declares tests: nested blocks, its aliases, its lazy mock, and ES
+# module imports, each repeated test run twice (the second after its block's others).
+NESTED = """const { describe, it, mock, test } = require("node:test");
+const assert = require("node:assert");
+const calc = require("../calc.js");
+
+describe("outer", () => {
+  describe("inner", () => {
+    it("adds", () => assert.strictEqual(calc.add(2, 3), 5));
+    it("mocks", (t) => {
+      t.mock.method(calc, "add", () => 9);
+      assert.strictEqual(calc.add(1, 1), 9);
+    });
+  });
+});
+
+test("spies", () => {
+  const f = mock.fn(() => 3);
+  assert.strictEqual(f(), 3);
+});
+"""
+NESTED_ESM = """import test, { describe } from "node:test";
+import assert from "node:assert";
+import calc from "../calc.js";
+
+test("adds here", () => assert.strictEqual(calc.add(0, 4), 4));
+describe("block", () => test("adds there", () => assert.strictEqual(calc.add(1, 4), 5)));
+"""
+
+
+@pytest.mark.parametrize("calc", ["answers-once", "honest"])
+def test_attack_175_node_tests_declared_in_blocks_by_require_or_import_run_twice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], calc: str
+) -> None:
+    repo = node_project(tmp_path / "repo", "node-test")
+    write_files(repo, {"test/calc.test.js": NESTED, "test/esm.test.mjs": NESTED_ESM})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "blocks, aliases, mocks, ES modules")
+    write_files(repo, {"calc.js": ANSWERS_ONCE["js"] if calc == "answers-once" else CALC_JS})
+    names = ["test::outer > inner > adds", "test::outer > inner > mocks", "test::spies",
+             "test::adds here", "test::block > adds there"]  # fmt: skip
+    repeat = [arg for name in names for arg in ("--repeat-test", name)]
+
+    verdict, item, _ = observed(repo, capsys, "node", "--test", options=tuple(repeat))
+
+    tests = item["observed_value"]["tests"]
+    assert "ran_once" not in item["details"]
+    adding = ("failed", "passed", "passed", "failed", "failed")
+    assert [tests[name] for name in names] == (
+        list(adding) if calc == "answers-once" else ["passed"] * 5
+    )
+    assert verdict == (2 if calc == "answers-once" else 0)
+
+
 @pytest.mark.parametrize("runner", ["node-test", "jest"])
 def test_attack_175_control_a_test_run_once_passes_code_that_answers_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], runner: str
