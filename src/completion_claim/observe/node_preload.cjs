@@ -42,7 +42,25 @@ const repeat = new Set(
 if (repeat.size) {
   const repeating = repeated(kept.get("node:test"));
   kept.set("node:test", repeating);
-  moduleHook(repeating);
+  // node --test's process for one test file (node's own variable); the hook costs a thread.
+  if (process.env.NODE_TEST_CONTEXT && loadedAsModule(process.argv[1])) moduleHook(repeating);
+}
+
+// Whether node loads the file as an ES module: by its extension, else by the nearest
+// package.json's "type" (one that cannot be read: as a module, to be safe).
+function loadedAsModule(file) {
+  if (typeof file !== "string" || /\.c[jt]s$/.test(file)) return false;
+  if (/\.m[jt]s$/.test(file)) return true;
+  const path = require("node:path");
+  for (let folder = path.dirname(path.resolve(file)); ; folder = path.dirname(folder)) {
+    try {
+      const text = require("node:fs").readFileSync(path.join(folder, "package.json"), "utf8");
+      return JSON.parse(text).type === "module";
+    } catch (error) {
+      if (error.code !== "ENOENT" && error.code !== "ENOTDIR") return true;
+    }
+    if (path.dirname(folder) === folder) return false;
+  }
 }
 
 function repeated(real) {
