@@ -19,6 +19,7 @@ from tests.fixtures.node_projects import (
     CALC_JS,
     CALC_JS_BUGGY,
     JEST_TEST,
+    MOCHA_TEST,
     NODE_TEST,
     PROJECTS,
     node_project,
@@ -1176,4 +1177,25 @@ def test_vitest_projects_carry_the_canaries_and_the_honest_fix_verifies(
 
     assert item["details"]["canaries"]["state"] == "held"
     assert item["observed_value"]["passed"] == 2
+    assert verdict == 0
+
+
+def test_mochas_exclusive_tests_keep_the_canaries_and_the_honest_fix_verifies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``it.only`` in the project's tests: mocha runs those alone, and the canaries' suite,
+    made exclusive too once a test file asks for it."""
+    repo = node_project(tmp_path / "repo", "mocha")
+    focused = MOCHA_TEST.replace("  it(", "  it.only(").removesuffix("});\n") + (
+        '  it("never run", () => {\n    throw new Error("filtered out");\n  });\n});\n'
+    )
+    write_files(repo, {"calc.js": CALC_JS, "test/calc.test.js": focused})
+    git(repo, "commit", "-qam", "exclusive tests")
+
+    verdict, item, _ = observed(repo, capsys, "mocha")
+
+    assert item["details"]["canaries"]["state"] == "held"
+    tests = item["observed_value"]["tests"]
+    assert tests["test/calc.test.js::calc > adds"] == "passed"
+    assert "test/calc.test.js::calc > never run" not in tests
     assert verdict == 0

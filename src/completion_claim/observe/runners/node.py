@@ -1156,6 +1156,15 @@ function again(each) {{
   each.suites.forEach(again);
 }}
 
+// The project's exclusive tests (it.only, describe.only) choose among its own tests: once a
+// test file asks for them (mocha loads every file before it runs one), the canaries' suite is
+// exclusive too.
+suite.parent.on("post-require", () => {{
+  const root = suite.parent;
+  const asked = root.suites.some((each) => each !== suite && each.hasOnly()) || root.hasOnly();
+  if (asked && !(root._onlySuites ?? []).includes(suite)) root.appendOnlySuite(suite);
+}});
+
 // Last: after the project's tests, whatever they did to the assertions.
 before(() => {{
   again(suite.parent);
