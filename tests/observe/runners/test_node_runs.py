@@ -1199,3 +1199,35 @@ def test_mochas_exclusive_tests_keep_the_canaries_and_the_honest_fix_verifies(
     assert tests["test/calc.test.js::calc > adds"] == "passed"
     assert "test/calc.test.js::calc > never run" not in tests
     assert verdict == 0
+
+
+ALLOW_ONLY = (
+    'import { defineConfig } from "vitest/config";\n\n'
+    "export default defineConfig({ test: { allowOnly: true } });\n"
+)
+
+
+@pytest.mark.parametrize("filtered", [(), ("-t", "calc adds")], ids=["only", "name-pattern"])
+def test_vitests_focused_tests_and_name_pattern_keep_the_canaries_and_the_fix_verifies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], filtered: tuple[str, ...]
+) -> None:
+    repo = node_project(tmp_path / "repo", "vitest")
+    _, right, _, test, text = PROJECTS["vitest"]
+    if not filtered:  # vitest refuses .only under CI=true unless the configuration allows it
+        text = text.replace("  it(", "  it.only(")
+        write_files(repo, {"vitest.config.ts": ALLOW_ONLY})
+        git(repo, "add", "-A")
+    text = (
+        text.removesuffix("});\n")
+        + '  it("never run", () => {\n    throw new Error("no");\n  });\n});\n'
+    )
+    write_files(repo, {"calc.ts": right, test: text})
+    git(repo, "commit", "-qam", "focused")
+
+    verdict, item, _ = observed(repo, capsys, *COMMANDS["vitest"], *filtered)
+
+    assert item["details"]["canaries"]["state"] == "held"
+    tests = item["observed_value"]["tests"]
+    assert tests["test/calc.test.ts::calc > adds"] == "passed"
+    assert tests["test/calc.test.ts::calc > never run"] == "skipped"
+    assert verdict == 0

@@ -742,10 +742,13 @@ function again(file, suite, titles) {{
 
 // Last: after the file's own tests, whatever they did when called.
 beforeAll(async (file) => {{
-  if (repeat.length) {{
-    again(file, file, []);
-    await globalThis.__vitest_worker__?.rpc?.onCollected?.([file]);
-  }}
+  // The project's .only and --testNamePattern (-t) choose among its own tests, not the
+  // canaries, which vitest has filed as skipped then.
+  const canaries = file.tasks.find((task) => task.name === "{suite}");
+  const chosen = canaries !== undefined && canaries.mode !== "run";
+  if (chosen) for (const task of [canaries, ...canaries.tasks]) task.mode = "run";
+  if (repeat.length) again(file, file, []);
+  if (repeat.length || chosen) await globalThis.__vitest_worker__?.rpc?.onCollected?.([file]);
   const ours = file.tasks.findIndex((task) => task.name === "{suite}");
   if (ours >= 0) file.tasks.push(...file.tasks.splice(ours, 1));
 }});
