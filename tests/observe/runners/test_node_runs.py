@@ -1231,3 +1231,23 @@ def test_vitests_focused_tests_and_name_pattern_keep_the_canaries_and_the_fix_ve
     assert tests["test/calc.test.ts::calc > adds"] == "passed"
     assert tests["test/calc.test.ts::calc > never run"] == "skipped"
     assert verdict == 0
+
+
+@pytest.mark.parametrize("grep", [("--grep", "adds"), ("--fgrep", "never", "--invert")])
+def test_mochas_grep_keeps_the_canaries_and_the_honest_fix_verifies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], grep: tuple[str, ...]
+) -> None:
+    repo = node_project(tmp_path / "repo", "mocha")
+    text = MOCHA_TEST.removesuffix("});\n") + (
+        '  it("never run", () => {\n    throw new Error("filtered out");\n  });\n});\n'
+    )
+    write_files(repo, {"calc.js": CALC_JS, "test/calc.test.js": text})
+    git(repo, "commit", "-qam", "a test the command leaves out")
+
+    verdict, item, _ = observed(repo, capsys, "mocha", *grep)
+
+    assert item["details"]["canaries"]["state"] == "held"
+    tests = item["observed_value"]["tests"]
+    assert tests["test/calc.test.js::calc > adds"] == "passed"
+    assert "test/calc.test.js::calc > never run" not in tests
+    assert verdict == 0

@@ -1159,6 +1159,20 @@ function again(each) {{
   each.suites.forEach(again);
 }}
 
+// The command's --grep (--fgrep, --invert) chooses among the project's tests: mocha's runner
+// runs the canaries' suite whatever it says.
+const {{ Runner }} = require("mocha");
+const runSuite = Runner.prototype.runSuite;
+Runner.prototype.runSuite = function (each, done) {{
+  if (each !== suite || !(this._grep instanceof RegExp)) return runSuite.call(this, each, done);
+  const [grep, invert] = [this._grep, this._invert];
+  [this._grep, this._invert] = [/(?:)/, false];
+  return runSuite.call(this, each, (...args) => {{
+    [this._grep, this._invert] = [grep, invert];
+    done(...args);
+  }});
+}};
+
 // The project's exclusive tests (it.only, describe.only) choose among its own tests: once a
 // test file asks for them (mocha loads every file before it runs one), the canaries' suite is
 // exclusive too.
