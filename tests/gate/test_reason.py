@@ -174,3 +174,17 @@ def test_a_report_name_becomes_a_node_id_only_for_a_file_that_exists(tmp_path: P
     (tmp_path / "tests" / "test_x.py").write_text("")
     assert node_id("tests.test_x.TestA::test_b[1]", tmp_path) == "tests/test_x.py::TestA::test_b[1]"
     assert node_id("tests.test_y::test_b", tmp_path) == "tests.test_y::test_b"
+
+
+def test_a_test_to_run_twice_that_ran_once_says_so(tmp_path: Path) -> None:
+    """A Node runner reported the start's failing test once (attack 176): not "skipped", which
+    the agent would look for in the tests."""
+    name = "test/calc.test.js::calc > adds"
+    observed = PASSING | {"tests": {name: "skipped"}}
+    item = run_item(observed, baseline_tests={name: "failed"}, ran_once=[name])
+    item["expected"] = {"exit_code": 0, "tests": {name: "passed"}}
+
+    assert reason_for(claim_doc([file_write()], [item]), tmp_path) == (
+        f"{name} failed before you started and ran once where the observer runs it twice: "
+        "make it run and pass both times"
+    )

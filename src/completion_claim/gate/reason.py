@@ -133,12 +133,20 @@ def _baseline_lost(item: Evidence, root: Path) -> list[str]:
     tests = observed.get("tests")
     if not isinstance(seen, dict) or not isinstance(tests, dict):
         return []
+    once = (item.details or {}).get("ran_once")
+    once = once if isinstance(once, list) else []
     lines = []
     for name, then in seen.items():
         outcome = tests.get(name)
         if outcome in ("passed", "failed", "error"):  # a failure has its own line, with why
             continue
         before = {"passed": "passed", "failed": "failed", "error": "errored"}.get(str(then), then)
+        if name in once:  # a Node runner's second run of it never happened (attack 176)
+            lines.append(
+                f"{node_id(str(name), root)} {before} before you started and ran once where "
+                "the observer runs it twice: make it run and pass both times"
+            )
+            continue
         now = "skipped" if outcome == "skipped" else "not run at all" + _renamed(name, seen, tests)
         lines.append(
             f"{node_id(str(name), root)} {before} before you started and is now {now}: "

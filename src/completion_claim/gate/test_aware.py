@@ -182,6 +182,7 @@ _NODE_ASSERTIONS = (
     "throws|doesNotThrow|rejects|doesNotReject|ifError|AssertionError|toBe|toEqual|"
     "toStrictEqual|toMatchObject|toThrow|toContain|toBeTruthy|toBeDefined|toHaveBeenCalled\\w*"
 )
+_SEARCHES = "includes|indexOf|lastIndexOf|match|matchAll|search|split|startsWith|endsWith"
 _NODE_RUNNERS = r"node:test|vitest|@vitest/[\w./-]+|@jest/[\w./-]+|jest|mocha"
 NODE = (
     # node:assert's functions by its name (assert.x, assert.strict.x, require('assert').x), or
@@ -219,14 +220,30 @@ NODE = (
         "reads the test runner's global state ({})",
     ),
     _pattern(r"(['\"`][^'\"`]*\.(?:test|spec)\.[^'\"`]*['\"`])", "checks for a test file ({})"),
+    # The stack as text to decide by (which test file and line called), not an error's stack
+    # logged or rethrown; a function's caller.
     _pattern(
-        r"(\bnew\s+Error\s*(?:\(\s*\))?\s*\)?\s*\.\s*stack\b|\bError\s*\.\s*prepareStackTrace\b)",
+        r"(\bnew\s+Error\s*(?:\([^()]*\))?\s*\)?\s*\.\s*stack\b|\bError\s*\.\s*prepareStackTrace\b"
+        rf"|\.\s*stack\s*\.\s*(?:{_SEARCHES})\b|\.\s*test\s*\(\s*[\w$.]*\.\s*stack\b|\.\s*caller\b)",
         "reads the call stack ({})",
     ),
     _pattern(r"\b(process\s*\.\s*execArgv)\b", "reads the test runner's command line ({})"),
     _pattern(
         rf"\b(process\s*\.\s*argv)\b{_NEARBY}\b(?:test|spec|jest|vitest|mocha)",
         "reads the test runner's command line ({})",
+    ),
+    # Searched, whatever for: library code that looks for a word in the command line finds
+    # the test file node --test started its process for (a command-line program parses it).
+    _pattern(
+        rf"\b(process\s*\.\s*argv)\b(?:\s*\[[^\]]*\])?\s*\.\s*(?:some|find|findIndex|filter|join|"
+        rf"{_SEARCHES})\b",
+        "reads the test runner's command line ({})",
+        library_only=True,
+    ),
+    _pattern(
+        r"\b((?:require\s*\.\s*main|process\s*\.\s*mainModule)\s*\.\s*"
+        r"(?:filename|path|id|paths|children)|module\s*\.\s*parent)\b",
+        "reads the test runner's entry file ({})",
     ),
     _pattern(
         r"\b(Module\s*\.\s*(?:_load|_resolveFilename|prototype\s*\.\s*require))\b",

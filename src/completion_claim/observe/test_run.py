@@ -76,7 +76,7 @@ from .runners.base import (
     inside,
 )
 from .runners.pytest import report_name
-from .runners.results import MAX_REPORT_BYTES, PASSED, Results, no_counts
+from .runners.results import MAX_REPORT_BYTES, PASSED, Results, no_counts, ran_twice
 from .runtime_monitor import Lines
 from .runtime_monitor import __file__ as MONITOR
 from .sandbox import PLUGINS, REPORTS, SYSTEM_PATH, WORK, Overlay, Sandbox
@@ -227,15 +227,16 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         if hidden:
             details["hidden_tests"] = lay_hidden(tree, hidden, workspace.object_format())
         outputs = _clear_outputs(tree, runner, details)
-        # A plugin repeats them in its process; another runner, with tests of the observer's
-        # where it can reach them.
+        # A plugin repeats them in its process, a Node runner in its own; another runner, with
+        # tests of the observer's where it can reach them.
+        itself = channel is not None or runner.repeats_itself
         canaries = plant(runner, request.command, tree, cwd,
                          None if channel is None else channel.folder,
                          workspace.object_format(),
-                         () if channel is not None else request.repeat)  # fmt: skip
+                         () if itself else request.repeat)  # fmt: skip
         if request.repeat:
             again = set(canaries.repeats.values()) if canaries is not None else set()
-            repeated = [name for name in request.repeat if channel is not None or name in again]
+            repeated = [name for name in request.repeat if itself or name in again]
             details |= {key: names for key, names in (
                 ("repeated", repeated),
                 ("not_repeated", [name for name in request.repeat if name not in repeated]),
@@ -280,6 +281,10 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
             results = _results(runner, invocation, channel, stream, report, report_before,
                                exit_code, owned)  # fmt: skip
         _require_unmonitored(results, launch.work)
+        if runner.repeats_itself and request.repeat:
+            results, once = ran_twice(results, request.repeat)
+            if once:
+                details["ran_once"] = once
         tail = _tail(owned / "output.log")
         # The tests read the mirror, never the work tree: a later edit cannot reach them. The
         # files this pass had to read (the changed ones) are checked again, so a process still
@@ -648,6 +653,7 @@ class _Launch:
             reports=self.reports,
             canaries=self.canaries,
             preload=None if preload is None else f"{folder}/{preload.name}",
+            repeat=self.request.repeat,
         )
 
     def environment(self) -> dict[str, str]:

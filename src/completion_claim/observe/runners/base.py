@@ -167,6 +167,9 @@ class RunContext:
     reports: str  # an empty folder the run may write its report into, as the run sees it
     canaries: Canaries | None = None  # what the runner's ``canaries`` planted for this run
     preload: str | None = None  # the runner's ``preload`` as the run sees it
+    # Report names to run a second time, in the same process, after the others (by the runner
+    # itself, ``Runner.repeats_itself``, or by tests of the observer's, ``Runner.repeat``).
+    repeat: tuple[str, ...] = ()
     # Each mounted folder of its Dependencies on the host: the operator's cache entry, read
     # to find what was installed (a package's entry script), never written.
     installed: Mapping[str, str] = field(default_factory=dict)
@@ -199,6 +202,9 @@ class Runner(ABC):
     # Whether a failed or errored test in the report fails the run whatever its exit code (the
     # runner's own report, requested by the observer), or the exit code alone decides.
     counts_failures: ClassVar[bool] = True
+    # Whether the runner runs the tests of ``RunContext.repeat`` a second time itself (without a
+    # plugin): each must then be reported twice, else it is not taken as passed.
+    repeats_itself: ClassVar[bool] = False
     # One work-tree path of each kind ``protected`` answers yes for: an ignore glob of the gate
     # that matches one is refused at load.
     examples: ClassVar[tuple[str, ...]] = ()

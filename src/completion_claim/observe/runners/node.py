@@ -38,6 +38,7 @@ import shlex
 import shutil
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -113,6 +114,9 @@ _ENV = {"CI": "true", "NO_COLOR": "1", "FORCE_COLOR": "0"}
 # Loaded by every node process of the run before any test file: it freezes the assertion and
 # runner modules (node:assert, node:test), so the code under test cannot disarm them.
 PRELOAD = Path(__file__).parent.parent / "node_preload.cjs"
+# The report names of the tests to run a second time (a JSON list): each runner's own way to add
+# them (the preload's for node --test, the canaries' for the others) reads it.
+REPEAT = "CLAIM_REPEAT_TESTS"
 
 
 # --- what every Node runner shares ----------------------------------------------------------
@@ -179,12 +183,16 @@ def _node(context: RunContext) -> str:
 def _environment(context: RunContext) -> dict[str, str]:
     """The run's variables: plain output, and the observer's preload in NODE_OPTIONS, which
     every node process the runner starts inherits (node --test's process per file, jest's and
-    vitest's workers); the operator's own options, passed on with env, come first."""
+    vitest's workers); the operator's own options, passed on with env, come first. The tests
+    to run a second time are named in ``REPEAT``, read by the preload and the canaries before
+    any test file loads (the code under test may read them, and change them for the processes
+    it starts: a test then reported once is not taken as passed)."""
+    env = _ENV | ({REPEAT: json.dumps(list(context.repeat))} if context.repeat else {})
     if context.preload is None:
-        return dict(_ENV)
+        return env
     quoted = context.preload.replace("\\", "\\\\").replace('"', '\\"')
     options = [context.env.get("NODE_OPTIONS", ""), f'--require "{quoted}"']
-    return _ENV | {"NODE_OPTIONS": " ".join(filter(None, options))}
+    return env | {"NODE_OPTIONS": " ".join(filter(None, options))}
 
 
 def _refuse_options(runner: str, command: Sequence[str], options: Iterable[str]) -> None:
@@ -214,6 +222,7 @@ class _NodeRunner(Runner):
     )  # fmt: skip
     report_name: ClassVar[str]
     preload = PRELOAD
+    repeats_itself = True
 
     def protected(self, rel: bytes) -> bool:
         return is_node_protected(rel)
@@ -396,14 +405,20 @@ class NodeTest(_NodeRunner):
     def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
         # Options go before the first test file: node reads everything after it as files.
         at = list(command).index("--test") + 1
-        ours = (
+        ours: tuple[str, ...] = (
             "--test-reporter=junit", f"--test-reporter-destination={self.report(context)}",
             "--test-reporter=spec", "--test-reporter-destination=stdout",
         )  # fmt: skip
         # A command naming its test files runs only those: the canaries' file is named too.
         # Else node's own search finds it (a *.test.mjs file in the run's folder).
-        names_files = len(command) > 1 + len(_node_options(command))
+        options = _node_options(command)
+        names_files = len(command) > 1 + len(options)
         planted = tuple(context.canaries.files) if context.canaries and names_files else ()
+        # The project's name filter runs only the tests it names: the canaries are named too
+        # (node runs a test any of its patterns matches).
+        if context.canaries and any(_option(arg) == _NAME_PATTERN for arg in options):
+            names = (canary.name.partition("::")[2] for canary in context.canaries.tests)
+            ours += (f"{_NAME_PATTERN}=^({'|'.join(map(re.escape, names))})$",)
         argv = (_node(context), *command[1:at], *ours, *command[at:], *planted)
         return Invocation(argv, _environment(context), ReportSource.FILE, self.report(context))
 
@@ -415,7 +430,10 @@ class NodeTest(_NodeRunner):
         skipped), so the exit code still tells a run whose own tests failed, whatever report
         the run was left with."""
         holds, fails = f"claim canary {draw()}", f"claim canary {draw()}"
-        text = _NODE_TEST_CANARIES.format(holds=holds, fails=fails, value=draw(), other=draw())
+        # --test-only runs the tests marked only, and no other: the canaries are.
+        only = " only: true," if "--test-only" in _node_options(command) else ""
+        text = _NODE_TEST_CANARIES.format(holds=holds, fails=fails, value=draw(), other=draw(),
+                                          only=only)  # fmt: skip
         return Canaries(
             files={f"claim-canary-{draw()}.test.mjs": text.encode()},
             tests=(Canary(f"test::{holds}", passes=True), Canary(f"test::{fails}", passes=False)),
@@ -429,25 +447,41 @@ class NodeTest(_NodeRunner):
 _NODE_TEST_CANARIES = """import {{ test }} from "node:test";
 import assert from "node:assert";
 
-test("{holds}", () => {{
+test("{holds}", {{{only} }}, () => {{
   assert.strictEqual("{value}", "{value}");
   assert.deepStrictEqual({{ value: ["{value}"] }}, {{ value: ["{value}"] }});
 }});
 
-test("{fails}", {{ todo: true }}, () => {{
+test("{fails}", {{{only} todo: true }}, () => {{
   assert.strictEqual("{value}", "{other}");
 }});
 """
 
 
 def _node_options(command: Sequence[str]) -> list[str]:
-    """node's own options: those before the first argument that is not one."""
-    options = []
+    """node's own options: those before the first argument that is neither one nor the value
+    of the one before it (``--test-name-pattern add``)."""
+    options: list[str] = []
     for arg in command[1:]:
-        if not arg.startswith("-"):
+        valued = bool(options) and options[-1] in _VALUED and "=" not in options[-1]
+        if not arg.startswith("-") and not valued:
             break
         options.append(arg)
     return options
+
+
+def _option(arg: str) -> str:
+    return arg.partition("=")[0]
+
+
+_NAME_PATTERN = "--test-name-pattern"
+# node's options whose value may be the next argument (node --help).
+_VALUED = frozenset({
+    _NAME_PATTERN, "--test-skip-pattern", "--test-concurrency", "--test-timeout",
+    "--test-shard", "--test-coverage-include", "--test-coverage-exclude", "--require", "-r",
+    "--import", "--loader", "--experimental-loader", "--conditions", "-C", "--env-file",
+    "--test-isolation", "--test-global-setup", "--input-type", "--stack-size",
+})  # fmt: skip
 
 
 def _node_cases(element: ET.Element, suites: list[str]) -> Iterator[tuple[str, str, str]]:
@@ -510,7 +544,8 @@ def _each_file_canaries(
     (toBe, toEqual, toStrictEqual)."""
     suite, holds, *fails = (f"claim canary {draw()}" for _ in range(5))
     names = dict(zip(("fails_be", "fails_equal", "fails_strict"), fails, strict=True))
-    text = tests.format(suite=suite, holds=holds, value=draw(), other=draw(), fix=_FIX, **names)
+    text = tests.format(suite=suite, holds=holds, value=draw(), other=draw(), fix=_FIX,
+                        repeat=REPEAT, **names)  # fmt: skip
     word = draw()
     setup, config = (
         f"claim-canary-{word}.{kind}.{extension}"
@@ -598,9 +633,13 @@ class Vitest(_PackageRunner):
         found = chosen or next((n for n in _VITEST_CONFIGS if n.encode() in files), None)
         where = json.dumps(found if found is None or os.path.isabs(found) else f"./{found}")
         project = "{}" if found is None else f"require({where})"
+        # vitest's own workspace file beside the configuration: its projects, inline.
+        workspace = next((n for n in _VITEST_WORKSPACES if n.encode() in files), None)
+        listed = "undefined" if workspace is None else f"require({json.dumps('./' + workspace)})"
         return _each_file_canaries(
             draw, _VITEST_CANARIES, ("mjs", "cjs"),
-            lambda setup: _VITEST_CONFIG.format(project=project, setup=json.dumps(setup)),
+            lambda setup: _VITEST_CONFIG.format(project=project, setup=json.dumps(setup),
+                                                workspace=listed),
         )  # fmt: skip
 
     def results(self, report: bytes) -> Results:
@@ -623,18 +662,41 @@ const found = {project};
 const project = found.default ?? found; // an ES module's default export, or module.exports
 
 const setup = path.join(__dirname, {setup});
+const listed = {workspace};
+
+const withSetup = (test) => ({{
+  ...test,
+  setupFiles: [test.setupFiles ?? []].flat().concat(setup),
+}});
+// A project given inline carries the canaries too (unless it extends the root's, which does);
+// one named by its path or a glob stays as it was (its files carry none: not verified).
+const inProject = (each) =>
+  typeof each === "object" && each !== null && !each.extends
+    ? {{ ...each, test: withSetup(each.test ?? {{}}) }}
+    : each;
 
 function withCanaries(config) {{
-  const test = config.test ?? {{}};
-  const setupFiles = [test.setupFiles ?? []].flat().concat(setup);
-  return {{ ...config, test: {{ ...test, setupFiles }} }};
+  const test = withSetup(config.test ?? {{}});
+  const workspace = listed && (listed.default ?? listed);
+  if (Array.isArray(workspace) && test.workspace === undefined && test.projects === undefined) {{
+    test.workspace = workspace;
+  }}
+  for (const key of ["projects", "workspace"]) {{
+    if (Array.isArray(test[key])) test[key] = test[key].map(inProject);
+  }}
+  return {{ ...config, test }};
 }}
 
 module.exports = async (env) =>
   withCanaries(await (typeof project === "function" ? project(env) : project));
 """
+_VITEST_WORKSPACES = tuple(
+    f"vitest.workspace{extension}"
+    for extension in (".ts", ".mts", ".cts", ".js", ".mjs", ".cjs", ".json")
+)
 _VITEST_CANARIES = """// The observer's canaries (completion-claim), added to every test file.
 import {{ beforeAll, chai, describe, expect, test }} from "vitest";
+import {{ getFn, setFn }} from "vitest/suite";
 
 const check = (value) => (globalThis.expect ?? expect)(value);
 const [value, other] = ["{value}", "{other}"];
@@ -651,8 +713,42 @@ describe("{suite}", () => {{
   test.fails("{fails_strict}", () => check(wrapped(value)).toStrictEqual(wrapped(other)));
 }});
 
+// The tests to run a second time (read before the test file loads), each added again to its
+// describe block after the others, the last first, and the file collected again so that the
+// reporters know them: a result that depends on how often or in what order the code was called
+// fails one of its two runs.
+const repeat = JSON.parse(process.env.{repeat} || "[]").map((name) => name.split(/::(.*)/s));
+function again(file, suite, titles) {{
+  const named = (task, [path, title]) =>
+    title === [...titles, task.name].join(" > ") &&
+    (file.name === path || file.filepath.endsWith(`/${{path}}`));
+  const wanted = suite.tasks.filter(
+    (task) =>
+      task.type === "test" &&
+      task.mode !== "skip" &&
+      task.mode !== "todo" &&
+      repeat.some((name) => named(task, name)),
+  );
+  for (const task of wanted.reverse()) {{
+    const copy = {{ ...task, id: `${{task.id}}_again`, result: undefined, annotations: [] }};
+    Object.defineProperty(copy, "context", {{ value: task.context, enumerable: false }});
+    setFn(copy, getFn(task));
+    suite.tasks.push(copy);
+  }}
+  for (const task of suite.tasks) {{
+    if (task.type === "suite") again(file, task, [...titles, task.name]);
+  }}
+}}
+
 // Last: after the file's own tests, whatever they did when called.
-beforeAll((file) => {{
+beforeAll(async (file) => {{
+  // The project's .only and --testNamePattern (-t) choose among its own tests, not the
+  // canaries, which vitest has filed as skipped then.
+  const canaries = file.tasks.find((task) => task.name === "{suite}");
+  const chosen = canaries !== undefined && canaries.mode !== "run";
+  if (chosen) for (const task of [canaries, ...canaries.tasks]) task.mode = "run";
+  if (repeat.length) again(file, file, []);
+  if (repeat.length || chosen) await globalThis.__vitest_worker__?.rpc?.onCollected?.([file]);
   const ours = file.tasks.findIndex((task) => task.name === "{suite}");
   if (ours >= 0) file.tasks.push(...file.tasks.splice(ours, 1));
 }});
@@ -684,6 +780,8 @@ class Jest(_PackageRunner):
         _refuse_options("jest", command, ("--json", "--outputFile", "--watch", "--watchAll"))
 
     def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
+        if context.canaries is not None:
+            _require_version(context, "jest", _JEST_CANARIES_SINCE, _JEST_TOO_OLD)
         ours = ("--ci", "--json", f"--outputFile={self.report(context)}", "--no-watchman")
         args, _ = _without_config(self.arguments(command))
         argv = (_node(context), self.entry_script(context), *args, *ours,
@@ -695,17 +793,48 @@ class Jest(_PackageRunner):
         configuration of the observer's: the project's own, read by jest-config as jest would
         have read it (the command's ``--config``, else its search from the run's folder), with
         the canaries' setup file last among its ``setupFilesAfterEnv`` (in each project given
-        inline). The must-fail ones are ``test.failing`` (jest 28.1 and later), which jest
-        reports passed when they fail: an honest run's exit code stays its own."""
+        inline), and a first one of the observer's before the project's, which keeps jest's own
+        equality matchers for the canaries to assert with where the project's setup files
+        replaced them (``expect.extend``). The must-fail ones are ``test.failing`` (jest 28.1
+        and later), which jest reports passed when they fail: an honest run's exit code stays
+        its own."""
         _, chosen = _without_config(self.arguments(command))
         project = "undefined" if chosen is None else json.dumps(chosen)
-        return _each_file_canaries(
+        first = f"claim-canary-{draw()}.first.cjs"
+        canaries = _each_file_canaries(
             draw, _JEST_CANARIES, ("cjs", "cjs"),
-            lambda setup: _JEST_CONFIG.format(project=project, setup=json.dumps(setup)),
+            lambda setup: _JEST_CONFIG.format(project=project, setup=json.dumps(setup),
+                                              first=json.dumps(first)),
         )  # fmt: skip
+        return replace(canaries, files={first: _JEST_FIRST.encode(), **canaries.files})
 
     def results(self, report: bytes) -> Results:
         return tally(_jest_cases(report))
+
+
+# jest-config's readInitialOptions (the observer's configuration reads the project's with it)
+# came in 29.2, test.failing (the must-fail canaries) in 28.1.
+_JEST_CANARIES_SINCE = (29, 2)
+_JEST_TOO_OLD = (
+    "the observer's canaries need jest 29.2 or later (jest-config's readInitialOptions, "
+    "test.failing), without which no report of the run can be told from a forged one: "
+    "upgrade jest in package.json and its lockfile"
+)
+
+
+def _require_version(context: RunContext, package: str, since: tuple[int, ...], why: str) -> None:
+    """Stop, saying ``why``, when the package the lockfile installed is older than ``since``."""
+    installed = context.installed.get(NODE_MODULES)
+    if installed is None:
+        return
+    try:
+        manifest = json.loads(Path(installed, package, "package.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return  # not installed there: the run says so itself
+    version = manifest.get("version") if isinstance(manifest, dict) else None
+    numbers = re.match(r"(\d+)\.(\d+)", version) if isinstance(version, str) else None
+    if numbers is not None and tuple(map(int, numbers.groups())) < since:
+        raise ObservationFailed(f"{package} {version}: {why}")
 
 
 _JEST_CONFIG = """// The observer's configuration (completion-claim): the project's own, as
@@ -715,25 +844,57 @@ const path = require("node:path");
 const jestConfig = require.resolve("jest-config", {{ paths: [require.resolve("jest")] }});
 const {{ readInitialOptions }} = require(jestConfig);
 
-const setup = path.join(__dirname, {setup});
+const [first, setup] = [path.join(__dirname, {first}), path.join(__dirname, {setup})];
 const withCanaries = (config) => ({{
   ...config,
-  setupFilesAfterEnv: [...(config.setupFilesAfterEnv ?? []), setup],
+  setupFilesAfterEnv: [first, ...(config.setupFilesAfterEnv ?? []), setup],
 }});
+
+// A project named by its folder or configuration file, read as jest reads it; a glob stays as
+// it was (its projects carry no canaries, and the run is not verified).
+async function project(named, rootDir) {{
+  if (typeof named === "object") return withCanaries(named);
+  const where = path.resolve(rootDir, named.replaceAll("<rootDir>", rootDir));
+  if (/[*?[\\]{{}}!]/.test(where)) return named;
+  try {{
+    return withCanaries((await readInitialOptions(where)).config);
+  }} catch {{
+    return named; // as jest would have it: its own error
+  }}
+}}
 
 module.exports = async () => {{
   const {{ config }} = await readInitialOptions({project});
-  const projects = config.projects?.map((p) => (typeof p === "object" ? withCanaries(p) : p));
-  return projects === undefined ? withCanaries(config) : {{ ...withCanaries(config), projects }};
+  const rootDir = config.rootDir ?? process.cwd();
+  const named = config.projects;
+  const projects = named && (await Promise.all(named.map((each) => project(each, rootDir))));
+  return projects ? {{ ...withCanaries(config), projects }} : withCanaries(config);
 }};
 """
 _JEST_CANARIES = """// The observer's canaries (completion-claim), added to every test file.
 "use strict";
 const globals = require("@jest/globals");
 
-const check = (value) => (typeof expect === "function" ? expect : globals.expect)(value);
 const [value, other] = ["{value}", "{other}"];
 const wrapped = (word) => ({{ value: [word] }});
+
+// Each matcher as the tests have it, unless a setup file of the project's replaced it (an
+// equality of its own, which need not fail the canaries' values): then jest's own, kept by the
+// observer's first setup file.
+const own = globalThis[Symbol.for("completion-claim.jest-matchers")] ?? {{}};
+const matchers = globalThis[Symbol.for("$$jest-matchers-object")]?.matchers ?? {{}};
+const replaced = new Set(Object.keys(own).filter((name) => own[name] !== matchers[name]));
+const jests = {{ isNot: false, promise: "", customTesters: [], expand: false }};
+const check = (received) =>
+  new Proxy((typeof expect === "function" ? expect : globals.expect)(received), {{
+    get: (shared, name) =>
+      !replaced.has(name)
+        ? shared[name]
+        : (expected) => {{
+            const result = own[name].call(jests, received, expected);
+            if (!result.pass) throw new Error(result.message());
+          }},
+  }});
 
 globals.describe("{suite}", () => {{
   globals.test("{holds}", () => {{
@@ -746,15 +907,46 @@ globals.describe("{suite}", () => {{
   globals.test.failing("{fails_strict}", () => check(wrapped(value)).toStrictEqual(wrapped(other)));
 }});
 
+// The tests to run a second time (read before the test file loads), each added again to its
+// describe block after the others, the last first: a result that depends on how often or in
+// what order the code was called fails one of its two runs.
+const repeat = JSON.parse(process.env.{repeat} || "[]").map((name) => name.split(/::(.*)/s));
+const testPath = (typeof expect === "function" ? expect : globals.expect).getState().testPath;
+const named = (titles, [file, title]) =>
+  title === titles.join(" > ") && (testPath === file || String(testPath).endsWith(`/${{file}}`));
+function again(block, titles) {{
+  const wanted = block.children.filter(
+    (child) => child.type === "test" && repeat.some((name) => named([...titles, child.name], name)),
+  );
+  for (const test of wanted.reverse()) {{
+    // Not yet run: a copy with lists of its own (errors, retry reasons) is a test as declared.
+    const copy = Object.fromEntries(
+      Object.entries(test).map(([key, value]) => [key, Array.isArray(value) ? [] : value]),
+    );
+    block.children.push(copy);
+  }}
+  for (const child of block.children) {{
+    if (child.type === "describeBlock") again(child, [...titles, child.name]);
+  }}
+}}
+
 // Last: after the file's own tests, whatever they did when called (jest-circus keeps its
 // state on the global object, under a symbol of its own).
 globals.beforeAll(() => {{
   const key = Object.getOwnPropertySymbols(globalThis).find(
     (symbol) => symbol.description === "JEST_STATE_SYMBOL",
   );
+  if (key !== undefined && repeat.length) again(globalThis[key].rootDescribeBlock, []);
   const siblings = key === undefined ? [] : globalThis[key].rootDescribeBlock.children;
   const ours = siblings.findIndex((child) => child.name === "{suite}");
-  if (ours >= 0) siblings.push(...siblings.splice(ours, 1));
+  if (ours < 0) return;
+  siblings.push(...siblings.splice(ours, 1));
+  // The project's test.only and --testNamePattern choose among its own tests, not the canaries.
+  const state = globalThis[key];
+  if (state.hasFocusedTests) for (const canary of siblings.at(-1).children) canary.mode = "only";
+  const pattern = state.testNamePattern;
+  const either = (found) => new RegExp(`(?:${{found.source}})|^{suite} `, found.flags);
+  if (pattern) state.testNamePattern = either(pattern);
 }});
 
 // The matchers jest and the project's setup files defined can no longer be replaced (a new
@@ -768,6 +960,18 @@ if (Object.hasOwn(globalThis, "expect")) fix(globalThis, "expect");
 """
 
 
+_JEST_FIRST = """// The observer's first setup file (completion-claim): jest's own equality
+// matchers, before any setup file of the project's can replace them, for the canaries.
+"use strict";
+const matchers = globalThis[Symbol.for("$$jest-matchers-object")]?.matchers ?? {};
+const own = {};
+for (const name of ["toBe", "toEqual", "toStrictEqual"]) {
+  if (typeof matchers[name] === "function") own[name] = matchers[name];
+}
+Object.defineProperty(globalThis, Symbol.for("completion-claim.jest-matchers"), {
+  value: Object.freeze(own),
+});
+"""
 _JEST_OUTCOMES = {
     "passed": PASSED,
     "failed": FAILED,
@@ -892,7 +1096,7 @@ class Mocha(_PackageRunner):
         names = dict(zip(("fails", "fails_assert", "fails_expect"), fails, strict=True))
         name = f"claim-canary-{draw()}.cjs"
         text = _MOCHA_CANARIES.format(suite=name, holds=holds, value=draw(), other=draw(),
-                                      **names)  # fmt: skip
+                                      repeat=REPEAT, **names)  # fmt: skip
         return Canaries(
             files={name: text.encode()},
             tests=(Canary(f"{name}::{name} > {holds}", passes=True),
@@ -938,8 +1142,49 @@ const suite = describe("{suite}", () => {{
   }});
 }});
 
+// The tests to run a second time (read before any test file loads), each added again to its
+// suite after the others, the last first: a result that depends on how often or in what order
+// the code was called fails one of its two runs.
+const repeat = JSON.parse(process.env.{repeat} || "[]").map((name) => name.split(/::(.*)/s));
+const named = (test, [file, title]) => {{
+  const suites = test.parent.fullTitle();
+  if (file === suites && title === test.title) return true; // mocha 9's report names no file
+  const full = [suites, test.title].filter(Boolean).join(" > ");
+  const path = typeof test.file === "string" ? test.file : "";
+  return title === full && (path === file || path.endsWith(`/${{file}}`));
+}};
+function again(each) {{
+  const wanted = each.tests.filter((test) => repeat.some((name) => named(test, name)));
+  for (const test of wanted.reverse()) each.addTest(test.clone());
+  each.suites.forEach(again);
+}}
+
+// The command's --grep (--fgrep, --invert) chooses among the project's tests: mocha's runner
+// runs the canaries' suite whatever it says.
+const {{ Runner }} = require("mocha");
+const runSuite = Runner.prototype.runSuite;
+Runner.prototype.runSuite = function (each, done) {{
+  if (each !== suite || !(this._grep instanceof RegExp)) return runSuite.call(this, each, done);
+  const [grep, invert] = [this._grep, this._invert];
+  [this._grep, this._invert] = [/(?:)/, false];
+  return runSuite.call(this, each, (...args) => {{
+    [this._grep, this._invert] = [grep, invert];
+    done(...args);
+  }});
+}};
+
+// The project's exclusive tests (it.only, describe.only) choose among its own tests: once a
+// test file asks for them (mocha loads every file before it runs one), the canaries' suite is
+// exclusive too.
+suite.parent.on("post-require", () => {{
+  const root = suite.parent;
+  const asked = root.suites.some((each) => each !== suite && each.hasOnly()) || root.hasOnly();
+  if (asked && !(root._onlySuites ?? []).includes(suite)) root.appendOnlySuite(suite);
+}});
+
 // Last: after the project's tests, whatever they did to the assertions.
 before(() => {{
+  again(suite.parent);
   const siblings = suite.parent.suites;
   siblings.push(...siblings.splice(siblings.indexOf(suite), 1));
 }});

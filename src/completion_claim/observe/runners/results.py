@@ -11,7 +11,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 from xml.parsers import expat
 
@@ -36,21 +36,49 @@ class Results:
     # What the runtime monitor caught the changed code doing (:mod:`..runtime_monitor`): the
     # event, the file as the run saw it, and the line.
     monitored: tuple[tuple[str, str, int], ...] = ()
+    # Each outcome the report gives each test, in report order (a repeated test's two runs).
+    runs: dict[str, list[str]] = field(default_factory=dict)
 
 
 def tally(outcomes: Iterable[tuple[str, str, str]]) -> Results:
     """Results from ``(report name, outcome, message)`` per test case, in report order."""
     counts: Counter[str] = Counter()
+    runs: dict[str, list[str]] = {}
     tests: dict[str, str] = {}
     failures: list[dict[str, str]] = []
     for name, outcome, message in outcomes:
         counts[outcome] += 1
+        runs.setdefault(name, []).append(outcome)
         if name not in tests or SEVERITY[outcome] > SEVERITY[tests[name]]:
             tests[name] = outcome
         if outcome in (FAILED, ERROR) and len(failures) < MAX_FAILURES:
             failures.append({"test": name, "outcome": outcome, "message": first_line(message)})
     totals = {key: counts[outcome] for outcome, key in COUNT_KEYS.items()}
-    return Results(totals | {"tests": tests}, failures)
+    return Results(totals | {"tests": tests}, failures, runs=runs)
+
+
+def ran_twice(results: Results, repeated: Iterable[str]) -> tuple[Results, list[str]]:
+    """The results with each test of ``repeated`` counted once, by the worse of its runs (the
+    second run is no further test: ``min_tests`` counts tests), and each that passed but was
+    reported fewer than two times taken as skipped; and those tests. The runner was to run it
+    a second time, and a run in which the second never happened (the code kept it from being
+    added) is no proof that the outcome does not depend on how often the code was called."""
+    tests: dict[str, str] = dict(results.counts.get("tests") or {})
+    if not tests:
+        return results, []
+    counts = dict(results.counts)
+    once = []
+    for name in dict.fromkeys(repeated):
+        outcomes = results.runs.get(name, [])
+        if name not in tests or not outcomes:
+            continue
+        for outcome in outcomes:
+            counts[COUNT_KEYS[outcome]] -= 1
+        if tests[name] == PASSED and len(outcomes) < 2:
+            tests[name] = SKIPPED
+            once.append(name)
+        counts[COUNT_KEYS[tests[name]]] += 1
+    return replace(results, counts=counts | {"tests": tests}), once
 
 
 def no_counts(why: str) -> Results:
