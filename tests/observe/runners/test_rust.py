@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 
 from completion_claim.cli import run
-from completion_claim.errors import UsageError
+from completion_claim.errors import ObservationFailed, UsageError
 from completion_claim.observe.runners import runner_for
 from completion_claim.observe.runners.base import Canaries, ReportSource, RunContext
 from completion_claim.observe.runners.binaries import EVERY_BINARY
 from completion_claim.observe.runners.results import Results
 from completion_claim.observe.runners.rust import BINARY_EVENT, CargoTest, read_events
+from completion_claim.observe.sandbox import Sandbox
 from tests.fixtures.projects import write_files
 from tests.gate.test_rust_gate import (
     ARITH,
@@ -27,6 +28,7 @@ from tests.gate.test_rust_gate import (
     CARGO_TOML,
     FORGED_EVENTS,
     LIB,
+    LIB_BUGGY,
     LIB_WRONG,
     rust_project,
 )
@@ -299,6 +301,60 @@ def test_claim_observe_test_run_counts_a_real_cargo_test_run(tmp_path: Path) -> 
     assert item["details"]["dependencies"]["lockfiles"] == {
         "Cargo.lock": "sha256:" + hashlib.sha256(CARGO_LOCK.encode()).hexdigest()
     }
+
+
+def test_the_toolchain_is_resolved_once_until_its_compiler_changes(tmp_path: Path) -> None:
+    """A gate resolves the toolchain twice per stop (its configuration, then the run): the
+    second time costs no compiler start, unless the compiler is another file by then."""
+    sysroot, asked = tmp_path / "toolchain", tmp_path / "asked"
+    release = '#!/bin/sh\necho "$0 $*" >> {asked}\necho "release: {release}"\n'
+    nightly = release.format(asked=asked, release="1.90.0-nightly")
+    write_files(sysroot, {"bin/cargo": "#!/bin/sh\n", "bin/rustc": nightly})
+    for program in ("cargo", "rustc"):
+        (sysroot / "bin" / program).chmod(0o755)
+    cargo = str(sysroot / "bin" / "cargo")
+
+    for _ in range(2):
+        toolchain = CARGO.toolchain(["cargo", "test"], cargo, tmp_path / "work")
+        assert "RUSTC_BOOTSTRAP" not in toolchain.env  # a nightly takes unstable options as is
+    assert len(asked.read_text().splitlines()) == 1
+
+    # The operator installs a stable compiler in its place (another size, another time).
+    (sysroot / "bin" / "rustc").write_text(release.format(asked=asked, release="1.90.0 (stable)"))
+    toolchain = CARGO.toolchain(["cargo", "test"], cargo, tmp_path / "work")
+    assert toolchain.env["RUSTC_BOOTSTRAP"] == "-1"
+    assert len(asked.read_text().splitlines()) == 2
+
+
+@needs_cargo
+def test_a_run_its_canaries_explain_needs_no_probe_of_the_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every cargo test run exits 101 (the must-fail canary). When the canaries held, tests
+    named at random for this run reported their planted outcomes: the sandbox started the
+    toolchain, and no second sandbox is started to prove it. A run whose report holds no canary
+    (the build failed) is believed only after the probe, as before: a broken sandbox (here, a
+    probe that cannot start the compiler) fails the observation."""
+    probed: list[str] = []
+
+    def cannot_start(self: Sandbox, command: list[str], *args: object, **kwargs: object) -> None:
+        probed.append(os.path.basename(command[0]))
+        raise ObservationFailed("the sandbox (bwrap) cannot start rustc: as if broken")
+
+    monkeypatch.setattr(Sandbox, "probe", cannot_start)
+    repo = rust_project(tmp_path / "repo", {"src/lib.rs": LIB})
+    for name, lib, code in (("fixed", LIB, 0), ("failing", LIB_BUGGY, 0), ("broken", "fn {", 5)):
+        write_files(repo, {"src/lib.rs": lib})
+        claim = tmp_path / f"{name}.json"
+        assert run(["new", str(claim), "--task-id", name, "--outcome", "fixed add"]) == 0
+        assert run(["capture-git", str(claim), "--repo", str(repo)]) == 0
+        assert run(["observe", "test-run", str(claim), "--cwd", str(repo),
+                    "--", "cargo", "test"]) == code, name  # fmt: skip
+        if code == 0:
+            [item] = json.loads(claim.read_text())["evidence"]
+            assert item["observed_value"]["exit_code"] == 101
+            assert item["observed_value"]["canaries"] == "held"
+    assert probed == ["rustc"]  # the broken build's run alone
 
 
 # --- canaries (issue 30) -------------------------------------------------------------------------

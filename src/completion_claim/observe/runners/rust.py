@@ -246,7 +246,7 @@ class CargoTest(Runner):
                     )
 
     def toolchain(self, command: Sequence[str], chosen: str | None, workspace: Path) -> Toolchain:
-        sysroot = _sysroot(_chosen_cargo(command, chosen, workspace))
+        sysroot, nightly = _resolved(_chosen_cargo(command, chosen, workspace))
         if inside(sysroot, workspace):
             raise UsageError(
                 f"toolchain: {sysroot} is inside the workspace, which the agent controls"
@@ -259,7 +259,7 @@ class CargoTest(Runner):
             "CARGO_INCREMENTAL": "0",
             "RUST_BACKTRACE": "0",
         }
-        if not _nightly(os.path.join(bin_dir, "rustc")):
+        if not nightly:
             env["RUSTC_BOOTSTRAP"] = "-1"
         cargo = os.path.join(bin_dir, "cargo")
         readable = () if inside(sysroot, "/usr") else (sysroot,)
@@ -389,6 +389,41 @@ def _chosen_cargo(command: Sequence[str], chosen: str | None, workspace: Path) -
     return os.path.abspath(
         chosen_program("cargo", command, chosen, workspace, "set toolchain = its folder")
     )
+
+
+_RUSTUP_SETTINGS = ("RUSTUP_HOME", "CARGO_HOME", "RUSTUP_TOOLCHAIN")
+_Identity = tuple[int, int, int, int] | None
+_resolved_before: dict[tuple[object, ...], tuple[str, bool, _Identity]] = {}
+
+
+def _resolved(cargo: str) -> tuple[str, bool]:
+    """``cargo``'s sysroot, and whether its compiler is a nightly. A gate asks twice per stop
+    (loading its configuration, then running the check), and each answer costs the compiler's
+    start (twice through a rustup proxy): asked again about the same program, unchanged, with
+    the same rustup settings and the same compiler, the process answers as before."""
+    real = os.path.realpath(cargo)
+    home = os.environ.get("RUSTUP_HOME") or os.path.expanduser("~/.rustup")
+    settings = [os.environ.get(name) for name in _RUSTUP_SETTINGS]
+    files = [_identity(path) for path in (real, os.path.join(home, "settings.toml"))]
+    key = (cargo, *files, *settings, os.path.expanduser("~"))
+    found = _resolved_before.get(key)
+    if found is not None and _identity(os.path.join(found[0], "bin", "rustc")) == found[2]:
+        return found[0], found[1]
+    sysroot = _sysroot(cargo)
+    rustc = os.path.join(sysroot, "bin", "rustc")
+    before = _identity(rustc)
+    nightly = _nightly(rustc)
+    _resolved_before[key] = (sysroot, nightly, before)
+    return sysroot, nightly
+
+
+def _identity(path: str) -> _Identity:
+    """Which file ``path`` is, and which version of it: None when there is none."""
+    try:
+        seen = os.stat(path)
+    except OSError:
+        return None
+    return seen.st_dev, seen.st_ino, seen.st_size, seen.st_mtime_ns
 
 
 def _sysroot(cargo: str) -> str:
