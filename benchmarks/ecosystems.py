@@ -33,6 +33,9 @@ def main() -> int:
         except FileNotFoundError as missing:  # a toolchain this machine does not have
             print(f"{name:<12} left out: {missing}")
             continue
+        except SystemExit as failed:  # a command that failed: said, and the others still run
+            print(f"{name:<12} failed: {failed}")
+            continue
         for label, seconds in rows:
             print(f"{name:<12} {label:<44} {seconds:>8.3f}")
         found = dict(rows)
