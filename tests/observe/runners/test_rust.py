@@ -155,7 +155,11 @@ def test_crates_are_installed_from_the_lockfile_alone(monkeypatch: pytest.Monkey
     assert spec.install_env["CRATES_DOWNLOAD"].endswith("/{crate}/{crate}-{version}.crate")
     assert spec.lockfiles == ("Cargo.lock",)
     assert spec.optional == ("Cargo.lock",)  # a crate without dependencies may have none
-    assert spec.mounts == {"vendor": None}
+    # The crates, and cargo's record of the compiler's answers (made with no crate of the run's).
+    assert spec.mounts == {"vendor": None, "rustc-info": None}
+    # Messages name the vendor script's command, as before the record.
+    python = spec.install[-1]
+    assert spec.named == f"{python} -I -c import os; exec(os.environ['VENDOR_SCRIPT'])"
 
 
 # --- libtest's events ---------------------------------------------------------------------------
@@ -355,6 +359,49 @@ def test_a_run_its_canaries_explain_needs_no_probe_of_the_sandbox(
             assert item["observed_value"]["exit_code"] == 101
             assert item["observed_value"]["canaries"] == "held"
     assert probed == ["rustc"]  # the broken build's run alone
+
+
+# A test of the agent's writing into its run's target folder: cargo's record of the compiler's
+# answers, spoilt (the target's file names unreadable), where the next run would read it if the
+# target folder or its record were shared.
+SPOILING = """#[test]
+fn adds() {
+    let deps = std::env::current_exe().unwrap();
+    let target = deps.parent().unwrap().parent().unwrap().parent().unwrap();
+    let record = target.join(".rustc_info.json");
+    let text = std::fs::read_to_string(&record).unwrap();
+    std::fs::write(&record, text.replace("___", "")).unwrap();
+    assert_eq!(calc::add(2, 3), 5);
+}
+"""
+
+
+@needs_cargo
+def test_each_run_starts_from_the_caches_record_of_the_compiler_and_cannot_change_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache entry keeps cargo's record of what it asks the compiler, made by a package of
+    the observer's, so a run's fresh target folder spares cargo three compiler starts. Each run
+    copies it: a run that spoils its copy leaves the record, and the next run, as they were."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    repo = rust_project(tmp_path / "repo", {"src/lib.rs": LIB, "tests/arith.rs": SPOILING})
+    records = []
+    for number in (1, 2):
+        claim = tmp_path / f"claim-{number}.json"
+        assert run(["new", str(claim), "--task-id", f"t-{number}", "--outcome", "fixed add"]) == 0
+        assert run(["capture-git", str(claim), "--repo", str(repo)]) == 0
+        assert run(["observe", "test-run", str(claim), "--cwd", str(repo),
+                    "--", "cargo", "test"]) == 0  # fmt: skip
+        [item] = json.loads(claim.read_text())["evidence"]
+        assert item["observed_value"]["tests"] == {"calc::tests::adds_zero": "passed",
+                                                   "arith::adds": "passed"}  # fmt: skip
+        assert item["observed_value"]["canaries"] == "held"
+        key = item["details"]["dependencies"]["key"]
+        entry = tmp_path / "state" / "completion-claim" / "runs" / "dependencies" / "cargo" / key
+        records.append((entry / "rustc-info" / ".rustc_info.json").read_text())
+    assert records[0] == records[1]
+    assert '"rustc_fingerprint"' in records[0]
+    assert "___" in records[0]
 
 
 # --- canaries (issue 30) -------------------------------------------------------------------------

@@ -62,6 +62,8 @@ from .binaries import EVERY_BINARY, in_every_binary
 from .results import ERROR, FAILED, MAX_REPORT_BYTES, PASSED, SKIPPED, Results, no_counts, tally
 
 VENDOR = "vendor"  # the cache entry's folder of unpacked crates
+RUSTC_INFO_SEED = "rustc-info"  # the cache entry's record of cargo's questions to the compiler
+RUSTC_INFO = ".rustc_info.json"  # cargo's name for that record, in a target folder
 CRATES_DOWNLOAD = "https://static.crates.io/crates/{crate}/{crate}-{version}.crate"
 DOWNLOAD_VARIABLE = "CLAIM_CRATES_DOWNLOAD"  # the operator's mirror, as a URL template
 BINARY_EVENT = "claim-binary"
@@ -181,6 +183,28 @@ for block in lock.split("[[package]]")[1:]:
 """
 
 
+# The install: the vendor script (its interpreter is $0), then `cargo test` of a package of the
+# observer's, no code of the work tree, so that cargo records what it asks the compiler (its
+# version, the target's names and cfg: three compiler starts) in its target folder; that record
+# alone is kept. Each run's target folder starts with a copy (_FROM_RUSTC_INFO): cargo believes
+# it only for the compiler it names, unchanged (its path and modification time), and asks again
+# otherwise. Without a record (the package did not build) a run asks, as cargo always does.
+_INSTALL = (
+    '"$0" -I -c "import os; exec(os.environ[\'VENDOR_SCRIPT\'])" || exit\n'
+    f"mkdir {RUSTC_INFO_SEED}\n"
+    'seed=$(mktemp -d) && mkdir "$seed/src" && : > "$seed/src/lib.rs" || exit\n'
+    'printf \'[package]\\nname = "claim-seed"\\nversion = "0.1.0"\\n\' > "$seed/Cargo.toml"\n'
+    '(cd "$seed" && CARGO_HOME="$seed/home" CARGO_TARGET_DIR="$seed/target" '
+    "cargo test --offline -q) > /dev/null 2>&1 &&\n"
+    f'  cp "$seed/target/{RUSTC_INFO}" {RUSTC_INFO_SEED}/\n'
+    'rm -rf "$seed"\n'
+)
+_FROM_RUSTC_INFO = (
+    f'[ -f "$0/{RUSTC_INFO}" ] && mkdir -p "$CARGO_TARGET_DIR" && '
+    f'cp "$0/{RUSTC_INFO}" "$CARGO_TARGET_DIR/"; exec "$@"'
+)
+
+
 def is_cargo_test(command: Sequence[str]) -> bool:
     """``cargo test``, and ``cargo +TOOLCHAIN test`` (refused: the toolchain is the check's)."""
     if program_name(command) != "cargo" or len(command) < 2:
@@ -271,12 +295,14 @@ class CargoTest(Runner):
         self, command: Sequence[str], read: Callable[[str], bytes | None]
     ) -> Dependencies:
         python = shutil.which("python3", path=SYSTEM_PATH) or "python3"
+        vendor = (python, "-I", "-c", "import os; exec(os.environ['VENDOR_SCRIPT'])")
         return Dependencies(
             lockfiles=("Cargo.lock",),
             optional=("Cargo.lock",),
+            install=("/bin/sh", "-c", _INSTALL, python),
             # The script travels in the environment, so the command said in messages is short.
-            install=(python, "-I", "-c", "import os; exec(os.environ['VENDOR_SCRIPT'])"),
-            mounts={VENDOR: None},
+            shown=" ".join(vendor),
+            mounts={VENDOR: None, RUSTC_INFO_SEED: None},
             install_env=observer_settings(PROXY_SETTINGS)
             | {
                 "VENDOR_SCRIPT": VENDOR_SCRIPT,
@@ -332,6 +358,9 @@ class CargoTest(Runner):
             # Filters choose tests by name: the canaries' names are filters too.
             theirs += [canary.name.split("::", 1)[1] for canary in canaries.tests]
         argv += [*ours, "--", "-Z", "unstable-options", "--format", "json", *theirs]
+        seed = context.dependencies.get(RUSTC_INFO_SEED)
+        if seed is not None:
+            argv = ["/bin/sh", "-c", _FROM_RUSTC_INFO, seed, *argv]
         if canaries is not None:
             module = canaries.tests[0].name.split("::")[1]
             argv = ["/bin/sh", "-c", _PLANT, "sh", module, *canaries.files, "--", *argv]
