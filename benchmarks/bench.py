@@ -38,6 +38,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import goals  # benchmarks/goals.py, beside this script
 import signed  # benchmarks/signed.py, beside this script
 
 from completion_claim import load_claim, verify
@@ -656,6 +657,8 @@ def bench_batch(exe: Path, count: int, rounds: int) -> list[Target]:
     shown = ", ".join(f"{state} {states[state]:,}" for state in sorted(states))
     print(f"  verdicts: {shown}")
     one, default = best["claim --jobs 1"], best["claim (default jobs)"]
+    goals.record(goals.BATCH_WALL, default.wall / floor.wall, 6.0, "x")
+    goals.record(goals.BATCH_MEMORY, big.rss_kib / default.rss_kib, 1.25, "x")
     return [
         Target(
             "batch CPU, one job, over the json.loads floor", one.cpu / floor.cpu, TARGET_BATCH_CPU

@@ -67,8 +67,10 @@ def decode_document(data: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES) -> Js
 
     msgspec rejects what the strict decoder rejects (NaN, numbers out of range, lone
     surrogates, bad UTF-8, control characters) but silently keeps the last of duplicate keys.
-    Formatting with one member or element per line keeps duplicates, so the document has none
-    exactly when its text and its decoded value re-encoded format to as many lines (a string
+    Formatting keeps duplicates. The decoded value re-encoded spells each member name of an
+    object differently, so a text whose compact form is those very bytes has no duplicate (the
+    common case: one pass). Otherwise, with one member or element per line, the document has
+    none exactly when its text and the re-encoded value format to as many lines (a string
     cannot hold a raw newline). Whatever the fast path does not accept, the strict decoder
     decides, and names the problem.
     """
@@ -83,7 +85,10 @@ def decode_document(data: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES) -> Js
     except (msgspec.DecodeError, RecursionError, UnicodeEncodeError):
         # UnicodeEncodeError: a text holding a lone surrogate, which has no UTF-8 form
         return _strict(data, max_bytes)
-    if _lines(_FORMAT(data, indent=1)) != _lines(_FORMAT(_ENCODE(value), indent=1)):
+    encoded = _ENCODE(value)
+    if _FORMAT(data, indent=-1) == encoded:
+        return value
+    if _lines(_FORMAT(data, indent=1)) != _lines(_FORMAT(encoded, indent=1)):
         return _strict(data, max_bytes)
     return value
 

@@ -269,17 +269,28 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
             digest_the_trees,
         )  # fmt: skip
         duration = time.monotonic() - started
-        if exit_code != 0:
+        try:
+            if invocation.source is ReportSource.BUILD:
+                # What the build wrote: in the overlay's own layer, or in the copy.
+                written = run_dir if overlay is None else Path(overlay.upper)
+                results = runner.build_results(_build_reports(runner, written, outputs, owned))
+            else:
+                results = _results(runner, invocation, channel, stream, report, report_before,
+                                   exit_code, owned)  # fmt: skip
+        except ObservationFailed:
+            if exit_code != 0:  # a sandbox that cannot start the toolchain is the cause, if so
+                launch.require_toolchain_starts()
+            raise
+        seen = None if canaries is None else judged(results, canaries)
+        explained = (canaries is not None and exit_code == canaries.failed_exit_code
+                     and seen is not None and seen[1]["state"] == HELD)  # fmt: skip
+        if exit_code != 0 and not explained:
             # A failed run counts only once the sandbox is known to start the toolchain: a broken
-            # sandbox never passes for a failed test. A run that passed needs no such proof.
+            # sandbox never passes for a failed test. A run that passed needs no such proof, nor
+            # one that exited as its canaries make it (Go's and Rust's must-fail canary fails
+            # every run) when they held: tests named at random for this run reported their
+            # planted outcomes, so the sandbox started the toolchain and it ran them.
             launch.require_toolchain_starts()
-        if invocation.source is ReportSource.BUILD:
-            # What the build wrote: in the overlay's own layer, or in the copy.
-            written = run_dir if overlay is None else Path(overlay.upper)
-            results = runner.build_results(_build_reports(runner, written, outputs, owned))
-        else:
-            results = _results(runner, invocation, channel, stream, report, report_before,
-                               exit_code, owned)  # fmt: skip
         _require_unmonitored(results, launch.work)
         if runner.repeats_itself and request.repeat:
             results, once = ran_twice(results, request.repeat)
@@ -290,8 +301,8 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         # files this pass had to read (the changed ones) are checked again, so a process still
         # writing them is named; re-checking every file would cost a stat per file per stop.
         require_unchanged(mirror, (rel for rel in mirror.read_paths if rel in tree.files))
-    if canaries is not None:
-        results, details[CANARIES] = judged(results, canaries)
+    if canaries is not None and seen is not None:
+        results, details[CANARIES] = seen
         state = details[CANARIES]["state"]
         if state == NOT_RUN or (state == UNREPORTED and canaries.optional):
             canaries = None  # a run of no test (or of no runner): nothing to expect of them

@@ -40,6 +40,26 @@ def report(name: str) -> bytes:
     return (REPORTS / name).read_bytes()
 
 
+def test_the_goroot_is_asked_once_until_the_go_program_changes(tmp_path: Path) -> None:
+    """A gate resolves the toolchain twice per stop (its configuration, then the run): the
+    second time starts no go program, unless the program is another file by then."""
+    goroot, asked = tmp_path / "go", tmp_path / "asked"
+    script = f'#!/bin/sh\necho "$*" >> {asked}\necho {goroot}\n'
+    write_files(goroot, {"bin/go": script})
+    program = goroot / "bin" / "go"
+    program.chmod(0o755)
+    for _ in range(2):
+        toolchain = runner_for(["go", "test"]).toolchain(
+            ["go", "test"], str(program), tmp_path / "work"
+        )
+        assert toolchain.env["GOROOT"] == str(goroot)
+    assert asked.read_text().splitlines() == ["env GOROOT"]
+
+    program.write_text(script + "# a new release\n")
+    runner_for(["go", "test"]).toolchain(["go", "test"], str(program), tmp_path / "work")
+    assert asked.read_text().splitlines() == ["env GOROOT", "env GOROOT"]
+
+
 def test_go_test_is_recognised_as_go_and_nothing_else_is() -> None:
     assert runner_for(["go", "test", "./..."]).name == "go"
     assert runner_for(["/usr/local/go/bin/go", "test", "-run", "TestAdd", "./..."]).name == "go"

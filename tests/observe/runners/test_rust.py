@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 
 from completion_claim.cli import run
-from completion_claim.errors import UsageError
+from completion_claim.errors import ObservationFailed, UsageError
 from completion_claim.observe.runners import runner_for
 from completion_claim.observe.runners.base import Canaries, ReportSource, RunContext
 from completion_claim.observe.runners.binaries import EVERY_BINARY
 from completion_claim.observe.runners.results import Results
 from completion_claim.observe.runners.rust import BINARY_EVENT, CargoTest, read_events
+from completion_claim.observe.sandbox import Sandbox
 from tests.fixtures.projects import write_files
 from tests.gate.test_rust_gate import (
     ARITH,
@@ -27,6 +28,7 @@ from tests.gate.test_rust_gate import (
     CARGO_TOML,
     FORGED_EVENTS,
     LIB,
+    LIB_BUGGY,
     LIB_WRONG,
     rust_project,
 )
@@ -153,7 +155,11 @@ def test_crates_are_installed_from_the_lockfile_alone(monkeypatch: pytest.Monkey
     assert spec.install_env["CRATES_DOWNLOAD"].endswith("/{crate}/{crate}-{version}.crate")
     assert spec.lockfiles == ("Cargo.lock",)
     assert spec.optional == ("Cargo.lock",)  # a crate without dependencies may have none
-    assert spec.mounts == {"vendor": None}
+    # The crates, and cargo's record of the compiler's answers (made with no crate of the run's).
+    assert spec.mounts == {"vendor": None, "rustc-info": None}
+    # Messages name the vendor script's command, as before the record.
+    python = spec.install[-1]
+    assert spec.named == f"{python} -I -c import os; exec(os.environ['VENDOR_SCRIPT'])"
 
 
 # --- libtest's events ---------------------------------------------------------------------------
@@ -299,6 +305,103 @@ def test_claim_observe_test_run_counts_a_real_cargo_test_run(tmp_path: Path) -> 
     assert item["details"]["dependencies"]["lockfiles"] == {
         "Cargo.lock": "sha256:" + hashlib.sha256(CARGO_LOCK.encode()).hexdigest()
     }
+
+
+def test_the_toolchain_is_resolved_once_until_its_compiler_changes(tmp_path: Path) -> None:
+    """A gate resolves the toolchain twice per stop (its configuration, then the run): the
+    second time costs no compiler start, unless the compiler is another file by then."""
+    sysroot, asked = tmp_path / "toolchain", tmp_path / "asked"
+    release = '#!/bin/sh\necho "$0 $*" >> {asked}\necho "release: {release}"\n'
+    nightly = release.format(asked=asked, release="1.90.0-nightly")
+    write_files(sysroot, {"bin/cargo": "#!/bin/sh\n", "bin/rustc": nightly})
+    for program in ("cargo", "rustc"):
+        (sysroot / "bin" / program).chmod(0o755)
+    cargo = str(sysroot / "bin" / "cargo")
+
+    for _ in range(2):
+        toolchain = CARGO.toolchain(["cargo", "test"], cargo, tmp_path / "work")
+        assert "RUSTC_BOOTSTRAP" not in toolchain.env  # a nightly takes unstable options as is
+    assert len(asked.read_text().splitlines()) == 1
+
+    # The operator installs a stable compiler in its place (another size, another time).
+    (sysroot / "bin" / "rustc").write_text(release.format(asked=asked, release="1.90.0 (stable)"))
+    toolchain = CARGO.toolchain(["cargo", "test"], cargo, tmp_path / "work")
+    assert toolchain.env["RUSTC_BOOTSTRAP"] == "-1"
+    assert len(asked.read_text().splitlines()) == 2
+
+
+@needs_cargo
+def test_a_run_its_canaries_explain_needs_no_probe_of_the_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every cargo test run exits 101 (the must-fail canary). When the canaries held, tests
+    named at random for this run reported their planted outcomes: the sandbox started the
+    toolchain, and no second sandbox is started to prove it. A run whose report holds no canary
+    (the build failed) is believed only after the probe, as before: a broken sandbox (here, a
+    probe that cannot start the compiler) fails the observation."""
+    probed: list[str] = []
+
+    def cannot_start(self: Sandbox, command: list[str], *args: object, **kwargs: object) -> None:
+        probed.append(os.path.basename(command[0]))
+        raise ObservationFailed("the sandbox (bwrap) cannot start rustc: as if broken")
+
+    monkeypatch.setattr(Sandbox, "probe", cannot_start)
+    repo = rust_project(tmp_path / "repo", {"src/lib.rs": LIB})
+    for name, lib, code in (("fixed", LIB, 0), ("failing", LIB_BUGGY, 0), ("broken", "fn {", 5)):
+        write_files(repo, {"src/lib.rs": lib})
+        claim = tmp_path / f"{name}.json"
+        assert run(["new", str(claim), "--task-id", name, "--outcome", "fixed add"]) == 0
+        assert run(["capture-git", str(claim), "--repo", str(repo)]) == 0
+        assert run(["observe", "test-run", str(claim), "--cwd", str(repo),
+                    "--", "cargo", "test"]) == code, name  # fmt: skip
+        if code == 0:
+            [item] = json.loads(claim.read_text())["evidence"]
+            assert item["observed_value"]["exit_code"] == 101
+            assert item["observed_value"]["canaries"] == "held"
+    assert probed == ["rustc"]  # the broken build's run alone
+
+
+# A test of the agent's writing into its run's target folder: cargo's record of the compiler's
+# answers, spoilt (the target's file names unreadable), where the next run would read it if the
+# target folder or its record were shared.
+SPOILING = """#[test]
+fn adds() {
+    let deps = std::env::current_exe().unwrap();
+    let target = deps.parent().unwrap().parent().unwrap().parent().unwrap();
+    let record = target.join(".rustc_info.json");
+    let text = std::fs::read_to_string(&record).unwrap();
+    std::fs::write(&record, text.replace("___", "")).unwrap();
+    assert_eq!(calc::add(2, 3), 5);
+}
+"""
+
+
+@needs_cargo
+def test_each_run_starts_from_the_caches_record_of_the_compiler_and_cannot_change_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache entry keeps cargo's record of what it asks the compiler, made by a package of
+    the observer's, so a run's fresh target folder spares cargo three compiler starts. Each run
+    copies it: a run that spoils its copy leaves the record, and the next run, as they were."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    repo = rust_project(tmp_path / "repo", {"src/lib.rs": LIB, "tests/arith.rs": SPOILING})
+    records = []
+    for number in (1, 2):
+        claim = tmp_path / f"claim-{number}.json"
+        assert run(["new", str(claim), "--task-id", f"t-{number}", "--outcome", "fixed add"]) == 0
+        assert run(["capture-git", str(claim), "--repo", str(repo)]) == 0
+        assert run(["observe", "test-run", str(claim), "--cwd", str(repo),
+                    "--", "cargo", "test"]) == 0  # fmt: skip
+        [item] = json.loads(claim.read_text())["evidence"]
+        assert item["observed_value"]["tests"] == {"calc::tests::adds_zero": "passed",
+                                                   "arith::adds": "passed"}  # fmt: skip
+        assert item["observed_value"]["canaries"] == "held"
+        key = item["details"]["dependencies"]["key"]
+        entry = tmp_path / "state" / "completion-claim" / "runs" / "dependencies" / "cargo" / key
+        records.append((entry / "rustc-info" / ".rustc_info.json").read_text())
+    assert records[0] == records[1]
+    assert '"rustc_fingerprint"' in records[0]
+    assert "___" in records[0]
 
 
 # --- canaries (issue 30) -------------------------------------------------------------------------

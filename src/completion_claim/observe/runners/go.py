@@ -322,9 +322,28 @@ def _chosen_go(command: Sequence[str], chosen: str | None, workspace: Path) -> s
     )
 
 
+_goroots: dict[tuple[str, tuple[int, int, int, int] | None], str] = {}
+
+
 def _goroot(go: str) -> str:
     """The real GOROOT of the ``go`` program, asked of it (Debian's /usr/bin/go is a link into
-    /usr/lib/go-X), outside any module and with no configuration file read."""
+    /usr/lib/go-X), outside any module and with no configuration file read. A gate asks twice
+    per stop (loading its configuration, then running the check): the answer of a program that
+    is still the same file, unchanged, is the process's from the first time."""
+    try:
+        seen = os.stat(go)
+    except OSError:
+        identity = None
+    else:
+        identity = (seen.st_dev, seen.st_ino, seen.st_size, seen.st_mtime_ns)
+    key = (os.path.realpath(go), identity)
+    found = _goroots.get(key)
+    if found is None:
+        found = _goroots[key] = _ask_goroot(go)
+    return found
+
+
+def _ask_goroot(go: str) -> str:
     env = {"PATH": SYSTEM_PATH, "GOTOOLCHAIN": "local", "GOENV": "off", "HOME": "/nonexistent"}
     try:
         done = subprocess.run(

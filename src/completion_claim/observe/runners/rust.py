@@ -63,6 +63,8 @@ from .binaries import EVERY_BINARY, in_every_binary
 from .results import ERROR, FAILED, MAX_REPORT_BYTES, PASSED, SKIPPED, Results, no_counts, tally
 
 VENDOR = "vendor"  # the cache entry's folder of unpacked crates
+RUSTC_INFO_SEED = "rustc-info"  # the cache entry's record of cargo's questions to the compiler
+RUSTC_INFO = ".rustc_info.json"  # cargo's name for that record, in a target folder
 CRATES_DOWNLOAD = "https://static.crates.io/crates/{crate}/{crate}-{version}.crate"
 DOWNLOAD_VARIABLE = "CLAIM_CRATES_DOWNLOAD"  # the operator's mirror, as a URL template
 BINARY_EVENT = "claim-binary"
@@ -253,6 +255,28 @@ for block in lock.split("[[package]]")[1:]:
 """
 
 
+# The install: the vendor script (its interpreter is $0), then `cargo test` of a package of the
+# observer's, no code of the work tree, so that cargo records what it asks the compiler (its
+# version, the target's names and cfg: three compiler starts) in its target folder; that record
+# alone is kept. Each run's target folder starts with a copy (_FROM_RUSTC_INFO): cargo believes
+# it only for the compiler it names, unchanged (its path and modification time), and asks again
+# otherwise. Without a record (the package did not build) a run asks, as cargo always does.
+_INSTALL = (
+    '"$0" -I -c "import os; exec(os.environ[\'VENDOR_SCRIPT\'])" || exit\n'
+    f"mkdir {RUSTC_INFO_SEED}\n"
+    'seed=$(mktemp -d) && mkdir "$seed/src" && : > "$seed/src/lib.rs" || exit\n'
+    'printf \'[package]\\nname = "claim-seed"\\nversion = "0.1.0"\\n\' > "$seed/Cargo.toml"\n'
+    '(cd "$seed" && CARGO_HOME="$seed/home" CARGO_TARGET_DIR="$seed/target" '
+    "cargo test --offline -q) > /dev/null 2>&1 &&\n"
+    f'  cp "$seed/target/{RUSTC_INFO}" {RUSTC_INFO_SEED}/\n'
+    'rm -rf "$seed"\n'
+)
+_FROM_RUSTC_INFO = (
+    f'[ -f "$0/{RUSTC_INFO}" ] && mkdir -p "$CARGO_TARGET_DIR" && '
+    f'cp "$0/{RUSTC_INFO}" "$CARGO_TARGET_DIR/"; exec "$@"'
+)
+
+
 def is_cargo_test(command: Sequence[str]) -> bool:
     """``cargo test``, and ``cargo +TOOLCHAIN test`` (refused: the toolchain is the check's)."""
     if program_name(command) != "cargo" or len(command) < 2:
@@ -319,7 +343,7 @@ class CargoTest(Runner):
                     )
 
     def toolchain(self, command: Sequence[str], chosen: str | None, workspace: Path) -> Toolchain:
-        sysroot = _sysroot(_chosen_cargo(command, chosen, workspace))
+        sysroot, nightly = _resolved(_chosen_cargo(command, chosen, workspace))
         if inside(sysroot, workspace):
             raise UsageError(
                 f"toolchain: {sysroot} is inside the workspace, which the agent controls"
@@ -332,7 +356,7 @@ class CargoTest(Runner):
             "CARGO_INCREMENTAL": "0",
             "RUST_BACKTRACE": "0",
         }
-        if not _nightly(os.path.join(bin_dir, "rustc")):
+        if not nightly:
             env["RUSTC_BOOTSTRAP"] = "-1"
         cargo = os.path.join(bin_dir, "cargo")
         readable = () if inside(sysroot, "/usr") else (sysroot,)
@@ -344,12 +368,14 @@ class CargoTest(Runner):
         self, command: Sequence[str], read: Callable[[str], bytes | None]
     ) -> Dependencies:
         python = shutil.which("python3", path=SYSTEM_PATH) or "python3"
+        vendor = (python, "-I", "-c", "import os; exec(os.environ['VENDOR_SCRIPT'])")
         return Dependencies(
             lockfiles=("Cargo.lock",),
             optional=("Cargo.lock",),
+            install=("/bin/sh", "-c", _INSTALL, python),
             # The script travels in the environment, so the command said in messages is short.
-            install=(python, "-I", "-c", "import os; exec(os.environ['VENDOR_SCRIPT'])"),
-            mounts={VENDOR: None},
+            shown=" ".join(vendor),
+            mounts={VENDOR: None, RUSTC_INFO_SEED: None},
             install_env=observer_settings(PROXY_SETTINGS)
             | {
                 "VENDOR_SCRIPT": VENDOR_SCRIPT,
@@ -446,6 +472,9 @@ class CargoTest(Runner):
             theirs += [canary.name.split("::", 1)[1] for canary in canaries.tests]
             theirs += [again.split("::", 1)[1] for again in canaries.repeats]
         argv += [*ours, "--", "-Z", "unstable-options", "--format", "json", *theirs]
+        seed = context.dependencies.get(RUSTC_INFO_SEED)
+        if seed is not None:
+            argv = ["/bin/sh", "-c", _FROM_RUSTC_INFO, seed, *argv]
         if canaries is not None:
             module = canaries.tests[0].name.split("::")[1]
             again = next((name.split("::")[1] for name in canaries.repeats), "")
@@ -550,6 +579,41 @@ def _chosen_cargo(command: Sequence[str], chosen: str | None, workspace: Path) -
     return os.path.abspath(
         chosen_program("cargo", command, chosen, workspace, "set toolchain = its folder")
     )
+
+
+_RUSTUP_SETTINGS = ("RUSTUP_HOME", "CARGO_HOME", "RUSTUP_TOOLCHAIN")
+_Identity = tuple[int, int, int, int] | None
+_resolved_before: dict[tuple[object, ...], tuple[str, bool, _Identity]] = {}
+
+
+def _resolved(cargo: str) -> tuple[str, bool]:
+    """``cargo``'s sysroot, and whether its compiler is a nightly. A gate asks twice per stop
+    (loading its configuration, then running the check), and each answer costs the compiler's
+    start (twice through a rustup proxy): asked again about the same program, unchanged, with
+    the same rustup settings and the same compiler, the process answers as before."""
+    real = os.path.realpath(cargo)
+    home = os.environ.get("RUSTUP_HOME") or os.path.expanduser("~/.rustup")
+    settings = [os.environ.get(name) for name in _RUSTUP_SETTINGS]
+    files = [_identity(path) for path in (real, os.path.join(home, "settings.toml"))]
+    key = (cargo, *files, *settings, os.path.expanduser("~"))
+    found = _resolved_before.get(key)
+    if found is not None and _identity(os.path.join(found[0], "bin", "rustc")) == found[2]:
+        return found[0], found[1]
+    sysroot = _sysroot(cargo)
+    rustc = os.path.join(sysroot, "bin", "rustc")
+    before = _identity(rustc)
+    nightly = _nightly(rustc)
+    _resolved_before[key] = (sysroot, nightly, before)
+    return sysroot, nightly
+
+
+def _identity(path: str) -> _Identity:
+    """Which file ``path`` is, and which version of it: None when there is none."""
+    try:
+        seen = os.stat(path)
+    except OSError:
+        return None
+    return seen.st_dev, seen.st_ino, seen.st_size, seen.st_mtime_ns
 
 
 def _sysroot(cargo: str) -> str:
