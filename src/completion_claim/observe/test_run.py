@@ -227,7 +227,8 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
         if hidden:
             details["hidden_tests"] = lay_hidden(tree, hidden, workspace.object_format())
         if request.repeat:
-            key = "repeated" if channel is not None else "not_repeated"  # a plugin repeats them
+            repeated = channel is not None or runner.repeats  # through its plugin, or itself
+            key = "repeated" if repeated else "not_repeated"
             details[key] = list(request.repeat)
         outputs = _clear_outputs(tree, runner, details)
         canaries = plant(runner, request.command, tree, cwd,
@@ -641,6 +642,7 @@ class _Launch:
             reports=self.reports,
             canaries=self.canaries,
             preload=None if preload is None else f"{folder}/{preload.name}",
+            repeat=self.request.repeat if self.request.runner.repeats else (),
         )
 
     def environment(self) -> dict[str, str]:

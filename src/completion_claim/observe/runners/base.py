@@ -160,6 +160,9 @@ class RunContext:
     cwd: str  # the run's folder as the run sees it
     reports: str  # an empty folder the run may write its report into, as the run sees it
     canaries: Canaries | None = None  # what the runner's ``canaries`` planted for this run
+    # The tests to run a second time, in another order (by report name), for a runner that
+    # ``repeats`` them itself.
+    repeat: tuple[str, ...] = ()
     preload: str | None = None  # the runner's ``preload`` as the run sees it
     # Each mounted folder of its Dependencies on the host: the operator's cache entry, read
     # to find what was installed (a package's entry script), never written.
@@ -190,6 +193,9 @@ class Runner(ABC):
     # build's test JVMs): copied into the observer's read-only plugin folder, found by the runner
     # in ``RunContext.preload``.
     preload: ClassVar[Path | None] = None
+    # Whether ``invocation`` runs ``RunContext.repeat`` a second time itself (a runner with a
+    # plugin repeats them through it; any other runs them once).
+    repeats: ClassVar[bool] = False
     # Whether a failed or errored test in the report fails the run whatever its exit code (the
     # runner's own report, requested by the observer), or the exit code alone decides.
     counts_failures: ClassVar[bool] = True
