@@ -890,3 +890,19 @@ def test_attack_180_181_tests_in_mavens_own_jvm_rewrite_its_reports_and_are_not_
     assert item["expected"]["canaries"] == "held"
     [wrong] = item["details"]["canaries"]["wrong"]
     assert (wrong["planted"], wrong["reported"]) == ("failed", "passed")
+
+
+def test_a_test_jvm_that_exits_mid_run_is_not_verified_though_maven_exits_0(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The broken add() calls System.exit(0): the test JVM ends before its report is written.
+    Maven, told to go on past failed tests (the must-fail canary's), exits 0; Surefire's own
+    line about the JVM that did not say goodbye makes the run not verified."""
+    repo = maven_project(tmp_path / "repo", CALC_BUGGY.replace("return a - b;", "System.exit(0);"
+                                                               " return a - b;"))  # fmt: skip
+    assert run(["capture-git", str(claim), "--repo", str(repo)]) == 0
+
+    code = run(["observe", "test-run", str(claim), "--cwd", str(repo), "--", *MAVEN_TEST])
+
+    assert (code, json.loads(claim.read_text()).get("evidence", [])) == (5, [])
+    assert "Surefire says a test JVM ended early" in capsys.readouterr().err
