@@ -349,9 +349,10 @@ def test_a_maven_build_of_several_modules_reads_every_modules_reports(
 
 
 def test_a_gradle_build_reports_each_test(tmp_path: Path, claim: Path) -> None:
+    """The command's own test filter (--tests) lets the observer's canaries through too."""
     repo = gradle_project(tmp_path / "repo", CALC)
 
-    item = observed(claim, repo, "--", *GRADLE_TEST)
+    item = observed(claim, repo, "--", *GRADLE_TEST, "--tests", "com.example.CalcTest")
 
     assert item["observed_value"] == {
         "exit_code": 0,
