@@ -137,6 +137,12 @@ GO: list[Case] = [
      "prints the test runner's output (\"PASS\\n\")"),
     ("calc.go", GO_PRELUDE, "//go:linkname runTests testing.runTests",
      "links to unexported code (go:linkname)"),
+    ("calc.go", GO_PRELUDE, "pc, _, _, _ := runtime.Caller(2)",
+     "reads the call stack (runtime.Caller)"),
+    ("calc.go", GO_PRELUDE, "n := runtime.Callers(0, pcs)",
+     "reads the call stack (runtime.Callers)"),
+    ("calc.go", GO_PRELUDE, "if strings.Contains(string(debug.Stack()), \"TestAdd\") {",
+     "reads the call stack (debug.Stack)"),
 ]  # fmt: skip
 RUST_PRELUDE = "pub fn add(a: i32, b: i32) -> i32 {\n"
 RUST: list[Case] = [

@@ -260,6 +260,11 @@ GO = (
     ),
     _pattern(r"(\\?\"Action\\?\"\s*:)", "prints the test runner's events ({})"),
     _pattern(r"^\s*//(go:linkname)\b", "links to unexported code ({})", in_comments=True),
+    # The running test's name is its caller's function (example.com/calc.TestAdd).
+    _pattern(
+        r"\b(runtime\.(?:Callers?|CallersFrames|FuncForPC|Stack)|debug\.Stack)\s*\(",
+        "reads the call stack ({})",
+    ),
     _REPORT_PATHS,
 )
 RUST = (
