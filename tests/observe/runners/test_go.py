@@ -477,6 +477,18 @@ def test_the_second_run_of_the_repeated_tests_counts_with_the_worst_outcome_stan
     }
 
 
+def test_a_test_only_the_second_run_ran_counts_for_nothing() -> None:
+    """The second run has no canaries: code that narrowed the first run away from TestAdd and
+    prints a pass for it in the second adds no test."""
+    first = events(("run", "TestAddZero"), ("pass", "TestAddZero"))
+    again = events(("run", "TestAdd"), ("pass", "TestAdd"), ("run", "TestAddZero"),
+                   ("pass", "TestAddZero"))  # fmt: skip
+
+    results = read_events(first + AGAIN + again)
+
+    assert results.counts["tests"] == {"example.com/calc::TestAddZero": "passed"}
+
+
 def test_a_repeated_test_the_second_run_left_out_is_an_error_and_a_cut_one_counts_nothing() -> None:
     first = events(("run", "TestAdd"), ("pass", "TestAdd"), ("run", "TestAddZero"),
                    ("pass", "TestAddZero"))  # fmt: skip

@@ -435,8 +435,11 @@ def read_events(report: bytes) -> Results:
     repeated = _packages(again)
     if isinstance(repeated, Results):
         return no_counts(f"the second run of the repeated tests: {repeated.none_because}")
-    return tally([*_outcomes(packages), *_outcomes(repeated, canaried=False),
-                  *_not_repeated(packages, repeated, mark)])  # fmt: skip
+    first_run = list(_outcomes(packages))
+    ran = {name for name, _, _ in first_run}
+    # The second run carries no canaries: it can make a test's outcome worse, never add one.
+    worse = [outcome for outcome in _outcomes(repeated, canaried=False) if outcome[0] in ran]
+    return tally([*first_run, *worse, *_not_repeated(packages, repeated, mark)])
 
 
 def _parted(report: bytes) -> tuple[bytes, set[str] | None, bytes]:
