@@ -160,13 +160,13 @@ class RunContext:
     cwd: str  # the run's folder as the run sees it
     reports: str  # an empty folder the run may write its report into, as the run sees it
     canaries: Canaries | None = None  # what the runner's ``canaries`` planted for this run
-    # The tests to run a second time, in another order (by report name), for a runner that
-    # ``repeats`` them itself.
-    repeat: tuple[str, ...] = ()
     preload: str | None = None  # the runner's ``preload`` as the run sees it
     # Each mounted folder of its Dependencies on the host: the operator's cache entry, read
     # to find what was installed (a package's entry script), never written.
     installed: Mapping[str, str] = field(default_factory=dict)
+    # The tests to run a second time, in another order (by report name), for a runner that
+    # ``repeats`` them itself.
+    repeat: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
