@@ -16,6 +16,12 @@ read into one result. Unlike pytest's, these reports are files the run's own pro
 the build tool's exit code, which it decides in its own process from what its test workers told
 it, must be 0 as well, and any failure a report names fails the run whatever the exit code.
 
+Canaries (issue 30): every module with Java tests runs a class of the observer's, in the JUnit its
+tests use, with a must-pass and a must-fail test; the build goes on past failed tests so that
+every module's run, and exits 0. A Maven report whose test JVM the observer's wrapper did not
+start (Maven's own JVM, ``forkCount`` 0), a Gradle whose Test tasks choose their JVM by toolchain
+(6.7 and later), and a Maven output saying a test JVM ended early are not verified.
+
 Report names: ``<classname>::<name>`` as the report spells them: Surefire, and Gradle for JUnit 4,
 name the method (``com.example.CalcTest::add``); Gradle names a JUnit 5 test by its display name
 (``com.example.CalcTest::add()``).
@@ -311,7 +317,8 @@ class Maven(Runner):
         with open(output, "rb") as lines:
             for line in lines:
                 if any(said in line for said in _SUREFIRE_CUT_SHORT):
-                    return f"Surefire says a test JVM ended early ({line.strip()[:200]!r})"
+                    said_so = line.decode(errors="replace").strip()[:200]
+                    return f"Surefire says a test JVM ended early ({said_so})"
         return None
 
 
