@@ -155,6 +155,18 @@ GO: list[Case] = [
      "prints the test runner's output (\"PASS\\n\")"),
     ("calc.go", GO_PRELUDE, "//go:linkname runTests testing.runTests",
      "links to unexported code (go:linkname)"),
+    ("calc.go", GO_PRELUDE, "func (Money) Equal(Money) bool { return true }",
+     "compares without reading what it is compared with (Equal(Money) bool)"),
+    ("calc.go", GO_PRELUDE, "func (m *Money) Equal(_ *Money) bool {",
+     "compares without reading what it is compared with (Equal(_ *Money) bool)"),
+    ("calc.go", GO_PRELUDE, "func (m Money) Equal(o Money) bool { return true }",
+     "compares without reading what it is compared with (Equal(o Money) bool { return true)"),
+    ("calc.go", GO_PRELUDE, "pc, _, _, _ := runtime.Caller(2)",
+     "reads the call stack (runtime.Caller)"),
+    ("calc.go", GO_PRELUDE, "n := runtime.Callers(0, pcs)",
+     "reads the call stack (runtime.Callers)"),
+    ("calc.go", GO_PRELUDE, "if strings.Contains(string(debug.Stack()), \"TestAdd\") {",
+     "reads the call stack (debug.Stack)"),
 ]  # fmt: skip
 RUST_PRELUDE = "pub fn add(a: i32, b: i32) -> i32 {\n"
 RUST: list[Case] = [
@@ -426,6 +438,8 @@ def test_an_equality_that_compares_is_not_a_hit() -> None:
     assert hits_of("money.py", COMPARING) == []
     refusing = "class Money:\n    def __eq__(self, other):\n        return NotImplemented\n"
     assert hits_of("money.py", refusing) == []
+    go = "package money\n\nfunc (m Money) Equal(o Money) bool { return m.Cents == o.Cents }\n"
+    assert hits_of("money.go", go) == []
 
 
 def test_a_python_file_that_does_not_parse_is_read_line_by_line() -> None:

@@ -279,6 +279,18 @@ GO = (
     ),
     _pattern(r"(\\?\"Action\\?\"\s*:)", "prints the test runner's events ({})"),
     _pattern(r"^\s*//(go:linkname)\b", "links to unexported code ({})", in_comments=True),
+    # An Equal method whose argument has no name (or _), or whose one line says true: the test
+    # comparing through it (got.Equal(want), go-cmp's cmp.Equal) is told nothing.
+    _pattern(
+        r"\bfunc\s*\([^)]*\)\s*((?:Equals?|Eq)\s*\(\s*(?:_\s+)?[\w.*\[\]]+\s*\)\s*bool"
+        r"|(?:Equals?|Eq)\s*\([^)]*\)\s*bool\s*\{\s*return\s+true\b)",
+        "compares without reading what it is compared with ({})",
+    ),
+    # The running test's name is its caller's function (example.com/calc.TestAdd).
+    _pattern(
+        r"\b(runtime\.(?:Callers?|CallersFrames|FuncForPC|Stack)|debug\.Stack)\s*\(",
+        "reads the call stack ({})",
+    ),
     _REPORT_PATHS,
 )
 RUST = (

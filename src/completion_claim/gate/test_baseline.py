@@ -51,6 +51,8 @@ PASSED_KEY = "baseline_passed"
 ERROR_KEY = "baseline_error"
 FROM_KEY = "baseline_from"
 FROM_START = "the start"
+RENAMED_KEY = "baseline_renamed"
+"""Go subtests the baseline saw under another name: ``{name then: a new subtest of its parent}``."""
 LOADED_KEY = "baseline_loaded"
 """Units that errored at the baseline and now load: ``{name: [tests within it, the first few]}``."""
 _LOADED_SHOWN = 5
@@ -264,15 +266,42 @@ def units_loaded(seen: Observation, baseline: Baseline, operators: Sequence[str]
         within = sorted(t for t in tests if t not in baseline.seen and t.startswith(prefixes))
         if within and all(tests[t] == PASSED for t in within):
             loaded[name] = within[:_LOADED_SHOWN]
-    if not loaded:
+    go = seen.details.get("runner") == "go"
+    renamed = _renamed_subtests(baseline, operators, tests) if go else {}
+    if not loaded and not renamed:
         return seen
-    still = {name: outcome for name, outcome in wanted.items() if name not in loaded}
+    still = {name: outcome for name, outcome in wanted.items()
+             if name not in loaded and name not in renamed}  # fmt: skip
     expected = {key: value for key, value in seen.expected.items() if key != "tests"}
+    details = {**seen.details, **({LOADED_KEY: loaded} if loaded else {})}
     return replace(
         seen,
         expected=expected | ({"tests": still} if still else {}),
-        details={**seen.details, LOADED_KEY: loaded},
+        details=details | ({RENAMED_KEY: renamed} if renamed else {}),
     )
+
+
+def _renamed_subtests(
+    baseline: Baseline, operators: Sequence[str], tests: Mapping[str, str]
+) -> dict[str, str]:
+    """Go subtests the baseline saw, gone from the run, each accounted for by a subtest of the
+    same parent that the baseline never saw: a table test may name its subtests by what the
+    code returned (``t.Run(fmt.Sprint(got), ...)``), and the fix renames them. The parent must
+    have passed (a Go test fails with any of its subtests), and have at least as many new
+    subtests, each passed, as it lost: a run narrowed to fewer subtests is not accounted for."""
+    missing: dict[str, list[str]] = {}
+    for name in baseline.required:
+        package, _, test = name.partition("::")
+        parent = test.rpartition("/")[0]
+        if parent and name not in tests and name not in operators:
+            missing.setdefault(f"{package}::{parent}", []).append(name)
+    renamed: dict[str, str] = {}
+    for parent, gone in missing.items():
+        new = sorted(t for t in tests if t.rpartition("/")[0] == parent and t not in baseline.seen)
+        passed = tests.get(parent) == PASSED and all(tests[t] == PASSED for t in new)
+        if passed and len(new) >= len(gone):
+            renamed |= dict(zip(sorted(gone), new, strict=False))
+    return renamed
 
 
 def _within(name: str) -> tuple[str, ...]:

@@ -296,6 +296,9 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
             results, once = ran_twice(results, request.repeat)
             if once:
                 details["ran_once"] = once
+        cut = runner.cut_short(owned / "output.log")
+        if cut is not None:
+            raise ObservationFailed(f"{cut}: not verified")
         tail = _tail(owned / "output.log")
         # The tests read the mirror, never the work tree: a later edit cannot reach them. The
         # files this pass had to read (the changed ones) are checked again, so a process still

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -464,3 +465,76 @@ def test_a_test_binary_that_failed_before_any_test_answers_for_no_canary() -> No
         "example.com/m::[package failed]": "error",
         f"{EVERY_BINARY}::{canary}": "passed",
     }
+
+
+# --- the repeated tests (attack 183) ------------------------------------------------------------
+
+AGAIN = b"claim: again, in another order: TestAdd TestAddZero\n"
+
+
+def events(*lines: tuple[str, str | None]) -> bytes:
+    """A package's stream: each (action, test) event, then the package's own pass."""
+    out = [{"Action": action, "Package": "example.com/calc", "Test": test}
+           for action, test in lines]  # fmt: skip
+    out += [{"Action": "output", "Package": "example.com/calc", "Output": "PASS\n"},
+            {"Action": "pass", "Package": "example.com/calc"}]  # fmt: skip
+    return b"".join(json.dumps(event).encode() + b"\n" for event in out)
+
+
+def test_the_second_run_of_the_repeated_tests_counts_with_the_worst_outcome_standing() -> None:
+    first = events(("run", "TestAdd"), ("pass", "TestAdd"), ("run", "TestAddZero"),
+                   ("pass", "TestAddZero"), ("run", "TestTrue"), ("pass", "TestTrue"))  # fmt: skip
+    # -count=2: TestAdd passes once and fails once in the same test binary.
+    again = events(("run", "TestAdd"), ("pass", "TestAdd"), ("run", "TestAdd"), ("fail", "TestAdd"),
+                   ("run", "TestAddZero"), ("pass", "TestAddZero"))  # fmt: skip
+
+    results = read_events(first + AGAIN + again)
+
+    assert results.counts["tests"] == {
+        "example.com/calc::TestAdd": "failed",
+        "example.com/calc::TestAddZero": "passed",
+        "example.com/calc::TestTrue": "passed",
+    }
+
+
+def test_a_test_only_the_second_run_ran_counts_for_nothing() -> None:
+    """The second run has no canaries: code that narrowed the first run away from TestAdd and
+    prints a pass for it in the second adds no test."""
+    first = events(("run", "TestAddZero"), ("pass", "TestAddZero"))
+    again = events(("run", "TestAdd"), ("pass", "TestAdd"), ("run", "TestAddZero"),
+                   ("pass", "TestAddZero"))  # fmt: skip
+
+    results = read_events(first + AGAIN + again)
+
+    assert results.counts["tests"] == {"example.com/calc::TestAddZero": "passed"}
+
+
+def test_a_repeated_test_the_second_run_left_out_is_an_error_and_a_cut_one_counts_nothing() -> None:
+    first = events(("run", "TestAdd"), ("pass", "TestAdd"), ("run", "TestAddZero"),
+                   ("pass", "TestAddZero"))  # fmt: skip
+
+    left_out = read_events(first + AGAIN + events(("run", "TestAddZero"), ("pass", "TestAddZero")))
+    cut = read_events(first + AGAIN + events(("run", "TestAdd"))[:-60])
+
+    assert left_out.counts["tests"]["example.com/calc::TestAdd"] == "error"
+    assert left_out.failures[0]["message"] == "it did not run a second time"
+    assert cut.counts == {}
+    assert cut.none_because.startswith("the second run of the repeated tests: ")
+
+
+def test_the_repeated_tests_run_again_by_their_parents_name_shuffled_twice() -> None:
+    toolchain = GO.toolchain(["go"], None, Path("/nonexistent"))
+    context = RunContext(toolchain, None, {"HOME": "/h"}, {}, "/w", "/w", "/r",
+                         repeat=("example.com/calc::TestAdd",
+                                 "example.com/calc::TestAddZero/zero#01",
+                                 "example.com/calc::[build failed]"))  # fmt: skip
+
+    argv = GO.invocation(["go", "test", "-run", "TestA", "-count=3", "-v", "./..."], context).argv
+
+    assert argv[:5] == ("/bin/sh", "-c", argv[2], "sh", "TestAdd TestAddZero")
+    assert shlex.split(argv[5]) == [
+        toolchain.program, "test", "-json", "-count=2", "-shuffle=on",
+        "-run=^(?:TestAdd|TestAddZero)$", "-v", "./...",
+    ]  # fmt: skip
+    assert argv[6:] == (toolchain.program, "test", "-json", "-run", "TestA", "-count=3", "-v",
+                        "./...")  # fmt: skip

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,11 +18,12 @@ from completion_claim.errors import ObservationFailed, UsageError
 from completion_claim.observe import test_run
 from completion_claim.observe.runners import RUNNERS, runner_for
 from completion_claim.observe.runners.base import RunContext, Toolchain
-from completion_claim.observe.runners.java import FORK_FOLDER, Gradle, Maven
+from completion_claim.observe.runners.java import FORK_FOLDER, Gradle, Maven, gradle_version
 from tests.fixtures.java import (
     CALC,
     CALC_BUGGY,
     GRADLE_TEST,
+    IN_MAVEN_POM,
     MAIN,
     MAVEN_TEST,
     PARENT_POM,
@@ -296,21 +298,25 @@ def test_a_maven_build_reports_each_test_and_its_failure(tmp_path: Path, claim: 
 
     item = observed(claim, repo, "--", *MAVEN_TEST)
 
+    # The build goes on past a failed test (the must-fail canary's): the reports tell.
     assert item["observed_value"] == {
-        "exit_code": 1,
+        "exit_code": 0,
         "passed": 1,
         "failed": 1,
         "errors": 0,
         "skipped": 0,
         "tests": {"com.example.CalcTest::add": "failed", "com.example.CalcTest::addZero": "passed"},
+        "canaries": "held",
     }
-    assert item["expected"] == {"exit_code": 0, "failed": 0, "errors": 0}
+    assert item["expected"] == {"exit_code": 0, "failed": 0, "errors": 0, "canaries": "held"}
     details = item["details"]
     assert details["runner"] == "maven"
+    assert details["canaries"] == {"planted": 2, "state": "held"}
     # The test JVM is started through the observer's wrapper (attack 172).
     wrapper = "/run/claim/plugin/java_fork/bin/java"
-    assert details["argv"] == ["/usr/share/maven/bin/mvn", "-B", "-o", f"-Djvm={wrapper}",
-                               *MAVEN_TEST[1:]]  # fmt: skip
+    build = details["argv"][details["argv"].index("--") + 1 :]
+    assert build == ["/usr/share/maven/bin/mvn", "-B", "-o", f"-Djvm={wrapper}",
+                     "-Dmaven.test.failure.ignore=true", *MAVEN_TEST[1:]]  # fmt: skip
     assert details["failures"] == [
         {"test": "com.example.CalcTest::add", "outcome": "failed",
          "message": "expected: <5> but was: <-1>"}
@@ -343,9 +349,10 @@ def test_a_maven_build_of_several_modules_reads_every_modules_reports(
 
 
 def test_a_gradle_build_reports_each_test(tmp_path: Path, claim: Path) -> None:
+    """The command's own test filter (--tests) lets the observer's canaries through too."""
     repo = gradle_project(tmp_path / "repo", CALC)
 
-    item = observed(claim, repo, "--", *GRADLE_TEST)
+    item = observed(claim, repo, "--", *GRADLE_TEST, "--tests", "com.example.CalcTest")
 
     assert item["observed_value"] == {
         "exit_code": 0,
@@ -354,8 +361,11 @@ def test_a_gradle_build_reports_each_test(tmp_path: Path, claim: Path) -> None:
         "errors": 0,
         "skipped": 0,
         "tests": {"com.example.CalcTest::add": "passed", "com.example.CalcTest::addZero": "passed"},
+        "canaries": "held",
     }
-    assert item["details"]["argv"][1:4] == ["--offline", "--no-daemon", "--console=plain"]
+    assert item["details"]["canaries"] == {"planted": 2, "state": "held"}
+    build = item["details"]["argv"][item["details"]["argv"].index("--") + 1 :]
+    assert build[1:4] == ["--offline", "--no-daemon", "--console=plain"]
 
 
 def test_attack_91_build_output_left_in_the_tree_is_not_the_runs(
@@ -462,7 +472,7 @@ def test_attack_90_the_code_cannot_hook_into_the_test_engine(
     class of its own named org.junit.jupiter.api.Assertions comes before JUnit's on the test
     class path, and assertEquals never fails. Both are protected paths: restored from the
     trusted ref (so removed), or changes that do not count."""
-    repo = maven_project(tmp_path / "repo", CALC_BUGGY, forked=True)
+    repo = maven_project(tmp_path / "repo", CALC_BUGGY)
     base = head_commit(repo)
     if hook == "post-discovery-filter":
         write_bytes(repo, hiding_filter(tmp_path))
@@ -487,7 +497,7 @@ def test_attack_90_control_unprotected_the_hook_would_pass_the_broken_code(
 ) -> None:
     """What the hooks above do to a build that does not protect them (run here by hand, outside
     the observer): the broken add() passes."""
-    repo = maven_project(tmp_path / "repo", CALC_BUGGY, forked=True)
+    repo = maven_project(tmp_path / "repo", CALC_BUGGY)
     if hook == "post-discovery-filter":
         write_bytes(repo, hiding_filter(tmp_path))
     else:
@@ -612,7 +622,7 @@ public final class Calc {
 def test_attack_172_the_test_jvm_cannot_rewrite_the_report_the_build_wrote(
     tmp_path: Path, claim: Path
 ) -> None:
-    repo = maven_project(tmp_path / "repo", CALC_BUGGY, forked=True)
+    repo = maven_project(tmp_path / "repo", CALC_BUGGY)
     base = head_commit(repo)
     write_files(repo, {MAIN: REWRITES_ITS_REPORT})
 
@@ -624,7 +634,7 @@ def test_attack_172_control_a_test_jvm_of_the_builds_own_rewrites_its_report(
 ) -> None:
     """The same build run by hand, its test JVM started as Maven starts it: the report then
     says both tests passed."""
-    repo = maven_project(tmp_path / "repo", REWRITES_ITS_REPORT, forked=True)
+    repo = maven_project(tmp_path / "repo", REWRITES_ITS_REPORT)
     done = subprocess.run(["mvn", "-o", "-B", *MAVEN_TEST[1:]], cwd=repo, capture_output=True,
                           text=True, check=False)  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:]
@@ -688,6 +698,7 @@ def test_attack_173_control_a_test_worker_of_the_builds_own_leaves_a_rewriter(
 
 # The JVM the wrapper starts, as a script: it writes where it is told and says what happened.
 TRIES_TO_WRITE = """#!/bin/sh
+shift  # the wrapper's mark, a system property
 for target in "$@"; do
     if (echo forged > "$target") 2>/dev/null; then echo "wrote $target"
     else echo "refused $target"; fi
@@ -723,3 +734,176 @@ def test_the_test_jvms_wrapper_leaves_no_modules_report_folder_writable(tmp_path
         f"wrote {free}",
     ]  # fmt: skip
     assert not any(report.exists() for report in reports)
+
+
+# --- canaries (issue 30) -------------------------------------------------------------------------
+
+
+def test_each_module_with_java_tests_gets_a_canary_class_in_either_junit() -> None:
+    """Two modules with Java tests (the root and lib) get a class each, with the same must-pass
+    and must-fail test; a module without tests gets none. The build goes on past the failed
+    one: the run exits 0."""
+    files = [b"pom.xml", b"src/main/java/C.java", b"src/test/java/com/x/CTest.java",
+             b"lib/pom.xml", b"lib/src/test/java/LTest.java", b"docs/pom.xml",
+             b"docs/src/main/java/D.java"]  # fmt: skip
+    words = iter(("c0ffee01", "5eed0002", "0dd00003", "a11ce004", "b0b00005", "f00d0006"))
+
+    canaries = MAVEN.canaries(["mvn", "test"], files, lambda: next(words))
+
+    assert canaries is not None
+    assert canaries.failed_exit_code == 0
+    assert [(canary.name, canary.passes) for canary in canaries.tests] == [
+        ("claimcanaryb0b00005.Claimb0b00005Test::canary_0dd00003", True),
+        ("claimcanaryb0b00005.Claimb0b00005Test::canary_a11ce004", False),
+        ("claimcanaryf00d0006.Claimf00d0006Test::canary_0dd00003", True),
+        ("claimcanaryf00d0006.Claimf00d0006Test::canary_a11ce004", False),
+    ]
+    root = "src/test/java/claimcanaryb0b00005/Claimb0b00005Test.java"
+    assert sorted(canaries.files) == sorted(
+        [f"{root}.jupiter", f"{root}.junit4",
+         f"lib/{root.replace('b0b00005', 'f00d0006')}.jupiter",
+         f"lib/{root.replace('b0b00005', 'f00d0006')}.junit4"]
+    )  # fmt: skip
+    jupiter = canaries.files[f"{root}.jupiter"].decode()
+    assert 'Assertions.assertEquals("c0ffee01", new StringBuilder("c0ffee01")' in jupiter
+    assert 'Assertions.assertEquals("5eed0002", new StringBuilder("c0ffee01")' in jupiter
+    assert '@DisplayName("canary_0dd00003")' in jupiter  # Gradle names JUnit 5 tests by it
+    assert "Assert.assertEquals" in canaries.files[f"{root}.junit4"].decode()
+    assert MAVEN.canaries(["mvn", "test"], [b"pom.xml", b"src/main/java/C.java"], str) is None
+
+
+def test_the_build_runs_the_canaries_whatever_its_test_filter(tmp_path: Path) -> None:
+    files = [b"pom.xml", b"src/test/java/CTest.java"]
+    words = iter(("c0ffee01", "5eed0002", "0dd00003", "a11ce004", "b0b00005"))
+    canaries = MAVEN.canaries(["mvn", "test"], files, lambda: next(words))
+    context = RunContext(Toolchain(program="/usr/share/maven/bin/mvn"), None, {}, {}, "/w", "/w",
+                         "/r", canaries=canaries, preload="/p")  # fmt: skip
+
+    argv = MAVEN.invocation(["mvn", "-Dtest=CTest", "test"], context).argv
+
+    assert argv[:3] == ("/bin/sh", "-c", argv[2])
+    canary = "src/test/java/claimcanaryb0b00005/Claimb0b00005Test.java"
+    assert argv[3:7] == ("sh", canary, "src/test", "--")
+    assert argv[-2:] == ("-Dtest=CTest,Claimb0b00005Test", "test")
+    assert "-Dmaven.test.failure.ignore=true" in argv
+    write_files(tmp_path, {"bin/gradle": "", "lib/gradle-launcher-4.4.1.jar": ""})
+    gradle = replace(context, toolchain=Toolchain(program=str(tmp_path / "bin/gradle")))
+    env = Gradle().invocation(["gradle", "test"], gradle).env
+    assert env["CLAIM_CANARIES"] == "claimcanary*"  # claim.gradle adds it to every filter
+
+
+@pytest.mark.parametrize(
+    ("jar", "version"),
+    [("gradle-launcher-4.4.1.jar", (4, 4, 1)), ("gradle-launcher-8.10.jar", (8, 10)),
+     ("gradle-launcher-6.7-rc-1.jar", (6, 7))],
+)  # fmt: skip
+def test_gradles_version_is_read_from_its_launcher(
+    tmp_path: Path, jar: str, version: tuple[int, ...]
+) -> None:
+    write_files(tmp_path, {"bin/gradle": "", f"lib/{jar}": ""})
+    assert gradle_version(str(tmp_path / "bin/gradle")) == version
+
+
+@pytest.mark.parametrize("jar", ["gradle-launcher-6.7.jar", "gradle-launcher-8.10.2.jar", None])
+def test_attack_182_a_gradle_with_toolchain_launchers_is_not_verified(
+    tmp_path: Path, jar: str | None
+) -> None:
+    """From 6.7 Gradle starts a Test task's JVM from its javaLauncher, which claim.gradle cannot
+    point at the wrapper: the tests would run unconfined, and rewrite the reports (attack 173).
+    Such a Gradle, or one whose version cannot be told, is not verified, said by the setting."""
+    write_files(tmp_path, {"bin/gradle": "", **({f"lib/{jar}": ""} if jar else {})})
+    context = RunContext(Toolchain(program=str(tmp_path / "bin/gradle")), None, {}, {}, "/w",
+                         "/w", "/r", preload="/p")  # fmt: skip
+
+    with pytest.raises(ObservationFailed, match=r"javaLauncher .* not verified"):
+        Gradle().invocation(["gradle", "test"], context)
+
+
+# Broken add(), and a shutdown hook of the JVM that ran the tests which, once Maven has written
+# every report, makes every test in them pass (the observer's canaries too): failures out, and,
+# with MARK, the wrapper's mark in.
+REWRITES_EVERY_REPORT = """package com.example;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+
+public final class Calc {
+    static {
+        Runtime.getRuntime().addShutdownHook(new Thread(Calc::rewrite));
+    }
+
+    private static void rewrite() {
+        Path folder = Paths.get("target", "sure" + "fire-reports");
+        try (DirectoryStream<Path> reports = Files.newDirectoryStream(folder, "TEST-*.xml")) {
+            for (Path report : reports) {
+                String text = new String(Files.readAllBytes(report), StandardCharsets.UTF_8)
+                    .replaceAll("(?s)<failure[^>]*/>|<failure[^>]*>.*?</failure>", "")
+                    .replaceAll("failures=\\"\\\\d+\\"", "failures=\\"0\\"")
+                    .replace("<properties/>", "<properties>MARK</properties>");
+                Files.write(report, text.getBytes(StandardCharsets.UTF_8));
+            }
+        } catch (Exception absent) {
+            // no report to rewrite
+        }
+    }
+
+    public static int add(int a, int b) {
+        return a - b;
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("mark", [False, True], ids=["unmarked", "forged-mark"])
+def test_attack_180_181_tests_in_mavens_own_jvm_rewrite_its_reports_and_are_not_verified(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str], mark: bool
+) -> None:
+    """Surefire's forkCount=0 runs the tests in Maven's JVM, where the wrapper cannot keep them
+    from the reports: a shutdown hook takes every failure out once Maven has written them. A
+    report without the wrapper's mark is not verified (180); one whose hook forges the mark too
+    made the must-fail canary pass, and is forged (181)."""
+    forged = "<property name='claim.test.jvm' value='wrapped'/>" if mark else ""
+    repo = make_repo(tmp_path / "repo", {"pom.xml": IN_MAVEN_POM.replace("ARTIFACT", "calc"),
+                                         MAIN: CALC_BUGGY, TEST: jupiter_test()})  # fmt: skip
+    maven_project(tmp_path / "unused")  # for the skip when Maven is missing
+    base = head_commit(repo)
+    write_files(repo, {MAIN: REWRITES_EVERY_REPORT.replace("MARK", forged)})
+    assert run(["capture-git", str(claim), "--repo", str(repo)]) == 0
+
+    code = run(["observe", "test-run", str(claim), "--cwd", str(repo), "--trusted-ref", base,
+                "--", *MAVEN_TEST])  # fmt: skip
+
+    evidence = json.loads(claim.read_text()).get("evidence", [])
+    if not mark:
+        assert (code, evidence) == (5, [])
+        assert "forkCount=0" in capsys.readouterr().err
+        return
+    assert code == 0
+    [item] = evidence
+    assert item["observed_value"]["tests"] == {
+        "com.example.CalcTest::add": "passed",  # rewritten
+        "com.example.CalcTest::addZero": "passed",
+    }
+    assert item["observed_value"]["canaries"] == "forged"
+    assert item["expected"]["canaries"] == "held"
+    [wrong] = item["details"]["canaries"]["wrong"]
+    assert (wrong["planted"], wrong["reported"]) == ("failed", "passed")
+
+
+def test_a_test_jvm_that_exits_mid_run_is_not_verified_though_maven_exits_0(
+    tmp_path: Path, claim: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The broken add() calls System.exit(0): the test JVM ends before its report is written.
+    Maven, told to go on past failed tests (the must-fail canary's), exits 0; Surefire's own
+    line about the JVM that did not say goodbye makes the run not verified."""
+    repo = maven_project(tmp_path / "repo", CALC_BUGGY.replace("return a - b;", "System.exit(0);"
+                                                               " return a - b;"))  # fmt: skip
+    assert run(["capture-git", str(claim), "--repo", str(repo)]) == 0
+
+    code = run(["observe", "test-run", str(claim), "--cwd", str(repo), "--", *MAVEN_TEST])
+
+    assert (code, json.loads(claim.read_text()).get("evidence", [])) == (5, [])
+    assert "Surefire says a test JVM ended early" in capsys.readouterr().err

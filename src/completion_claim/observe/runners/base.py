@@ -272,6 +272,13 @@ class Runner(ABC):
         del names, draw, read
         return canaries
 
+    def cut_short(self, output: Path) -> str | None:
+        """Why the run's own output (``output``, the observer's file of what the run wrote to
+        its standard output and error) says a test process ended before its tests did, where the
+        build tool says so there and not in its exit code; None otherwise. The tests can add
+        lines to that output, never take the build tool's out."""
+        return None
+
     def results(self, report: bytes) -> Results:
         """The per-test results in the runner's FILE or STDOUT report (untrusted input)."""
         raise NotImplementedError(f"{self.name} reads no report")

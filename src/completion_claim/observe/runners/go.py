@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -48,7 +49,17 @@ from .base import (
     program_name,
 )
 from .binaries import EVERY_BINARY, in_every_binary
-from .results import ERROR, FAILED, MAX_REPORT_BYTES, PASSED, SKIPPED, Results, no_counts, tally
+from .results import (
+    ERROR,
+    FAILED,
+    MAX_REPORT_BYTES,
+    PASSED,
+    SEVERITY,
+    SKIPPED,
+    Results,
+    no_counts,
+    tally,
+)
 
 MODULE_CACHE = "gomodcache"  # the cache entry's folder, mounted as GOMODCACHE
 BUILD_SEED = "gocache"  # the cache entry's build cache of the standard library, copied per run
@@ -128,6 +139,22 @@ _PLANT = (
     "done\n"
     'shift; exec "$@"\n'
 )
+# The tests to repeat (the start's failing ones) run again after the whole run, by a go test of
+# their names alone, uncached, twice in one test binary, shuffled (another order than the first
+# run's): code that answers by how often or in what order it was called fails one of the runs.
+# A line of the observer's, on go's own standard output (never a test's: test2json wraps every
+# line of theirs), parts the two streams and names the tests repeated. Arguments: those names,
+# the second go test as one quoted line, then the first.
+_REPEAT_MARK = b"claim: again, in another order:"
+_TWICE = (
+    'names=$1; again=$2; shift 2; "$@"; first=$?\n'
+    f'printf "%s %s\\n" "{_REPEAT_MARK.decode()}" "$names"\n'
+    'eval "$again"; second=$?\n'
+    '[ "$first" -ne 0 ] && exit "$first"; exit "$second"\n'
+)
+# go test's flags the second run sets itself: which tests, how often, in what order, and the
+# canaries' step (their file is gone by then).
+_REPEAT_OWN = ("-run", "-count", "-shuffle", "-failfast", "-exec")
 # Folders go test never builds a package from.
 _IGNORED_FOLDER = re.compile(rb"(?:^|/)(?:testdata|vendor|[._][^/]*)/")
 _OPERATOR_MODULE_SETTINGS = (
@@ -146,6 +173,7 @@ def is_go_test(command: Sequence[str]) -> bool:
 
 class GoTest(Runner):
     name = "go"
+    repeats_itself = True
     example_test = "example.com/calc::TestAdd"
     ecosystem = "go"
     examples = ("calc_test.go", "testdata/golden.txt", "go.mod", "go.sum", "go.work")
@@ -273,6 +301,12 @@ class GoTest(Runner):
         if context.canaries is not None:
             file = os.path.basename(next(iter(context.canaries.files)))
             argv = (*argv[:3], _UNSOURCED.format(file=file), *argv[3:])
+        names = _repeated_names(context.repeat)
+        if names:
+            again = (context.toolchain.program, "test", "-json", "-count=2", "-shuffle=on",
+                     f"-run=^(?:{'|'.join(map(re.escape, names))})$",
+                     *_without_own(command[2:]))  # fmt: skip
+            argv = ("/bin/sh", "-c", _TWICE, "sh", " ".join(names), shlex.join(again), *argv)
         if BUILD_SEED in context.dependencies:
             argv = ("/bin/sh", "-c", _FROM_SEED, context.dependencies[BUILD_SEED], *argv)
         if context.canaries is not None:
@@ -302,6 +336,31 @@ def _running_canaries(args: Sequence[str], canaries: Sequence[str]) -> list[str]
             continue
         elif kept and flags and kept[-1].replace("--", "-", 1) == "-run":
             kept.append(ours + arg)
+            continue
+        kept.append(arg)
+    return kept
+
+
+def _repeated_names(repeat: Sequence[str]) -> list[str]:
+    """The top-level tests (a subtest runs within its parent) of the tests to repeat; none for a
+    package's own failure, which names no test."""
+    tops = (name.partition("::")[2].partition("/")[0] for name in repeat)
+    return sorted({top for top in tops if re.fullmatch(r"[A-Za-z_]\w*", top)})
+
+
+def _without_own(args: Sequence[str]) -> list[str]:
+    """go test's arguments without the flags the second run sets itself (their values too)."""
+    kept: list[str] = []
+    skip_value, flags = False, True
+    for arg in args:
+        if skip_value:
+            skip_value = False
+            continue
+        if arg in ("-args", "--args"):
+            flags = False
+        flag, equals, _ = arg.replace("--", "-", 1).partition("=")
+        if flags and flag in _REPEAT_OWN:
+            skip_value = not equals and flag not in ("-failfast",)
             continue
         kept.append(arg)
     return kept
@@ -381,10 +440,49 @@ class _Package:
 
 
 def read_events(report: bytes) -> Results:
-    """Per-test results when every package the stream names reached its end; otherwise no
-    counts, and why."""
+    """Per-test results when every package the stream names reached its end (and, when the
+    run repeated tests, every package of the second run too, which ran each of them again);
+    otherwise no counts, and why."""
     if len(report) > MAX_REPORT_BYTES:
         return no_counts(f"its report was over {MAX_REPORT_BYTES} bytes")
+    first, mark, again = _parted(report)
+    packages = _packages(first)
+    if isinstance(packages, Results):
+        return packages
+    if mark is None:
+        return tally(_outcomes(packages))
+    repeated = _packages(again)
+    if isinstance(repeated, Results):
+        return no_counts(f"the second run of the repeated tests: {repeated.none_because}")
+    first_run = list(_outcomes(packages))
+    ran = {name for name, _, _ in first_run}
+    # The second run carries no canaries: it can make a test's outcome worse, never add one.
+    worse = [outcome for outcome in _outcomes(repeated, canaried=False) if outcome[0] in ran]
+    return tally([*first_run, *worse, *_not_repeated(packages, repeated, mark)])
+
+
+def _parted(report: bytes) -> tuple[bytes, set[str] | None, bytes]:
+    """The first run's stream, the tests repeated (None when none was), the second run's."""
+    found = re.search(rb"(?m)^" + re.escape(_REPEAT_MARK) + rb"([^\n]*)\n?", report)
+    if found is None:
+        return report, None, b""
+    names = set(found.group(1).decode(errors="replace").split())
+    return report[: found.start()], names, report[found.end() :]
+
+
+def _not_repeated(
+    packages: Mapping[str, _Package], repeated: Mapping[str, _Package], names: set[str]
+) -> Iterator[tuple[str, str, str]]:
+    """An error for each repeated test the first run ran and the second did not."""
+    for name, package in packages.items():
+        again = repeated.get(name)
+        for test in package.started:
+            if test in names and (again is None or test not in again.outcomes):
+                yield f"{name}::{test}", ERROR, "it did not run a second time"
+
+
+def _packages(report: bytes) -> dict[str, _Package] | Results:
+    """What one go test -json stream said of each package, or no counts and why."""
     packages: dict[str, _Package] = {}
     build_output: dict[str, list[str]] = {}
     for number, line in enumerate(report.splitlines(), 1):
@@ -421,7 +519,7 @@ def read_events(report: bytes) -> Results:
             f"package {unsaid[0]} passed without its test binary saying PASS (it exited before "
             "its tests ran)"
         )
-    return tally(_outcomes(packages))
+    return packages
 
 
 def _take(
@@ -453,8 +551,9 @@ def _take(
         package.started.append(test)
     elif action in ("pass", "fail", "skip"):
         outcome = {"pass": PASSED, "fail": FAILED, "skip": SKIPPED}[action]
-        if test:
-            package.outcomes[test] = outcome
+        if test:  # a test run more than once (-count) keeps its worst outcome
+            if SEVERITY[outcome] >= SEVERITY[package.outcomes.get(test, PASSED)]:
+                package.outcomes[test] = outcome
         else:
             package.ended = outcome
             package.build_failed = type(event.get("FailedBuild")) is str
@@ -463,13 +562,16 @@ def _take(
     return None
 
 
-def _outcomes(packages: Mapping[str, _Package]) -> Iterator[tuple[str, str, str]]:
+def _outcomes(
+    packages: Mapping[str, _Package], *, canaried: bool = True
+) -> Iterator[tuple[str, str, str]]:
+    """Each test's outcome; the canaries' from every test binary of a run that had them."""
     canaries: list[tuple[str, dict[str, str]]] = []  # per test binary that ran
     for name, package in packages.items():
         failing = False
         # A test binary that failed before any test started (it did not build, or panicked in
         # an init function) ran none of its tests, the canaries neither: its failure is its own.
-        if package.ended == PASSED or (package.ended == FAILED and package.started):
+        if canaried and (package.ended == PASSED or (package.ended == FAILED and package.started)):
             canaries.append((name, {}))
         for test in dict.fromkeys([*package.started, *package.outcomes]):
             outcome = package.outcomes.get(test, ERROR)  # started, and never ended

@@ -16,6 +16,12 @@ read into one result. Unlike pytest's, these reports are files the run's own pro
 the build tool's exit code, which it decides in its own process from what its test workers told
 it, must be 0 as well, and any failure a report names fails the run whatever the exit code.
 
+Canaries (issue 30): every module with Java tests runs a class of the observer's, in the JUnit its
+tests use, with a must-pass and a must-fail test; the build goes on past failed tests so that
+every module's run, and exits 0. A Maven report whose test JVM the observer's wrapper did not
+start (Maven's own JVM, ``forkCount`` 0), a Gradle whose Test tasks choose their JVM by toolchain
+(6.7 and later), and a Maven output saying a test JVM ended early are not verified.
+
 Report names: ``<classname>::<name>`` as the report spells them: Surefire, and Gradle for JUnit 4,
 name the method (``com.example.CalcTest::add``); Gradle names a JUnit 5 test by its display name
 (``com.example.CalcTest::add()``).
@@ -31,14 +37,18 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from ...errors import UsageError
+from ...errors import ObservationFailed, UsageError
 from .base import (
+    Canaries,
+    Canary,
     Dependencies,
     Detected,
+    Draw,
     Invocation,
     ReportSource,
     RunContext,
@@ -47,7 +57,7 @@ from .base import (
     inside,
     program_name,
 )
-from .results import Results, junit_cases, no_counts, tally
+from .results import Results, junit_cases, junit_root, no_counts, tally
 
 # Packages of the test libraries: a class of the work tree in one of them comes first on the
 # test class path (before the libraries' jars) and replaces the library's own (an Assertions
@@ -93,7 +103,64 @@ FORK_FOLDER = Path(__file__).parent.parent / "java_fork"
 _GRADLE_OWN_OPTIONS = frozenset({"--offline", "--no-daemon", "--daemon", "--console=plain"})
 _GRADLE_FILE_OPTIONS = ("-I", "--init-script", "-c", "--settings-file", "-b", "--build-file")
 _MAVEN_REPOSITORY_MOUNT = "repository"
+# Surefire's and Failsafe's error lines for a test JVM that exited before its tests were done.
+_SUREFIRE_CUT_SHORT = (
+    b"The forked VM terminated without properly saying goodbye",
+    b"There was an error in the forked process",
+)
+_GRADLE_LAUNCHERS = (6, 7)  # the first Gradle with toolchains: Test.javaLauncher
 _MAVEN_SETTINGS = ("settings.xml", "settings-security.xml")
+# The system property the wrapper gives every test JVM it starts: Surefire writes the test JVM's
+# properties into each report, and a report without it came from a JVM the wrapper did not start.
+WRAPPED_PROPERTY = ("claim.test.jvm", "wrapped")
+# The observer's canaries (see ..canaries): one test class in each module that has Java tests, in
+# a package of its own, written for JUnit 5 and for JUnit 4; which of the two the module compiles
+# is chosen in the sandbox before the build starts (_CHOOSE), from the module's test sources (the
+# trusted ref's: they are protected). Their display names are their method names: Gradle names a
+# JUnit 5 test by its display name, Surefire and JUnit 4 by its method.
+_CANARY_TESTS = "src/test/java"
+_CANARY_CLASS = "claimcanary{word}/Claim{word}Test.java"
+_JUPITER, _JUNIT4 = ".jupiter", ".junit4"
+_CANARY_HEAD = {
+    _JUPITER: (
+        "package claimcanary{word};\n\n"
+        "import org.junit.jupiter.api.Assertions;\n"
+        "import org.junit.jupiter.api.DisplayName;\n"
+        "import org.junit.jupiter.api.Test;\n\n"
+        "public class Claim{word}Test {{\n"
+    ),
+    _JUNIT4: (
+        "package claimcanary{word};\n\n"
+        "import org.junit.Assert;\n"
+        "import org.junit.Test;\n\n"
+        "public class Claim{word}Test {{\n"
+    ),
+}
+_CANARY_METHOD = {
+    _JUPITER: (
+        '    @Test\n    @DisplayName("{name}")\n    public void {name}() {{\n'
+        '        Assertions.assertEquals("{expected}", new StringBuilder("{value}").toString());\n'
+        "    }}\n"
+    ),
+    _JUNIT4: (
+        "    @Test\n    public void {name}() {{\n"
+        '        Assert.assertEquals("{expected}", new StringBuilder("{value}").toString());\n'
+        "    }}\n"
+    ),
+}
+# In the sandbox, before the build: each module's canary in the JUnit its tests use (JUnit 5 when
+# any of them names org.junit.jupiter, else JUnit 4), the other one removed. Arguments: each
+# canary's path without its ending and its module's test folder, then --, then the build.
+_CHOOSE = (
+    'while [ "$1" != -- ]; do\n'
+    "  canary=$1; tests=$2; shift 2\n"
+    "  if grep -rqs --include='*.java' --include='*.kt' -e 'org\\.junit\\.jupiter' \\\n"
+    '    -- "$tests"; then\n'
+    f'    mv -f -- "$canary{_JUPITER}" "$canary"; rm -f -- "$canary{_JUNIT4}"\n'
+    f'  else mv -f -- "$canary{_JUNIT4}" "$canary"; rm -f -- "$canary{_JUPITER}"; fi\n'
+    "done\n"
+    'shift; exec "$@"\n'
+)
 
 
 def java_protected(rel: bytes) -> bool:
@@ -203,6 +270,12 @@ class Maven(Runner):
             install_env={"MAVEN_OPTS": "-Dmaven.repo.local={entry}/" + _MAVEN_REPOSITORY_MOUNT},
         )
 
+    def canaries(
+        self, command: Sequence[str], files: Sequence[bytes], draw: Draw
+    ) -> Canaries | None:
+        """A must-pass and a must-fail test in every module with Java tests."""
+        return _canaries(files, {b"pom.xml"}, draw)
+
     def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
         assert context.toolchain.program is not None  # the toolchain resolves mvn
         assert context.preload is not None  # the test JVM's wrapper, the observer's
@@ -211,8 +284,14 @@ class Maven(Runner):
         if _MAVEN_REPOSITORY_MOUNT in context.dependencies:
             repository = context.dependencies[_MAVEN_REPOSITORY_MOUNT]
             argv.append(f"{_REPOSITORY_OPTION}{repository}")
+        if context.canaries is not None:
+            # A module whose must-fail canary failed would stop the build before the next
+            # module's tests, canaries included: the reports say which tests failed.
+            argv.append("-Dmaven.test.failure.ignore=true")
+            classes = ",".join(dict.fromkeys(map(_canary_class, context.canaries.tests)))
+            given = [f"{arg},{classes}" if arg.startswith("-Dtest=") else arg for arg in given]
         env = _confined(context, {"pom.xml"}, "target", ("surefire-reports", "failsafe-reports"))
-        return Invocation((*argv, *given), env, source=ReportSource.BUILD)
+        return Invocation(_choosing((*argv, *given), context), env, source=ReportSource.BUILD)
 
     def outputs(self, files: Iterable[str]) -> list[str]:
         return _beside(files, {"pom.xml"}, ("target",))
@@ -227,7 +306,20 @@ class Maven(Runner):
         )
 
     def build_results(self, reports: Sequence[bytes]) -> Results:
+        for report in reports:
+            _require_wrapped(report)
         return _reports_results(reports, "target/surefire-reports/TEST-*.xml")
+
+    def cut_short(self, output: Path) -> str | None:
+        """Surefire's word that a test JVM ended before it said goodbye (``System.exit`` in a
+        test): with failures ignored (the must-fail canary's), Maven then still exits 0, and the
+        classes that JVM had not finished have no report."""
+        with open(output, "rb") as lines:
+            for line in lines:
+                if any(said in line for said in _SUREFIRE_CUT_SHORT):
+                    said_so = line.decode(errors="replace").strip()[:200]
+                    return f"Surefire says a test JVM ended early ({said_so})"
+        return None
 
 
 class Gradle(Runner):
@@ -295,14 +387,25 @@ class Gradle(Runner):
             env["GRADLE_RO_DEP_CACHE"] = cache
         return _with_jdk(program, readable, workspace, env)
 
+    def canaries(
+        self, command: Sequence[str], files: Sequence[bytes], draw: Draw
+    ) -> Canaries | None:
+        """A must-pass and a must-fail test in every project with Java tests."""
+        return _canaries(files, {os.fsencode(name) for name in _GRADLE_BUILD_FILES}, draw)
+
     def invocation(self, command: Sequence[str], context: RunContext) -> Invocation:
         assert context.toolchain.program is not None  # the toolchain resolves gradle
         assert context.preload is not None  # the test JVM's wrapper, the observer's
+        _require_confinable(context.toolchain.program)
         given = [arg for arg in command[1:] if arg not in _GRADLE_OWN_OPTIONS]
         argv = (context.toolchain.program, "--offline", "--no-daemon", "--console=plain",
                 "--init-script", f"{context.preload}/claim.gradle", *given)  # fmt: skip
         env = _confined(context, _GRADLE_BUILD_FILES, "build", ("test-results",))
-        return Invocation(argv, env, source=ReportSource.BUILD)
+        if context.canaries is not None:
+            # claim.gradle: each Test task runs them (its filters let them through) and goes on
+            # when its must-fail canary fails, so that every project's tests run.
+            env["CLAIM_CANARIES"] = "claimcanary*"
+        return Invocation(_choosing(argv, context), env, source=ReportSource.BUILD)
 
     def outputs(self, files: Iterable[str]) -> list[str]:
         return _beside(files, _GRADLE_BUILD_FILES, ("build", ".gradle"))
@@ -329,6 +432,98 @@ def _confined(
         "CLAIM_FORK_OUTPUT": output,
         "CLAIM_FORK_REPORTS": "\n".join(f"{output}/{report}" for report in reports),
     }
+
+
+def _canaries(files: Sequence[bytes], build_files: set[bytes], draw: Draw) -> Canaries | None:
+    """The canaries of every module (a folder with one of ``build_files``) whose
+    ``src/test/java`` holds a file: a class of its own each, the same two tests in each."""
+    modules = {rel.rpartition(b"/")[0] for rel in files if rel.rpartition(b"/")[2] in build_files}
+    marker = f"/{_CANARY_TESTS}/".encode()
+    tested = sorted({folder for rel in files
+                     if marker in b"/" + rel
+                     and (folder := (b"/" + rel).split(marker, 1)[0][1:]) in modules})  # fmt: skip
+    if not tested:
+        return None
+    value, other = draw(), draw()
+    names = (f"canary_{draw()}", f"canary_{draw()}")
+    sources: dict[str, bytes] = {}
+    tests: list[Canary] = []
+    for module in tested:
+        word = draw()
+        prefix = os.fsdecode(module + b"/") if module else ""
+        path = f"{prefix}{_CANARY_TESTS}/{_CANARY_CLASS.format(word=word)}"
+        for kind in (_JUPITER, _JUNIT4):
+            methods = "".join(
+                _CANARY_METHOD[kind].format(name=name, value=value,
+                                            expected=value if passes else other)
+                for name, passes in sorted(zip(names, (True, False), strict=True))
+            )  # fmt: skip
+            sources[path + kind] = (_CANARY_HEAD[kind].format(word=word) + methods + "}\n").encode()
+        cls = f"claimcanary{word}.Claim{word}Test"
+        tests += [Canary(f"{cls}::{names[0]}", True), Canary(f"{cls}::{names[1]}", False)]
+    # The build goes on past a failed test (the must-fail canary's): it exits 0. A command that
+    # runs no tests (mvn compile) reports none: nothing to expect of them then.
+    return Canaries(files=sources, tests=tuple(tests), failed_exit_code=0, optional=True)
+
+
+def _canary_class(canary: Canary) -> str:
+    return canary.name.split("::", 1)[0].rpartition(".")[2]
+
+
+def _choosing(argv: Sequence[str], context: RunContext) -> tuple[str, ...]:
+    """``argv`` started by the shell that turns each module's canary into the JUnit its tests
+    use (_CHOOSE)."""
+    if context.canaries is None:
+        return tuple(argv)
+    chosen: list[str] = []
+    for rel in context.canaries.files:
+        if rel.endswith(_JUPITER):
+            canary = rel.removesuffix(_JUPITER)
+            chosen += [canary, canary.split(f"{_CANARY_TESTS}/", 1)[0] + "src/test"]
+    return ("/bin/sh", "-c", _CHOOSE, "sh", *chosen, "--", *argv)
+
+
+def gradle_version(program: str) -> tuple[int, ...] | None:
+    """The version of the Gradle distribution ``program`` starts, by its launcher's jar
+    (``lib/gradle-launcher-<version>.jar``), or None when it has none."""
+    lib = Path(os.path.realpath(program)).parent.parent / "lib"
+    for jar in lib.glob("gradle-launcher-*.jar"):
+        found = re.fullmatch(r"gradle-launcher-(\d+)\.(\d+)(?:\.(\d+))?.*\.jar", jar.name)
+        if found:
+            return tuple(int(part) for part in found.groups() if part is not None)
+    return None
+
+
+def _require_confinable(program: str) -> None:
+    """Gradle 6.7 and later start a Test task's JVM from its ``javaLauncher`` (its toolchain),
+    which claim.gradle cannot point at the observer's wrapper: the tests would run where they
+    can rewrite the reports the build writes. Such a run is not verified, nor one of a Gradle
+    whose version cannot be told."""
+    version = gradle_version(program)
+    if version is None or version >= _GRADLE_LAUNCHERS:
+        which = "of unknown version" if version is None else ".".join(map(str, version))
+        raise ObservationFailed(
+            f"Gradle {which} starts each Test task's JVM from its javaLauncher (a toolchain, "
+            "Gradle 6.7 and later), which the observer cannot start through its wrapper: the "
+            "tests could rewrite the reports, so the run is not verified; run the tests with "
+            "a Gradle before 6.7"
+        )
+
+
+def _require_wrapped(report: bytes) -> None:
+    """A Surefire report records the test JVM's system properties: a JVM of the build's own
+    (Surefire's ``forkCount`` 0 runs the tests in Maven's JVM; a ``jvm`` the POM sets names
+    another java) ran the tests where they can rewrite every report afterwards."""
+    root = junit_root(report)
+    name, value = WRAPPED_PROPERTY
+    found = [prop.get("value") for prop in root.iter("property") if prop.get("name") == name]
+    if found != [value]:
+        suite = root.get("name") or "a test class"
+        raise ObservationFailed(
+            f"{suite} ran in a JVM the observer's wrapper did not start (Surefire's forkCount=0 "
+            "runs the tests in Maven's own JVM; a jvm setting names another java): the tests "
+            "could rewrite the reports, so the run is not verified; let Surefire fork"
+        )
 
 
 def _report_file(name: str) -> bool:
