@@ -29,8 +29,15 @@ def gate_added(ecosystem: str) -> str:
     return f"gate added per stop, {ecosystem} (gate - bare warm run)"
 
 
+SERVICE_CLAIMS_S = "claim serve, SQLite, 1 process, claims/s (8 clients)"
+SERVICE_P99_MS = "claim serve, SQLite, 1 process, p99 of POST /v1/claims"
+SERVICE_POSTGRES_SCALING = "claim serve, PostgreSQL, 2 processes' claims/s over 1's"
+
 # Issue 33's goals, in the order the table shows them: (label, goal, unit, at least).
 GOALS: tuple[tuple[str, float, str, bool], ...] = (
+    (SERVICE_CLAIMS_S, 1000.0, "/s", True),
+    (SERVICE_P99_MS, 100.0, " ms", False),
+    (SERVICE_POSTGRES_SCALING, 1.6, "x", True),
     (BATCH_WALL, 6.0, "x", False),
     (BATCH_MEMORY, 1.25, "x", False),
     *((gate_added(ecosystem), GATE_ADDED_S, "s", False) for ecosystem in ECOSYSTEMS),

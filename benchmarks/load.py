@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import goals  # benchmarks/goals.py, beside this script
 import psycopg
 
 from completion_claim.service.ledger import Ledger
@@ -434,7 +435,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("load: a check failed (see PROBLEM lines)")
         return 1
     print("every check held" + ("" if met else "; a goal was missed"))
-    return 0 if met else 2
+    goals.record(goals.SERVICE_CLAIMS_S, sqlite.claims_s, GOAL_SQLITE_CLAIMS_S, "/s", True)
+    goals.record(goals.SERVICE_P99_MS, sqlite.p99_ms, GOAL_SQLITE_P99_MS, " ms")
+    goals.record(goals.SERVICE_POSTGRES_SCALING, ratio, GOAL_POSTGRES_RATIO, "x", True)
+    # Under make bench the goals table judges the figures beside the others; alone, the exit
+    # status says whether a goal was missed.
+    return 0 if met or os.environ.get(goals.VARIABLE) else 2
 
 
 if __name__ == "__main__":
