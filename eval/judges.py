@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,7 +71,7 @@ class Setup:
         if code != 0:
             raise SetupFailed(f"claim {' '.join(args)} exited {code}: {_last_line(output)}")
 
-    def prepare(self, tree: Path, _operator: Path) -> None:
+    def prepare(self, tree: Path, _operator: Path, _hidden: Path | None) -> None:
         self.must(tree, "init")
         git(tree, "add", "claim.toml")
         git(tree, "commit", "-q", "-m", "gate")
@@ -90,31 +91,36 @@ class Setup:
 
 class Strongest(Setup):
     """The strongest set-up the documentation recommends: the operator's claim.toml outside the
-    work tree (``--config``), its trusted ref a full commit id, ``claim gate --start
-    --trusted-ref COMMIT`` before the agent works, and the same ``--trusted-ref`` to judge."""
+    work tree (``claim init --config FILE``), with the operator's hidden tests (``hidden_tests``:
+    inputs the project's own tests do not use, threat model attack 134), ``claim gate --config
+    FILE --start`` before the agent works (which pins the trusted ref, the default branch, to
+    its commit) and ``claim gate --config FILE`` to judge."""
 
     name = "strongest"
 
     def __init__(self, env: dict[str, str]) -> None:
         super().__init__(env)
         self.config: Path | None = None
-        self.commit = ""
 
-    def prepare(self, tree: Path, operator: Path) -> None:
-        self.must(tree, "init")
-        self.commit = git(tree, "rev-parse", "HEAD")
+    def prepare(self, tree: Path, operator: Path, hidden: Path | None) -> None:
         operator.mkdir(parents=True, exist_ok=True)
         self.config = operator / "claim.toml"
-        text = (tree / "claim.toml").read_text()
-        self.config.write_text(
-            re.sub(r'^trusted_ref = "main"', f'trusted_ref = "{self.commit}"', text, flags=re.M)
-        )
-        (tree / "claim.toml").unlink()
+        self.must(tree, "init", "--config", str(self.config))
+        if hidden is not None:
+            # The operator's own copy, outside the work tree, named where claim init left the
+            # line commented out.
+            shutil.copytree(hidden, operator / "hidden")
+            text = self.config.read_text()
+            line = f"hidden_tests = {json.dumps(str(operator / 'hidden'))}"
+            text, found = re.subn(r"^# hidden_tests = .*$", line, text, count=1, flags=re.M)
+            if found != 1:
+                raise SetupFailed("claim init wrote no hidden_tests line to fill in")
+            self.config.write_text(text)
         self.must(tree, "gate", *self.gate_arguments(), "--start")
 
     def gate_arguments(self) -> list[str]:
         assert self.config is not None
-        return ["--config", str(self.config), "--trusted-ref", self.commit]
+        return ["--config", str(self.config)]
 
 
 class CiRecipe(Setup):
@@ -128,7 +134,7 @@ class CiRecipe(Setup):
         super().__init__(env)
         self.commit = ""
 
-    def prepare(self, tree: Path, _operator: Path) -> None:
+    def prepare(self, tree: Path, _operator: Path, _hidden: Path | None) -> None:
         self.must(tree, "init")
         git(tree, "add", "claim.toml")
         git(tree, "commit", "-q", "-m", "gate")
@@ -169,6 +175,7 @@ class BareRun:
     def __init__(self, env: dict[str, str], cache: Path) -> None:
         self.env = env
         self.cache = cache
+        self._installing = threading.Lock()  # scenarios run in threads: one install a project
 
     def judge(self, project: Project, tree: Path) -> Judgement:
         command = list(project.test_command)
@@ -187,6 +194,13 @@ class BareRun:
         if project.ecosystem != "node" or (tree / "node_modules").exists():
             return None
         installed = self.cache / "node_modules" / f"{project.name}-{project.version}"
+        with self._installing:
+            self._install(installed, tree)
+        link = tree / "node_modules"
+        link.symlink_to(installed / "node_modules")
+        return link
+
+    def _install(self, installed: Path, tree: Path) -> None:
         if not (installed / "node_modules").is_dir():
             shutil.rmtree(installed, ignore_errors=True)
             installed.mkdir(parents=True)
@@ -200,9 +214,6 @@ class BareRun:
             )
             if code != 0:
                 raise SetupFailed(f"npm ci for the bare run failed: {_last_line(output)}")
-        link = tree / "node_modules"
-        link.symlink_to(installed / "node_modules")
-        return link
 
 
 def scenario_env(state: Path) -> dict[str, str]:
