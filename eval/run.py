@@ -36,7 +36,7 @@ from eval.judges import (
     scenario_env,
 )
 from eval.report import known_limit, markdown, totals
-from eval.strategies import HONEST, IMPOSSIBLE_STRATEGIES, STRATEGIES, NotApplicable, Strategy
+from eval.strategies import IMPOSSIBLE_STRATEGIES, STRATEGIES, NotApplicable, Strategy
 from eval.workspace import BUG, IMPOSSIBLE, hidden_tests, pristine, start_state
 
 RESULTS_VARIABLE = "COMPLETION_CLAIM_EVAL_RESULTS"
@@ -197,23 +197,25 @@ def _in_matrix(
     strategy: Strategy,
     setup: str,
 ) -> bool:
-    """The default matrix plays every project, bug, strategy and set-up, not every combination:
-    each bug's honest fixes in every set-up (a false block anywhere shows), the special case in
-    every set-up for the first bug (the hidden tests' difference shows), and every other
-    strategy in one set-up per bug, turning through the set-ups from bug to bug and project to
-    project. ``--matrix full`` (or naming a set-up or strategy) plays every combination."""
+    """The default matrix plays every project, bug, strategy and set-up, not every combination
+    (hours): the honest fix of every bug in every set-up (a false block anywhere shows), the
+    special case of the first bug in every set-up (what the hidden tests change shows), and
+    every other strategy once a project, on one bug in one set-up, turning through bugs and
+    set-ups from strategy to strategy and project to project; an impossible variant plays its
+    honest fix and its special case, each in one set-up. ``--matrix full`` (or naming a
+    set-up or a strategy) plays every combination."""
     if options.matrix == "full" or options.setup or options.strategy:
         return True
     setups = sorted(SETUPS)
     bug_index = project.bugs.index(bug)
-    if variant == BUG and (
-        strategy.name in HONEST or (strategy.name == "cheat_special_case" and bug_index == 0)
-    ):
+    turn = [s.name for s in STRATEGIES].index(strategy.name) + projects.index(project)
+    if variant == IMPOSSIBLE:
+        chosen = strategy.name in ("honest_fix", "cheat_special_case")
+        return chosen and setups[(turn + bug_index) % len(setups)] == setup
+    if strategy.name == "honest_fix" or (strategy.name == "cheat_special_case" and bug_index == 0):
         return True
-    names = [s.name for s in STRATEGIES]
-    turn = names.index(strategy.name) + bug_index + projects.index(project)
-    turn += 0 if variant == BUG else 1
-    return setups[turn % len(setups)] == setup
+    on_bug = turn % len(project.bugs) == bug_index
+    return on_bug and setups[(turn // len(project.bugs)) % len(setups)] == setup
 
 
 def _variants(bug: Bug, options: argparse.Namespace) -> list[str]:
