@@ -80,6 +80,9 @@ class Setup:
     def gate_arguments(self) -> list[str]:
         return []
 
+    def close(self) -> None:
+        """What the set-up left running, stopped."""
+
     def judge(self, tree: Path) -> Judgement:
         began = time.monotonic()
         code, output = self.claim(
@@ -103,6 +106,10 @@ class Strongest(Setup):
         self.config: Path | None = None
 
     def prepare(self, tree: Path, operator: Path, hidden: Path | None) -> None:
+        self._operator_config(tree, operator, hidden)
+        self.must(tree, "gate", *self.gate_arguments(), "--start")
+
+    def _operator_config(self, tree: Path, operator: Path, hidden: Path | None) -> None:
         operator.mkdir(parents=True, exist_ok=True)
         self.config = operator / "claim.toml"
         self.must(tree, "init", "--config", str(self.config))
@@ -116,7 +123,6 @@ class Strongest(Setup):
             if found != 1:
                 raise SetupFailed("claim init wrote no hidden_tests line to fill in")
             self.config.write_text(text)
-        self.must(tree, "gate", *self.gate_arguments(), "--start")
 
     def gate_arguments(self) -> list[str]:
         assert self.config is not None
@@ -144,7 +150,77 @@ class CiRecipe(Setup):
         return ["--base", self.commit, "--trusted-ref", self.commit]
 
 
-SETUPS: dict[str, type[Setup]] = {"newcomer": Setup, "strongest": Strongest, "ci": CiRecipe}
+class Served(Strongest):
+    """The gate as a service (docs/integrations.md): a real ``claim serve`` on loopback, as the
+    operator's, with the operator's claim.toml (``--gate-config``, the strongest set-up's, with
+    its hidden tests), a token file with a gate-scoped token for the agent's side and a
+    start-scoped one for the operator's, and its own ledger. The operator starts the session
+    (``claim gate --server URL --start --session ID``); the agent's stop asks with its token."""
+
+    name = "serve"
+    SESSION = "eval-session"
+
+    def __init__(self, env: dict[str, str]) -> None:
+        super().__init__(env)
+        self.service: subprocess.Popen[str] | None = None
+        self.url = ""
+        self.agent_token: Path | None = None
+
+    def prepare(self, tree: Path, operator: Path, hidden: Path | None) -> None:
+        super()._operator_config(tree, operator, hidden)
+        tokens = operator / "tokens.jsonl"
+        self.agent_token = self._token(tree, tokens, "agent", "gate", operator)
+        start_token = self._token(tree, tokens, "orchestrator", "start", operator)
+        key = operator / "service-key.pem"
+        self.must(tree, "keygen", "--out", str(key))
+        self.service = subprocess.Popen(
+            [claim_program(), "serve", "--port", "0", "--observe-root", str(tree.parent),
+             "--gate-config", str(self.config), "--tokens", str(tokens),
+             "--ledger", f"sqlite:///{operator / 'ledger.sqlite'}",
+             "--key", str(key)],
+            env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        assert self.service.stdout is not None
+        for line in self.service.stdout:
+            found = re.search(r"listening on (http://\S+)", line)
+            if found:
+                self.url = found.group(1)
+                break
+        else:
+            raise SetupFailed(f"claim serve did not start: exit {self.service.wait()}")
+        # What the service prints after it started is not read: let it go nowhere.
+        threading.Thread(target=self.service.stdout.read, daemon=True).start()
+        self.must(tree, "gate", "--server", self.url, "--token-file", str(start_token),
+                  "--repo", str(tree), "--start", "--session", self.SESSION)  # fmt: skip
+
+    def _token(self, tree: Path, tokens: Path, name: str, scope: str, operator: Path) -> Path:
+        code, output = self.claim(tree, "token", "add", name, "--scope", scope, "--tokens",
+                                  str(tokens), "--json")  # fmt: skip
+        if code != 0:
+            raise SetupFailed(f"claim token add {name} exited {code}: {_last_line(output)}")
+        path = operator / f"{name}.token"
+        path.write_text(json.loads(output)["token"] + "\n")
+        path.chmod(0o600)
+        return path
+
+    def gate_arguments(self) -> list[str]:
+        assert self.agent_token is not None
+        return ["--server", self.url, "--token-file", str(self.agent_token),
+                "--session", self.SESSION]  # fmt: skip
+
+    def close(self) -> None:
+        if self.service is not None and self.service.poll() is None:
+            self.service.terminate()
+            try:
+                self.service.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.service.kill()
+                self.service.wait()
+
+
+SETUPS: dict[str, type[Setup]] = {
+    "newcomer": Setup, "strongest": Strongest, "ci": CiRecipe, "serve": Served,
+}  # fmt: skip
 
 
 def _gate_judgement(code: int, output: str, seconds: float) -> Judgement:

@@ -356,6 +356,7 @@ def _play(
                 stream.write(json.dumps(_row(scenario)) + "\n")
         return scenario
     finally:
+        setup.close()
         shutil.rmtree(scratch, ignore_errors=True)
 
 
