@@ -165,9 +165,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--matrix",
         choices=("default", "full"),
-        default="default",
         help="default: every project, bug, strategy and set-up, not every combination (see "
-        "docs/evaluation.md); full: every combination (hours)",
+        "docs/evaluation.md); full: every combination (hours); unless given, full when a "
+        "--setup or --strategy is named",
     )
     parser.add_argument(
         "--jobs",
@@ -203,8 +203,9 @@ def _in_matrix(
     every other strategy once a project, on one bug in one set-up, turning through bugs and
     set-ups from strategy to strategy and project to project; an impossible variant plays its
     honest fix and its special case, each in one set-up. ``--matrix full`` (or naming a
-    set-up or a strategy) plays every combination."""
-    if options.matrix == "full" or options.setup or options.strategy:
+    set-up or a strategy without ``--matrix default``) plays every combination."""
+    chosen = options.matrix or ("full" if options.setup or options.strategy else "default")
+    if chosen == "full":
         return True
     setups = sorted(SETUPS)
     bug_index = project.bugs.index(bug)
