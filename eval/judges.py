@@ -255,11 +255,15 @@ class BareRun:
 
     def judge(self, project: Project, tree: Path) -> Judgement:
         command = list(project.test_command)
+        env = self.env
         if command[0] == "python":
             command[0] = sys.executable
+            # make eval's .venv has pytest plugins no corpus project uses (hypothesis, xdist,
+            # ...): a developer's own environment would not load them at every start.
+            env = env | {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
         linked = self._node_modules(project, tree)
         began = time.monotonic()
-        code, output = run(command, tree, self.env, GATE_TIMEOUT_S)
+        code, output = run(command, tree, env, GATE_TIMEOUT_S)
         seconds = time.monotonic() - began
         if linked is not None:
             linked.unlink()
