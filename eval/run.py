@@ -118,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
                 if _chosen(options.setup, name)
                 and _in_matrix(options, projects, project, bug, variant, strategy, name)
             ]
+            plays = _interleaved(plays)
             played = pool.map(
                 lambda p: _play(p[0], p[1], p[2], p[3], p[4], env, bare, results, starts), plays
             )
@@ -135,6 +136,20 @@ def main(argv: list[str] | None = None) -> int:
     print((results / "table.md").read_text())
     print(f"results: {results}")
     return _exit_code(scenarios, checks)
+
+
+Play = tuple[Project, Bug, str, Strategy, type[Setup]]
+
+
+def _interleaved(plays: list[Play]) -> list[Play]:
+    """Each project's scenarios in turn, so that a run stopped early has played some of every
+    project's (a long run on a loaded machine may not end)."""
+    by_project: dict[str, list[Play]] = {}
+    for play in plays:
+        by_project.setdefault(play[0].name, []).append(play)
+    queues = list(by_project.values())
+    longest = max((len(queue) for queue in queues), default=0)
+    return [queue[n] for n in range(longest) for queue in queues if n < len(queue)]
 
 
 def _exit_code(scenarios: list[Scenario], checks: list[BugCheck]) -> int:
