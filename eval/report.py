@@ -154,9 +154,9 @@ def _cell(text: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m eval.report",
-        description="Merge runs' results.json (or a run's scenarios.jsonl, for a run not "
-        "finished) into one Markdown table on standard output; a scenario played by several "
-        "runs counts as the latest given (give them oldest first).",
+        description="Merge runs' results.json (or a run's scenarios.jsonl, with the checks.json "
+        "beside it, for a run not finished) into one Markdown table on standard output; a "
+        "scenario played by several runs counts as the latest given (give them oldest first).",
     )
     parser.add_argument("results", nargs="+", type=Path, help="results.json or scenarios.jsonl")
     options = parser.parse_args(argv)
@@ -166,6 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             if path.suffix == ".jsonl":  # a run still going, or stopped: its scenarios so far
                 scenarios += [json.loads(line) for line in path.read_text().splitlines()]
+                checked = path.with_name("checks.json")
+                checks += json.loads(checked.read_text()) if checked.exists() else []
                 continue
             found = json.loads(path.read_text())
             scenarios += found["scenarios"]

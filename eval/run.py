@@ -112,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
                 for variant in _variants(bug, options)
             ]
             checks = list(pool.map(lambda u: _check_bug(u[0], u[1], u[2], bare, starts), units))
+            # Written now, beside scenarios.jsonl: a run stopped early still has them.
+            _write(results / "checks.json", json.dumps([asdict(c) for c in checks], indent=2))
             plays = [
                 (project, bug, variant, strategy, SETUPS[name])
                 for (project, bug, variant), check in zip(units, checks, strict=True)
