@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ECOSYSTEMS = ("python", "node", "go")
+ECOSYSTEMS = ("python", "node", "go", "rust")
 ARCHIVES = ("tar.gz", "deb")
 
 
@@ -93,6 +93,10 @@ class Project:
     registry: str
     lockfile: str | None = None  # relative to the corpus: added to the import, say so
     bugs: tuple[Bug, ...] = field(default_factory=tuple)
+    runner: str = ""  # the test runner, where the ecosystem has several (node: mocha, node-test)
+    # The operator's tests the agent never sees, a folder relative to the corpus laid into the
+    # strongest set-up's runs (hidden_tests): inputs the project's own tests do not use.
+    hidden_tests: str | None = None
 
     @property
     def label(self) -> str:
@@ -125,6 +129,12 @@ def _project(path: Path, index: int, entry: dict[str, Any]) -> Project:
     if not isinstance(bugs, list) or len(bugs) < 2:
         raise CorpusError(f"{where}: at least two [[project.bug]]")
     lockfile = entry.get("lockfile")
+    hidden = entry.get("hidden_tests")
+    if hidden is not None and not (isinstance(hidden, str) and (path.parent / hidden).is_dir()):
+        raise CorpusError(f"{where}.hidden_tests: a folder beside the corpus")
+    runner = entry.get("runner", "")
+    if not isinstance(runner, str):
+        raise CorpusError(f"{where}.runner: a string")
     return Project(
         name=_text(entry, "name", where),
         ecosystem=ecosystem,
@@ -137,6 +147,8 @@ def _project(path: Path, index: int, entry: dict[str, Any]) -> Project:
         registry=_text(entry, "registry", where),
         lockfile=lockfile if isinstance(lockfile, str) else None,
         bugs=tuple(_bug(f"{where}.bug[{n}]", bug) for n, bug in enumerate(bugs)),
+        runner=runner,
+        hidden_tests=hidden,
     )
 
 

@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,7 +71,7 @@ class Setup:
         if code != 0:
             raise SetupFailed(f"claim {' '.join(args)} exited {code}: {_last_line(output)}")
 
-    def prepare(self, tree: Path, _operator: Path) -> None:
+    def prepare(self, tree: Path, _operator: Path, _hidden: Path | None) -> None:
         self.must(tree, "init")
         git(tree, "add", "claim.toml")
         git(tree, "commit", "-q", "-m", "gate")
@@ -78,6 +79,9 @@ class Setup:
 
     def gate_arguments(self) -> list[str]:
         return []
+
+    def close(self) -> None:
+        """What the set-up left running, stopped."""
 
     def judge(self, tree: Path) -> Judgement:
         began = time.monotonic()
@@ -90,31 +94,39 @@ class Setup:
 
 class Strongest(Setup):
     """The strongest set-up the documentation recommends: the operator's claim.toml outside the
-    work tree (``--config``), its trusted ref a full commit id, ``claim gate --start
-    --trusted-ref COMMIT`` before the agent works, and the same ``--trusted-ref`` to judge."""
+    work tree (``claim init --config FILE``), with the operator's hidden tests (``hidden_tests``:
+    inputs the project's own tests do not use, threat model attack 134), ``claim gate --config
+    FILE --start`` before the agent works (which pins the trusted ref, the default branch, to
+    its commit) and ``claim gate --config FILE`` to judge."""
 
     name = "strongest"
 
     def __init__(self, env: dict[str, str]) -> None:
         super().__init__(env)
         self.config: Path | None = None
-        self.commit = ""
 
-    def prepare(self, tree: Path, operator: Path) -> None:
-        self.must(tree, "init")
-        self.commit = git(tree, "rev-parse", "HEAD")
+    def prepare(self, tree: Path, operator: Path, hidden: Path | None) -> None:
+        self._operator_config(tree, operator, hidden)
+        self.must(tree, "gate", *self.gate_arguments(), "--start")
+
+    def _operator_config(self, tree: Path, operator: Path, hidden: Path | None) -> None:
         operator.mkdir(parents=True, exist_ok=True)
         self.config = operator / "claim.toml"
-        text = (tree / "claim.toml").read_text()
-        self.config.write_text(
-            re.sub(r'^trusted_ref = "main"', f'trusted_ref = "{self.commit}"', text, flags=re.M)
-        )
-        (tree / "claim.toml").unlink()
-        self.must(tree, "gate", *self.gate_arguments(), "--start")
+        self.must(tree, "init", "--config", str(self.config))
+        if hidden is not None:
+            # The operator's own copy, outside the work tree, named where claim init left the
+            # line commented out.
+            shutil.copytree(hidden, operator / "hidden")
+            text = self.config.read_text()
+            line = f"hidden_tests = {json.dumps(str(operator / 'hidden'))}"
+            text, found = re.subn(r"^# hidden_tests = .*$", line, text, count=1, flags=re.M)
+            if found != 1:
+                raise SetupFailed("claim init wrote no hidden_tests line to fill in")
+            self.config.write_text(text)
 
     def gate_arguments(self) -> list[str]:
         assert self.config is not None
-        return ["--config", str(self.config), "--trusted-ref", self.commit]
+        return ["--config", str(self.config)]
 
 
 class CiRecipe(Setup):
@@ -128,7 +140,7 @@ class CiRecipe(Setup):
         super().__init__(env)
         self.commit = ""
 
-    def prepare(self, tree: Path, _operator: Path) -> None:
+    def prepare(self, tree: Path, _operator: Path, _hidden: Path | None) -> None:
         self.must(tree, "init")
         git(tree, "add", "claim.toml")
         git(tree, "commit", "-q", "-m", "gate")
@@ -138,7 +150,77 @@ class CiRecipe(Setup):
         return ["--base", self.commit, "--trusted-ref", self.commit]
 
 
-SETUPS: dict[str, type[Setup]] = {"newcomer": Setup, "strongest": Strongest, "ci": CiRecipe}
+class Served(Strongest):
+    """The gate as a service (docs/integrations.md): a real ``claim serve`` on loopback, as the
+    operator's, with the operator's claim.toml (``--gate-config``, the strongest set-up's, with
+    its hidden tests), a token file with a gate-scoped token for the agent's side and a
+    start-scoped one for the operator's, and its own ledger. The operator starts the session
+    (``claim gate --server URL --start --session ID``); the agent's stop asks with its token."""
+
+    name = "serve"
+    SESSION = "eval-session"
+
+    def __init__(self, env: dict[str, str]) -> None:
+        super().__init__(env)
+        self.service: subprocess.Popen[str] | None = None
+        self.url = ""
+        self.agent_token: Path | None = None
+
+    def prepare(self, tree: Path, operator: Path, hidden: Path | None) -> None:
+        super()._operator_config(tree, operator, hidden)
+        tokens = operator / "tokens.jsonl"
+        self.agent_token = self._token(tree, tokens, "agent", "gate", operator)
+        start_token = self._token(tree, tokens, "orchestrator", "start", operator)
+        key = operator / "service-key.pem"
+        self.must(tree, "keygen", "--out", str(key))
+        self.service = subprocess.Popen(
+            [claim_program(), "serve", "--port", "0", "--observe-root", str(tree.parent),
+             "--gate-config", str(self.config), "--tokens", str(tokens),
+             "--ledger", f"sqlite:///{operator / 'ledger.sqlite'}",
+             "--key", str(key)],
+            env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        assert self.service.stdout is not None
+        for line in self.service.stdout:
+            found = re.search(r"listening on (http://\S+)", line)
+            if found:
+                self.url = found.group(1)
+                break
+        else:
+            raise SetupFailed(f"claim serve did not start: exit {self.service.wait()}")
+        # What the service prints after it started is not read: let it go nowhere.
+        threading.Thread(target=self.service.stdout.read, daemon=True).start()
+        self.must(tree, "gate", "--server", self.url, "--token-file", str(start_token),
+                  "--repo", str(tree), "--start", "--session", self.SESSION)  # fmt: skip
+
+    def _token(self, tree: Path, tokens: Path, name: str, scope: str, operator: Path) -> Path:
+        code, output = self.claim(tree, "token", "add", name, "--scope", scope, "--tokens",
+                                  str(tokens), "--json")  # fmt: skip
+        if code != 0:
+            raise SetupFailed(f"claim token add {name} exited {code}: {_last_line(output)}")
+        path = operator / f"{name}.token"
+        path.write_text(json.loads(output)["token"] + "\n")
+        path.chmod(0o600)
+        return path
+
+    def gate_arguments(self) -> list[str]:
+        assert self.agent_token is not None
+        return ["--server", self.url, "--token-file", str(self.agent_token),
+                "--session", self.SESSION]  # fmt: skip
+
+    def close(self) -> None:
+        if self.service is not None and self.service.poll() is None:
+            self.service.terminate()
+            try:
+                self.service.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.service.kill()
+                self.service.wait()
+
+
+SETUPS: dict[str, type[Setup]] = {
+    "newcomer": Setup, "strongest": Strongest, "ci": CiRecipe, "serve": Served,
+}  # fmt: skip
 
 
 def _gate_judgement(code: int, output: str, seconds: float) -> Judgement:
@@ -169,14 +251,19 @@ class BareRun:
     def __init__(self, env: dict[str, str], cache: Path) -> None:
         self.env = env
         self.cache = cache
+        self._installing = threading.Lock()  # scenarios run in threads: one install a project
 
     def judge(self, project: Project, tree: Path) -> Judgement:
         command = list(project.test_command)
+        env = self.env
         if command[0] == "python":
             command[0] = sys.executable
+            # make eval's .venv has pytest plugins no corpus project uses (hypothesis, xdist,
+            # ...): a developer's own environment would not load them at every start.
+            env = env | {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
         linked = self._node_modules(project, tree)
         began = time.monotonic()
-        code, output = run(command, tree, self.env, GATE_TIMEOUT_S)
+        code, output = run(command, tree, env, GATE_TIMEOUT_S)
         seconds = time.monotonic() - began
         if linked is not None:
             linked.unlink()
@@ -187,6 +274,13 @@ class BareRun:
         if project.ecosystem != "node" or (tree / "node_modules").exists():
             return None
         installed = self.cache / "node_modules" / f"{project.name}-{project.version}"
+        with self._installing:
+            self._install(installed, tree)
+        link = tree / "node_modules"
+        link.symlink_to(installed / "node_modules")
+        return link
+
+    def _install(self, installed: Path, tree: Path) -> None:
         if not (installed / "node_modules").is_dir():
             shutil.rmtree(installed, ignore_errors=True)
             installed.mkdir(parents=True)
@@ -200,9 +294,6 @@ class BareRun:
             )
             if code != 0:
                 raise SetupFailed(f"npm ci for the bare run failed: {_last_line(output)}")
-        link = tree / "node_modules"
-        link.symlink_to(installed / "node_modules")
-        return link
 
 
 def scenario_env(state: Path) -> dict[str, str]:

@@ -44,3 +44,8 @@ def start_state(project: Project, bug: Bug, variant: str, tree: Path) -> str:
         assert bug.impossible is not None
         bug.impossible.apply(tree)
     return commit_all(tree, f"start: {bug.id} ({variant})")
+
+
+def hidden_tests(project: Project) -> Path | None:
+    """The operator's hidden tests for the project, a folder beside the corpus."""
+    return None if project.hidden_tests is None else CORPUS.parent / project.hidden_tests

@@ -115,6 +115,31 @@ def test_init_says_to_commit_the_file_the_gate_will_then_accept(
     assert run(["gate", "--outcome", "Fixed add()."]) == 0
 
 
+def test_init_writes_the_operators_file_outside_the_work_tree_with_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The strongest set-up keeps claim.toml outside the work tree (make eval found init could
+    only write it at the root, to be moved by hand): --config writes it there, and the gate
+    then verifies an honest change with nothing committed in the tree."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC_BUGGY, "tests/test_calc.py": TEST_CALC})
+    config = tmp_path / "operator" / "claim.toml"
+    config.parent.mkdir()
+
+    assert run(["init", "--repo", str(repo), "--config", str(config)]) == 0
+
+    out = capsys.readouterr().out
+    assert not (repo / "claim.toml").exists()
+    assert f"wrote {config}" in out
+    assert f"claim gate --config {config} --start" in out
+    assert "git add" not in out
+    monkeypatch.chdir(repo)
+    assert run(["gate", "--config", str(config), "--start"]) == 0
+    write_files(repo, {"calc.py": CALC})
+    assert run(["gate", "--config", str(config), "--outcome", "Fixed add()."]) == 0
+
+
 def test_init_comments_examples_for_a_dockerfile_and_a_database(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

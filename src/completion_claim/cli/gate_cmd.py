@@ -89,9 +89,16 @@ def _tick(name: str, done: threading.Event) -> None:
 
 @app.command("init")
 @click.option("--repo", default=".", show_default=True, metavar="DIR", help="The repository.")
+@click.option(
+    "--config",
+    "config_path",
+    metavar="FILE",
+    help="Write it here, outside the work tree (then claim gate --config FILE); default: "
+    "claim.toml at the repository's root.",
+)
 @click.option("--force", is_flag=True, help="Replace an existing claim.toml.")
 @json_option("Print {path, found} as JSON.")
-def init_command(repo: str, force: bool, as_json: bool) -> int:
+def init_command(repo: str, config_path: str | None, force: bool, as_json: bool) -> int:
     """Write a commented starter claim.toml at the repository's root, from what is there:
     each test runner found (a test_run check per ecosystem: pytest or unittest, node --test,
     vitest, jest, mocha, go test, cargo test, ...; its tests taken from the default branch, which
@@ -101,9 +108,12 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
     state_readback example).
     """
     root = repository_root(Path(repo))
-    path = root / CONFIG_NAME
+    path = root / CONFIG_NAME if config_path is None else Path(config_path).absolute()
     if path.exists() and not force:
         raise UsageError(f"{path} already exists: review it, or replace it with claim init --force")
+    if not path.parent.is_dir():
+        raise UsageError(f"--config {config_path}: its folder does not exist")
+    inside_tree = path.parent.resolve().is_relative_to(root.resolve())
     branch = _default_branch(root)
     facts = look_at(root, os.environ, branch)
     python = None
@@ -130,9 +140,15 @@ def init_command(repo: str, force: bool, as_json: bool) -> int:
         require_lockfiles(load_config(path, os.environ), root)
     except ConfigError as error:  # what claim gate --start will refuse, said now
         say(f"note: {error}")
+    if not inside_tree:
+        # Outside the work tree the agent cannot change it, and nothing is committed.
+        say(f"next: review it, then: claim gate --config {path} --start before the agent works,")
+        say(f"      claim gate --config {path} after (or the hooks, with --config {path})")
+        return EXIT_VERIFIED
     # Until it is committed, the gate sees claim.toml as a change to its own configuration and
     # refuses every verdict: the operator's file must be part of the base the agent starts from.
-    say(f"next: review it, commit it ({_commit_command(root, path.name)}), then:")
+    rel = path.resolve().relative_to(root.resolve()).as_posix()
+    say(f"next: review it, commit it ({_commit_command(root, rel)}), then:")
     say("      claim hooks install --harness claude-code")
     say("      (or, by hand: claim gate --start before the agent works, claim gate after)")
     return EXIT_VERIFIED

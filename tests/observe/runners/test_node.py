@@ -138,6 +138,41 @@ def test_claim_init_gives_mocha_what_the_test_script_gives_it(
     assert detected.command == command
 
 
+@pytest.mark.parametrize(
+    "scripts",
+    [
+        {"test": "npm run test:unit && npm run test:typescript",
+         "test:unit": "c8 --100 node --test"},
+        {"test": "c8 node --test test/", "lint": "eslint"},
+        {"test": "npm run unit", "unit": "nyc --reporter=text node --test"},
+    ],
+)  # fmt: skip
+def test_claim_init_finds_node_test_behind_npm_run_and_a_coverage_tool(
+    tmp_path: Path, scripts: dict[str, str]
+) -> None:
+    """fast-content-type-parse (make eval) says ``npm run test:unit`` and that script says
+    ``c8 --100 node --test``: claim init found nothing and the newcomer's gate ran no test."""
+    root = node_project(tmp_path / "repo", "node-test")
+    package = json.loads((root / "package.json").read_text())
+    (root / "package.json").write_text(json.dumps(package | {"scripts": scripts}))
+
+    detected = NodeTest().detect(root)
+
+    assert detected is not None
+    assert detected.command == ("node", "--test")
+
+
+def test_a_script_naming_another_that_is_missing_or_circular_detects_nothing(
+    tmp_path: Path,
+) -> None:
+    root = node_project(tmp_path / "repo", "node-test")
+    package = json.loads((root / "package.json").read_text())
+    scripts = {"test": "npm run a", "a": "npm run b && npm run test"}
+    (root / "package.json").write_text(json.dumps(package | {"scripts": scripts}))
+
+    assert NodeTest().detect(root) is None
+
+
 def test_a_folder_without_package_json_is_no_node_project(tmp_path: Path) -> None:
     (tmp_path / "vitest.config.ts").write_text("export default {}\n")
 

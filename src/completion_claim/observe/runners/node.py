@@ -379,6 +379,29 @@ def _package(root: Path) -> dict[str, Any] | None:
     return found if isinstance(found, dict) else None
 
 
+# A coverage tool in front of the runner (``c8 --100 node --test``), with its options.
+_COVERAGE = re.compile(r"^(?:npx\s+)?(?:c8|nyc)(?:\s+-\S+)*\s+")
+_NPM_RUN = re.compile(r"npm\s+(?:run|run-script)\s+([^\s;&|]+)\s*$")
+
+
+def _runs_node_test(scripts: dict[str, Any], name: str, seen: set[str]) -> bool:
+    """Whether the script runs ``node --test``, itself or through ``npm run`` of another
+    (fastify's ``npm run test:unit && npm run test:typescript``, ``test:unit`` being
+    ``c8 --100 node --test``); a missing or circular script runs nothing."""
+    script = scripts.get(name)
+    if name in seen or not isinstance(script, str):
+        return False
+    seen.add(name)
+    for part in re.split(r"&&|\|\||;", script):
+        step = _COVERAGE.sub("", part.strip(), count=1)
+        called = _NPM_RUN.match(step)
+        if called is not None and _runs_node_test(scripts, called.group(1), seen):
+            return True
+        if re.match(r"node\s+(.*\s)?--test\b", step):
+            return True
+    return False
+
+
 # --- node --test ----------------------------------------------------------------------------
 
 
@@ -393,8 +416,7 @@ class NodeTest(_NodeRunner):
     def detect(self, root: Path) -> Detected | None:
         package = _package(root)
         scripts = package.get("scripts") if package is not None else None
-        script = scripts.get("test") if isinstance(scripts, dict) else None
-        if not isinstance(script, str) or not re.match(r"node\s+(.*\s)?--test\b", script):
+        if not isinstance(scripts, dict) or not _runs_node_test(scripts, "test", set()):
             return None
         return Detected(("node", "--test"), 'package.json\'s "test" script runs node --test')
 
