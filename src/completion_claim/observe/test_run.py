@@ -281,6 +281,10 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
             if exit_code != 0:  # a sandbox that cannot start the toolchain is the cause, if so
                 launch.require_toolchain_starts()
             raise
+        if runner.repeats_itself and request.repeat:
+            results, once = ran_twice(results, request.repeat)
+            if once:
+                details["ran_once"] = once
         seen = None if canaries is None else judged(results, canaries)
         explained = (canaries is not None and exit_code == canaries.failed_exit_code
                      and seen is not None and seen[1]["state"] == HELD)  # fmt: skip
@@ -292,10 +296,6 @@ def observe(request: RunRequest, mutations: Sequence[Mutation] = ()) -> Observat
             # planted outcomes, so the sandbox started the toolchain and it ran them.
             launch.require_toolchain_starts()
         _require_unmonitored(results, launch.work)
-        if runner.repeats_itself and request.repeat:
-            results, once = ran_twice(results, request.repeat)
-            if once:
-                details["ran_once"] = once
         cut = runner.cut_short(owned / "output.log")
         if cut is not None:
             raise ObservationFailed(f"{cut}: not verified")

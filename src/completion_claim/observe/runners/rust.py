@@ -472,9 +472,6 @@ class CargoTest(Runner):
             theirs += [canary.name.split("::", 1)[1] for canary in canaries.tests]
             theirs += [again.split("::", 1)[1] for again in canaries.repeats]
         argv += [*ours, "--", "-Z", "unstable-options", "--format", "json", *theirs]
-        seed = context.dependencies.get(RUSTC_INFO_SEED)
-        if seed is not None:
-            argv = ["/bin/sh", "-c", _FROM_RUSTC_INFO, seed, *argv]
         if canaries is not None:
             module = canaries.tests[0].name.split("::")[1]
             again = next((name.split("::")[1] for name in canaries.repeats), "")
@@ -485,6 +482,10 @@ class CargoTest(Runner):
                      for part in (rel[len(again) + 1 :], rel)]  # fmt: skip
             argv = ["/bin/sh", "-c", _PLANT, "sh", module, context.work, *planted, "--", again,
                     *roots, "--", *argv]  # fmt: skip
+        seed = context.dependencies.get(RUSTC_INFO_SEED)
+        if seed is not None:
+            # Outermost: the planting step asks the cargo program it finds first (cargo metadata).
+            argv = ["/bin/sh", "-c", _FROM_RUSTC_INFO, seed, *argv]
         # In the run's own home (the sandbox's /tmp, or the observer's folder for the run without
         # one): no credentials, no configuration, no build of anyone else's.
         home = context.env["HOME"]
