@@ -175,6 +175,20 @@ class RunContext:
     installed: Mapping[str, str] = field(default_factory=dict)
 
 
+FileVersion = tuple[int, int, int, int] | None
+
+
+def file_version(path: str) -> FileVersion:
+    """Which file ``path`` is, and which version of it (device, inode, size, modification
+    time): None when there is none. A toolchain's answer asked once is kept while its program
+    is still this version."""
+    try:
+        seen = os.stat(path)
+    except OSError:
+        return None
+    return seen.st_dev, seen.st_ino, seen.st_size, seen.st_mtime_ns
+
+
 @dataclass(frozen=True)
 class Invocation:
     """What the sandbox starts, what it adds to the environment, and where results come back

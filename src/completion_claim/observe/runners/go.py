@@ -38,12 +38,14 @@ from .base import (
     Dependencies,
     Detected,
     Draw,
+    FileVersion,
     Invocation,
     ReportSource,
     RunContext,
     Runner,
     Toolchain,
     chosen_program,
+    file_version,
     inside,
     observer_settings,
     program_name,
@@ -381,7 +383,7 @@ def _chosen_go(command: Sequence[str], chosen: str | None, workspace: Path) -> s
     )
 
 
-_goroots: dict[tuple[str, tuple[int, int, int, int] | None], str] = {}
+_goroots: dict[tuple[str, FileVersion], str] = {}
 
 
 def _goroot(go: str) -> str:
@@ -389,13 +391,7 @@ def _goroot(go: str) -> str:
     /usr/lib/go-X), outside any module and with no configuration file read. A gate asks twice
     per stop (loading its configuration, then running the check): the answer of a program that
     is still the same file, unchanged, is the process's from the first time."""
-    try:
-        seen = os.stat(go)
-    except OSError:
-        identity = None
-    else:
-        identity = (seen.st_dev, seen.st_ino, seen.st_size, seen.st_mtime_ns)
-    key = (os.path.realpath(go), identity)
+    key = (os.path.realpath(go), file_version(go))
     found = _goroots.get(key)
     if found is None:
         found = _goroots[key] = _ask_goroot(go)

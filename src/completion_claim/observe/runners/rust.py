@@ -49,12 +49,14 @@ from .base import (
     Dependencies,
     Detected,
     Draw,
+    FileVersion,
     Invocation,
     ReportSource,
     RunContext,
     Runner,
     Toolchain,
     chosen_program,
+    file_version,
     inside,
     observer_settings,
     program_name,
@@ -583,8 +585,7 @@ def _chosen_cargo(command: Sequence[str], chosen: str | None, workspace: Path) -
 
 
 _RUSTUP_SETTINGS = ("RUSTUP_HOME", "CARGO_HOME", "RUSTUP_TOOLCHAIN")
-_Identity = tuple[int, int, int, int] | None
-_resolved_before: dict[tuple[object, ...], tuple[str, bool, _Identity]] = {}
+_resolved_before: dict[tuple[object, ...], tuple[str, bool, FileVersion]] = {}
 
 
 def _resolved(cargo: str) -> tuple[str, bool]:
@@ -595,26 +596,17 @@ def _resolved(cargo: str) -> tuple[str, bool]:
     real = os.path.realpath(cargo)
     home = os.environ.get("RUSTUP_HOME") or os.path.expanduser("~/.rustup")
     settings = [os.environ.get(name) for name in _RUSTUP_SETTINGS]
-    files = [_identity(path) for path in (real, os.path.join(home, "settings.toml"))]
+    files = [file_version(path) for path in (real, os.path.join(home, "settings.toml"))]
     key = (cargo, *files, *settings, os.path.expanduser("~"))
     found = _resolved_before.get(key)
-    if found is not None and _identity(os.path.join(found[0], "bin", "rustc")) == found[2]:
+    if found is not None and file_version(os.path.join(found[0], "bin", "rustc")) == found[2]:
         return found[0], found[1]
     sysroot = _sysroot(cargo)
     rustc = os.path.join(sysroot, "bin", "rustc")
-    before = _identity(rustc)
+    before = file_version(rustc)
     nightly = _nightly(rustc)
     _resolved_before[key] = (sysroot, nightly, before)
     return sysroot, nightly
-
-
-def _identity(path: str) -> _Identity:
-    """Which file ``path`` is, and which version of it: None when there is none."""
-    try:
-        seen = os.stat(path)
-    except OSError:
-        return None
-    return seen.st_dev, seen.st_ino, seen.st_size, seen.st_mtime_ns
 
 
 def _sysroot(cargo: str) -> str:
